@@ -1,0 +1,57 @@
+// Top-level command line and error handling.
+#include "cli/app.hpp"
+
+#include <iostream>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "common/errors.hpp"
+#include "common/provenance.hpp"
+
+namespace trainsim {
+
+namespace {
+
+void print_input_error(const InputError& e) {
+  for (const auto& problem : e.problems()) std::cerr << "error: " << problem << "\n";
+  if (!e.hint().empty()) std::cerr << "hint: " << e.hint() << "\n";
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App root{"trainsim: predict, search, calibrate and run distributed-training plans"};
+  root.name("trainsim");
+  root.set_version_flag("--version", std::string(tool_version()) + " (" + git_revision() + ")");
+  root.require_subcommand(1);
+  std::vector<Command> commands;
+  commands.push_back(add_catalog_command(root));
+  commands.push_back(add_model_command(root));
+  add_pending_commands(root, commands);
+
+  try {
+    root.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = root.exit(e);  // prints help, version or the parse error
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    for (const auto& command : commands) {
+      if (command.app->parsed()) return command.run();
+    }
+    std::cerr << "error: no subcommand was chosen\nhint: run `trainsim --help`\n";
+    return 2;
+  } catch (const InputError& e) {
+    print_input_error(e);
+    return 2;
+  } catch (const DeviceError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\nhint: this is a bug in trainsim; please report it with the command line\n";
+    return 1;
+  }
+}
+
+}  // namespace trainsim

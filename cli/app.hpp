@@ -1,0 +1,28 @@
+// Builds the command line (CLI11), runs the chosen subcommand, and is the only place that turns
+// errors into messages and exit codes: 0 ok, 1 runtime/device failure, 2 bad usage or input,
+// 3 compare/validate over tolerance (INTERFACE.md).
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace trainsim {
+
+int run_cli(int argc, char** argv);
+
+// A registered subcommand: its CLI11 node and what to run when it was chosen.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+Command add_catalog_command(CLI::App& root);
+Command add_model_command(CLI::App& root);
+// Subcommands of INTERFACE.md that are not built yet: they say so and exit 2.
+void add_pending_commands(CLI::App& root, std::vector<Command>& commands);
+
+}  // namespace trainsim

@@ -1,0 +1,117 @@
+// Binding and resolution of the shared options.
+#include "cli/shared_options.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include "common/errors.hpp"
+#include "model/model_catalog.hpp"
+#include "plan/plan_json.hpp"
+
+namespace trainsim {
+
+void ModelOptions::add_to(CLI::App& app) {
+  app.add_option("--model", model, "built-in model name, our model JSON, or a Hugging Face config.json")->required();
+  seq_len_option = app.add_option("--seq-len", seq_len, "override the model's sequence length")
+                       ->check(CLI::PositiveNumber);
+}
+
+ModelSpec ModelOptions::resolve() const {
+  return resolve_model(model, seq_len_option->count() > 0 ? std::optional<int64_t>(seq_len) : std::nullopt);
+}
+
+namespace {
+struct SizeFlag {
+  const char* name;  // flag without "--", also the key in PlanOptions::sizes
+  const char* help;
+};
+const SizeFlag kSizeFlags[] = {
+    {"dp", "data-parallel size (default: gpus / (tp*pp*cp), or 1)"},
+    {"tp", "tensor-parallel size"},
+    {"pp", "pipeline-parallel size"},
+    {"vpp", "virtual pipeline stages per rank (interleaved schedule)"},
+    {"cp", "context-parallel size (parsed; not modeled yet)"},
+    {"ep", "expert-parallel size (parsed; not modeled yet)"},
+    {"micro-batch", "sequences per micro-batch"},
+    {"global-batch", "sequences per iteration (default: dp x micro-batch)"},
+};
+}  // namespace
+
+void PlanOptions::add_to(CLI::App& app) {
+  options["plan"] = app.add_option("--plan", plan_path, "plan JSON (flags given here override its keys)");
+  options["gpus"] = app.add_option("--gpus", gpus, "number of GPUs (sets dp when --dp is left out)")
+                        ->check(CLI::PositiveNumber);
+  for (const auto& flag : kSizeFlags) {
+    sizes[flag.name] = 1;
+    options[flag.name] = app.add_option(std::string("--") + flag.name, sizes[flag.name], flag.help)
+                             ->check(CLI::PositiveNumber);
+  }
+  sizes["zero"] = 0;
+  options["zero"] = app.add_option("--zero", sizes["zero"], "ZeRO stage 0-3 (3 = FSDP)")->check(CLI::Range(0, 3));
+  options["recompute"] = app.add_option("--recompute", recompute, "activation recomputation")
+                             ->check(CLI::IsMember({"none", "selective", "full"}));
+  options["sequence-parallel"] = app.add_flag("--sequence-parallel", sequence_parallel, "Megatron sequence parallelism");
+  options["schedule"] = app.add_option("--schedule", schedule, "pipeline schedule")
+                            ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}));
+  options["precision"] = app.add_option("--precision", precision, "training precision (default bf16)")
+                             ->check(CLI::IsMember({"bf16", "fp16", "fp32", "fp8"}));
+  options["attention"] = app.add_option("--attention", attention, "attention kernel (default flash)")
+                             ->check(CLI::IsMember({"flash", "unfused"}));
+}
+
+bool PlanOptions::given(const std::string& name) const {
+  const auto it = options.find(name);
+  return it != options.end() && it->second->count() > 0;
+}
+
+ParallelPlan PlanOptions::resolve(const ModelSpec& model) const {
+  std::vector<std::string> defaulted = {"dp", "tp", "pp", "cp", "ep", "vpp", "micro_batch", "global_batch"};
+  ParallelPlan p = given("plan") ? load_plan_file(plan_path, &(defaulted = {})) : ParallelPlan{};
+  auto is_defaulted = [&](const std::string& key) {
+    return std::find(defaulted.begin(), defaulted.end(), key) != defaulted.end();
+  };
+  auto take = [&](const char* flag, int64_t& field) {
+    if (given(flag)) field = sizes.at(flag);
+  };
+  take("dp", p.dp);
+  take("tp", p.tp);
+  take("pp", p.pp);
+  take("vpp", p.vpp);
+  take("cp", p.cp);
+  take("ep", p.ep);
+  take("micro-batch", p.micro_batch);
+  take("global-batch", p.global_batch);
+  if (given("zero")) p.zero_stage = static_cast<int>(sizes.at("zero"));
+  if (given("recompute")) p.recompute = parse_recompute(recompute);
+  if (given("sequence-parallel")) p.sequence_parallel = sequence_parallel;
+  if (given("precision")) p.precision = parse_precision(precision);
+  if (given("attention")) p.attention = parse_attention(attention);
+  if (given("schedule")) p.schedule = parse_schedule(schedule);
+  else if (p.vpp > 1) p.schedule = Schedule::kInterleaved;
+
+  const int64_t model_parallel = p.tp * p.pp * p.cp;
+  if (given("gpus")) {
+    if (!given("dp") && is_defaulted("dp")) {
+      if (gpus % model_parallel != 0) {
+        throw InputError("--gpus: gpus (" + std::to_string(gpus) + ") must be a multiple of tp x pp x cp (" +
+                             std::to_string(model_parallel) + ")",
+                         "choose tp, pp and cp whose product divides the GPU count, or give --dp");
+      }
+      p.dp = gpus / model_parallel;
+    } else if (p.gpus() != gpus) {
+      throw InputError("--gpus: dp x tp x pp x cp (" + std::to_string(p.dp) + " x " + std::to_string(p.tp) + " x " +
+                           std::to_string(p.pp) + " x " + std::to_string(p.cp) + " = " + std::to_string(p.gpus()) +
+                           ") must equal gpus (" + std::to_string(gpus) + ")",
+                       "leave --dp out to have it derived from --gpus");
+    }
+  }
+  if (!given("global-batch") && is_defaulted("global_batch")) p.global_batch = p.dp * p.micro_batch;
+  validate_plan(p, model, given("plan") ? plan_path : "options")
+      .throw_if_any("INTERFACE.md lists the plan options; docs/model-math.md the memory conventions");
+  return p;
+}
+
+void FormatOption::add_to(CLI::App& app) {
+  app.add_option("--format", format, "output format")->check(CLI::IsMember({"table", "json"}));
+}
+
+}  // namespace trainsim

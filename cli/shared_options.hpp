@@ -1,0 +1,49 @@
+// Options shared by model, predict, search and validate (INTERFACE.md): the model (`--model`,
+// `--seq-len`), the plan (`--dp --tp --pp ... --plan PATH`, `--gpus`) and `--format`.
+// They bind to CLI11 here and resolve into validated ModelSpec / ParallelPlan.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "model/model_spec.hpp"
+#include "plan/parallel_plan.hpp"
+
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
+
+namespace trainsim {
+
+struct ModelOptions {
+  std::string model;
+  int64_t seq_len = 0;
+  CLI::Option* seq_len_option = nullptr;
+  void add_to(CLI::App& app);
+  ModelSpec resolve() const;
+};
+
+struct PlanOptions {
+  std::string plan_path;
+  int64_t gpus = 0;
+  std::map<std::string, int64_t> sizes;  // dp, tp, pp, vpp, cp, ep, micro-batch, global-batch, zero
+  std::string recompute, schedule, precision, attention;
+  bool sequence_parallel = false;
+  std::map<std::string, CLI::Option*> options;
+  void add_to(CLI::App& app);
+  bool given(const std::string& name) const;
+  // The plan from --plan (if any) with the flags on top, dp from --gpus when left out, a global
+  // batch of dp x micro-batch when none is given; validated against the model.
+  ParallelPlan resolve(const ModelSpec& model) const;
+};
+
+enum class OutputFormat { kTable, kJson };
+struct FormatOption {
+  std::string format = "table";
+  void add_to(CLI::App& app);
+  OutputFormat value() const { return format == "json" ? OutputFormat::kJson : OutputFormat::kTable; }
+};
+
+}  // namespace trainsim

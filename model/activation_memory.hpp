@@ -1,0 +1,37 @@
+// Activation memory stored for the backward pass, per transformer layer and per micro-batch on
+// one tensor-parallel rank: Korthikanti et al. 2022 §4 (Table 2), generalised term by term to GQA,
+// SwiGLU, any FFN width, dropout on/off, fused (flash) attention and the value width in bytes.
+// docs/model-math.md §3 has the derivation; with GPT shapes it reduces to Table 2 exactly.
+#pragma once
+
+#include <cstdint>
+
+#include "model/model_spec.hpp"
+
+namespace trainsim {
+
+enum class Recompute { kNone, kSelective, kFull };
+// kUnfused stores the softmax (and dropout) of the a*s^2 attention scores; kFlash (FlashAttention-
+// style fused kernel) stores only the output and the fp32 log-sum-exp per row.
+enum class AttentionKernel { kFlash, kUnfused };
+
+struct ActivationLayout {
+  int64_t micro_batch = 1;
+  int64_t tp = 1;
+  bool sequence_parallel = false;
+  Recompute recompute = Recompute::kNone;
+  AttentionKernel attention = AttentionKernel::kFlash;
+  double bytes_per_value = 2;  // 2 for bf16/fp16 activations, 4 for fp32
+};
+
+// One transformer layer, one micro-batch, one TP rank.
+double activation_bytes_per_layer(const ModelSpec& model, const ActivationLayout& layout);
+// Kept on the first pipeline stage per micro-batch: the embedding's dropout mask.
+double activation_bytes_embedding(const ModelSpec& model, const ActivationLayout& layout);
+// Kept on the last stage per micro-batch: final-norm input, LM-head input, fp32 logits.
+double activation_bytes_output(const ModelSpec& model, const ActivationLayout& layout);
+
+const char* to_string(Recompute recompute);
+const char* to_string(AttentionKernel kernel);
+
+}  // namespace trainsim

@@ -1,0 +1,35 @@
+// FLOP counting; docs/model-math.md §2 derives each term.
+#include "model/flops.hpp"
+
+#include "model/param_count.hpp"
+
+namespace trainsim {
+
+FlopsPerToken flops_per_token(const ModelSpec& m, Recompute recompute) {
+  FlopsPerToken f;
+  const ParamCounts params = count_params(m);
+  f.forward_matmul = 2.0 * static_cast<double>(params.matmul_active);
+  f.forward_lm_head = 2.0 * static_cast<double>(m.vocab) * static_cast<double>(m.hidden);
+  f.forward_attention = 4.0 * static_cast<double>(m.layers) * static_cast<double>(m.seq_len) *
+                        static_cast<double>(m.attention_width());
+  f.model = 3.0 * f.forward();
+  switch (recompute) {
+    case Recompute::kNone: f.hardware = f.model; break;
+    // Selective recompute runs the attention core (QK^T, softmax, AV) forward again.
+    case Recompute::kSelective: f.hardware = f.model + f.forward_attention; break;
+    // Full recompute runs every transformer layer's forward again; the LM head is outside it.
+    case Recompute::kFull: f.hardware = f.model + f.forward() - f.forward_lm_head; break;
+  }
+  return f;
+}
+
+double model_flops_per_iteration(const ModelSpec& m, int64_t global_batch) {
+  return flops_per_token(m, Recompute::kNone).model * static_cast<double>(global_batch) *
+         static_cast<double>(m.seq_len);
+}
+
+double hardware_flops_per_iteration(const ModelSpec& m, int64_t global_batch, Recompute recompute) {
+  return flops_per_token(m, recompute).hardware * static_cast<double>(global_batch) * static_cast<double>(m.seq_len);
+}
+
+}  // namespace trainsim

@@ -1,0 +1,163 @@
+// Field mapping from Hugging Face configs (transformers' LlamaConfig, MistralConfig, Qwen2Config,
+// MixtralConfig, GPT2Config, GPTNeoXConfig) to ModelSpec. HF configs carry many keys we do not
+// need, so unknown keys are not errors here; missing keys we need are.
+#include "model/hf_config.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "common/errors.hpp"
+#include "common/json_reader.hpp"
+#include "common/nearest_name.hpp"
+
+namespace trainsim {
+
+namespace {
+
+const std::map<std::string, std::string>& architecture_to_type() {
+  static const std::map<std::string, std::string> table = {
+      {"LlamaForCausalLM", "llama"},     {"MistralForCausalLM", "mistral"}, {"Qwen2ForCausalLM", "qwen2"},
+      {"MixtralForCausalLM", "mixtral"}, {"GPT2LMHeadModel", "gpt2"},       {"GPTNeoXForCausalLM", "gpt_neox"},
+  };
+  return table;
+}
+
+const std::vector<std::string> kSupportedTypes = {"llama", "mistral", "qwen2", "mixtral", "gpt2", "gpt_neox"};
+
+std::string model_type_of(const nlohmann::json& doc, const std::string& path) {
+  if (doc.contains("model_type") && doc["model_type"].is_string()) return doc["model_type"].get<std::string>();
+  if (doc.contains("architectures") && doc["architectures"].is_array() && !doc["architectures"].empty() &&
+      doc["architectures"][0].is_string()) {
+    const std::string arch = doc["architectures"][0].get<std::string>();
+    const auto it = architecture_to_type().find(arch);
+    if (it != architecture_to_type().end()) return it->second;
+    throw InputError(path + ": /architectures/0: \"" + arch + "\" is not a supported architecture; supported: " +
+                         "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, MixtralForCausalLM, " +
+                         "GPT2LMHeadModel, GPTNeoXForCausalLM",
+                     "describe the model in trainsim's model JSON instead (docs/model-json.md)");
+  }
+  throw InputError(path + ": /model_type: missing (a Hugging Face config names its \"model_type\")",
+                   "add \"model_type\", or use trainsim's model JSON (docs/model-json.md)");
+}
+
+std::string model_name(const nlohmann::json& doc, const std::string& path, const std::string& type) {
+  if (doc.contains("_name_or_path") && doc["_name_or_path"].is_string() &&
+      !doc["_name_or_path"].get<std::string>().empty()) {
+    return doc["_name_or_path"].get<std::string>();
+  }
+  const auto parent = std::filesystem::path(path).parent_path().filename().string();
+  return parent.empty() ? type : parent;
+}
+
+// Llama family: Llama, Mistral, Qwen2, Mixtral share field names and the SwiGLU/RMSNorm/RoPE layout.
+void read_llama_family(JsonObjectReader& r, const std::string& type, ModelSpec& m) {
+  m.hidden = r.required_int("hidden_size", 1);
+  m.layers = r.required_int("num_hidden_layers", 1);
+  m.heads = r.required_int("num_attention_heads", 1);
+  m.kv_heads = r.optional_int("num_key_value_heads", 1).value_or(m.heads);
+  m.ffn_hidden = r.required_int("intermediate_size", 1);
+  m.vocab = r.required_int("vocab_size", 1);
+  m.seq_len = r.required_int("max_position_embeddings", 1);
+  m.tied_embeddings = r.optional_bool("tie_word_embeddings").value_or(false);
+  if (auto hd = r.optional_int("head_dim", 1)) m.head_dim = *hd;
+  const std::string act = r.optional_string("hidden_act").value_or("silu");
+  if (act != "silu" && act != "swish") {
+    r.add_problem("hidden_act", "\"" + act + "\" is not supported for " + type + " (expected \"silu\": a SwiGLU FFN)");
+  }
+  for (const char* key : {"attention_bias", "mlp_bias"}) {
+    if (r.optional_bool(key).value_or(false)) {
+      r.add_problem(key, std::string(key) + " = true is not supported yet (its bias layout is not modeled)");
+    }
+  }
+  m.ffn_kind = FfnKind::kSwiglu;
+  m.norm = NormKind::kRmsNorm;
+  m.position = PositionKind::kRope;
+  m.linear_bias = false;
+  m.qkv_bias = type == "qwen2";  // Qwen2 has biases on Q, K and V only
+  m.dropout = false;
+  if (type == "mixtral") {
+    MoeSpec moe;
+    moe.experts = r.required_int("num_local_experts", 1);
+    moe.top_k = r.required_int("num_experts_per_tok", 1);
+    moe.expert_ffn_hidden = m.ffn_hidden;
+    m.moe = moe;
+  }
+}
+
+void read_gpt2(JsonObjectReader& r, ModelSpec& m) {
+  m.hidden = r.required_int("n_embd", 1);
+  m.layers = r.required_int("n_layer", 1);
+  m.heads = r.required_int("n_head", 1);
+  m.kv_heads = m.heads;
+  m.ffn_hidden = r.optional_int("n_inner", 1).value_or(4 * m.hidden);
+  m.vocab = r.required_int("vocab_size", 1);
+  m.max_positions = r.required_int("n_positions", 1);
+  m.seq_len = r.optional_int("n_ctx", 1).value_or(m.max_positions);
+  m.tied_embeddings = r.optional_bool("tie_word_embeddings").value_or(true);
+  m.ffn_kind = FfnKind::kGelu;
+  m.norm = NormKind::kLayerNorm;
+  m.position = PositionKind::kLearned;
+  m.linear_bias = true;
+  m.dropout = r.optional_number("resid_pdrop", 0.0).value_or(0.1) > 0.0;
+}
+
+void read_gpt_neox(JsonObjectReader& r, ModelSpec& m) {
+  m.hidden = r.required_int("hidden_size", 1);
+  m.layers = r.required_int("num_hidden_layers", 1);
+  m.heads = r.required_int("num_attention_heads", 1);
+  m.kv_heads = m.heads;
+  m.ffn_hidden = r.required_int("intermediate_size", 1);
+  m.vocab = r.required_int("vocab_size", 1);
+  m.seq_len = r.required_int("max_position_embeddings", 1);
+  m.tied_embeddings = r.optional_bool("tie_word_embeddings").value_or(false);
+  m.ffn_kind = FfnKind::kGelu;
+  m.norm = NormKind::kLayerNorm;
+  m.position = PositionKind::kRope;
+  m.linear_bias = true;
+  m.dropout = r.optional_number("hidden_dropout", 0.0).value_or(0.0) > 0.0;
+}
+
+}  // namespace
+
+bool is_hf_config(const nlohmann::json& doc) {
+  return doc.is_object() && (doc.contains("model_type") || doc.contains("architectures"));
+}
+
+ModelSpec read_hf_config(const nlohmann::json& doc, const std::string& path) {
+  const std::string type = model_type_of(doc, path);
+  if (std::find(kSupportedTypes.begin(), kSupportedTypes.end(), type) == kSupportedTypes.end()) {
+    throw InputError(path + ": /model_type: \"" + type + "\" is not a supported architecture" +
+                         did_you_mean(type, kSupportedTypes) + "; supported: " + join_names(kSupportedTypes),
+                     "describe the model in trainsim's model JSON instead (docs/model-json.md)");
+  }
+  ProblemList problems;
+  JsonObjectReader reader(doc, path, "", problems);
+  ModelSpec m;
+  m.name = model_name(doc, path, type);
+  m.source = "Hugging Face config.json (" + type + "): " + path;
+  if (type == "gpt2") {
+    read_gpt2(reader, m);
+  } else if (type == "gpt_neox") {
+    read_gpt_neox(reader, m);
+  } else {
+    read_llama_family(reader, type, m);
+  }
+  if (m.head_dim == 0 && m.heads > 0) {
+    if (m.hidden % m.heads != 0) {
+      reader.add_problem("num_attention_heads", "hidden size (" + std::to_string(m.hidden) +
+                                                    ") is not a multiple of the head count (" +
+                                                    std::to_string(m.heads) + ") and no head_dim is given");
+    }
+    m.head_dim = m.hidden / m.heads;
+  }
+  if (m.max_positions == 0) m.max_positions = m.seq_len;
+  if (problems.empty()) problems.add_all(validate_model(m, path));
+  problems.throw_if_any("trainsim reads the fields transformers documents for " + type +
+                        "; docs/model-json.md shows how to describe any model directly");
+  return m;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,109 @@
+// Reading and writing our model JSON.
+#include "model/model_json.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "common/json_reader.hpp"
+
+namespace trainsim {
+
+namespace {
+
+// Defaults by FFN family: GELU models follow Megatron GPT / GPT-3 (LayerNorm, learned positions,
+// tied embeddings, biases, dropout); SwiGLU models follow Llama (RMSNorm, RoPE, untied, no biases,
+// no dropout). docs/model-json.md lists them.
+void apply_family_defaults(ModelSpec& m) {
+  const bool gpt = m.ffn_kind == FfnKind::kGelu;
+  m.norm = gpt ? NormKind::kLayerNorm : NormKind::kRmsNorm;
+  m.position = gpt ? PositionKind::kLearned : PositionKind::kRope;
+  m.tied_embeddings = gpt;
+  m.linear_bias = gpt;
+  m.dropout = gpt;
+}
+
+}  // namespace
+
+ModelSpec read_model(JsonObjectReader& r) {
+  ModelSpec m;
+  m.name = r.required_string("name");
+  m.layers = r.required_int("layers", 1);
+  m.hidden = r.required_int("hidden", 1);
+  m.heads = r.required_int("heads", 1);
+  m.kv_heads = r.optional_int("kv_heads", 1).value_or(m.heads);
+  m.ffn_hidden = r.required_int("ffn_hidden", 1);
+  m.ffn_kind = r.required_choice("ffn_kind", {"gelu", "swiglu"}) == "gelu" ? FfnKind::kGelu : FfnKind::kSwiglu;
+  m.vocab = r.required_int("vocab", 1);
+  m.seq_len = r.required_int("seq_len", 1);
+  apply_family_defaults(m);
+
+  if (auto head_dim = r.optional_int("head_dim", 1)) {
+    m.head_dim = *head_dim;
+  } else if (m.heads > 0 && m.hidden % m.heads != 0) {
+    r.add_problem("head_dim", "hidden (" + std::to_string(m.hidden) + ") is not a multiple of heads (" +
+                                  std::to_string(m.heads) + "), so head_dim must be given");
+  } else if (m.heads > 0) {
+    m.head_dim = m.hidden / m.heads;
+  }
+  if (auto v = r.optional_choice("norm", {"layernorm", "rmsnorm"})) {
+    m.norm = *v == "layernorm" ? NormKind::kLayerNorm : NormKind::kRmsNorm;
+  }
+  if (auto v = r.optional_choice("position", {"learned", "rope", "alibi"})) {
+    m.position = *v == "learned" ? PositionKind::kLearned : *v == "rope" ? PositionKind::kRope : PositionKind::kAlibi;
+  }
+  m.max_positions = r.optional_int("max_positions", 1).value_or(m.seq_len);
+  m.tied_embeddings = r.optional_bool("tied_embeddings").value_or(m.tied_embeddings);
+  m.linear_bias = r.optional_bool("linear_bias").value_or(m.linear_bias);
+  m.qkv_bias = r.optional_bool("qkv_bias").value_or(false);
+  m.dropout = r.optional_bool("dropout").value_or(m.dropout);
+  if (auto moe = r.optional_object("moe")) {
+    MoeSpec spec;
+    spec.experts = moe->required_int("experts", 1);
+    spec.top_k = moe->required_int("top_k", 1);
+    spec.expert_ffn_hidden = moe->optional_int("expert_ffn_hidden", 1).value_or(m.ffn_hidden);
+    moe->reject_unknown_keys();
+    m.moe = spec;
+  }
+  m.params_b_stated = r.optional_number("params_b", 0.0);
+  m.source = r.optional_string("source").value_or("");
+  r.reject_unknown_keys();
+  return m;
+}
+
+ModelSpec load_model_file(const std::string& path) {
+  const nlohmann::json doc = load_json_file(path);
+  ProblemList problems;
+  JsonObjectReader reader(doc, path, "", problems);
+  ModelSpec m = read_model(reader);
+  if (problems.empty()) problems.add_all(validate_model(m, path));
+  problems.throw_if_any("docs/model-json.md lists every key, its meaning and its default");
+  return m;
+}
+
+nlohmann::ordered_json model_to_json(const ModelSpec& m) {
+  nlohmann::ordered_json j;
+  j["name"] = m.name;
+  j["layers"] = m.layers;
+  j["hidden"] = m.hidden;
+  j["heads"] = m.heads;
+  j["kv_heads"] = m.kv_heads;
+  j["head_dim"] = m.head_dim;
+  j["ffn_hidden"] = m.ffn_hidden;
+  j["ffn_kind"] = to_string(m.ffn_kind);
+  j["vocab"] = m.vocab;
+  j["seq_len"] = m.seq_len;
+  j["max_positions"] = m.max_positions;
+  j["norm"] = to_string(m.norm);
+  j["position"] = to_string(m.position);
+  j["tied_embeddings"] = m.tied_embeddings;
+  j["linear_bias"] = m.linear_bias;
+  j["qkv_bias"] = m.qkv_bias;
+  j["dropout"] = m.dropout;
+  if (m.moe) {
+    j["moe"] = {{"experts", m.moe->experts}, {"top_k", m.moe->top_k}, {"expert_ffn_hidden", m.moe->expert_ffn_hidden}};
+  }
+  if (m.params_b_stated) j["params_b"] = *m.params_b_stated;
+  if (!m.source.empty()) j["source"] = m.source;
+  return j;
+}
+
+}  // namespace trainsim

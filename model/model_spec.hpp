@@ -1,0 +1,58 @@
+// ModelSpec: the architecture of a decoder-only transformer (GPT- and Llama-style, optional MoE),
+// as typed, validated data. Loaders (model_json, hf_config, model_catalog) produce it; the
+// model math (param_count, flops, memory_model) consumes it. No file I/O here.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "common/problem_list.hpp"
+
+namespace trainsim {
+
+enum class FfnKind { kGelu, kSwiglu };          // 2 matrices (up, down) or 3 (gate, up, down)
+enum class NormKind { kLayerNorm, kRmsNorm };  // LayerNorm has weight + bias, RMSNorm weight only
+enum class PositionKind { kLearned, kRope, kAlibi };
+
+struct MoeSpec {
+  int64_t experts = 0;            // experts per MoE layer
+  int64_t top_k = 0;              // experts each token is routed to
+  int64_t expert_ffn_hidden = 0;  // FFN width of one expert
+};
+
+struct ModelSpec {
+  std::string name;
+  int64_t layers = 0;
+  int64_t hidden = 0;      // model width h
+  int64_t heads = 0;       // query heads a
+  int64_t kv_heads = 0;    // key/value heads (== heads: MHA; 1: MQA; else GQA)
+  int64_t head_dim = 0;    // usually hidden / heads (GPT-3 13B is an exception: 5140 vs 40*128)
+  int64_t ffn_hidden = 0;  // dense FFN width f
+  FfnKind ffn_kind = FfnKind::kGelu;
+  int64_t vocab = 0;
+  int64_t seq_len = 0;        // training sequence length s
+  int64_t max_positions = 0;  // rows of a learned position table (>= seq_len)
+  NormKind norm = NormKind::kLayerNorm;
+  PositionKind position = PositionKind::kLearned;
+  bool tied_embeddings = true;  // LM head shares the token embedding matrix
+  bool linear_bias = true;      // every linear layer has a bias (GPT-2/3, Megatron GPT)
+  bool qkv_bias = false;        // only Q, K, V have biases (Qwen2); implied by linear_bias
+  bool dropout = true;          // dropout after attention and MLP (stores 1-byte masks)
+  std::optional<MoeSpec> moe;   // every layer's FFN is a mixture of experts when set
+  std::optional<double> params_b_stated;  // a parameter count the source stated, for reference
+  std::string source;                     // where the architecture comes from
+
+  int64_t attention_width() const { return heads * head_dim; }  // width of Q and of the output proj
+  int64_t kv_width() const { return kv_heads * head_dim; }
+  bool is_moe() const { return moe.has_value(); }
+};
+
+// Every violated constraint of the spec, each naming `where` (file or catalog entry) and key.
+ProblemList validate_model(const ModelSpec& model, const std::string& where);
+
+const char* to_string(FfnKind kind);
+const char* to_string(NormKind kind);
+const char* to_string(PositionKind kind);
+
+}  // namespace trainsim

@@ -1,0 +1,38 @@
+// Exact parameter counts of a ModelSpec, by component. Formulas in docs/model-math.md §1;
+// checked against published counts (GPT-2 124M = 124,439,808; Llama-3-8B = 8,030,261,248).
+#pragma once
+
+#include <cstdint>
+
+#include "model/model_spec.hpp"
+
+namespace trainsim {
+
+struct LayerParams {
+  int64_t attention = 0;  // Q, K, V, output projection (+ biases)
+  int64_t mlp = 0;        // dense FFN, or all experts of an MoE layer
+  int64_t router = 0;     // MoE gate (hidden x experts)
+  int64_t norms = 0;      // the two norms of a pre-norm block
+  int64_t total() const { return attention + mlp + router + norms; }
+};
+
+struct ParamCounts {
+  LayerParams per_layer;          // one transformer block
+  int64_t layers_total = 0;       // per_layer.total() * layers
+  int64_t token_embedding = 0;    // vocab x hidden
+  int64_t position_embedding = 0; // learned positions only
+  int64_t final_norm = 0;
+  int64_t lm_head = 0;            // 0 when tied to the token embedding
+  int64_t total = 0;
+  int64_t active_per_token = 0;   // MoE: only top_k experts count (== total for dense models)
+  // Parameters whose weights take part in GEMMs (every linear layer, the LM head even when tied,
+  // not the embedding lookups, norms or biases): the N in "6N" FLOPs per token.
+  int64_t matmul_active = 0;
+};
+
+ParamCounts count_params(const ModelSpec& model);
+
+// Parameters of one dense FFN / one expert of width `ffn` (weights and biases).
+int64_t ffn_params(const ModelSpec& model, int64_t ffn);
+
+}  // namespace trainsim

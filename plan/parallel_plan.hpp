@@ -1,0 +1,43 @@
+// ParallelPlan: how one training iteration is laid out over GPUs (dp x tp x pp x cp, virtual
+// pipeline stages, micro-batching, ZeRO stage, recomputation, sequence parallelism, schedule,
+// precision). `validate_plan` reports every violated constraint at once, naming the values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/problem_list.hpp"
+#include "model/activation_memory.hpp"
+#include "model/model_spec.hpp"
+
+namespace trainsim {
+
+enum class Schedule { kGpipe, k1F1B, kInterleaved };
+enum class Precision { kBf16, kFp16, kFp32, kFp8 };
+
+struct ParallelPlan {
+  int64_t dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1;
+  int64_t micro_batch = 1;   // sequences per micro-batch per DP rank
+  int64_t global_batch = 1;  // sequences per iteration over all DP ranks
+  int zero_stage = 0;        // 0: none, 1: optimizer states, 2: + gradients, 3: + weights (FSDP)
+  Recompute recompute = Recompute::kNone;
+  bool sequence_parallel = false;
+  Schedule schedule = Schedule::k1F1B;
+  Precision precision = Precision::kBf16;
+  AttentionKernel attention = AttentionKernel::kFlash;
+
+  int64_t gpus() const { return dp * tp * pp * cp; }
+  // Micro-batches per DP rank per iteration (gradient accumulation steps).
+  int64_t micro_batches() const { return global_batch / (dp * micro_batch); }
+};
+
+// Every problem of `plan` for `model`; `where` prefixes each message (a file or "options").
+ProblemList validate_plan(const ParallelPlan& plan, const ModelSpec& model, const std::string& where);
+
+// Transformer layers held by pipeline stage `stage` (earlier stages take the remainder).
+int64_t layers_on_stage(const ModelSpec& model, const ParallelPlan& plan, int64_t stage);
+
+const char* to_string(Schedule schedule);
+const char* to_string(Precision precision);
+
+}  // namespace trainsim

@@ -1,0 +1,105 @@
+// Reading and writing plan JSON.
+#include "plan/plan_json.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "common/errors.hpp"
+#include "common/json_reader.hpp"
+
+namespace trainsim {
+
+Recompute parse_recompute(const std::string& t) {
+  if (t == "none") return Recompute::kNone;
+  if (t == "selective") return Recompute::kSelective;
+  if (t == "full") return Recompute::kFull;
+  throw InputError("recompute: \"" + t + "\" is not one of: none, selective, full");
+}
+
+Schedule parse_schedule(const std::string& t) {
+  if (t == "gpipe") return Schedule::kGpipe;
+  if (t == "1f1b") return Schedule::k1F1B;
+  if (t == "interleaved") return Schedule::kInterleaved;
+  throw InputError("schedule: \"" + t + "\" is not one of: gpipe, 1f1b, interleaved");
+}
+
+Precision parse_precision(const std::string& t) {
+  if (t == "bf16") return Precision::kBf16;
+  if (t == "fp16") return Precision::kFp16;
+  if (t == "fp32") return Precision::kFp32;
+  if (t == "fp8") return Precision::kFp8;
+  throw InputError("precision: \"" + t + "\" is not one of: bf16, fp16, fp32, fp8");
+}
+
+AttentionKernel parse_attention(const std::string& t) {
+  if (t == "flash") return AttentionKernel::kFlash;
+  if (t == "unfused") return AttentionKernel::kUnfused;
+  throw InputError("attention: \"" + t + "\" is not one of: flash, unfused");
+}
+
+ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::vector<std::string>* defaulted) {
+  ParallelPlan p = defaults;
+  auto note_default = [&](const char* key) {
+    if (defaulted != nullptr && !r.has(key)) defaulted->push_back(key);
+  };
+  auto read_int = [&](const char* key, int64_t& field, int64_t min_value) {
+    note_default(key);
+    field = r.optional_int(key, min_value).value_or(field);
+  };
+  read_int("dp", p.dp, 1);
+  read_int("tp", p.tp, 1);
+  read_int("pp", p.pp, 1);
+  read_int("cp", p.cp, 1);
+  read_int("ep", p.ep, 1);
+  read_int("vpp", p.vpp, 1);
+  read_int("micro_batch", p.micro_batch, 1);
+  read_int("global_batch", p.global_batch, 1);
+  note_default("zero_stage");
+  if (auto z = r.optional_int("zero_stage", 0)) {
+    if (*z > 3) r.add_problem("zero_stage", "zero_stage (" + std::to_string(*z) + ") must be 0, 1, 2 or 3");
+    else p.zero_stage = static_cast<int>(*z);
+  }
+  note_default("recompute");
+  if (auto v = r.optional_choice("recompute", {"none", "selective", "full"})) p.recompute = parse_recompute(*v);
+  note_default("sequence_parallel");
+  p.sequence_parallel = r.optional_bool("sequence_parallel").value_or(p.sequence_parallel);
+  if (auto v = r.optional_choice("schedule", {"gpipe", "1f1b", "interleaved"})) {
+    p.schedule = parse_schedule(*v);
+  } else if (p.vpp > 1) {
+    p.schedule = Schedule::kInterleaved;  // vpp > 1 means the interleaved schedule
+  }
+  if (auto v = r.optional_choice("precision", {"bf16", "fp16", "fp32", "fp8"})) p.precision = parse_precision(*v);
+  if (auto v = r.optional_choice("attention", {"flash", "unfused"})) p.attention = parse_attention(*v);
+  return p;
+}
+
+ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* defaulted) {
+  const nlohmann::json doc = load_json_file(path);
+  ProblemList problems;
+  JsonObjectReader reader(doc, path, "", problems);
+  ParallelPlan plan = read_plan(reader, ParallelPlan{}, defaulted);
+  reader.reject_unknown_keys();
+  problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, vpp, micro_batch, global_batch, zero_stage, recompute, "
+                        "sequence_parallel, schedule, precision, attention");
+  return plan;
+}
+
+nlohmann::ordered_json plan_to_json(const ParallelPlan& p) {
+  nlohmann::ordered_json j;
+  j["dp"] = p.dp;
+  j["tp"] = p.tp;
+  j["pp"] = p.pp;
+  j["cp"] = p.cp;
+  j["ep"] = p.ep;
+  j["vpp"] = p.vpp;
+  j["micro_batch"] = p.micro_batch;
+  j["global_batch"] = p.global_batch;
+  j["zero_stage"] = p.zero_stage;
+  j["recompute"] = to_string(p.recompute);
+  j["sequence_parallel"] = p.sequence_parallel;
+  j["schedule"] = to_string(p.schedule);
+  j["precision"] = to_string(p.precision);
+  j["attention"] = to_string(p.attention);
+  return j;
+}
+
+}  // namespace trainsim

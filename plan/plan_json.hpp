@@ -1,0 +1,28 @@
+// Plan JSON (`--plan PATH`; the `plan` block of published-run files) <-> ParallelPlan.
+// Keys: dp, tp, pp, cp, ep, vpp, micro_batch, global_batch, zero_stage, recompute,
+// sequence_parallel, schedule, precision, attention. `null` or absent = the documented default.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "plan/parallel_plan.hpp"
+
+namespace trainsim {
+
+class JsonObjectReader;
+
+// Reads a plan object over `defaults`; the names of keys that were absent or null are appended to
+// `defaulted` (validate reports them). Problems go to the reader's list.
+ParallelPlan read_plan(JsonObjectReader& reader, const ParallelPlan& defaults, std::vector<std::string>* defaulted);
+ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* defaulted = nullptr);
+nlohmann::ordered_json plan_to_json(const ParallelPlan& plan);
+
+Recompute parse_recompute(const std::string& text);
+Schedule parse_schedule(const std::string& text);
+Precision parse_precision(const std::string& text);
+AttentionKernel parse_attention(const std::string& text);
+
+}  // namespace trainsim

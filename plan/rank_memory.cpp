@@ -1,0 +1,89 @@
+// Per-stage memory; docs/model-math.md §4 gives each rule and its source.
+#include "plan/rank_memory.hpp"
+
+#include <algorithm>
+
+#include "model/param_count.hpp"
+
+namespace trainsim {
+
+StateBytes state_bytes_per_param(Precision precision) {
+  // Mixed precision (Micikevicius et al. 2018; Megatron-LM): 16-bit weights, fp32 main gradients,
+  // fp32 master weights + Adam m and v = 2 + 4 + 12 = 18 bytes per parameter, which reproduces
+  // Korthikanti et al. 2022 Fig. 1. fp8 training keeps 16-bit weights (Transformer Engine casts
+  // to fp8 per GEMM). Pure fp32: 4 + 4 + 8 (no master copy).
+  if (precision == Precision::kFp32) return {4, 4, 8};
+  return {2, 4, 12};
+}
+
+double in_flight_micro_batches(const ParallelPlan& p, int64_t stage) {
+  const double m = static_cast<double>(p.micro_batches());
+  switch (p.schedule) {
+    case Schedule::kGpipe: return m;
+    case Schedule::k1F1B: return std::min(static_cast<double>(p.pp - stage), m);
+    case Schedule::kInterleaved: {
+      // Megatron-LM interleaved 1F1B: (p - stage - 1) * 2 + (v - 1) * p warm-up chunk forwards,
+      // plus the one in steady state, each chunk holding 1/v of the stage's layers.
+      const double chunks = static_cast<double>((p.pp - stage - 1) * 2 + (p.vpp - 1) * p.pp + 1);
+      return std::min(chunks, m * static_cast<double>(p.vpp)) / static_cast<double>(p.vpp);
+    }
+  }
+  return m;
+}
+
+RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan) {
+  const ParamCounts params = count_params(model);
+  // Norms, row-parallel biases (attention output, FFN down) and the MoE router are replicated over
+  // tensor-parallel ranks; everything else in a layer is split t ways (Shoeybi et al. 2019).
+  const int64_t layer_replicated = params.per_layer.norms + params.per_layer.router + (model.linear_bias ? 2 * model.hidden : 0);
+  const int64_t layer_split = params.per_layer.total() - layer_replicated;
+  const int64_t layer_on_rank = layer_split / plan.tp + layer_replicated;
+  const int64_t embedding_on_rank = params.token_embedding / plan.tp;  // vocab-parallel
+
+  ActivationLayout act;
+  act.micro_batch = plan.micro_batch;
+  act.tp = plan.tp;
+  act.sequence_parallel = plan.sequence_parallel;
+  act.recompute = plan.recompute;
+  act.attention = plan.attention;
+  act.bytes_per_value = plan.precision == Precision::kFp32 ? 4 : 2;
+  const double act_layer = activation_bytes_per_layer(model, act);
+
+  const StateBytes bytes = state_bytes_per_param(plan.precision);
+  const double dp = static_cast<double>(plan.dp);
+  RankMemory result;
+  for (int64_t stage = 0; stage < plan.pp; ++stage) {
+    StageMemory s;
+    s.stage = stage;
+    s.layers = layers_on_stage(model, plan, stage);
+    s.params = s.layers * layer_on_rank;
+    s.in_flight_micro_batches = in_flight_micro_batches(plan, stage);
+    double activations = act_layer * static_cast<double>(s.layers) * s.in_flight_micro_batches;
+    if (stage == 0) {
+      s.params += embedding_on_rank + params.position_embedding;
+      activations += activation_bytes_embedding(model, act) * s.in_flight_micro_batches;
+    }
+    if (stage == plan.pp - 1) {
+      // The LM head: its own matrix, or (tied, pp > 1) Megatron's copy of the word embedding.
+      s.params += params.final_norm;
+      if (!model.tied_embeddings) s.params += params.lm_head / plan.tp;
+      else if (plan.pp > 1) s.params += embedding_on_rank;
+      const double head_in_flight = plan.schedule == Schedule::kGpipe ? s.in_flight_micro_batches : 1.0;
+      activations += activation_bytes_output(model, act) * head_in_flight;
+    }
+    const double n = static_cast<double>(s.params);
+    s.memory.weights_bytes = n * bytes.weights / (plan.zero_stage >= 3 ? dp : 1.0);
+    s.memory.gradients_bytes = n * bytes.gradients / (plan.zero_stage >= 2 ? dp : 1.0);
+    s.memory.optimizer_bytes = n * bytes.optimizer / (plan.zero_stage >= 1 ? dp : 1.0);
+    s.memory.activations_bytes = activations;
+    // ZeRO-3 gathers a layer's full weights before use and prefetches the next: two layers live.
+    if (plan.zero_stage >= 3) s.memory.other_bytes = 2.0 * static_cast<double>(layer_on_rank) * bytes.weights;
+    result.stages.push_back(s);
+  }
+  for (const auto& s : result.stages) {
+    if (s.memory.total_bytes() > result.peak().memory.total_bytes()) result.peak_stage = s.stage;
+  }
+  return result;
+}
+
+}  // namespace trainsim

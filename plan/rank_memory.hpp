@@ -1,0 +1,52 @@
+// Memory per GPU for a plan, per pipeline stage: weights, gradients and optimizer states (mixed-
+// precision Adam, sharded by ZeRO), activations of the micro-batches the schedule keeps in flight,
+// and ZeRO-3 gather buffers. Conventions and sources in docs/model-math.md §4.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/model_spec.hpp"
+#include "plan/parallel_plan.hpp"
+
+namespace trainsim {
+
+struct MemoryBreakdown {
+  double weights_bytes = 0;
+  double gradients_bytes = 0;
+  double optimizer_bytes = 0;
+  double activations_bytes = 0;
+  double other_bytes = 0;  // ZeRO-3 gather buffers (communication buffers, allocator overhead: not yet)
+  double total_bytes() const {
+    return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes + other_bytes;
+  }
+};
+
+struct StageMemory {
+  int64_t stage = 0;
+  int64_t layers = 0;
+  int64_t params = 0;                  // parameters held by one rank of this stage, before ZeRO sharding
+  double in_flight_micro_batches = 0;  // micro-batches whose activations are alive at the peak
+  MemoryBreakdown memory;
+};
+
+struct RankMemory {
+  std::vector<StageMemory> stages;  // one per pipeline stage
+  int64_t peak_stage = 0;           // the stage with the largest total
+  const StageMemory& peak() const { return stages[static_cast<size_t>(peak_stage)]; }
+};
+
+// Bytes per parameter for weights, gradients and optimizer states at this precision.
+struct StateBytes {
+  double weights = 2, gradients = 4, optimizer = 12;
+};
+StateBytes state_bytes_per_param(Precision precision);
+
+// The plan must be valid for the model (validate_plan).
+RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan);
+
+// Micro-batches of activations alive on `stage` at its peak, counted in whole-stage units
+// (1F1B: min(p - stage, m); GPipe: m; interleaved: Megatron's warm-up count over v chunks).
+double in_flight_micro_batches(const ParallelPlan& plan, int64_t stage);
+
+}  // namespace trainsim
