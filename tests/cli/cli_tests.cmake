@@ -1,0 +1,48 @@
+# Command-line tests: exit codes and messages of the real `trainsim` binary.
+# cli_test(NAME RC <code> [MATCH <regex>...] ARGS <args>...)
+set(cli_expect ${CMAKE_CURRENT_SOURCE_DIR}/cli/expect.sh)
+set(bad ${CMAKE_CURRENT_SOURCE_DIR}/data/bad)
+set(hf ${CMAKE_CURRENT_SOURCE_DIR}/data/hf)
+function(cli_test name)
+  cmake_parse_arguments(T "" "RC" "MATCH;ARGS" ${ARGN})
+  add_test(NAME "cli: ${name}" COMMAND ${cli_expect} ${T_RC} ${T_MATCH} -- $<TARGET_FILE:trainsim> ${T_ARGS})
+endfunction()
+
+# Working commands.
+cli_test("model prints a readable table for llama3-8b" RC 0
+  MATCH "8,030,261,248" "Memory per GPU" ARGS model --model llama3-8b)
+cli_test("model --format json has the documented keys" RC 0
+  MATCH "\"schema\": \"trainsim.model\"" "\"memory_peak_gib\"" "\"context\"" "\"inputs\"" "\"weights_gib\""
+  ARGS model --model gpt3-175b --gpus 1024 --tp 8 --pp 8 --global-batch 1536 --format json)
+cli_test("model reads a Hugging Face config.json outside the catalog" RC 0
+  MATCH "\"total\": 494032768" ARGS model --model ${hf}/qwen2-0.5b/config.json --seq-len 4096 --format json)
+cli_test("catalog lists the built-in models" RC 0 MATCH "llama3-405b" "mixtral-8x7b" "gpt-tiny" ARGS catalog)
+cli_test("catalog --format json" RC 0 MATCH "\"schema\": \"trainsim.catalog\"" ARGS catalog --format json)
+cli_test("--help exits 0" RC 0 MATCH "Subcommands" ARGS --help)
+cli_test("a command not built yet says so and exits 2" RC 2
+  MATCH "not built yet" ARGS predict --model gpt3-175b --gpu a100-sxm-80gb)
+
+# Bad input: one file or flag per defect; exit 2 and a message naming the key, value and constraint.
+cli_test("bad: missing file" RC 2 MATCH "nope/missing.json: cannot open" ARGS model --model nope/missing.json)
+cli_test("bad: malformed JSON" RC 2 MATCH "malformed.json: malformed JSON at line 4" ARGS model --model ${bad}/malformed.json)
+cli_test("bad: unknown key" RC 2 MATCH "/hiden: unknown key \"hiden\" \\(did you mean \"hidden\"\\?\\)"
+  ARGS model --model ${bad}/unknown_key.json)
+cli_test("bad: negative size" RC 2 MATCH "/layers: layers \\(-4\\) must be >= 1" ARGS model --model ${bad}/negative_layers.json)
+cli_test("bad: zero size" RC 2 MATCH "/heads: heads \\(0\\) must be >= 1" ARGS model --model ${bad}/zero_heads.json)
+cli_test("bad: wrong type" RC 2 MATCH "/hidden: expected an integer >= 1, got a string \\(\"4096\"\\)"
+  ARGS model --model ${bad}/string_hidden.json)
+cli_test("bad: missing key" RC 2 MATCH "/vocab: missing required key \"vocab\"" ARGS model --model ${bad}/missing_vocab.json)
+cli_test("bad: kv_heads does not divide heads" RC 2 MATCH "kv_heads \\(6\\) must divide heads \\(32\\)"
+  ARGS model --model ${bad}/kv_heads_not_dividing.json)
+cli_test("bad: unsupported HF architecture" RC 2 MATCH "\"falcon\" is not a supported architecture" "supported: llama"
+  ARGS model --model ${bad}/hf_falcon/config.json)
+cli_test("bad: unknown built-in model" RC 2 MATCH "unknown model \"llama3-8\" \\(did you mean \"llama3-8b\"\\?\\)"
+  ARGS model --model llama3-8)
+cli_test("bad: tp does not divide heads" RC 2 MATCH "tp \\(3\\) must divide heads \\(32\\) of model \"llama3-8b\""
+  ARGS model --model llama3-8b --tp 3)
+cli_test("bad: gpus not a multiple of tp x pp" RC 2 MATCH "gpus \\(12\\) must be a multiple of tp x pp x cp \\(8\\)"
+  ARGS model --model llama3-8b --gpus 12 --tp 8)
+cli_test("bad: zero or negative flag" RC 2 MATCH "--tp" ARGS model --model llama3-8b --tp 0)
+cli_test("bad: plan file with an unknown key" RC 2 MATCH "/micro_bach: unknown key \"micro_bach\" \\(did you mean \"micro_batch\"\\?\\)"
+  ARGS model --model llama3-8b --plan ${bad}/plan_unknown_key.json)
+cli_test("bad: unknown option value" RC 2 MATCH "recompute" ARGS model --model llama3-8b --recompute partial)

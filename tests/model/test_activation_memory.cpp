@@ -1,0 +1,81 @@
+// Activation memory per layer against Korthikanti et al. 2022 (arXiv 2205.05198): Table 2
+// formulas (exact for GPT shapes) and the Fig. 7 percentages.
+#include <catch2/catch.hpp>
+
+#include "model/activation_memory.hpp"
+#include "model/model_catalog.hpp"
+
+using namespace trainsim;
+
+namespace {
+ActivationLayout korthikanti(int64_t tp, bool sp, Recompute r, int64_t micro_batch = 1) {
+  ActivationLayout l;
+  l.micro_batch = micro_batch;
+  l.tp = tp;
+  l.sequence_parallel = sp;
+  l.recompute = r;
+  l.attention = AttentionKernel::kUnfused;  // the paper's Megatron-LM kept the a*s^2 softmax
+  l.bytes_per_value = 2;                    // fp16
+  return l;
+}
+}  // namespace
+
+TEST_CASE("per-layer activations reduce to Korthikanti Table 2 for a GPT layer") {
+  const ModelSpec m = resolve_model("gpt3-175b");
+  const double s = m.seq_len, b = 1, h = m.hidden, a = m.heads, t = 8;
+  const double sbh = s * b * h;
+  CHECK(activation_bytes_per_layer(m, korthikanti(1, false, Recompute::kNone)) ==
+        Approx(sbh * (34 + 5 * a * s / h)));
+  CHECK(activation_bytes_per_layer(m, korthikanti(8, false, Recompute::kNone)) ==
+        Approx(sbh * (10 + 24 / t + 5 * a * s / (h * t))));
+  CHECK(activation_bytes_per_layer(m, korthikanti(8, true, Recompute::kNone)) ==
+        Approx(sbh * (34 / t + 5 * a * s / (h * t))));
+  CHECK(activation_bytes_per_layer(m, korthikanti(8, false, Recompute::kSelective)) == Approx(sbh * (10 + 24 / t)));
+  CHECK(activation_bytes_per_layer(m, korthikanti(8, true, Recompute::kSelective)) == Approx(sbh * 34 / t));
+  CHECK(activation_bytes_per_layer(m, korthikanti(8, false, Recompute::kFull)) == Approx(2 * sbh));
+  CHECK(activation_bytes_per_layer(m, korthikanti(8, true, Recompute::kFull)) == Approx(2 * sbh / t));
+}
+
+TEST_CASE("Korthikanti Fig. 7: activation memory of each technique relative to tensor parallelism alone") {
+  // Percent of the TP-only baseline, read from Fig. 7 (as tabulated in Calculon's validation).
+  struct Row {
+    const char* model;
+    double seq, sel, seqsel, full;
+  };
+  const Row rows[] = {{"megatron-22b", 66.84, 49.42, 16.18, 7.64},
+                      {"gpt3-175b", 62.04, 56.53, 18.49, 8.71},
+                      {"megatron-530b", 58.31, 62.04, 20.27, 9.42}};
+  for (const auto& row : rows) {
+    INFO(row.model);
+    const ModelSpec m = resolve_model(row.model);
+    const double base = activation_bytes_per_layer(m, korthikanti(8, false, Recompute::kNone));
+    auto pct = [&](bool sp, Recompute r) { return 100.0 * activation_bytes_per_layer(m, korthikanti(8, sp, r)) / base; };
+    CHECK(pct(true, Recompute::kNone) == Approx(row.seq).margin(0.3));
+    CHECK(pct(false, Recompute::kSelective) == Approx(row.sel).margin(0.3));
+    CHECK(pct(true, Recompute::kSelective) == Approx(row.seqsel).margin(0.3));
+    CHECK(pct(false, Recompute::kFull) == Approx(row.full).margin(0.3));
+  }
+}
+
+TEST_CASE("flash attention keeps no s^2 term: it matches selective recompute plus the log-sum-exp") {
+  const ModelSpec m = resolve_model("llama3-8b");
+  ActivationLayout flash = korthikanti(1, false, Recompute::kNone);
+  flash.attention = AttentionKernel::kFlash;
+  ActivationLayout unfused_selective = korthikanti(1, false, Recompute::kSelective);
+  const double lse = 4.0 * m.heads * m.seq_len;  // fp32 per row and head
+  CHECK(activation_bytes_per_layer(m, flash) == Approx(activation_bytes_per_layer(m, unfused_selective) + lse));
+}
+
+TEST_CASE("GQA and SwiGLU change the stored tensors term by term") {
+  const ModelSpec m = resolve_model("llama3-8b");  // no dropout, kv 1024 wide, SwiGLU 14336
+  ActivationLayout l = korthikanti(1, false, Recompute::kSelective);
+  const double sb = m.seq_len, h = m.hidden, q = m.attention_width(), kv = m.kv_width(), f = m.ffn_hidden;
+  const double expected = sb * 2 * (4 * h) + sb * 2 * (2 * q + 2 * kv) + sb * 2 * 3 * f;
+  CHECK(activation_bytes_per_layer(m, l) == Approx(expected));
+}
+
+TEST_CASE("activations scale linearly with the micro-batch") {
+  const ModelSpec m = resolve_model("gpt3-175b");
+  CHECK(activation_bytes_per_layer(m, korthikanti(8, true, Recompute::kNone, 4)) ==
+        Approx(4 * activation_bytes_per_layer(m, korthikanti(8, true, Recompute::kNone, 1))));
+}

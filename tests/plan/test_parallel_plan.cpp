@@ -1,0 +1,54 @@
+// Plan validation names every violated constraint with its values.
+#include <catch2/catch.hpp>
+
+#include "model/model_catalog.hpp"
+#include "plan/parallel_plan.hpp"
+
+using namespace trainsim;
+
+TEST_CASE("a valid Megatron plan has no problems") {
+  ParallelPlan p;
+  p.dp = 16;
+  p.tp = 8;
+  p.pp = 8;
+  p.global_batch = 1536;
+  CHECK(validate_plan(p, resolve_model("gpt3-175b"), "options").empty());
+}
+
+TEST_CASE("every violated constraint is reported at once, with values") {
+  ParallelPlan p;
+  p.dp = 3;
+  p.tp = 3;
+  p.pp = 2;
+  p.vpp = 2;
+  p.micro_batch = 2;
+  p.global_batch = 100;
+  p.sequence_parallel = false;
+  const ProblemList problems = validate_plan(p, resolve_model("llama3-8b"), "options");
+  const std::string all = [&] {
+    std::string text;
+    for (const auto& item : problems.items()) text += item + "\n";
+    return text;
+  }();
+  CHECK_THAT(all, Catch::Contains("tp (3) must divide heads (32) of model \"llama3-8b\""));
+  CHECK_THAT(all, Catch::Contains("tp (3) must divide kv_heads (8)"));
+  CHECK_THAT(all, Catch::Contains("global_batch (100) must be a multiple of dp x micro_batch (3 x 2 = 6)"));
+  CHECK_THAT(all, Catch::Contains("vpp (2) > 1 needs the interleaved schedule"));
+}
+
+TEST_CASE("sequence parallelism needs tensor parallelism") {
+  ParallelPlan p;
+  p.sequence_parallel = true;
+  const auto problems = validate_plan(p, resolve_model("gpt2-124m"), "options");
+  REQUIRE(problems.size() == 1);
+  CHECK_THAT(problems.items()[0], Catch::Contains("sequence parallelism needs tp > 1"));
+}
+
+TEST_CASE("context and expert parallelism say plainly that they are not modeled yet") {
+  ParallelPlan p;
+  p.cp = 2;
+  p.global_batch = 1;
+  const auto problems = validate_plan(p, resolve_model("llama3-8b"), "options");
+  REQUIRE(problems.size() == 1);
+  CHECK_THAT(problems.items()[0], Catch::Contains("not modeled yet"));
+}
