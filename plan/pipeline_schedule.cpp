@@ -1,0 +1,2 @@
+// Placeholder until the schedules land.
+#include "plan/pipeline_schedule.hpp"

@@ -1,0 +1,2 @@
+// Placeholder until the hardware catalog lands.
+#include "sim/hardware_catalog.hpp"
