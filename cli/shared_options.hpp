@@ -31,6 +31,7 @@ struct PlanOptions {
   std::map<std::string, int64_t> sizes;  // dp, tp, pp, vpp, cp, ep, micro-batch, global-batch, zero
   std::string recompute, schedule, precision, attention;
   bool sequence_parallel = false;
+  bool no_dp_overlap = false;
   std::map<std::string, CLI::Option*> options;
   void add_to(CLI::App& app);
   bool given(const std::string& name) const;

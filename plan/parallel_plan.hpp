@@ -25,6 +25,9 @@ struct ParallelPlan {
   Schedule schedule = Schedule::k1F1B;
   Precision precision = Precision::kBf16;
   AttentionKernel attention = AttentionKernel::kFlash;
+  // Data-parallel gradient reduction overlapped with the backward in buckets (PyTorch DDP, FSDP,
+  // Megatron-core --overlap-grad-reduce); false: reduced after the whole backward (Megatron-LM 2021).
+  bool dp_overlap = true;
 
   int64_t gpus() const { return dp * tp * pp * cp; }
   // Micro-batches per DP rank per iteration (gradient accumulation steps).

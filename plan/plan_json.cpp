@@ -69,6 +69,7 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   }
   if (auto v = r.optional_choice("precision", {"bf16", "fp16", "fp32", "fp8"})) p.precision = parse_precision(*v);
   if (auto v = r.optional_choice("attention", {"flash", "unfused"})) p.attention = parse_attention(*v);
+  p.dp_overlap = r.optional_bool("dp_overlap").value_or(p.dp_overlap);
   return p;
 }
 
@@ -79,7 +80,7 @@ ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* d
   ParallelPlan plan = read_plan(reader, ParallelPlan{}, defaulted);
   reader.reject_unknown_keys();
   problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, vpp, micro_batch, global_batch, zero_stage, recompute, "
-                        "sequence_parallel, schedule, precision, attention");
+                        "sequence_parallel, schedule, precision, attention, dp_overlap");
   return plan;
 }
 
@@ -99,6 +100,7 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& p) {
   j["schedule"] = to_string(p.schedule);
   j["precision"] = to_string(p.precision);
   j["attention"] = to_string(p.attention);
+  j["dp_overlap"] = p.dp_overlap;
   return j;
 }
 

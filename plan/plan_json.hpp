@@ -1,6 +1,6 @@
 // Plan JSON (`--plan PATH`; the `plan` block of published-run files) <-> ParallelPlan.
 // Keys: dp, tp, pp, cp, ep, vpp, micro_batch, global_batch, zero_stage, recompute,
-// sequence_parallel, schedule, precision, attention. `null` or absent = the documented default.
+// sequence_parallel, schedule, precision, attention, dp_overlap. `null` or absent = the documented default.
 #pragma once
 
 #include <string>

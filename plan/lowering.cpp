@@ -1,0 +1,226 @@
+// Lowering of a Megatron-style transformer layer; the op order and shapes follow Megatron-LM's
+// ParallelTransformerLayer with column/row-parallel linears (Shoeybi et al. 2019) and sequence
+// parallelism (Korthikanti et al. 2022 §4.2.2).
+#include "plan/lowering.hpp"
+
+#include "plan/rank_memory.hpp"
+
+namespace trainsim {
+
+double Op::flops() const {
+  if (kind == OpKind::kGemm) return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
+  if (kind == OpKind::kAttention) {
+    // QK^T and AV: 4 s^2 d per head; a causal kernel computes half; backward = 2.5x (five GEMMs).
+    const double s = static_cast<double>(attention_seq);
+    const double forward = 4.0 * static_cast<double>(attention_batch_heads) * s * s * static_cast<double>(attention_head_dim) * 0.5;
+    return backward ? 2.5 * forward : forward;
+  }
+  return 0.0;
+}
+
+namespace {
+
+Op gemm(const char* name, int64_t m, int64_t n, int64_t k) {
+  Op op;
+  op.kind = OpKind::kGemm;
+  op.name = name;
+  op.m = m;
+  op.n = n;
+  op.k = k;
+  return op;
+}
+
+Op memory(const char* name, double bytes) {
+  Op op;
+  op.kind = OpKind::kMemoryBound;
+  op.name = name;
+  op.bytes = bytes;
+  return op;
+}
+
+Op collective(const char* name, CollectiveKind kind, GroupKind group, double bytes) {
+  Op op;
+  op.kind = OpKind::kCollective;
+  op.name = name;
+  op.collective = kind;
+  op.group = group;
+  op.bytes = bytes;
+  return op;
+}
+
+// Forward/backward of a GEMM y = x W with x (tokens x k) and W (k x n): dgrad (tokens x k) and
+// wgrad (k x n), each as many FLOPs as the forward.
+void add_linear(LayerWork& w, const char* name, const char* dgrad, const char* wgrad, int64_t tokens, int64_t n, int64_t k) {
+  w.forward.push_back(gemm(name, tokens, n, k));
+  w.backward.push_back(gemm(dgrad, tokens, k, n));
+  w.backward.push_back(gemm(wgrad, k, n, tokens));
+}
+
+struct Shapes {
+  int64_t tokens, h, q, kv, f, heads_per_rank, t;
+  double e;           // bytes per activation value
+  double sp_tokens;   // tokens held by one rank outside the TP region (tokens / t with SP)
+};
+
+// Entering and leaving the tensor-parallel region: all-reduce (no SP) or all-gather +
+// reduce-scatter (SP); the conjugate collective runs in the backward.
+void add_tp_boundary(LayerWork& w, const Shapes& s, bool sp, bool entering) {
+  if (s.t == 1) return;
+  const double bytes = static_cast<double>(s.tokens) * static_cast<double>(s.h) * s.e;
+  if (!sp) {
+    (entering ? w.backward : w.forward).push_back(collective("tp_allreduce", CollectiveKind::kAllReduce, GroupKind::kTp, bytes));
+    return;
+  }
+  if (entering) {
+    w.forward.push_back(collective("sp_allgather", CollectiveKind::kAllGather, GroupKind::kTp, bytes));
+    w.backward.push_back(collective("sp_reducescatter", CollectiveKind::kReduceScatter, GroupKind::kTp, bytes));
+    // Megatron gathers the input again in the backward for the weight gradient.
+    w.backward.push_back(collective("sp_allgather_wgrad", CollectiveKind::kAllGather, GroupKind::kTp, bytes));
+  } else {
+    w.forward.push_back(collective("sp_reducescatter", CollectiveKind::kReduceScatter, GroupKind::kTp, bytes));
+    w.backward.push_back(collective("sp_allgather", CollectiveKind::kAllGather, GroupKind::kTp, bytes));
+  }
+}
+
+LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s) {
+  LayerWork w;
+  const bool sp = p.sequence_parallel;
+  const double act = s.sp_tokens * static_cast<double>(s.h) * s.e;  // one (tokens x h) tensor on this rank
+  // Norm: read input, write output (+ statistics); backward reads input, output grad, writes grad.
+  w.forward.push_back(memory("norm1", 2 * act));
+  w.backward.push_back(memory("norm1_bwd", 3 * act));
+  add_tp_boundary(w, s, sp, true);
+  add_linear(w, "qkv", "qkv_dgrad", "qkv_wgrad", s.tokens, (s.q + 2 * s.kv) / s.t, s.h);
+  Op attention;
+  attention.name = "attention";
+  const int64_t batch = s.tokens / m.seq_len;
+  if (p.attention == AttentionKernel::kFlash) {
+    attention.kind = OpKind::kAttention;
+    attention.attention_batch_heads = batch * s.heads_per_rank;
+    attention.attention_seq = m.seq_len;
+    attention.attention_head_dim = m.head_dim;
+    w.forward.push_back(attention);
+    attention.backward = true;
+    attention.name = "attention_bwd";
+    w.backward.push_back(attention);
+  } else {
+    // Unfused: batched QK^T and AV GEMMs plus softmax (+ dropout) over a*s^2 scores per sequence.
+    Op scores = gemm("attn_scores", m.seq_len, m.seq_len, m.head_dim);
+    scores.batch = batch * s.heads_per_rank;
+    Op context = gemm("attn_context", m.seq_len, m.head_dim, m.seq_len);
+    context.batch = scores.batch;
+    const double probs = static_cast<double>(scores.batch) * static_cast<double>(m.seq_len) * static_cast<double>(m.seq_len) * s.e;
+    w.forward.push_back(scores);
+    w.forward.push_back(memory("softmax", (m.dropout ? 4.0 : 2.0) * probs));
+    w.forward.push_back(context);
+    for (const Op& g : {scores, context}) {
+      Op b = g;
+      b.name = "attn_bmm_bwd";
+      b.batch *= 2;  // gradients with respect to both inputs
+      w.backward.push_back(b);
+    }
+    w.backward.push_back(memory("softmax_bwd", (m.dropout ? 5.0 : 3.0) * probs));
+  }
+  add_linear(w, "proj", "proj_dgrad", "proj_wgrad", s.tokens, s.h, s.q / s.t);
+  add_tp_boundary(w, s, sp, false);
+  w.forward.push_back(memory("dropout_residual", (m.dropout ? 3.5 : 3.0) * act));
+  w.backward.push_back(memory("dropout_residual_bwd", (m.dropout ? 3.5 : 3.0) * act));
+  w.forward.push_back(memory("norm2", 2 * act));
+  w.backward.push_back(memory("norm2_bwd", 3 * act));
+  add_tp_boundary(w, s, sp, true);
+  const bool swiglu = m.ffn_kind == FfnKind::kSwiglu;
+  const int64_t routed = m.moe ? m.moe->top_k : 1;
+  const int64_t up_width = (swiglu ? 2 : 1) * s.f / s.t;
+  add_linear(w, "fc1", "fc1_dgrad", "fc1_wgrad", s.tokens * routed, up_width, s.h);
+  const double inner = static_cast<double>(s.tokens * routed) * static_cast<double>(s.f / s.t) * s.e;
+  w.forward.push_back(memory(swiglu ? "swiglu" : "gelu", (swiglu ? 3.0 : 2.0) * inner));
+  w.backward.push_back(memory(swiglu ? "swiglu_bwd" : "gelu_bwd", (swiglu ? 5.0 : 3.0) * inner));
+  add_linear(w, "fc2", "fc2_dgrad", "fc2_wgrad", s.tokens * routed, s.h, s.f / s.t);
+  add_tp_boundary(w, s, sp, false);
+  w.forward.push_back(memory("dropout_residual", (m.dropout ? 3.5 : 3.0) * act));
+  w.backward.push_back(memory("dropout_residual_bwd", (m.dropout ? 3.5 : 3.0) * act));
+
+  if (p.recompute == Recompute::kFull) {
+    w.recompute = w.forward;
+  } else if (p.recompute == Recompute::kSelective) {
+    for (const Op& op : w.forward) {
+      const std::string name = op.name;
+      if (name == "attention" || name == "attn_scores" || name == "softmax" || name == "attn_context") w.recompute.push_back(op);
+    }
+  }
+  return w;
+}
+
+}  // namespace
+
+IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
+  IterationWork work;
+  Shapes s;
+  s.tokens = p.micro_batch * m.seq_len;
+  s.h = m.hidden;
+  s.q = m.attention_width();
+  s.kv = m.kv_width();
+  s.f = m.moe ? m.moe->expert_ffn_hidden : m.ffn_hidden;
+  s.t = p.tp;
+  s.heads_per_rank = m.heads / p.tp;
+  s.e = p.precision == Precision::kFp32 ? 4.0 : 2.0;
+  s.sp_tokens = static_cast<double>(s.tokens) / (p.sequence_parallel ? static_cast<double>(p.tp) : 1.0);
+  work.weight_bytes_per_param = state_bytes_per_param(p.precision).weights;
+  work.grad_bytes_per_param = state_bytes_per_param(p.precision).gradients;
+
+  const LayerWork layer = lower_layer(m, p, s);
+  const RankMemory rank_memory = estimate_rank_memory(m, p);
+  const double act = s.sp_tokens * static_cast<double>(s.h) * s.e;
+  const double full_act = static_cast<double>(s.tokens) * static_cast<double>(s.h) * s.e;
+  for (int64_t stage = 0; stage < p.pp; ++stage) {
+    StageWork w;
+    w.stage = stage;
+    w.layers = layers_on_stage(m, p, stage);
+    w.layer = layer;
+    w.params = static_cast<double>(rank_memory.stages[static_cast<size_t>(stage)].params);
+    if (stage == 0) {
+      // Embedding lookup (+ positions, dropout); vocabulary-parallel embeddings all-reduce their output.
+      w.extra_forward.push_back(memory("embedding", 3 * full_act));
+      if (p.tp > 1) {
+        w.extra_forward.push_back(collective(p.sequence_parallel ? "embedding_reducescatter" : "embedding_allreduce",
+                                             p.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+                                             GroupKind::kTp, full_act));
+      }
+      w.extra_backward.push_back(memory("embedding_bwd", 3 * full_act));
+    }
+    if (stage == p.pp - 1) {
+      const double logits = static_cast<double>(s.tokens) * static_cast<double>(m.vocab / p.tp) * 4.0;  // fp32
+      w.extra_forward.push_back(memory("final_norm", 2 * act));
+      if (p.sequence_parallel) w.extra_forward.push_back(collective("head_allgather", CollectiveKind::kAllGather, GroupKind::kTp, full_act));
+      w.extra_forward.push_back(gemm("lm_head", s.tokens, m.vocab / p.tp, s.h));
+      w.extra_forward.push_back(memory("cross_entropy", 3 * logits));
+      w.extra_backward.push_back(memory("cross_entropy_bwd", 2 * logits));
+      w.extra_backward.push_back(gemm("lm_head_dgrad", s.tokens, s.h, m.vocab / p.tp));
+      w.extra_backward.push_back(gemm("lm_head_wgrad", s.h, m.vocab / p.tp, s.tokens));
+      if (p.tp > 1) {
+        w.extra_backward.push_back(collective(p.sequence_parallel ? "head_reducescatter" : "head_allreduce",
+                                              p.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+                                              GroupKind::kTp, full_act));
+      }
+      w.extra_backward.push_back(memory("final_norm_bwd", 3 * act));
+    } else {
+      w.send_bytes = act;  // Megatron sends the (SP-split or scatter-gathered) activation
+    }
+    w.params_per_layer = w.layers > 0 ? w.params / static_cast<double>(w.layers) : 0.0;
+    work.stages.push_back(std::move(w));
+  }
+  return work;
+}
+
+const char* to_string(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce: return "all-reduce";
+    case CollectiveKind::kAllGather: return "all-gather";
+    case CollectiveKind::kReduceScatter: return "reduce-scatter";
+    case CollectiveKind::kAllToAll: return "all-to-all";
+    case CollectiveKind::kSendRecv: return "send/recv";
+  }
+  return "?";
+}
+
+}  // namespace trainsim

@@ -1,0 +1,65 @@
+// Lowering: a model and a plan -> the work one rank of each pipeline stage does for one
+// micro-batch, as ops with their per-rank shapes: GEMMs (M, N, K after tensor-parallel
+// splitting), fused or unfused attention, memory-bound kernels (bytes moved), and the
+// collectives they need (kind, group, buffer bytes in the nccl-tests convention). Costs are not
+// assigned here: sim/ prices each op. Op lists follow Megatron-LM's transformer layer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model_spec.hpp"
+#include "plan/parallel_plan.hpp"
+#include "plan/rank_grid.hpp"
+
+namespace trainsim {
+
+enum class OpKind { kGemm, kAttention, kMemoryBound, kCollective };
+enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kSendRecv };
+
+struct Op {
+  OpKind kind = OpKind::kMemoryBound;
+  const char* name = "";
+  // kGemm: (m x k) . (k x n), `batch` independent products
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  // kAttention: batch x heads problems of (seq x head_dim), causal; forward or backward pass
+  int64_t attention_batch_heads = 0, attention_seq = 0, attention_head_dim = 0;
+  bool backward = false;
+  // kMemoryBound: bytes read + written
+  double bytes = 0;
+  // kCollective
+  CollectiveKind collective = CollectiveKind::kAllReduce;
+  GroupKind group = GroupKind::kTp;
+  double flops() const;  // 2mnk*batch for GEMMs; attention: QK^T and AV (and backward's 2.5x), causal half
+};
+
+struct LayerWork {
+  std::vector<Op> forward;    // one transformer layer, one micro-batch
+  std::vector<Op> backward;   // its backward (dgrad, wgrad, attention backward, TP collectives)
+  std::vector<Op> recompute;  // what recomputation runs again before the backward
+};
+
+struct StageWork {
+  int64_t stage = 0;
+  int64_t layers = 0;
+  LayerWork layer;
+  std::vector<Op> extra_forward;   // embedding (first stage), final norm + LM head + loss (last)
+  std::vector<Op> extra_backward;
+  double send_bytes = 0;           // activation sent to the next stage per micro-batch (0 on last)
+  double params = 0;               // parameters held by one rank (before ZeRO sharding)
+  double params_per_layer = 0;
+};
+
+struct IterationWork {
+  std::vector<StageWork> stages;  // one per pipeline stage
+  double grad_bytes_per_param = 4;  // fp32 main gradients are reduced (Megatron-LM default)
+  double weight_bytes_per_param = 2;
+};
+
+// The plan must be valid for the model (validate_plan).
+IterationWork lower_iteration(const ModelSpec& model, const ParallelPlan& plan);
+
+const char* to_string(CollectiveKind kind);
+
+}  // namespace trainsim

@@ -1,0 +1,42 @@
+// Rank placement and group scopes (Megatron-LM order tp-cp-dp-pp).
+#include "plan/rank_grid.hpp"
+
+#include <set>
+
+namespace trainsim {
+
+int64_t global_rank(const ParallelPlan& p, int64_t tp, int64_t cp, int64_t dp, int64_t pp) {
+  return tp + p.tp * (cp + p.cp * (dp + p.dp * pp));
+}
+
+GroupScope group_scope(const ParallelPlan& p, GroupKind kind, int64_t gpus_per_node) {
+  GroupScope scope;
+  std::set<int64_t> nodes;
+  auto rank_of = [&](int64_t i) {
+    switch (kind) {
+      case GroupKind::kTp: return global_rank(p, i, 0, 0, 0);
+      case GroupKind::kCp: return global_rank(p, 0, i, 0, 0);
+      case GroupKind::kDp: return global_rank(p, 0, 0, i, 0);
+      case GroupKind::kPp: return global_rank(p, 0, 0, 0, i);
+    }
+    return int64_t{0};
+  };
+  const int64_t size = kind == GroupKind::kTp ? p.tp : kind == GroupKind::kCp ? p.cp : kind == GroupKind::kDp ? p.dp : p.pp;
+  for (int64_t i = 0; i < size; ++i) nodes.insert(rank_of(i) / gpus_per_node);
+  scope.size = size;
+  scope.nodes = static_cast<int64_t>(nodes.size());
+  scope.ranks_per_node = (size + scope.nodes - 1) / scope.nodes;
+  return scope;
+}
+
+const char* to_string(GroupKind kind) {
+  switch (kind) {
+    case GroupKind::kTp: return "tp";
+    case GroupKind::kCp: return "cp";
+    case GroupKind::kDp: return "dp";
+    case GroupKind::kPp: return "pp";
+  }
+  return "?";
+}
+
+}  // namespace trainsim

@@ -1,0 +1,31 @@
+// Where the ranks of a plan sit: Megatron-LM's order (tp fastest, then cp, then dp, then pp), so
+// a tensor-parallel group is contiguous and stays inside a node when tp <= GPUs per node. For
+// each communication group we derive its scope — size, members per node, nodes spanned — which is
+// all the collective cost model needs (ranks of one group kind are symmetric).
+#pragma once
+
+#include <cstdint>
+
+#include "plan/parallel_plan.hpp"
+
+namespace trainsim {
+
+enum class GroupKind { kTp, kCp, kDp, kPp };
+
+struct GroupScope {
+  int64_t size = 1;              // ranks in the group
+  int64_t ranks_per_node = 1;    // members of the group inside one node
+  int64_t nodes = 1;             // nodes the group spans
+  bool intra_node() const { return nodes == 1; }
+};
+
+// Scope of the group of `kind` containing rank 0 (every group of a kind has the same scope when
+// gpus_per_node is a multiple or a divisor of the group's stride; otherwise this is rank 0's).
+GroupScope group_scope(const ParallelPlan& plan, GroupKind kind, int64_t gpus_per_node);
+
+// Global rank of (tp, cp, dp, pp) coordinates in Megatron order.
+int64_t global_rank(const ParallelPlan& plan, int64_t tp, int64_t cp, int64_t dp, int64_t pp);
+
+const char* to_string(GroupKind kind);
+
+}  // namespace trainsim

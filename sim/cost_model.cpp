@@ -1,0 +1,92 @@
+// Datasheet cost model: roofline GEMMs with wave quantization, fused attention at a fraction of
+// peak, bandwidth-bound kernels, alpha-beta collectives (ring, and tree across nodes) with the
+// nccl-tests bus-bandwidth factors. docs/cost-model.md derives each formula.
+#include "sim/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/errors.hpp"
+#include "common/units.hpp"
+
+namespace trainsim {
+
+double CostModel::op_s(const Op& op, const GroupScope& scope) const {
+  switch (op.kind) {
+    case OpKind::kGemm: return gemm_s(op.m, op.n, op.k, op.batch);
+    case OpKind::kAttention: return attention_s(op);
+    case OpKind::kMemoryBound: return memory_bound_s(op.bytes);
+    case OpKind::kCollective: return collective_s(op.collective, op.bytes, scope);
+  }
+  return 0.0;
+}
+
+double bus_factor(CollectiveKind kind, int64_t ranks) {
+  const double n = static_cast<double>(ranks);
+  switch (kind) {
+    case CollectiveKind::kAllReduce: return 2.0 * (n - 1.0) / n;
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllToAll: return (n - 1.0) / n;
+    case CollectiveKind::kSendRecv: return 1.0;
+  }
+  return 1.0;
+}
+
+DatasheetCostModel::DatasheetCostModel(const Hardware& hardware, Precision precision, EfficiencyConstants constants)
+    : hardware_(hardware), peak_flops_per_s_(hardware.gpu.peak_flops_per_s(precision)),
+      bytes_per_value_(precision == Precision::kFp32 ? 4.0 : precision == Precision::kFp8 ? 1.0 : 2.0),
+      c_(std::move(constants)) {
+  TRAINSIM_ASSERT(peak_flops_per_s_ > 0, "the GPU has no peak for this precision (checked by the caller)");
+}
+
+double DatasheetCostModel::gemm_s(int64_t m, int64_t n, int64_t k, int64_t batch) const {
+  if (m <= 0 || n <= 0 || k <= 0) return 0.0;
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
+  // Wave quantization: output tiles run in waves of one tile per SM; a partial last wave idles SMs.
+  const double tiles = std::ceil(static_cast<double>(m) / static_cast<double>(c_.gemm_tile_m)) *
+                       std::ceil(static_cast<double>(n) / static_cast<double>(c_.gemm_tile_n)) * static_cast<double>(batch);
+  const double sms = static_cast<double>(hardware_.gpu.sm_count);
+  const double waves = std::ceil(tiles / sms);
+  const double wave_efficiency = tiles / (waves * sms);
+  const double compute_s = flops / (peak_flops_per_s_ * c_.gemm_peak_fraction * wave_efficiency);
+  // Roofline: operands and result must stream through HBM at least once.
+  const double bytes = (static_cast<double>(m) * static_cast<double>(k) + static_cast<double>(k) * static_cast<double>(n) +
+                        static_cast<double>(m) * static_cast<double>(n)) * bytes_per_value_ * static_cast<double>(batch);
+  const double memory_s = bytes / (hardware_.gpu.memory_bandwidth_bytes_per_s * c_.memory_bandwidth_fraction);
+  return std::max(compute_s, memory_s) + c_.kernel_overhead_s;
+}
+
+double DatasheetCostModel::attention_s(const Op& op) const {
+  return op.flops() / (peak_flops_per_s_ * c_.attention_peak_fraction) + c_.kernel_overhead_s;
+}
+
+double DatasheetCostModel::memory_bound_s(double bytes) const {
+  return bytes / (hardware_.gpu.memory_bandwidth_bytes_per_s * c_.memory_bandwidth_fraction) + c_.kernel_overhead_s;
+}
+
+double DatasheetCostModel::bus_bandwidth_bytes_per_s(const GroupScope& scope) const {
+  const double nvlink = hardware_.gpu.nvlink_bandwidth_bytes_per_s * c_.nvlink_bandwidth_fraction;
+  if (scope.intra_node()) return nvlink;
+  // Across nodes each node's members drive their own NICs (rail-optimised fabric); the node's
+  // traffic crosses ranks_per_node NICs, so busbw per rank = ranks_per_node x NIC bandwidth.
+  const double nic = gbit_per_s_to_bytes_per_s(hardware_.inter_node_gbps_per_gpu) * c_.network_bandwidth_fraction;
+  return std::min(nvlink, static_cast<double>(scope.ranks_per_node) * nic);
+}
+
+double DatasheetCostModel::collective_s(CollectiveKind kind, double bytes, const GroupScope& scope) const {
+  if (scope.size <= 1 || bytes <= 0) return 0.0;
+  const double n = static_cast<double>(scope.size);
+  const double bandwidth_s = bytes * bus_factor(kind, scope.size) / bus_bandwidth_bytes_per_s(scope);
+  const double alpha = scope.intra_node() ? c_.collective_step_intra_s : c_.collective_step_inter_s;
+  double steps = kind == CollectiveKind::kAllReduce ? 2.0 * (n - 1.0) : kind == CollectiveKind::kSendRecv ? 1.0 : n - 1.0;
+  // NCCL switches to a tree across nodes for all-reduce: 2 log2(n) latency steps.
+  if (kind == CollectiveKind::kAllReduce && !scope.intra_node()) steps = std::min(steps, 2.0 * std::ceil(std::log2(n)));
+  return bandwidth_s + steps * alpha + c_.kernel_overhead_s;
+}
+
+std::string DatasheetCostModel::describe() const {
+  return "datasheet (" + hardware_.gpu.name + ", constants: " + c_.provenance + ")";
+}
+
+}  // namespace trainsim

@@ -1,0 +1,66 @@
+// Prices the ops of plan/lowering: seconds for a GEMM, an attention kernel, a memory-bound kernel
+// or a collective on a group of known scope. One interface, so a measured hardware profile can
+// replace the datasheet formulas op by op (issue 5). The datasheet model's constants are in
+// EfficiencyConstants: documented in docs/cost-model.md, fitted once on published runs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "plan/lowering.hpp"
+#include "plan/rank_grid.hpp"
+#include "sim/hardware_catalog.hpp"
+
+namespace trainsim {
+
+struct EfficiencyConstants {
+  double gemm_peak_fraction = 0.80;         // large-GEMM throughput / dense peak
+  double attention_peak_fraction = 0.50;    // fused attention throughput / dense peak
+  double memory_bandwidth_fraction = 0.85;  // streaming kernels / HBM datasheet bandwidth
+  double nvlink_bandwidth_fraction = 0.77;  // intra-node busbw / NVLink per-direction bandwidth
+  double network_bandwidth_fraction = 0.92; // inter-node busbw per NIC / line rate
+  double kernel_overhead_s = 4e-6;          // launch and tail gap per kernel
+  double collective_step_intra_s = 2e-6;    // alpha per ring step inside a node
+  double collective_step_inter_s = 8e-6;    // alpha per step across nodes
+  int64_t gemm_tile_m = 128, gemm_tile_n = 128;  // output tile per thread block
+  std::string provenance;                   // how these values were obtained
+};
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  virtual double gemm_s(int64_t m, int64_t n, int64_t k, int64_t batch) const = 0;
+  virtual double attention_s(const Op& op) const = 0;
+  virtual double memory_bound_s(double bytes) const = 0;
+  // `bytes`: the whole buffer S of the nccl-tests convention (all-gather: the gathered output).
+  virtual double collective_s(CollectiveKind kind, double bytes, const GroupScope& scope) const = 0;
+  virtual std::string describe() const = 0;
+  // Dispatches on the op's kind; collectives need the scope of the op's group.
+  double op_s(const Op& op, const GroupScope& scope) const;
+};
+
+class DatasheetCostModel final : public CostModel {
+ public:
+  DatasheetCostModel(const Hardware& hardware, Precision precision, EfficiencyConstants constants);
+  double gemm_s(int64_t m, int64_t n, int64_t k, int64_t batch) const override;
+  double attention_s(const Op& op) const override;
+  double memory_bound_s(double bytes) const override;
+  double collective_s(CollectiveKind kind, double bytes, const GroupScope& scope) const override;
+  std::string describe() const override;
+  // Bus bandwidth of a group (nccl-tests convention), bytes/s.
+  double bus_bandwidth_bytes_per_s(const GroupScope& scope) const;
+
+ private:
+  Hardware hardware_;
+  double peak_flops_per_s_;
+  double bytes_per_value_;
+  EfficiencyConstants c_;
+};
+
+// nccl-tests bus-bandwidth factor: busbw = algbw x factor (doc/PERFORMANCE.md).
+double bus_factor(CollectiveKind kind, int64_t ranks);
+
+// The constants shipped with trainsim (configs/efficiency.json), with their provenance.
+const EfficiencyConstants& default_efficiency_constants();
+
+}  // namespace trainsim

@@ -1,0 +1,69 @@
+// One training iteration of one plan on one cluster: lowers the plan, prices every op with a
+// CostModel, builds the task graph of one pipeline (TP ranks and DP replicas are symmetric, so
+// one rank per stage stands for all), runs it on the event engine, and reports the iteration
+// time, its breakdown, throughput, MFU/HFU, memory per GPU and cost.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model_spec.hpp"
+#include "plan/parallel_plan.hpp"
+#include "plan/rank_memory.hpp"
+#include "sim/cost_model.hpp"
+#include "sim/event_engine.hpp"
+#include "sim/hardware_catalog.hpp"
+
+namespace trainsim {
+
+// Where the time of the critical pipeline stage goes; the six parts sum to the iteration time.
+struct Breakdown {
+  double compute_s = 0;          // GEMMs, attention, memory-bound kernels (recompute included)
+  double tp_comm_exposed_s = 0;  // TP / SP collectives (on the critical path)
+  double dp_comm_exposed_s = 0;  // DP / ZeRO collectives not hidden behind compute
+  double pp_comm_exposed_s = 0;  // waiting on pipeline send/recv
+  double bubble_s = 0;           // pipeline fill and drain, waiting for other stages
+  double optimizer_s = 0;        // the optimizer step
+};
+
+enum class TaskCategory : int32_t { kForward, kBackward, kSendForward, kSendBackward, kDpReduce, kDpGather, kOptimizer };
+
+struct SimulationTrace {
+  TaskGraph graph;
+  std::vector<TaskTiming> timing;
+  int64_t streams_per_stage = 0;
+};
+
+struct Prediction {
+  ModelSpec model;
+  ParallelPlan plan;
+  Hardware hardware;
+  std::string cost_model;
+  bool fits = true;
+  std::string infeasible_reason;
+  double iteration_time_s = 0;
+  double tokens_per_s = 0;
+  double tokens_per_s_per_gpu = 0;
+  double model_tflops_per_gpu = 0;
+  double hardware_tflops_per_gpu = 0;
+  double mfu = 0;
+  double hfu = 0;
+  RankMemory memory;
+  double memory_capacity_gib = 0;
+  Breakdown breakdown;
+  int64_t critical_stage = 0;
+  double usd_per_iteration = 0;
+  SimulationTrace trace;  // filled when requested
+};
+
+struct SimulationOptions {
+  bool keep_trace = false;
+  double dp_bucket_params = 40e6;  // Megatron-LM DDP bucket (40M parameters)
+};
+
+// The plan must be valid for the model, and plan.gpus() == hardware.gpus.
+Prediction predict_iteration(const ModelSpec& model, const ParallelPlan& plan, const Hardware& hardware,
+                             const CostModel& cost, const SimulationOptions& options = {});
+
+}  // namespace trainsim
