@@ -31,7 +31,9 @@ struct GpuSpec {
   std::string price_source;     // where and when that price was read
   std::string source;           // datasheet the figures come from
 
-  // Peak of the tensor-core path used for `precision` (fp32 training uses TF32 GEMMs).
+  // Peak of the tensor-core path used for `precision`: bf16 -> bf16, fp16 -> fp16, fp32 -> tf32
+  // (fp32 training runs its GEMMs on TF32 tensor cores), fp8 -> fp8. There is no fallback: on a
+  // GPU without fp8 (A100) this returns 0, and callers must refuse the plan rather than divide.
   double peak_flops_per_s(Precision precision) const;
 };
 
@@ -53,8 +55,11 @@ struct Hardware {
   std::string cluster;  // preset name, or "custom"
 };
 
+// The catalog, parsed and checked once on first use (a defect in it is an InternalError).
 const std::vector<GpuSpec>& builtin_gpus();
 const std::vector<ClusterSpec>& builtin_clusters();
+std::vector<std::string> builtin_gpu_names();
+std::vector<std::string> builtin_cluster_names();
 // Throws InputError naming the unknown GPU, the nearest known one and the full list.
 const GpuSpec& find_gpu(const std::string& name);
 const ClusterSpec& find_cluster(const std::string& name);

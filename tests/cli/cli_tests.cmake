@@ -17,7 +17,10 @@ cli_test("model --format json has the documented keys" RC 0
 cli_test("model reads a Hugging Face config.json outside the catalog" RC 0
   MATCH "\"total\": 494032768" ARGS model --model ${hf}/qwen2-0.5b/config.json --seq-len 4096 --format json)
 cli_test("catalog lists the built-in models" RC 0 MATCH "llama3-405b" "mixtral-8x7b" "gpt-tiny" ARGS catalog)
-cli_test("catalog --format json" RC 0 MATCH "\"schema\": \"trainsim.catalog\"" ARGS catalog --format json)
+cli_test("catalog lists the built-in GPUs and clusters" RC 0
+  MATCH "h200-sxm-141gb" "a100-sxm-40gb" "dgx-h100" "989\\.4" ARGS catalog)
+cli_test("catalog --format json" RC 0 MATCH "\"schema\": \"trainsim.catalog\"" "\"gpus\": " "\"clusters\": "
+  "\"peak_bf16_tflops\": 989\\.4" "\"inter_node_gbps_per_gpu\": 400" ARGS catalog --format json)
 cli_test("--help exits 0" RC 0 MATCH "Subcommands" ARGS --help)
 cli_test("a command not built yet says so and exits 2" RC 2
   MATCH "not built yet" ARGS predict --model gpt3-175b --gpu a100-sxm-80gb)

@@ -1,0 +1,40 @@
+// Writes GpuSpec and ClusterSpec back in the catalog's datasheet units (TFLOP/s, GiB, GB/s, MiB,
+// Gbit/s), converting through common/units.hpp.
+#include "sim/hardware_json.hpp"
+
+#include "common/units.hpp"
+
+namespace trainsim {
+
+nlohmann::ordered_json gpu_to_json(const GpuSpec& g) {
+  nlohmann::ordered_json j;
+  j["name"] = g.name;
+  j["display_name"] = g.display_name;
+  j["peak_bf16_tflops"] = flops_per_s_to_tflops(g.peak_bf16_flops_per_s);
+  j["peak_fp16_tflops"] = flops_per_s_to_tflops(g.peak_fp16_flops_per_s);
+  j["peak_tf32_tflops"] = flops_per_s_to_tflops(g.peak_tf32_flops_per_s);
+  j["peak_fp32_tflops"] = flops_per_s_to_tflops(g.peak_fp32_flops_per_s);
+  j["peak_fp8_tflops"] = flops_per_s_to_tflops(g.peak_fp8_flops_per_s);
+  j["memory_gib"] = bytes_to_gib(g.memory_bytes);
+  j["memory_bandwidth_gb_per_s"] = bytes_per_s_to_gb_per_s(g.memory_bandwidth_bytes_per_s);
+  j["nvlink_gb_per_s_per_direction"] = bytes_per_s_to_gb_per_s(g.nvlink_bandwidth_bytes_per_s);
+  j["sm_count"] = g.sm_count;
+  j["l2_mib"] = bytes_to_mib(g.l2_bytes);
+  j["tdp_w"] = g.power_w;
+  j["usd_per_gpu_hour"] = g.usd_per_gpu_hour;
+  j["price_source"] = g.price_source;
+  j["source"] = g.source;
+  return j;
+}
+
+nlohmann::ordered_json cluster_to_json(const ClusterSpec& c) {
+  nlohmann::ordered_json j;
+  j["name"] = c.name;
+  j["gpu"] = c.gpu;
+  j["gpus_per_node"] = c.gpus_per_node;
+  j["inter_node_gbps_per_gpu"] = c.inter_node_gbps_per_gpu;
+  j["source"] = c.source;
+  return j;
+}
+
+}  // namespace trainsim
