@@ -113,6 +113,54 @@ ParallelPlan PlanOptions::resolve(const ModelSpec& model) const {
   return p;
 }
 
+void HardwareOptions::add_to(CLI::App& app) {
+  options["gpu"] = app.add_option("--gpu", gpu, "GPU type (trainsim catalog lists them)");
+  options["cluster"] = app.add_option("--cluster", cluster, "cluster preset: GPU type, GPUs per node, network");
+  options["gpus-per-node"] = app.add_option("--gpus-per-node", gpus_per_node, "GPUs per node (default 8)")
+                                 ->check(CLI::PositiveNumber);
+  options["inter-node-gbps"] = app.add_option("--inter-node-gbps", inter_node_gbps,
+                                              "inter-node bandwidth per GPU, Gbit/s (default: the cluster's, or 200)")
+                                   ->check(CLI::PositiveNumber);
+  options["price"] = app.add_option("--price", price, "USD per GPU-hour (default: the catalog's reference price)")
+                          ->check(CLI::NonNegativeNumber);
+}
+
+bool HardwareOptions::given(const std::string& name) const {
+  const auto it = options.find(name);
+  return it != options.end() && it->second->count() > 0;
+}
+
+Hardware HardwareOptions::resolve(const ParallelPlan& plan) const {
+  Hardware hw;
+  hw.cluster = "custom";
+  if (given("cluster")) {
+    const ClusterSpec& c = find_cluster(cluster);
+    hw.cluster = c.name;
+    hw.gpu = find_gpu(c.gpu);
+    hw.gpus_per_node = c.gpus_per_node;
+    hw.inter_node_gbps_per_gpu = c.inter_node_gbps_per_gpu;
+    if (given("gpu") && gpu != c.gpu) {
+      throw InputError("--gpu: \"" + gpu + "\" contradicts --cluster " + c.name + " (which has " + c.gpu + ")",
+                       "give one of them, or --gpus-per-node and --inter-node-gbps instead of --cluster");
+    }
+  } else if (given("gpu")) {
+    hw.gpu = find_gpu(gpu);
+  } else {
+    throw InputError("missing --gpu or --cluster: trainsim needs to know the hardware",
+                     "e.g. --gpu h100-sxm-80gb, or --cluster dgx-h100; `trainsim catalog` lists them");
+  }
+  if (given("gpus-per-node")) hw.gpus_per_node = gpus_per_node;
+  if (given("inter-node-gbps")) hw.inter_node_gbps_per_gpu = inter_node_gbps;
+  hw.usd_per_gpu_hour = given("price") ? price : hw.gpu.usd_per_gpu_hour;
+  hw.gpus = plan.gpus();
+  if (hw.gpu.peak_flops_per_s(plan.precision) <= 0) {
+    throw InputError("--precision: " + std::string(to_string(plan.precision)) + " is not supported by " + hw.gpu.name +
+                         " (no tensor-core peak for it)",
+                     "use bf16 or fp16 on this GPU");
+  }
+  return hw;
+}
+
 void FormatOption::add_to(CLI::App& app) {
   app.add_option("--format", format, "output format")->check(CLI::IsMember({"table", "json"}));
 }

@@ -9,6 +9,7 @@
 
 #include "model/model_spec.hpp"
 #include "plan/parallel_plan.hpp"
+#include "sim/hardware_catalog.hpp"
 
 namespace CLI {
 class App;
@@ -38,6 +39,17 @@ struct PlanOptions {
   // The plan from --plan (if any) with the flags on top, dp from --gpus when left out, a global
   // batch of dp x micro-batch when none is given; validated against the model.
   ParallelPlan resolve(const ModelSpec& model) const;
+};
+
+// `--gpu --cluster --gpus-per-node --inter-node-gbps --price`; the GPU count comes from the plan.
+struct HardwareOptions {
+  std::string gpu, cluster;
+  int64_t gpus_per_node = 8;
+  double inter_node_gbps = 0, price = 0;
+  std::map<std::string, CLI::Option*> options;
+  void add_to(CLI::App& app);
+  bool given(const std::string& name) const;
+  Hardware resolve(const ParallelPlan& plan) const;
 };
 
 enum class OutputFormat { kTable, kJson };

@@ -1,0 +1,56 @@
+// `trainsim predict --model M <hardware> <plan> [--trace FILE] [--format json]`: one iteration.
+#include <fstream>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/app.hpp"
+#include "cli/shared_options.hpp"
+#include "common/errors.hpp"
+#include "reports/json_output.hpp"
+#include "reports/perfetto_trace.hpp"
+#include "reports/prediction_report.hpp"
+#include "sim/cost_model.hpp"
+#include "sim/simulator.hpp"
+
+namespace trainsim {
+
+Command add_predict_command(CLI::App& root) {
+  struct Options {
+    ModelOptions model;
+    PlanOptions plan;
+    HardwareOptions hardware;
+    FormatOption format;
+    std::string trace_path;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* app = root.add_subcommand("predict", "simulate one training iteration of one plan");
+  o->model.add_to(*app);
+  o->hardware.add_to(*app);
+  o->plan.add_to(*app);
+  o->format.add_to(*app);
+  app->add_option("--trace", o->trace_path, "write a Chrome/Perfetto trace of the iteration to this file");
+  return {app, [o]() {
+            const ModelSpec model = o->model.resolve();
+            const ParallelPlan plan = o->plan.resolve(model);
+            const Hardware hardware = o->hardware.resolve(plan);
+            const DatasheetCostModel cost(hardware, plan.precision, default_efficiency_constants());
+            SimulationOptions options;
+            options.keep_trace = !o->trace_path.empty();
+            const Prediction prediction = predict_iteration(model, plan, hardware, cost, options);
+            if (options.keep_trace) {
+              std::ofstream out(o->trace_path);
+              if (!out) throw InputError("--trace: cannot write " + o->trace_path, "check that the folder exists and is writable");
+              write_perfetto_trace(out, prediction);
+            }
+            if (o->format.value() == OutputFormat::kJson) {
+              write_json(std::cout, prediction_json(prediction));
+            } else {
+              std::cout << render_prediction_table(prediction);
+              if (options.keep_trace) std::cout << "\ntrace written to " << o->trace_path << " (open in ui.perfetto.dev)\n";
+            }
+            return 0;
+          }};
+}
+
+}  // namespace trainsim

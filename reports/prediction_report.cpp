@@ -1,0 +1,109 @@
+// Rendering of a Prediction.
+#include "reports/prediction_report.hpp"
+
+#include "common/units.hpp"
+#include "model/model_json.hpp"
+#include "plan/plan_json.hpp"
+#include "reports/json_output.hpp"
+#include "reports/text_table.hpp"
+#include "sim/hardware_json.hpp"
+
+namespace trainsim {
+
+namespace {
+
+nlohmann::ordered_json hardware_json(const Hardware& hw) {
+  nlohmann::ordered_json j;
+  j["cluster"] = hw.cluster;
+  j["gpus"] = hw.gpus;
+  j["gpus_per_node"] = hw.gpus_per_node;
+  j["inter_node_gbps_per_gpu"] = hw.inter_node_gbps_per_gpu;
+  j["usd_per_gpu_hour"] = hw.usd_per_gpu_hour;
+  j["gpu"] = gpu_to_json(hw.gpu);
+  return j;
+}
+
+}  // namespace
+
+nlohmann::ordered_json prediction_result_json(const Prediction& p) {
+  nlohmann::ordered_json j;
+  j["fits"] = p.fits;
+  if (!p.fits) j["infeasible_reason"] = p.infeasible_reason;
+  j["iteration_time_s"] = p.iteration_time_s;
+  j["tokens_per_s"] = p.tokens_per_s;
+  j["tokens_per_s_per_gpu"] = p.tokens_per_s_per_gpu;
+  j["model_tflops_per_gpu"] = p.model_tflops_per_gpu;
+  j["hardware_tflops_per_gpu"] = p.hardware_tflops_per_gpu;
+  j["mfu"] = p.mfu;
+  j["hfu"] = p.hfu;
+  const StageMemory& peak = p.memory.peak();
+  j["memory_peak_gib"] = bytes_to_gib(peak.memory.total_bytes());
+  j["memory_capacity_gib"] = p.memory_capacity_gib;
+  j["memory_peak_stage"] = peak.stage;
+  j["memory"] = {{"weights_gib", bytes_to_gib(peak.memory.weights_bytes)},
+                 {"gradients_gib", bytes_to_gib(peak.memory.gradients_bytes)},
+                 {"optimizer_gib", bytes_to_gib(peak.memory.optimizer_bytes)},
+                 {"activations_gib", bytes_to_gib(peak.memory.activations_bytes)},
+                 {"other_gib", bytes_to_gib(peak.memory.other_bytes)}};
+  const Breakdown& b = p.breakdown;
+  j["breakdown"] = {{"compute_s", b.compute_s},         {"tp_comm_exposed_s", b.tp_comm_exposed_s},
+                    {"dp_comm_exposed_s", b.dp_comm_exposed_s}, {"pp_comm_exposed_s", b.pp_comm_exposed_s},
+                    {"bubble_s", b.bubble_s},           {"optimizer_s", b.optimizer_s}};
+  j["critical_stage"] = p.critical_stage;
+  j["cost"] = {{"usd_per_gpu_hour", p.hardware.usd_per_gpu_hour}, {"usd_per_iteration", p.usd_per_iteration}};
+  return j;
+}
+
+nlohmann::ordered_json prediction_json(const Prediction& p) {
+  nlohmann::ordered_json inputs;
+  inputs["model"] = model_to_json(p.model);
+  inputs["hardware"] = hardware_json(p.hardware);
+  inputs["plan"] = plan_to_json(p.plan);
+  inputs["cost_model"] = p.cost_model;
+  nlohmann::ordered_json doc = json_envelope("trainsim.prediction", inputs);
+  for (auto& [key, value] : prediction_result_json(p).items()) doc[key] = value;
+  return doc;
+}
+
+std::string render_prediction_table(const Prediction& p) {
+  const ParallelPlan& plan = p.plan;
+  std::string out = p.model.name + " on " + std::to_string(p.hardware.gpus) + " x " + p.hardware.gpu.name + " (" +
+                    std::to_string(p.hardware.gpus_per_node) + " per node, " +
+                    format_fixed(p.hardware.inter_node_gbps_per_gpu, 0) + " Gb/s per GPU across nodes)\n";
+  out += "  plan: dp " + std::to_string(plan.dp) + " x tp " + std::to_string(plan.tp) + " x pp " + std::to_string(plan.pp) +
+         (plan.vpp > 1 ? " (vpp " + std::to_string(plan.vpp) + ")" : "") + ", micro-batch " + std::to_string(plan.micro_batch) +
+         ", global batch " + std::to_string(plan.global_batch) + " (" + std::to_string(plan.micro_batches()) + " micro-batches), " +
+         to_string(plan.schedule) + ", ZeRO-" + std::to_string(plan.zero_stage) + ", recompute " + to_string(plan.recompute) +
+         (plan.sequence_parallel ? ", SP" : "") + ", " + to_string(plan.precision) + ", " + to_string(plan.attention) +
+         " attention\n  cost model: " + p.cost_model + "\n\n";
+  if (!p.fits) out += "  DOES NOT FIT: " + p.infeasible_reason + "\n\n";
+
+  TextTable head({{"", TextTable::Align::kLeft}, {"value"}});
+  head.add_row({"iteration time", format_fixed(p.iteration_time_s, 3) + " s"});
+  head.add_row({"tokens/s", format_si(p.tokens_per_s) + " (" + format_fixed(p.tokens_per_s_per_gpu, 1) + " per GPU)"});
+  head.add_row({"model TFLOP/s per GPU", format_fixed(p.model_tflops_per_gpu, 1) + " (MFU " + format_percent(p.mfu) + ")"});
+  head.add_row({"hardware TFLOP/s per GPU", format_fixed(p.hardware_tflops_per_gpu, 1) + " (HFU " + format_percent(p.hfu) + ")"});
+  head.add_row({"memory peak per GPU", format_fixed(bytes_to_gib(p.memory.peak().memory.total_bytes()), 1) + " of " +
+                                           format_fixed(p.memory_capacity_gib, 1) + " GiB (stage " +
+                                           std::to_string(p.memory.peak_stage) + ")"});
+  head.add_row({"cost per iteration", "$" + format_fixed(p.usd_per_iteration, 4) + " at $" +
+                                          format_fixed(p.hardware.usd_per_gpu_hour, 2) + "/GPU-hour"});
+  out += head.render() + "\n";
+
+  const Breakdown& b = p.breakdown;
+  TextTable parts({{"where the time goes (stage " + std::to_string(p.critical_stage) + ")", TextTable::Align::kLeft},
+                   {"seconds"}, {"share"}});
+  const std::pair<const char*, double> rows[] = {{"compute", b.compute_s},
+                                                 {"TP communication (exposed)", b.tp_comm_exposed_s},
+                                                 {"DP communication (exposed)", b.dp_comm_exposed_s},
+                                                 {"PP communication (exposed)", b.pp_comm_exposed_s},
+                                                 {"pipeline bubble", b.bubble_s},
+                                                 {"optimizer step", b.optimizer_s}};
+  for (const auto& [name, seconds] : rows) {
+    parts.add_row({name, format_fixed(seconds, 3), format_percent(seconds / p.iteration_time_s)});
+  }
+  out += parts.render();
+  return out;
+}
+
+}  // namespace trainsim

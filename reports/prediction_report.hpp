@@ -1,0 +1,18 @@
+// `trainsim predict` output: the INTERFACE.md `trainsim.prediction` JSON and a readable table
+// (headline figures, breakdown with shares, memory per GPU, cost).
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/simulator.hpp"
+
+namespace trainsim {
+
+nlohmann::ordered_json prediction_json(const Prediction& prediction);
+// The result keys without the envelope (search and validate embed them per plan).
+nlohmann::ordered_json prediction_result_json(const Prediction& prediction);
+std::string render_prediction_table(const Prediction& prediction);
+
+}  // namespace trainsim
