@@ -46,6 +46,7 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
   }
   if (p.schedule == Schedule::kInterleaved) {
     if (p.pp == 1) add("schedule", "the interleaved schedule needs pp > 1");
+    if (p.vpp == 1) add("vpp", "the interleaved schedule needs vpp > 1 model chunks per stage (vpp is 1)");
     if (m.layers % (p.pp * p.vpp) != 0) {
       add("vpp", "pp x vpp (" + s(p.pp) + " x " + s(p.vpp) + ") must divide layers (" + s(m.layers) + ")" + of_model);
     }

@@ -24,7 +24,9 @@ double in_flight_micro_batches(const ParallelPlan& p, int64_t stage) {
     case Schedule::kInterleaved: {
       // Megatron-LM interleaved 1F1B: (p - stage - 1) * 2 + (v - 1) * p warm-up chunk forwards,
       // plus the one in steady state, each chunk holding 1/v of the stage's layers.
-      const double chunks = static_cast<double>((p.pp - stage - 1) * 2 + (p.vpp - 1) * p.pp + 1);
+      // With m == p Megatron runs every forward as warm-up, so all m*v chunks are alive.
+      const double chunks = p.micro_batches() == p.pp ? m * static_cast<double>(p.vpp)
+                                                      : static_cast<double>((p.pp - stage - 1) * 2 + (p.vpp - 1) * p.pp + 1);
       return std::min(chunks, m * static_cast<double>(p.vpp)) / static_cast<double>(p.vpp);
     }
   }

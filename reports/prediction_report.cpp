@@ -61,7 +61,8 @@ nlohmann::ordered_json prediction_json(const Prediction& p) {
   inputs["plan"] = plan_to_json(p.plan);
   inputs["cost_model"] = p.cost_model;
   nlohmann::ordered_json doc = json_envelope("trainsim.prediction", inputs);
-  for (auto& [key, value] : prediction_result_json(p).items()) doc[key] = value;
+  const nlohmann::ordered_json result = prediction_result_json(p);
+  for (const auto& [key, value] : result.items()) doc[key] = value;
   return doc;
 }
 

@@ -70,7 +70,18 @@ struct Builder {
     return id;
   }
 
-  StepCost step_cost(int64_t vs, bool backward) const {
+  std::vector<StepCost> step_costs;  // [virtual stage * 2 + backward], priced once
+
+  void price_steps() {
+    for (int64_t vs = 0; vs < virtual_stages(); ++vs) {
+      step_costs.push_back(price_step(vs, false));
+      step_costs.push_back(price_step(vs, true));
+    }
+  }
+
+  StepCost step_cost(int64_t vs, bool backward) const { return step_costs[static_cast<size_t>(vs * 2 + (backward ? 1 : 0))]; }
+
+  StepCost price_step(int64_t vs, bool backward) const {
     const int64_t stage = vs % schedule.stages;
     const StageWork& w = work.stages[static_cast<size_t>(stage)];
     const double layers = static_cast<double>(w.layers) / static_cast<double>(schedule.chunks);
@@ -240,6 +251,7 @@ Prediction predict_iteration(const ModelSpec& model, const ParallelPlan& plan, c
   b.backward_first = b.forward;
   b.backward_last = b.forward;
   b.reductions.assign(static_cast<size_t>(plan.pp), {});
+  b.price_steps();
   for (int64_t s = 0; s < plan.pp; ++s) b.add_compute(s);
   for (int64_t s = 0; s < plan.pp; ++s) b.add_transfers(s);
   for (int64_t s = 0; s < plan.pp; ++s) {
