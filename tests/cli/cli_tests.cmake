@@ -23,7 +23,28 @@ cli_test("catalog --format json" RC 0 MATCH "\"schema\": \"trainsim.catalog\"" "
   "\"peak_bf16_tflops\": 989\\.4" "\"inter_node_gbps_per_gpu\": 400" ARGS catalog --format json)
 cli_test("--help exits 0" RC 0 MATCH "Subcommands" ARGS --help)
 cli_test("a command not built yet says so and exits 2" RC 2
-  MATCH "not built yet" ARGS predict --model gpt3-175b --gpu a100-sxm-80gb)
+  MATCH "not built yet" ARGS search --model gpt3-175b --gpu a100-sxm-80gb)
+cli_test("predict prints a breakdown for GPT-3 175B on 1024 A100s" RC 0
+  MATCH "iteration time" "pipeline bubble" "TP communication"
+  ARGS predict --model gpt3-175b --gpu a100-sxm-80gb --gpus 1024 --tp 8 --pp 8 --micro-batch 1 --global-batch 1536)
+cli_test("predict --format json has every key of INTERFACE.md" RC 0
+  MATCH "\"schema\": \"trainsim.prediction\"" "\"fits\"" "\"iteration_time_s\"" "\"tokens_per_s\"" "\"tokens_per_s_per_gpu\""
+        "\"model_tflops_per_gpu\"" "\"hardware_tflops_per_gpu\"" "\"mfu\"" "\"hfu\"" "\"memory_peak_gib\""
+        "\"weights_gib\"" "\"gradients_gib\"" "\"optimizer_gib\"" "\"activations_gib\"" "\"other_gib\""
+        "\"compute_s\"" "\"tp_comm_exposed_s\"" "\"dp_comm_exposed_s\"" "\"pp_comm_exposed_s\"" "\"bubble_s\""
+        "\"optimizer_s\"" "\"usd_per_gpu_hour\"" "\"usd_per_iteration\"" "\"inputs\"" "\"context\""
+  ARGS predict --model gpt3-175b --gpu a100-sxm-80gb --gpus 1024 --tp 8 --pp 8 --micro-batch 1 --global-batch 1536 --format json)
+cli_test("a plan that does not fit is an answer, not an error" RC 0
+  MATCH "\"fits\": false" "\"infeasible_reason\": \"needs [0-9.]+ GiB on pipeline stage 0, the GPU has 80.0 GiB\""
+  ARGS predict --model llama3-70b --gpu a100-sxm-80gb --gpus 8 --format json)
+cli_test("bad: predict without hardware" RC 2 MATCH "missing --gpu or --cluster" ARGS predict --model gpt2-124m --gpus 1)
+cli_test("bad: unknown GPU lists the known ones" RC 2 MATCH "did you mean \"h100-sxm-80gb\"" "a100-sxm-40gb"
+  ARGS predict --model gpt2-124m --gpu h100-sxm-80 --gpus 1)
+cli_test("bad: fp8 on an A100" RC 2 MATCH "fp8 is not supported by a100-sxm-80gb"
+  ARGS predict --model gpt2-124m --gpu a100-sxm-80gb --gpus 1 --precision fp8)
+cli_test("bad: invalid plan names every violated constraint" RC 2
+  MATCH "tp \\(3\\) must divide heads" "global_batch \\(10\\) must be a multiple of dp x micro_batch"
+  ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 12 --tp 3 --global-batch 10 --micro-batch 4)
 
 # Bad input: one file or flag per defect; exit 2 and a message naming the key, value and constraint.
 cli_test("bad: missing file" RC 2 MATCH "nope/missing.json: cannot open" ARGS model --model nope/missing.json)
