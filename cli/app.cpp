@@ -29,6 +29,7 @@ int run_cli(int argc, char** argv) {
   commands.push_back(add_catalog_command(root));
   commands.push_back(add_model_command(root));
   commands.push_back(add_predict_command(root));
+  commands.push_back(add_validate_command(root));
   add_pending_commands(root, commands);
 
   try {

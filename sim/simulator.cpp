@@ -98,7 +98,8 @@ struct Builder {
   }
 
   double gather_s(int64_t stage) const {
-    return cost.collective_s(CollectiveKind::kAllGather, chunk_params(stage) * work.weight_bytes_per_param * static_cast<double>(plan.dp), dp_scope);
+    // nccl-tests convention: the buffer is the whole gathered output (every shard).
+    return cost.collective_s(CollectiveKind::kAllGather, chunk_params(stage) * work.weight_bytes_per_param, dp_scope);
   }
 
   // Gradient reduction of one chunk's parameters in buckets; each bucket waits on `ready[i]`.
