@@ -1,0 +1,76 @@
+// Datasheet cost model: nccl-tests bus factors, alpha-beta collectives, GEMM roofline and waves.
+#include <catch2/catch.hpp>
+
+#include "common/units.hpp"
+#include "sim/cost_model.hpp"
+
+using namespace trainsim;
+
+namespace {
+Hardware a100_cluster() {
+  Hardware hw;
+  hw.gpu = find_gpu("a100-sxm-80gb");
+  hw.gpus = 64;
+  hw.gpus_per_node = 8;
+  hw.inter_node_gbps_per_gpu = 200;
+  return hw;
+}
+EfficiencyConstants no_latency() {
+  EfficiencyConstants c;
+  c.kernel_overhead_s = 0;
+  c.collective_step_intra_s = 0;
+  c.collective_step_inter_s = 0;
+  return c;
+}
+}  // namespace
+
+TEST_CASE("bus-bandwidth factors follow nccl-tests PERFORMANCE.md") {
+  CHECK(bus_factor(CollectiveKind::kAllReduce, 8) == Approx(2.0 * 7 / 8));
+  CHECK(bus_factor(CollectiveKind::kAllGather, 8) == Approx(7.0 / 8));
+  CHECK(bus_factor(CollectiveKind::kReduceScatter, 4) == Approx(3.0 / 4));
+  CHECK(bus_factor(CollectiveKind::kSendRecv, 2) == 1.0);
+}
+
+TEST_CASE("a ring all-reduce inside a node takes 2(n-1)/n S / busbw plus 2(n-1) latency steps") {
+  const Hardware hw = a100_cluster();
+  EfficiencyConstants c;
+  c.kernel_overhead_s = 0;
+  const DatasheetCostModel cost(hw, Precision::kBf16, c);
+  const GroupScope node{8, 8, 1};
+  const double bytes = 1e9;
+  const double busbw = hw.gpu.nvlink_bandwidth_bytes_per_s * c.nvlink_bandwidth_fraction;
+  CHECK(cost.collective_s(CollectiveKind::kAllReduce, bytes, node) ==
+        Approx(2.0 * 7 / 8 * bytes / busbw + 14 * c.collective_step_intra_s));
+}
+
+TEST_CASE("across nodes the bus bandwidth is the NICs of the group's members in one node") {
+  const DatasheetCostModel cost(a100_cluster(), Precision::kBf16, no_latency());
+  const double nic = gbit_per_s_to_bytes_per_s(200) * no_latency().network_bandwidth_fraction;
+  CHECK(cost.bus_bandwidth_bytes_per_s({8, 1, 8}) == Approx(nic));           // one member per node
+  CHECK(cost.bus_bandwidth_bytes_per_s({64, 8, 8}) == Approx(8 * nic));      // whole nodes
+  CHECK(cost.bus_bandwidth_bytes_per_s({8, 8, 1}) > cost.bus_bandwidth_bytes_per_s({16, 8, 2}));
+}
+
+TEST_CASE("an all-gather moves half the bus traffic of an all-reduce of the same buffer") {
+  const DatasheetCostModel cost(a100_cluster(), Precision::kBf16, no_latency());
+  const GroupScope scope{16, 8, 2};
+  CHECK(cost.collective_s(CollectiveKind::kAllGather, 4e9, scope) ==
+        Approx(0.5 * cost.collective_s(CollectiveKind::kAllReduce, 4e9, scope)));
+}
+
+TEST_CASE("large GEMMs run at the fitted fraction of peak; small ones lose to waves and memory") {
+  const Hardware hw = a100_cluster();
+  const EfficiencyConstants c = no_latency();
+  const DatasheetCostModel cost(hw, Precision::kBf16, c);
+  // 108 SMs: 8192 x 13824 has 64 x 108 tiles of 128x128, exactly 64 full waves.
+  const double big = cost.gemm_s(8192, 13824, 8192, 1);
+  CHECK(2.0 * 8192 * 13824 * 8192 / big == Approx(hw.gpu.peak_bf16_flops_per_s * c.gemm_peak_fraction));
+  // One tile more than a full wave needs a second wave.
+  const double one_wave = cost.gemm_s(128 * 108, 128, 4096, 1);
+  const double two_waves = cost.gemm_s(128 * 109, 128, 4096, 1);
+  CHECK(two_waves == Approx(2 * one_wave).epsilon(0.02));
+  // A skinny GEMM is bound by memory bandwidth.
+  const double skinny = cost.gemm_s(1 << 20, 8, 8, 1);
+  CHECK(skinny == Approx((double(1 << 20) * 8 * 2 + 64 + double(1 << 20) * 8) * 2 /
+                         (hw.gpu.memory_bandwidth_bytes_per_s * c.memory_bandwidth_fraction)));
+}

@@ -1,0 +1,159 @@
+// The iteration simulator against closed forms: pure pipeline (m + p - 1) stage times, the
+// interleaved bubble divided by v, a pure data-parallel ring all-reduce, and a breakdown that
+// always sums to the iteration time.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include "model/model_catalog.hpp"
+#include "sim/simulator.hpp"
+
+using namespace trainsim;
+
+namespace {
+
+// Every GEMM costs its FLOPs at 1 PFLOP/s; the LM head, memory-bound kernels, attention and
+// collectives are free, so every stage does the same work and closed forms are exact.
+class GemmOnlyCost final : public CostModel {
+ public:
+  explicit GemmOnlyCost(double collective_s = 0) : collective_s_(collective_s) {}
+  double gemm_s(int64_t m, int64_t n, int64_t k, int64_t batch) const override {
+    if (n == vocab_ || k == vocab_ || m == vocab_) return 0.0;  // the LM head
+    return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch) / 1e15;
+  }
+  double attention_s(const Op&) const override { return 0.0; }
+  double memory_bound_s(double) const override { return 0.0; }
+  double collective_s(CollectiveKind, double, const GroupScope& scope) const override {
+    return scope.size > 1 ? collective_s_ : 0.0;
+  }
+  std::string describe() const override { return "test"; }
+  int64_t vocab_ = 0;
+
+ private:
+  double collective_s_;
+};
+
+Hardware cluster(int64_t gpus) {
+  Hardware hw;
+  hw.gpu = find_gpu("h100-sxm-80gb");
+  hw.gpus = gpus;
+  hw.gpus_per_node = 8;
+  hw.inter_node_gbps_per_gpu = 400;
+  return hw;
+}
+
+double sum(const Breakdown& b) {
+  return b.compute_s + b.tp_comm_exposed_s + b.dp_comm_exposed_s + b.pp_comm_exposed_s + b.bubble_s + b.optimizer_s;
+}
+
+// Forward + backward time of one micro-batch on one stage under GemmOnlyCost (LM head excluded).
+double stage_time(const ModelSpec& m, const ParallelPlan& p) {
+  const double tokens = static_cast<double>(p.micro_batch * m.seq_len);
+  const double layer_gemm_flops = 2.0 * tokens * 12.0 * m.hidden * m.hidden;  // GPT layer, forward
+  return 3.0 * layer_gemm_flops * static_cast<double>(m.layers / p.pp) / 1e15;
+}
+
+}  // namespace
+
+TEST_CASE("a pure pipeline takes (m + p - 1) stage times with 1F1B and GPipe") {
+  const ModelSpec m = resolve_model("gpt3-1.3b");
+  GemmOnlyCost cost;
+  cost.vocab_ = m.vocab;
+  for (Schedule schedule : {Schedule::k1F1B, Schedule::kGpipe}) {
+    for (int64_t pp : {2, 4, 8}) {
+      ParallelPlan p;
+      p.pp = pp;
+      p.schedule = schedule;
+      p.global_batch = 12;
+      const Prediction r = predict_iteration(m, p, cluster(pp), cost);
+      INFO("pp " << pp);
+      CHECK(r.iteration_time_s == Approx((12 + pp - 1) * stage_time(m, p)).epsilon(1e-9));
+      CHECK(r.breakdown.bubble_s == Approx((pp - 1) * stage_time(m, p)).epsilon(1e-9));
+      CHECK(sum(r.breakdown) == Approx(r.iteration_time_s).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("interleaving v chunks divides the pipeline bubble by v") {
+  const ModelSpec m = resolve_model("gpt3-1.3b");  // 24 layers
+  GemmOnlyCost cost;
+  cost.vocab_ = m.vocab;
+  for (int64_t v : {2, 3}) {
+    ParallelPlan p;
+    p.pp = 4;
+    p.vpp = v;
+    p.schedule = Schedule::kInterleaved;
+    p.global_batch = 16;
+    const Prediction r = predict_iteration(m, p, cluster(4), cost);
+    const double t = stage_time(m, p);
+    CHECK(r.iteration_time_s == Approx(16 * t + 3 * t / static_cast<double>(v)).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("pure data parallelism without overlap adds one ring all-reduce of the gradients") {
+  const ModelSpec m = resolve_model("gpt2-124m");
+  const Hardware hw = cluster(8);
+  EfficiencyConstants c;
+  const DatasheetCostModel cost(hw, Precision::kBf16, c);
+  ParallelPlan p;
+  p.dp = 8;
+  p.global_batch = 8;
+  p.dp_overlap = false;
+  const Prediction r = predict_iteration(m, p, hw, cost);
+  ParallelPlan single = p;
+  single.dp = 1;
+  single.global_batch = 1;
+  const Prediction alone = predict_iteration(m, single, cluster(1), cost);
+  const double params = static_cast<double>(r.memory.peak().params);
+  const double allreduce = cost.collective_s(CollectiveKind::kAllReduce, params * 4.0, GroupScope{8, 8, 1});
+  CHECK(r.breakdown.dp_comm_exposed_s == Approx(allreduce).epsilon(1e-9));
+  CHECK(r.iteration_time_s == Approx(alone.iteration_time_s + allreduce).epsilon(1e-9));
+  CHECK(sum(r.breakdown) == Approx(r.iteration_time_s).epsilon(1e-12));
+}
+
+TEST_CASE("overlapping the DP reduction with the backward hides part of it") {
+  const ModelSpec m = resolve_model("gpt3-6.7b");
+  const Hardware hw = cluster(64);
+  const DatasheetCostModel cost(hw, Precision::kBf16, EfficiencyConstants{});
+  ParallelPlan p;
+  p.dp = 8;
+  p.tp = 8;
+  p.global_batch = 16;
+  p.dp_overlap = false;
+  const Prediction serial = predict_iteration(m, p, hw, cost);
+  p.dp_overlap = true;
+  const Prediction overlapped = predict_iteration(m, p, hw, cost);
+  CHECK(overlapped.breakdown.dp_comm_exposed_s < serial.breakdown.dp_comm_exposed_s);
+  CHECK(overlapped.iteration_time_s < serial.iteration_time_s);
+  CHECK(sum(overlapped.breakdown) == Approx(overlapped.iteration_time_s).epsilon(1e-12));
+}
+
+TEST_CASE("pipeline transfers appear as exposed PP communication, never as compute") {
+  const ModelSpec m = resolve_model("gpt3-1.3b");
+  GemmOnlyCost cost(1e-3);
+  cost.vocab_ = m.vocab;
+  ParallelPlan p;
+  p.pp = 4;
+  p.global_batch = 8;
+  const Prediction r = predict_iteration(m, p, cluster(4), cost);
+  CHECK(r.breakdown.pp_comm_exposed_s > 0);
+  CHECK(r.breakdown.compute_s == Approx(8 * stage_time(m, p)).epsilon(1e-9));
+  CHECK(sum(r.breakdown) == Approx(r.iteration_time_s).epsilon(1e-12));
+}
+
+TEST_CASE("the 1T model on 3072 GPUs simulates one pipeline of 64 stages and 512 micro-batches") {
+  const ModelSpec m = resolve_model("megatron-1t");
+  ParallelPlan p;
+  p.dp = 6;
+  p.tp = 8;
+  p.pp = 64;
+  p.global_batch = 3072;
+  p.recompute = Recompute::kFull;
+  const Hardware hw = cluster(3072);
+  const DatasheetCostModel cost(hw, Precision::kBf16, EfficiencyConstants{});
+  const Prediction r = predict_iteration(m, p, hw, cost);
+  CHECK(r.iteration_time_s > 0);
+  CHECK(r.mfu > 0.2);
+  CHECK(r.mfu < 0.8);
+  CHECK(sum(r.breakdown) == Approx(r.iteration_time_s).epsilon(1e-9));
+}
