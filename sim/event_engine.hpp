@@ -5,8 +5,8 @@
 // (the order the tasks were added), so the same graph always gives the same timeline.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <string>
 #include <vector>
 
 namespace trainsim {
@@ -16,28 +16,30 @@ using TaskId = int32_t;
 struct Task {
   int32_t stream = 0;
   double duration_s = 0;
-  std::vector<TaskId> deps;  // tasks that must finish first (any ids; no cycles)
-  int32_t category = 0;      // caller-defined (for breakdowns and traces)
-  int32_t label = 0;         // caller-defined (e.g. micro-batch)
+  int32_t category = 0;  // caller-defined (for breakdowns and traces)
+  int32_t label = 0;     // caller-defined (e.g. micro-batch)
 };
 
 struct TaskTiming {
   double start_s = 0;
   double end_s = 0;
+  TaskId waited_on = -1;  // the dependency that finished last, if the task waited for it; else -1
 };
 
 class TaskGraph {
  public:
-  TaskId add(int32_t stream, double duration_s, std::vector<TaskId> deps = {}, int32_t category = 0, int32_t label = 0);
-  // Adds a dependency to an existing task (the graph may be built in any order; it must stay acyclic).
+  TaskId add(int32_t stream, double duration_s, int32_t category = 0, int32_t label = 0);
+  // `task` may start only after `dep` has finished (any insertion order; the graph must stay acyclic).
   void add_dep(TaskId task, TaskId dep);
-  Task& task(TaskId id) { return tasks_[static_cast<size_t>(id)]; }
   const std::vector<Task>& tasks() const { return tasks_; }
+  size_t dependency_count() const { return edges_.size(); }
   int32_t stream_count() const { return stream_count_; }
-  void reserve(size_t n) { tasks_.reserve(n); }
+  void reserve(size_t tasks, size_t dependencies);
 
  private:
+  friend std::vector<TaskTiming> simulate(const TaskGraph& graph);
   std::vector<Task> tasks_;
+  std::vector<std::pair<TaskId, TaskId>> edges_;  // (dependency, task)
   int32_t stream_count_ = 0;
 };
 

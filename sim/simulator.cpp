@@ -64,7 +64,7 @@ struct Builder {
   int64_t virtual_stages() const { return schedule.stages * schedule.chunks; }
 
   TaskId add(int64_t stage, Stream stream, double seconds, TaskCategory category, int64_t label, StepCost part = {}) {
-    const TaskId id = graph.add(static_cast<int32_t>(stage * kStreamsPerStage + stream), seconds, {},
+    const TaskId id = graph.add(static_cast<int32_t>(stage * kStreamsPerStage + stream), seconds,
                                 static_cast<int32_t>(category), static_cast<int32_t>(label));
     parts.push_back(part);
     return id;
@@ -200,10 +200,7 @@ Breakdown attribute(const Builder& b, const std::vector<TaskTiming>& timing, int
     if (tasks[i].stream % kStreamsPerStage != kCompute) continue;
     const double gap = timing[i].start_s - cursor;
     if (gap > 0) {
-      TaskId latest = -1;
-      for (TaskId d : tasks[i].deps) {
-        if (latest < 0 || timing[static_cast<size_t>(d)].end_s > timing[static_cast<size_t>(latest)].end_s) latest = d;
-      }
+      const TaskId latest = timing[i].waited_on;
       const auto category = latest < 0 ? TaskCategory::kForward : static_cast<TaskCategory>(tasks[static_cast<size_t>(latest)].category);
       if (category == TaskCategory::kSendForward || category == TaskCategory::kSendBackward) {
         const double transfer = tasks[static_cast<size_t>(latest)].duration_s;

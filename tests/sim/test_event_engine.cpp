@@ -22,10 +22,14 @@ TEST_CASE("a task waits for its last dependency and for its stream") {
   TaskGraph g;
   const TaskId a = g.add(0, 1.0);
   const TaskId b = g.add(1, 3.0);
-  const TaskId c = g.add(2, 1.0, {a, b});
+  const TaskId c = g.add(2, 1.0);
+  g.add_dep(c, a);
+  g.add_dep(c, b);
   const TaskId d = g.add(0, 1.0);  // stream 0 is free at 1.0
   const auto t = simulate(g);
   CHECK(t[static_cast<size_t>(c)].start_s == 3.0);
+  CHECK(t[static_cast<size_t>(c)].waited_on == b);
+  CHECK(t[static_cast<size_t>(d)].waited_on == -1);
   CHECK(t[static_cast<size_t>(d)].start_s == 1.0);
 }
 
@@ -41,7 +45,11 @@ TEST_CASE("dependencies may point forward in insertion order") {
 TEST_CASE("equal completion times are processed in insertion order, so runs are identical") {
   TaskGraph g;
   for (int i = 0; i < 50; ++i) g.add(i % 5, 1.0);  // many simultaneous completions
-  for (int i = 0; i < 10; ++i) g.add(5, 0.25, {static_cast<TaskId>(i), static_cast<TaskId>(49 - i)});
+  for (int i = 0; i < 10; ++i) {
+    const TaskId t = g.add(5, 0.25);
+    g.add_dep(t, static_cast<TaskId>(i));
+    g.add_dep(t, static_cast<TaskId>(49 - i));
+  }
   const auto first = simulate(g);
   const auto second = simulate(g);
   for (size_t i = 0; i < first.size(); ++i) {

@@ -1,0 +1,68 @@
+// Prediction speed: wall time of predict_iteration for plans of growing size (median of repeats),
+// including the 1T-parameter model on 3072 GPUs (TP8 PP64, 512 micro-batches). Prints a table.
+// Run: build/bench_predict
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "model/model_catalog.hpp"
+#include "sim/simulator.hpp"
+
+using namespace trainsim;
+
+namespace {
+
+struct Case {
+  const char* label;
+  const char* model;
+  int64_t dp, tp, pp, vpp, micro_batch, global_batch;
+  Recompute recompute;
+};
+
+double median_ms(const Case& c, int repeats, size_t* tasks) {
+  const ModelSpec m = resolve_model(c.model);
+  ParallelPlan p;
+  p.dp = c.dp;
+  p.tp = c.tp;
+  p.pp = c.pp;
+  p.vpp = c.vpp;
+  p.schedule = c.vpp > 1 ? Schedule::kInterleaved : Schedule::k1F1B;
+  p.micro_batch = c.micro_batch;
+  p.global_batch = c.global_batch;
+  p.recompute = c.recompute;
+  Hardware hw;
+  hw.gpu = find_gpu("a100-sxm-80gb");
+  hw.gpus = p.gpus();
+  const DatasheetCostModel cost(hw, Precision::kBf16, default_efficiency_constants());
+  std::vector<double> ms;
+  for (int i = 0; i < repeats; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    SimulationOptions options;
+    options.keep_trace = i == 0;
+    const Prediction r = predict_iteration(m, p, hw, cost, options);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    if (i == 0) *tasks = r.trace.graph.tasks().size();
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+}  // namespace
+
+int main() {
+  const Case cases[] = {
+      {"GPT-3 175B, 1024 GPUs, TP8 PP8, m=96", "gpt3-175b", 16, 8, 8, 1, 1, 1536, Recompute::kNone},
+      {"GPT-3 175B, 64 GPUs, TP8 PP8 v3, m=64", "gpt3-175b", 1, 8, 8, 3, 1, 64, Recompute::kSelective},
+      {"Megatron 530B, 2520 GPUs, TP8 PP35, m=280", "megatron-529.6b", 9, 8, 35, 1, 1, 2520, Recompute::kFull},
+      {"Megatron 1T, 3072 GPUs, TP8 PP64, m=512", "megatron-1t", 6, 8, 64, 1, 1, 3072, Recompute::kFull},
+      {"Llama-3 8B, 256 GPUs, DP256, m=4", "llama3-8b", 256, 1, 1, 1, 1, 1024, Recompute::kNone},
+  };
+  std::printf("%-44s %10s %12s\n", "plan", "tasks", "median ms");
+  for (const Case& c : cases) {
+    size_t tasks = 0;
+    const double ms = median_ms(c, 9, &tasks);
+    std::printf("%-44s %10zu %12.2f\n", c.label, tasks, ms);
+  }
+  return 0;
+}
