@@ -56,6 +56,8 @@ void PlanOptions::add_to(CLI::App& app) {
                              ->check(CLI::IsMember({"bf16", "fp16", "fp32", "fp8"}));
   options["no-dp-overlap"] = app.add_flag("--no-dp-overlap", no_dp_overlap,
                                           "reduce DP gradients after the whole backward instead of overlapping");
+  options["no-tp-overlap"] = app.add_flag("--no-tp-overlap", no_tp_overlap,
+                                          "run the backward TP collectives on the critical path (no GEMM overlap)");
   options["attention"] = app.add_option("--attention", attention, "attention kernel (default flash)")
                              ->check(CLI::IsMember({"flash", "unfused"}));
 }
@@ -88,6 +90,7 @@ ParallelPlan PlanOptions::resolve(const ModelSpec& model) const {
   if (given("precision")) p.precision = parse_precision(precision);
   if (given("attention")) p.attention = parse_attention(attention);
   if (given("no-dp-overlap")) p.dp_overlap = !no_dp_overlap;
+  if (given("no-tp-overlap")) p.tp_overlap = !no_tp_overlap;
   if (given("schedule")) p.schedule = parse_schedule(schedule);
   else if (p.vpp > 1) p.schedule = Schedule::kInterleaved;
 

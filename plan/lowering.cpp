@@ -82,6 +82,29 @@ void add_tp_boundary(LayerWork& w, const Shapes& s, bool sp, bool entering) {
   }
 }
 
+int32_t index_of(const std::vector<Op>& ops, const std::string& name, int32_t occurrence) {
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (name == ops[i].name && occurrence-- == 0) return static_cast<int32_t>(i);
+  }
+  return -1;
+}
+
+// Megatron-LM (2022+) overlaps, in the backward of each column-parallel linear (QKV, FC1), the
+// collective on the input gradient (all-reduce, or reduce-scatter with SP) with the weight-gradient
+// GEMM, and with SP the all-gather of the input for that GEMM with the input-gradient GEMM.
+void pair_backward_overlaps(std::vector<Op>& backward) {
+  const char* const linears[] = {"qkv", "fc1"};
+  for (int32_t i = 0; i < 2; ++i) {
+    const std::string name = linears[i];
+    const int32_t wgrad = index_of(backward, name + "_wgrad", 0);
+    const int32_t dgrad = index_of(backward, name + "_dgrad", 0);
+    const int32_t reduce = std::max(index_of(backward, "tp_allreduce", i), index_of(backward, "sp_reducescatter", i));
+    const int32_t gather = index_of(backward, "sp_allgather_wgrad", i);
+    if (reduce >= 0 && wgrad >= 0) backward[static_cast<size_t>(reduce)].overlaps_op = wgrad;
+    if (gather >= 0 && dgrad >= 0) backward[static_cast<size_t>(gather)].overlaps_op = dgrad;
+  }
+}
+
 LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s) {
   LayerWork w;
   const bool sp = p.sequence_parallel;
@@ -140,6 +163,7 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
   w.forward.push_back(memory("dropout_residual", (m.dropout ? 3.5 : 3.0) * act));
   w.backward.push_back(memory("dropout_residual_bwd", (m.dropout ? 3.5 : 3.0) * act));
 
+  if (p.tp_overlap) pair_backward_overlaps(w.backward);
   if (p.recompute == Recompute::kFull) {
     w.recompute = w.forward;
   } else if (p.recompute == Recompute::kSelective) {

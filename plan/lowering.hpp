@@ -31,6 +31,10 @@ struct Op {
   // kCollective
   CollectiveKind collective = CollectiveKind::kAllReduce;
   GroupKind group = GroupKind::kTp;
+  // A collective that runs concurrently with another op of the same list (its index), as
+  // Megatron-LM overlaps the backward TP collectives with the weight- or input-gradient GEMM;
+  // only the part longer than that op is exposed. -1: on the critical path.
+  int32_t overlaps_op = -1;
   double flops() const;  // 2mnk*batch for GEMMs; attention: QK^T and AV (and backward's 2.5x), causal half
 };
 

@@ -28,6 +28,9 @@ struct ParallelPlan {
   // Data-parallel gradient reduction overlapped with the backward in buckets (PyTorch DDP, FSDP,
   // Megatron-core --overlap-grad-reduce); false: reduced after the whole backward (Megatron-LM 2021).
   bool dp_overlap = true;
+  // Backward TP collectives overlapped with the gradient GEMMs (Megatron-LM's asynchronous
+  // tensor-parallel all-reduce, default since 2022); false: all on the critical path.
+  bool tp_overlap = true;
 
   int64_t gpus() const { return dp * tp * pp * cp; }
   // Micro-batches per DP rank per iteration (gradient accumulation steps).

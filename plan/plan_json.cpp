@@ -70,6 +70,7 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   if (auto v = r.optional_choice("precision", {"bf16", "fp16", "fp32", "fp8"})) p.precision = parse_precision(*v);
   if (auto v = r.optional_choice("attention", {"flash", "unfused"})) p.attention = parse_attention(*v);
   p.dp_overlap = r.optional_bool("dp_overlap").value_or(p.dp_overlap);
+  p.tp_overlap = r.optional_bool("tp_overlap").value_or(p.tp_overlap);
   return p;
 }
 
@@ -80,7 +81,7 @@ ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* d
   ParallelPlan plan = read_plan(reader, ParallelPlan{}, defaulted);
   reader.reject_unknown_keys();
   problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, vpp, micro_batch, global_batch, zero_stage, recompute, "
-                        "sequence_parallel, schedule, precision, attention, dp_overlap");
+                        "sequence_parallel, schedule, precision, attention, dp_overlap, tp_overlap");
   return plan;
 }
 
@@ -101,6 +102,7 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& p) {
   j["precision"] = to_string(p.precision);
   j["attention"] = to_string(p.attention);
   j["dp_overlap"] = p.dp_overlap;
+  j["tp_overlap"] = p.tp_overlap;
   return j;
 }
 

@@ -40,6 +40,8 @@ PublishedRun read_run(JsonObjectReader& r) {
   const bool old = predates_fused_attention(run.group);
   defaults.attention = old ? AttentionKernel::kUnfused : AttentionKernel::kFlash;
   defaults.dp_overlap = !old;
+  // Megatron-LM's asynchronous TP all-reduce arrived after the SC'21 runs and BLOOM's fork.
+  defaults.tp_overlap = run.group != "megatron_sc21_table1" && run.group != "bloom";
   if (auto p = r.optional_object("plan")) {
     std::vector<std::string> defaulted;
     run.plan = read_plan(*p, defaults, &defaulted);
@@ -54,6 +56,7 @@ PublishedRun read_run(JsonObjectReader& r) {
   }
   run.defaults_used.push_back(std::string("plan.attention=") + to_string(run.plan.attention));
   run.defaults_used.push_back(std::string("plan.dp_overlap=") + (run.plan.dp_overlap ? "true" : "false"));
+  run.defaults_used.push_back(std::string("plan.tp_overlap=") + (run.plan.tp_overlap ? "true" : "false"));
   if (auto precision = r.optional_choice("precision", {"bf16", "fp16", "fp32", "fp8"})) {
     run.plan.precision = parse_precision(*precision);
   }

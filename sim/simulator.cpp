@@ -39,7 +39,10 @@ struct StepCost {
 StepCost price(const std::vector<Op>& ops, const CostModel& cost, const GroupScope& tp_scope) {
   StepCost c;
   for (const Op& op : ops) {
-    const double t = cost.op_s(op, tp_scope);
+    double t = cost.op_s(op, tp_scope);
+    if (op.kind == OpKind::kCollective && op.overlaps_op >= 0) {
+      t = std::max(0.0, t - cost.op_s(ops[static_cast<size_t>(op.overlaps_op)], tp_scope));  // hidden part
+    }
     (op.kind == OpKind::kCollective ? c.tp_s : c.compute_s) += t;
   }
   return c;

@@ -87,8 +87,6 @@ EfficiencyConstants fit_constants(const std::vector<PublishedRun>& runs, Efficie
   const Knob knobs[] = {{&EfficiencyConstants::gemm_peak_fraction, 0.5, 0.95},
                         {&EfficiencyConstants::attention_peak_fraction, 0.2, 0.9},
                         {&EfficiencyConstants::memory_bandwidth_fraction, 0.4, 0.95},
-                        {&EfficiencyConstants::nvlink_bandwidth_fraction, 0.4, 0.95},
-                        {&EfficiencyConstants::network_bandwidth_fraction, 0.4, 1.0},
                         {&EfficiencyConstants::kernel_overhead_s, 0.0, 30e-6}};
   double best = objective(runs, c);
   for (int round = 0; round < 4; ++round) {

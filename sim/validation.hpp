@@ -39,7 +39,9 @@ bool in_fit_half(const std::vector<PublishedRun>& runs, size_t index);
 
 ValidationResult validate_runs(const std::vector<PublishedRun>& runs, const EfficiencyConstants& constants);
 
-// Coordinate search minimising the mean |log(predicted / measured)| over the fit half.
+// Coordinate search minimising the mean |log(predicted / measured)| over the fit half, over the
+// compute constants only (GEMM, attention, memory bandwidth fractions, kernel overhead); the
+// communication constants are nccl-tests measurements and stay as given.
 // `progress` (may be null) is called after each round with the round and the objective.
 EfficiencyConstants fit_constants(const std::vector<PublishedRun>& runs, EfficiencyConstants start,
                                   void (*progress)(int round, double objective) = nullptr);

@@ -70,3 +70,12 @@ cli_test("bad: zero or negative flag" RC 2 MATCH "--tp" ARGS model --model llama
 cli_test("bad: plan file with an unknown key" RC 2 MATCH "/micro_bach: unknown key \"micro_bach\" \\(did you mean \"micro_batch\"\\?\\)"
   ARGS model --model llama3-8b --plan ${bad}/plan_unknown_key.json)
 cli_test("bad: unknown option value" RC 2 MATCH "recompute" ARGS model --model llama3-8b --recompute partial)
+
+set(runs ${CMAKE_CURRENT_SOURCE_DIR}/data/validation/published-runs.json)
+cli_test("validate reports per-group and held-out errors" RC 0
+  MATCH "korthikanti_2022_table5" "held-out half" "megatron-sc21-t1-1008.0B" ARGS validate --runs ${runs})
+cli_test("validate --format json has the documented keys" RC 0
+  MATCH "\"schema\": \"trainsim.validation\"" "\"predicted_tokens_per_s_per_gpu\"" "\"measured_tokens_per_s_per_gpu\""
+        "\"error\"" "\"predicted_memory_peak_gib\"" "\"predicted_fits\"" "\"defaults_used\"" "\"mean_abs_error\""
+  ARGS validate --runs ${runs} --format json)
+cli_test("validate exits 3 over its tolerance" RC 3 MATCH "over the tolerance" ARGS validate --runs ${runs} --tolerance 0.01)
