@@ -87,8 +87,10 @@ std::string render_prediction_table(const Prediction& p) {
   head.add_row({"memory peak per GPU", format_fixed(bytes_to_gib(p.memory.peak().memory.total_bytes()), 1) + " of " +
                                            format_fixed(p.memory_capacity_gib, 1) + " GiB (stage " +
                                            std::to_string(p.memory.peak_stage) + ")"});
-  head.add_row({"cost per iteration", "$" + format_fixed(p.usd_per_iteration, 4) + " at $" +
-                                          format_fixed(p.hardware.usd_per_gpu_hour, 2) + "/GPU-hour"});
+  std::string cost = "$";  // built by appending: GCC 12 warns (-Wrestrict) on "$" + std::string
+  cost.append(format_fixed(p.usd_per_iteration, 4)).append(" at $");
+  cost.append(format_fixed(p.hardware.usd_per_gpu_hour, 2)).append("/GPU-hour");
+  head.add_row({"cost per iteration", cost});
   out += head.render() + "\n";
 
   const Breakdown& b = p.breakdown;
