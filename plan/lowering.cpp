@@ -192,15 +192,15 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
   work.weight_bytes_per_param = state_bytes_per_param(p.precision).weights;
   work.grad_bytes_per_param = state_bytes_per_param(p.precision).gradients;
 
-  const LayerWork layer = lower_layer(m, p, s);
-  const RankMemory rank_memory = estimate_rank_memory(m, p);
+  work.layer = lower_layer(m, p, s);
+  work.memory = estimate_rank_memory(m, p);
+  const RankMemory& rank_memory = work.memory;
   const double act = s.sp_tokens * static_cast<double>(s.h) * s.e;
   const double full_act = static_cast<double>(s.tokens) * static_cast<double>(s.h) * s.e;
   for (int64_t stage = 0; stage < p.pp; ++stage) {
     StageWork w;
     w.stage = stage;
     w.layers = layers_on_stage(m, p, stage);
-    w.layer = layer;
     w.params = static_cast<double>(rank_memory.stages[static_cast<size_t>(stage)].params);
     if (stage == 0) {
       // Embedding lookup (+ positions, dropout); vocabulary-parallel embeddings all-reduce their output.

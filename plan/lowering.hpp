@@ -12,6 +12,7 @@
 #include "model/model_spec.hpp"
 #include "plan/parallel_plan.hpp"
 #include "plan/rank_grid.hpp"
+#include "plan/rank_memory.hpp"
 
 namespace trainsim {
 
@@ -47,7 +48,6 @@ struct LayerWork {
 struct StageWork {
   int64_t stage = 0;
   int64_t layers = 0;
-  LayerWork layer;
   std::vector<Op> extra_forward;   // embedding (first stage), final norm + LM head + loss (last)
   std::vector<Op> extra_backward;
   double send_bytes = 0;           // activation sent to the next stage per micro-batch (0 on last)
@@ -56,7 +56,9 @@ struct StageWork {
 };
 
 struct IterationWork {
+  LayerWork layer;                // every transformer layer does the same work
   std::vector<StageWork> stages;  // one per pipeline stage
+  RankMemory memory;              // memory per GPU per stage (plan/rank_memory)
   double grad_bytes_per_param = 4;  // fp32 main gradients are reduced (Megatron-LM default)
   double weight_bytes_per_param = 2;
 };

@@ -13,6 +13,7 @@
 #include "plan/lowering.hpp"
 #include "plan/pipeline_schedule.hpp"
 #include "plan/rank_grid.hpp"
+#include "sim/step_cost.hpp"
 
 namespace trainsim {
 
@@ -23,30 +24,6 @@ enum Stream : int32_t { kCompute = 0, kSendNext = 1, kSendPrev = 2, kDpReduce = 
 // Adam step bytes per parameter: read fp32 master, m, v, gradient (16), write master, m, v (12),
 // write the 16-bit weight (2), read the gradient again for the norm/clipping (4).
 constexpr double kAdamBytesPerParam = 34.0;
-
-struct StepCost {
-  double compute_s = 0;
-  double tp_s = 0;
-  double total() const { return compute_s + tp_s; }
-  StepCost& operator+=(const StepCost& o) {
-    compute_s += o.compute_s;
-    tp_s += o.tp_s;
-    return *this;
-  }
-  StepCost scaled(double f) const { return {compute_s * f, tp_s * f}; }
-};
-
-StepCost price(const std::vector<Op>& ops, const CostModel& cost, const GroupScope& tp_scope) {
-  StepCost c;
-  for (const Op& op : ops) {
-    double t = cost.op_s(op, tp_scope);
-    if (op.kind == OpKind::kCollective && op.overlaps_op >= 0) {
-      t = std::max(0.0, t - cost.op_s(ops[static_cast<size_t>(op.overlaps_op)], tp_scope));  // hidden part
-    }
-    (op.kind == OpKind::kCollective ? c.tp_s : c.compute_s) += t;
-  }
-  return c;
-}
 
 struct Builder {
   Builder(const ParallelPlan& p, const CostModel& c, const IterationWork& w, const PipelineSchedule& sch, GroupScope tp,
@@ -75,26 +52,7 @@ struct Builder {
 
   std::vector<StepCost> step_costs;  // [virtual stage * 2 + backward], priced once
 
-  void price_steps() {
-    for (int64_t vs = 0; vs < virtual_stages(); ++vs) {
-      step_costs.push_back(price_step(vs, false));
-      step_costs.push_back(price_step(vs, true));
-    }
-  }
-
   StepCost step_cost(int64_t vs, bool backward) const { return step_costs[static_cast<size_t>(vs * 2 + (backward ? 1 : 0))]; }
-
-  StepCost price_step(int64_t vs, bool backward) const {
-    const int64_t stage = vs % schedule.stages;
-    const StageWork& w = work.stages[static_cast<size_t>(stage)];
-    const double layers = static_cast<double>(w.layers) / static_cast<double>(schedule.chunks);
-    StepCost c = backward ? price(w.layer.backward, cost, tp_scope) += price(w.layer.recompute, cost, tp_scope)
-                          : price(w.layer.forward, cost, tp_scope);
-    c = c.scaled(layers);
-    const bool holds_extras = (stage == 0 && vs == 0) || (stage == schedule.stages - 1 && vs == virtual_stages() - 1);
-    if (holds_extras) c += price(backward ? w.extra_backward : w.extra_forward, cost, tp_scope);
-    return c;
-  }
 
   double chunk_params(int64_t stage) const {
     return work.stages[static_cast<size_t>(stage)].params / static_cast<double>(schedule.chunks);
@@ -252,7 +210,7 @@ Prediction predict_iteration(const ModelSpec& model, const ParallelPlan& plan, c
   b.backward_first = b.forward;
   b.backward_last = b.forward;
   b.reductions.assign(static_cast<size_t>(plan.pp), {});
-  b.price_steps();
+  b.step_costs = price_steps(work, schedule.chunks, cost, b.tp_scope);
   for (int64_t s = 0; s < plan.pp; ++s) b.add_compute(s);
   for (int64_t s = 0; s < plan.pp; ++s) b.add_transfers(s);
   for (int64_t s = 0; s < plan.pp; ++s) {
@@ -282,7 +240,7 @@ Prediction predict_iteration(const ModelSpec& model, const ParallelPlan& plan, c
   out.mfu = out.model_tflops_per_gpu / peak_tflops;
   out.hfu = out.hardware_tflops_per_gpu / peak_tflops;
 
-  out.memory = estimate_rank_memory(model, plan);
+  out.memory = work.memory;
   out.memory_capacity_gib = bytes_to_gib(hardware.gpu.memory_bytes);
   const double peak_gib = bytes_to_gib(out.memory.peak().memory.total_bytes());
   if (peak_gib > out.memory_capacity_gib) {

@@ -1,0 +1,35 @@
+// The space `trainsim search` explores: every plan dp x tp x pp x vpp x micro-batch x ZeRO stage x
+// recompute x sequence parallelism for a model on a GPU count, with the constraints Megatron-LM
+// and DeepSpeed impose (tp divides heads, KV heads and FFN; pp divides layers; ZeRO-2/3 only
+// without pipeline parallelism; interleaving needs m % pp == 0). Candidates come out in a fixed
+// order, so searches are reproducible.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "model/model_spec.hpp"
+#include "plan/parallel_plan.hpp"
+
+namespace trainsim {
+
+struct PlanSpaceOptions {
+  int64_t gpus = 1;
+  int64_t gpus_per_node = 8;
+  int64_t global_batch = 1;
+  int64_t max_micro_batch = 16;
+  int64_t max_vpp = 8;
+  bool tp_across_nodes = false;  // allow tp > gpus_per_node
+  Precision precision = Precision::kBf16;
+  AttentionKernel attention = AttentionKernel::kFlash;
+};
+
+// Calls `visit` for every candidate; returns how many there were.
+int64_t enumerate_plans(const ModelSpec& model, const PlanSpaceOptions& options,
+                        const std::function<void(const ParallelPlan&)>& visit);
+
+// All candidates in a vector (for multi-threaded screening).
+std::vector<ParallelPlan> list_plans(const ModelSpec& model, const PlanSpaceOptions& options);
+
+}  // namespace trainsim

@@ -1,0 +1,45 @@
+// Step pricing.
+#include "sim/step_cost.hpp"
+
+#include <algorithm>
+
+namespace trainsim {
+
+StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const GroupScope& tp_scope) {
+  StepCost c;
+  for (const Op& op : ops) {
+    double t = cost.op_s(op, tp_scope);
+    if (op.kind == OpKind::kCollective && op.overlaps_op >= 0) {
+      t = std::max(0.0, t - cost.op_s(ops[static_cast<size_t>(op.overlaps_op)], tp_scope));  // hidden part
+    }
+    (op.kind == OpKind::kCollective ? c.tp_s : c.compute_s) += t;
+  }
+  return c;
+}
+
+std::vector<StepCost> price_steps(const IterationWork& work, int64_t chunks, const CostModel& cost,
+                                  const GroupScope& tp_scope) {
+  const int64_t stages = static_cast<int64_t>(work.stages.size());
+  const int64_t virtual_stages = stages * chunks;
+  const StepCost layer_forward = price_ops(work.layer.forward, cost, tp_scope);
+  StepCost layer_backward = price_ops(work.layer.backward, cost, tp_scope);
+  layer_backward += price_ops(work.layer.recompute, cost, tp_scope);
+  std::vector<StepCost> out;
+  out.reserve(static_cast<size_t>(virtual_stages * 2));
+  for (int64_t vs = 0; vs < virtual_stages; ++vs) {
+    const int64_t stage = vs % stages;
+    const StageWork& w = work.stages[static_cast<size_t>(stage)];
+    const double layers = static_cast<double>(w.layers) / static_cast<double>(chunks);
+    StepCost forward = layer_forward.scaled(layers), backward = layer_backward.scaled(layers);
+    const bool holds_extras = (stage == 0 && vs == 0) || (stage == stages - 1 && vs == virtual_stages - 1);
+    if (holds_extras) {
+      forward += price_ops(w.extra_forward, cost, tp_scope);
+      backward += price_ops(w.extra_backward, cost, tp_scope);
+    }
+    out.push_back(forward);
+    out.push_back(backward);
+  }
+  return out;
+}
+
+}  // namespace trainsim

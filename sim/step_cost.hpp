@@ -1,0 +1,32 @@
+// Seconds of one pipeline step (a forward or a backward of one micro-batch on one virtual stage),
+// split into compute and exposed TP communication, priced once per virtual stage from the
+// lowered ops. Shared by the event simulator and the closed-form screen.
+#pragma once
+
+#include <vector>
+
+#include "plan/lowering.hpp"
+#include "sim/cost_model.hpp"
+
+namespace trainsim {
+
+struct StepCost {
+  double compute_s = 0;
+  double tp_s = 0;
+  double total() const { return compute_s + tp_s; }
+  StepCost& operator+=(const StepCost& o) {
+    compute_s += o.compute_s;
+    tp_s += o.tp_s;
+    return *this;
+  }
+  StepCost scaled(double f) const { return {compute_s * f, tp_s * f}; }
+};
+
+// Sum over `ops`; a collective that overlaps another op counts only its part longer than that op.
+StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const GroupScope& tp_scope);
+
+// [virtual stage * 2 + (backward ? 1 : 0)] for virtual stages 0 .. pp*chunks-1.
+std::vector<StepCost> price_steps(const IterationWork& work, int64_t chunks, const CostModel& cost,
+                                  const GroupScope& tp_scope);
+
+}  // namespace trainsim
