@@ -1,0 +1,86 @@
+// Closed-form iteration time; see screen.hpp and docs/simulator.md.
+#include "sim/screen.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "plan/lowering.hpp"
+#include "plan/rank_grid.hpp"
+#include "sim/step_cost.hpp"
+
+namespace trainsim {
+
+namespace {
+constexpr double kAdamBytesPerParam = 34.0;  // as in simulator.cpp
+constexpr double kBucketParams = 40e6;
+}  // namespace
+
+ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, const Hardware& hw, const CostModel& cost) {
+  const IterationWork work = lower_iteration(model, plan);
+  const GroupScope tp_scope = group_scope(plan, GroupKind::kTp, hw.gpus_per_node);
+  const GroupScope dp_scope = group_scope(plan, GroupKind::kDp, hw.gpus_per_node);
+  const int64_t p = plan.pp, v = plan.vpp;
+  const double m = static_cast<double>(plan.micro_batches());
+  const std::vector<StepCost> steps = price_steps(work, v, cost, tp_scope);
+
+  // Per stage: forward + backward of one micro-batch over all its chunks.
+  double slowest = 0, sum = 0, last_backward = 0, last_forward = 0;
+  for (int64_t s = 0; s < p; ++s) {
+    double stage = 0;
+    for (int64_t c = 0; c < v; ++c) {
+      const size_t vs = static_cast<size_t>(c * p + s);
+      stage += steps[vs * 2].total() + steps[vs * 2 + 1].total();
+    }
+    slowest = std::max(slowest, stage);
+    sum += stage;
+  }
+  last_forward = steps[0].total();
+  last_backward = steps[1].total();  // stage 0, chunk 0: the last backward of the iteration
+
+  double p2p = 0;
+  if (p > 1) {
+    const GroupScope pp_scope = group_scope(plan, GroupKind::kPp, hw.gpus_per_node);
+    const GroupScope neighbours{2, pp_scope.intra_node() ? 2 : 1, pp_scope.intra_node() ? 1 : 2};
+    p2p = cost.collective_s(CollectiveKind::kSendRecv, work.stages[0].send_bytes, neighbours);
+  }
+  double pipeline = 0;
+  // Steady state is paced by the slowest stage; filling and draining the pipeline costs the other
+  // stages once (1F1B, GPipe), or 1/v of that with v interleaved chunks.
+  pipeline = m * slowest + (sum - slowest) / static_cast<double>(plan.schedule == Schedule::kInterleaved ? v : 1);
+  pipeline += 2.0 * static_cast<double>(p - 1) * p2p;
+
+  const double params = work.stages[0].params;
+  double dp_exposed = 0;
+  if (plan.dp > 1 && plan.zero_stage >= 3) {
+    const double gather = cost.collective_s(CollectiveKind::kAllGather, params * work.weight_bytes_per_param, dp_scope);
+    const double scatter = cost.collective_s(CollectiveKind::kReduceScatter, params * work.grad_bytes_per_param, dp_scope);
+    // Gathers run ahead of compute on their own stream (one per forward and backward step);
+    // compute waits for the first, and for all of them when they are slower than the steps.
+    // Reduce-scatters follow each backward on the reduce stream; the last is always exposed.
+    const double step = slowest;  // ZeRO-3 runs without pipeline parallelism: one stage
+    pipeline = std::max(gather + m * step, 2.0 * m * gather + last_backward);
+    const double backward_interval = std::max(step, 2.0 * gather);  // backwards end this far apart
+    dp_exposed = scatter + std::max(0.0, (m - 1.0) * (scatter - backward_interval));
+  } else if (plan.dp > 1) {
+    const CollectiveKind kind = plan.zero_stage == 0 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
+    const double per_chunk = params / static_cast<double>(v);
+    const double buckets = plan.dp_overlap ? std::max(1.0, std::ceil(per_chunk / kBucketParams)) : 1.0;
+    const double reduce = static_cast<double>(v) * buckets *
+                          cost.collective_s(kind, per_chunk / buckets * work.grad_bytes_per_param, dp_scope);
+    dp_exposed = plan.dp_overlap ? std::max(reduce / buckets, reduce - last_backward * (buckets - 1.0) / buckets) : reduce;
+    if (plan.zero_stage >= 1) {
+      dp_exposed += cost.collective_s(CollectiveKind::kAllGather, params * work.weight_bytes_per_param, dp_scope);
+    }
+  }
+  const double sharded = params / (plan.zero_stage >= 1 ? static_cast<double>(plan.dp) : 1.0);
+  const double optimizer = cost.memory_bound_s(sharded * kAdamBytesPerParam);
+
+  ScreenEstimate out;
+  out.iteration_time_s = pipeline + dp_exposed + optimizer;
+  out.memory_peak_stage = work.memory.peak_stage;
+  out.memory_peak_bytes = work.memory.peak().memory.total_bytes();
+  out.fits = out.memory_peak_bytes <= hw.gpu.memory_bytes;
+  return out;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,26 @@
+// The closed-form screen of `trainsim search`: the same lowered and priced steps as the event
+// simulator, combined by formula instead of by events — pipeline (m-1) x slowest stage + fill and
+// drain (interleaved: bubble / v), DP reduction exposed beyond the last backward, ZeRO-3 gathers
+// against compute, optimizer. Microseconds per plan; its error against the simulator is measured
+// by tests/sim/test_screen.cpp.
+#pragma once
+
+#include "model/model_spec.hpp"
+#include "plan/parallel_plan.hpp"
+#include "sim/cost_model.hpp"
+#include "sim/hardware_catalog.hpp"
+
+namespace trainsim {
+
+struct ScreenEstimate {
+  double iteration_time_s = 0;
+  double memory_peak_bytes = 0;
+  int64_t memory_peak_stage = 0;
+  bool fits = true;
+};
+
+// The plan must be valid for the model and match hardware.gpus.
+ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, const Hardware& hardware,
+                           const CostModel& cost);
+
+}  // namespace trainsim
