@@ -24,6 +24,8 @@ Command add_catalog_command(CLI::App& root);
 Command add_model_command(CLI::App& root);
 Command add_predict_command(CLI::App& root);
 Command add_validate_command(CLI::App& root);
+Command add_search_command(CLI::App& root);
+Command add_export_command(CLI::App& root);
 // Subcommands of INTERFACE.md that are not built yet: they say so and exit 2.
 void add_pending_commands(CLI::App& root, std::vector<Command>& commands);
 

@@ -15,8 +15,6 @@ void add_pending_commands(CLI::App& root, std::vector<Command>& commands) {
     const char* issue;
   };
   static const Pending kPending[] = {
-      {"search", "rank every valid plan", "issue 4 (plan search)"},
-      {"export", "the plan as Megatron-LM / DeepSpeed / torchrun arguments", "issue 4 (plan search)"},
       {"calibrate", "measure a hardware profile", "issue 5 (calibration)"},
       {"run", "execute a plan for real", "issue 6 (CPU runtime)"},
       {"compare", "predicted vs measured, per phase", "issue 6 (CPU runtime)"},

@@ -133,6 +133,33 @@ bool HardwareOptions::given(const std::string& name) const {
   return it != options.end() && it->second->count() > 0;
 }
 
+std::vector<std::string> HardwareOptions::gpu_names() const {
+  std::vector<std::string> names;
+  if (!given("gpu")) {
+    if (given("cluster")) names.push_back(find_cluster(cluster).gpu);
+    return names;
+  }
+  size_t begin = 0;
+  while (begin <= gpu.size()) {
+    const size_t comma = gpu.find(',', begin);
+    const std::string name = gpu.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    if (!name.empty()) names.push_back(name);
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  return names;
+}
+
+Hardware HardwareOptions::resolve_gpu(const std::string& gpu_name, int64_t gpus, Precision precision) const {
+  HardwareOptions one = *this;
+  one.gpu = gpu_name;
+  ParallelPlan plan;
+  plan.dp = gpus;
+  plan.precision = precision;
+  if (given("cluster") && find_cluster(cluster).gpu != gpu_name) one.options.erase("cluster");
+  return one.resolve(plan);
+}
+
 Hardware HardwareOptions::resolve(const ParallelPlan& plan) const {
   Hardware hw;
   hw.cluster = "custom";

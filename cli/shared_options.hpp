@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <vector>
 #include <string>
 
 #include "model/model_spec.hpp"
@@ -51,6 +52,9 @@ struct HardwareOptions {
   void add_to(CLI::App& app);
   bool given(const std::string& name) const;
   Hardware resolve(const ParallelPlan& plan) const;
+  // For search: one GPU type of a comma-separated --gpu list, `gpus` of them.
+  Hardware resolve_gpu(const std::string& gpu_name, int64_t gpus, Precision precision) const;
+  std::vector<std::string> gpu_names() const;  // the --gpu list (or the cluster's GPU)
 };
 
 enum class OutputFormat { kTable, kJson };

@@ -23,7 +23,7 @@ cli_test("catalog --format json" RC 0 MATCH "\"schema\": \"trainsim.catalog\"" "
   "\"peak_bf16_tflops\": 989\\.4" "\"inter_node_gbps_per_gpu\": 400" ARGS catalog --format json)
 cli_test("--help exits 0" RC 0 MATCH "Subcommands" ARGS --help)
 cli_test("a command not built yet says so and exits 2" RC 2
-  MATCH "not built yet" ARGS search --model gpt3-175b --gpu a100-sxm-80gb)
+  MATCH "not built yet" ARGS calibrate gpu --out profile.json)
 cli_test("predict prints a breakdown for GPT-3 175B on 1024 A100s" RC 0
   MATCH "iteration time" "pipeline bubble" "TP communication"
   ARGS predict --model gpt3-175b --gpu a100-sxm-80gb --gpus 1024 --tp 8 --pp 8 --micro-batch 1 --global-batch 1536)
@@ -79,3 +79,26 @@ cli_test("validate --format json has the documented keys" RC 0
         "\"error\"" "\"predicted_memory_peak_gib\"" "\"predicted_fits\"" "\"defaults_used\"" "\"mean_abs_error\""
   ARGS validate --runs ${runs} --format json)
 cli_test("validate exits 3 over its tolerance" RC 3 MATCH "over the tolerance" ARGS validate --runs ${runs} --tolerance 0.01)
+
+set(plans ${CMAKE_CURRENT_SOURCE_DIR}/data/plans)
+cli_test("search ranks plans and counts pruned candidates" RC 0
+  MATCH "plans screened" "do not fit in memory" "Best plans" "Pareto front"
+  ARGS search --model llama3-70b --gpu h100-sxm-80gb --gpus 64 --global-batch 128 --top 3)
+cli_test("search --format json has evaluated, feasible, elapsed_s and plans" RC 0
+  MATCH "\"schema\": \"trainsim.search\"" "\"evaluated\"" "\"feasible\"" "\"elapsed_s\"" "\"plans\"" "\"iteration_time_s\""
+  ARGS search --model gpt3-6.7b --gpu a100-sxm-80gb --gpus 16 --global-batch 64 --format json)
+cli_test("search compares GPU types for a token count and a deadline" RC 0
+  MATCH "a100-sxm-80gb x 32" "h200-sxm-141gb x 32" "days" "\\$ total"
+  ARGS search --model gpt3-6.7b --gpu a100-sxm-80gb,h200-sxm-141gb --gpus 32 --global-batch 256 --train-tokens 3e11
+       --deadline-days 60 --objective cost --top 4)
+cli_test("search --export megatron prints the best plan's arguments" RC 0
+  MATCH "--tensor-model-parallel-size" "--global-batch-size 64"
+  ARGS search --model gpt3-6.7b --gpu a100-sxm-80gb --gpus 16 --global-batch 64 --top 1 --export megatron)
+cli_test("export a plan file to Megatron-LM" RC 0 MATCH "--pipeline-model-parallel-size 4" "--num-layers-per-virtual-pipeline-stage 4"
+  ARGS export ${plans}/llama3-70b-tp8-pp4.json --model llama3-70b --to megatron)
+cli_test("export a plan file to torchrun" RC 0 MATCH "torchrun --nnodes 32" ARGS export ${plans}/llama3-70b-tp8-pp4.json --model llama3-70b --to torchrun)
+cli_test("bad: export to DeepSpeed with pipeline stages" RC 2 MATCH "cannot express tp 8 / pp 4"
+  ARGS export ${plans}/llama3-70b-tp8-pp4.json --model llama3-70b --to deepspeed)
+cli_test("bad: search without a GPU count" RC 2 MATCH "give --gpus N" ARGS search --model gpt2-124m --gpu h100-sxm-80gb --global-batch 8)
+cli_test("bad: a deadline without a token count" RC 2 MATCH "need --train-tokens"
+  ARGS search --model gpt2-124m --gpu h100-sxm-80gb --gpus 8 --global-batch 8 --deadline-days 3)

@@ -1,0 +1,160 @@
+// Export to Megatron-LM, DeepSpeed and torchrun, and the parsers for the round trip.
+#include "plan/plan_export.hpp"
+
+#include <map>
+#include <sstream>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/errors.hpp"
+#include "common/json_reader.hpp"
+
+namespace trainsim {
+
+ExportTarget parse_export_target(const std::string& name) {
+  if (name == "megatron") return ExportTarget::kMegatron;
+  if (name == "deepspeed") return ExportTarget::kDeepSpeed;
+  if (name == "torchrun") return ExportTarget::kTorchrun;
+  throw InputError("--to: \"" + name + "\" is not one of: megatron, deepspeed, torchrun");
+}
+
+namespace {
+
+std::string megatron_args(const ModelSpec& m, const ParallelPlan& p) {
+  if (p.zero_stage == 2) {
+    throw InputError("export: Megatron-LM has no ZeRO-2 (its distributed optimizer is ZeRO-1, FSDP is ZeRO-3)",
+                     "export to deepspeed, or choose ZeRO-1 or ZeRO-3");
+  }
+  std::ostringstream a;
+  a << "--num-layers " << m.layers << " --hidden-size " << m.hidden << " --num-attention-heads " << m.heads;
+  if (m.kv_heads != m.heads) a << " --group-query-attention --num-query-groups " << m.kv_heads;
+  if (m.head_dim * m.heads != m.hidden) a << " --kv-channels " << m.head_dim;
+  a << " --ffn-hidden-size " << m.ffn_hidden << " --seq-length " << m.seq_len << " --max-position-embeddings "
+    << m.max_positions;
+  if (m.ffn_kind == FfnKind::kSwiglu) a << " --swiglu";
+  if (m.norm == NormKind::kRmsNorm) a << " --normalization RMSNorm";
+  if (m.position == PositionKind::kRope) a << " --position-embedding-type rope";
+  if (!m.tied_embeddings) a << " --untie-embeddings-and-output-weights";
+  if (!m.linear_bias) a << " --disable-bias-linear";
+  a << " \\\n  --tensor-model-parallel-size " << p.tp << " --pipeline-model-parallel-size " << p.pp;
+  if (p.vpp > 1) a << " --num-layers-per-virtual-pipeline-stage " << m.layers / (p.pp * p.vpp);
+  if (p.sequence_parallel) a << " --sequence-parallel";
+  a << " \\\n  --micro-batch-size " << p.micro_batch << " --global-batch-size " << p.global_batch;
+  if (p.recompute == Recompute::kSelective) a << " --recompute-granularity selective";
+  if (p.recompute == Recompute::kFull) a << " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
+  if (p.zero_stage == 1) a << " --use-distributed-optimizer";
+  if (p.zero_stage == 3) a << " --use-torch-fsdp2";
+  if (p.precision == Precision::kBf16) a << " --bf16";
+  if (p.precision == Precision::kFp16) a << " --fp16";
+  if (p.precision == Precision::kFp8) a << " --bf16 --fp8-format hybrid";
+  if (p.attention == AttentionKernel::kFlash) a << " --use-flash-attn";
+  if (p.dp_overlap) a << " --overlap-grad-reduce";
+  return a.str();
+}
+
+std::string deepspeed_config(const ParallelPlan& p) {
+  if (p.tp > 1 || p.pp > 1) {
+    throw InputError("export: a DeepSpeed config cannot express tp " + std::to_string(p.tp) + " / pp " + std::to_string(p.pp) +
+                         " (Megatron-DeepSpeed takes them as Megatron arguments)",
+                     "export to megatron for this plan");
+  }
+  nlohmann::ordered_json j;
+  j["train_batch_size"] = p.global_batch;
+  j["train_micro_batch_size_per_gpu"] = p.micro_batch;
+  j["gradient_accumulation_steps"] = p.micro_batches();
+  j["zero_optimization"] = {{"stage", p.zero_stage}, {"overlap_comm", p.dp_overlap}};
+  j["bf16"] = {{"enabled", p.precision == Precision::kBf16 || p.precision == Precision::kFp8}};
+  j["fp16"] = {{"enabled", p.precision == Precision::kFp16}};
+  if (p.recompute != Recompute::kNone) {
+    j["activation_checkpointing"] = {{"partition_activations", false}, {"contiguous_memory_optimization", false},
+                                     {"cpu_checkpointing", false}};
+  }
+  return j.dump(2) + "\n";
+}
+
+std::vector<std::string> split_words(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) {
+    if (w != "\\") words.push_back(w);
+  }
+  return words;
+}
+
+}  // namespace
+
+std::string export_plan(const ModelSpec& m, const ParallelPlan& p, int64_t gpus_per_node, ExportTarget target) {
+  switch (target) {
+    case ExportTarget::kMegatron: return megatron_args(m, p) + "\n";
+    case ExportTarget::kDeepSpeed: return deepspeed_config(p);
+    case ExportTarget::kTorchrun: {
+      const int64_t per_node = std::min(gpus_per_node, p.gpus());
+      const int64_t nodes = (p.gpus() + per_node - 1) / per_node;
+      const std::string args = megatron_args(m, p);
+      return "# torchrun, on every node:\ntorchrun --nnodes " + std::to_string(nodes) + " --nproc-per-node " +
+             std::to_string(per_node) + " --rdzv-backend c10d --rdzv-endpoint $MASTER_ADDR:29500 \\\n  pretrain_gpt.py " +
+             args + "\n# or under Slurm:\nsrun --nodes " + std::to_string(nodes) + " --ntasks-per-node " +
+             std::to_string(per_node) + " --gpus-per-node " + std::to_string(per_node) + " python pretrain_gpt.py " + args +
+             "\n";
+    }
+  }
+  return {};
+}
+
+ParallelPlan parse_megatron_args(const std::string& text, const ModelSpec& m, int64_t gpus) {
+  const std::vector<std::string> w = split_words(text);
+  std::map<std::string, std::string> values;
+  std::vector<std::string> flags;
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (i + 1 < w.size() && w[i + 1].rfind("--", 0) != 0) {
+      values[w[i]] = w[i + 1];
+      ++i;
+    } else {
+      flags.push_back(w[i]);
+    }
+  }
+  auto has = [&](const std::string& f) { return std::find(flags.begin(), flags.end(), f) != flags.end(); };
+  auto number = [&](const std::string& key, int64_t fallback) {
+    const auto it = values.find(key);
+    return it == values.end() ? fallback : std::stoll(it->second);
+  };
+  ParallelPlan p;
+  p.tp = number("--tensor-model-parallel-size", 1);
+  p.pp = number("--pipeline-model-parallel-size", 1);
+  const int64_t layers_per_chunk = number("--num-layers-per-virtual-pipeline-stage", 0);
+  p.vpp = layers_per_chunk > 0 ? m.layers / (p.pp * layers_per_chunk) : 1;
+  p.schedule = p.vpp > 1 ? Schedule::kInterleaved : Schedule::k1F1B;
+  p.sequence_parallel = has("--sequence-parallel");
+  p.micro_batch = number("--micro-batch-size", 1);
+  p.global_batch = number("--global-batch-size", 1);
+  const auto granularity = values.find("--recompute-granularity");
+  p.recompute = granularity == values.end() ? Recompute::kNone
+                : granularity->second == "selective" ? Recompute::kSelective : Recompute::kFull;
+  p.zero_stage = has("--use-distributed-optimizer") ? 1 : has("--use-torch-fsdp2") ? 3 : 0;
+  p.precision = values.count("--fp8-format") ? Precision::kFp8 : has("--bf16") ? Precision::kBf16
+                : has("--fp16") ? Precision::kFp16 : Precision::kFp32;
+  p.attention = has("--use-flash-attn") ? AttentionKernel::kFlash : AttentionKernel::kUnfused;
+  p.dp_overlap = has("--overlap-grad-reduce");
+  p.dp = gpus / (p.tp * p.pp);
+  return p;
+}
+
+ParallelPlan parse_deepspeed_config(const std::string& json_text, int64_t gpus) {
+  const nlohmann::json j = parse_json_text(json_text, "DeepSpeed config");
+  ParallelPlan p;
+  p.global_batch = j.value("train_batch_size", int64_t{1});
+  p.micro_batch = j.value("train_micro_batch_size_per_gpu", int64_t{1});
+  p.dp = gpus;
+  if (j.contains("zero_optimization")) {
+    p.zero_stage = j["zero_optimization"].value("stage", 0);
+    p.dp_overlap = j["zero_optimization"].value("overlap_comm", true);
+  }
+  const bool bf16 = j.contains("bf16") && j["bf16"].value("enabled", false);
+  const bool fp16 = j.contains("fp16") && j["fp16"].value("enabled", false);
+  p.precision = bf16 ? Precision::kBf16 : fp16 ? Precision::kFp16 : Precision::kFp32;
+  p.recompute = j.contains("activation_checkpointing") ? Recompute::kFull : Recompute::kNone;
+  return p;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,134 @@
+// Rendering of search results.
+#include "reports/search_report.hpp"
+
+#include <algorithm>
+
+#include "common/units.hpp"
+#include "model/model_json.hpp"
+#include "plan/plan_json.hpp"
+#include "reports/json_output.hpp"
+#include "reports/prediction_report.hpp"
+#include "reports/text_table.hpp"
+
+namespace trainsim {
+
+void SearchReport::add(const Hardware& hardware, SearchResult result) { runs.push_back({hardware, std::move(result)}); }
+
+void SearchReport::finish(size_t top) {
+  std::vector<RankedPlan> all;
+  for (const Run& r : runs) all.insert(all.end(), r.result.plans.begin(), r.result.plans.end());
+  std::stable_sort(all.begin(), all.end(), [&](const RankedPlan& a, const RankedPlan& b) {
+    return objective_value(a, objective) < objective_value(b, objective);
+  });
+  for (size_t i : pareto_front(all)) pareto.push_back(all[i]);
+  std::sort(pareto.begin(), pareto.end(), [](const RankedPlan& a, const RankedPlan& b) {
+    return a.prediction.iteration_time_s < b.prediction.iteration_time_s;
+  });
+  all.resize(std::min(all.size(), top));
+  best = std::move(all);
+}
+
+namespace {
+
+std::string plan_cells(const ParallelPlan& p) {
+  std::string s = "dp" + std::to_string(p.dp) + " tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp);
+  if (p.vpp > 1) s += " v" + std::to_string(p.vpp);
+  s += " mb" + std::to_string(p.micro_batch) + " z" + std::to_string(p.zero_stage) + " " + to_string(p.recompute);
+  if (p.sequence_parallel) s += " sp";
+  return s;
+}
+
+std::string plans_table(const std::vector<RankedPlan>& plans, bool train) {
+  std::vector<TextTable::Column> columns = {{"#"},        {"gpu", TextTable::Align::kLeft}, {"gpus"},
+                                            {"plan", TextTable::Align::kLeft}, {"iter s"}, {"tok/s/GPU"},
+                                            {"MFU"},      {"mem GiB"},   {"$/iter"},  {"$/M tok"}};
+  if (train) {
+    columns.push_back({"days"});
+    columns.push_back({"$ total"});
+  }
+  TextTable t(columns);
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const RankedPlan& r = plans[i];
+    const Prediction& p = r.prediction;
+    std::vector<std::string> row = {std::to_string(i + 1), p.hardware.gpu.name, std::to_string(p.hardware.gpus),
+                                    plan_cells(p.plan), format_fixed(p.iteration_time_s, 3),
+                                    format_fixed(p.tokens_per_s_per_gpu, 1), format_percent(p.mfu),
+                                    format_fixed(bytes_to_gib(p.memory.peak().memory.total_bytes()), 1),
+                                    format_fixed(p.usd_per_iteration, 3), format_fixed(r.usd_per_million_tokens, 3)};
+    if (train) {
+      row.push_back(format_fixed(r.train_days, 1));
+      row.push_back(format_si(r.train_usd));
+    }
+    t.add_row(row);
+  }
+  return t.render();
+}
+
+}  // namespace
+
+std::string SearchReport::render() const {
+  std::string out = "Search: " + model.name + ", objective " + (objective == Objective::kTime ? "time" : "cost");
+  if (train_tokens > 0) out += ", training " + format_si(train_tokens) + "tokens";
+  out += "\n";
+  for (const Run& r : runs) {
+    const SearchResult& s = r.result;
+    out += "  " + r.hardware.gpu.name + " x " + std::to_string(r.hardware.gpus) + ": " + format_count(s.evaluated) +
+           " plans screened (" + format_si(s.screen_plans_per_s) + " plans/s), " + format_count(s.feasible) + " feasible";
+    for (const auto& [reason, count] : s.pruned) out += ", " + format_count(count) + " " + reason;
+    out += "; " + std::to_string(s.simulated) + " simulated; " + format_fixed(s.elapsed_s, 2) + " s\n";
+  }
+  if (best.empty()) return out + "\nNo plan fits. Try more GPUs, a larger --max-micro-batch range, or ZeRO.\n";
+  out += "\nBest plans (simulated on the event engine)\n" + plans_table(best, train_tokens > 0);
+  out += "\nPareto front: iteration time vs $ per iteration vs GPUs\n" + plans_table(pareto, train_tokens > 0);
+  out += "\nThe best plan in detail\n" + render_prediction_table(best.front().prediction);
+  return out;
+}
+
+nlohmann::ordered_json SearchReport::to_json() const {
+  nlohmann::ordered_json inputs;
+  inputs["model"] = model_to_json(model);
+  inputs["objective"] = objective == Objective::kTime ? "time" : "cost";
+  inputs["train_tokens"] = train_tokens;
+  nlohmann::ordered_json doc = json_envelope("trainsim.search", inputs);
+  int64_t evaluated = 0, feasible = 0;
+  double elapsed = 0;
+  nlohmann::ordered_json searches = nlohmann::ordered_json::array();
+  for (const Run& r : runs) {
+    evaluated += r.result.evaluated;
+    feasible += r.result.feasible;
+    elapsed += r.result.elapsed_s;
+    nlohmann::ordered_json pruned = nlohmann::ordered_json::object();
+    for (const auto& [reason, count] : r.result.pruned) pruned[reason] = count;
+    searches.push_back({{"gpu", r.hardware.gpu.name}, {"gpus", r.hardware.gpus}, {"evaluated", r.result.evaluated},
+                        {"feasible", r.result.feasible}, {"pruned", pruned}, {"simulated", r.result.simulated},
+                        {"screen_plans_per_s", r.result.screen_plans_per_s}, {"elapsed_s", r.result.elapsed_s}});
+  }
+  doc["evaluated"] = evaluated;
+  doc["feasible"] = feasible;
+  doc["elapsed_s"] = elapsed;
+  doc["searches"] = searches;
+  auto plan_json = [](const RankedPlan& r) {
+    nlohmann::ordered_json j;
+    j["gpu"] = r.prediction.hardware.gpu.name;
+    j["gpus"] = r.prediction.hardware.gpus;
+    j["plan"] = plan_to_json(r.prediction.plan);
+    const nlohmann::ordered_json result = prediction_result_json(r.prediction);
+    for (const auto& [key, value] : result.items()) j[key] = value;
+    j["usd_per_million_tokens"] = r.usd_per_million_tokens;
+    if (r.train_days > 0) {
+      j["train_days"] = r.train_days;
+      j["train_usd"] = r.train_usd;
+    }
+    j["screen_iteration_time_s"] = r.screen_time_s;
+    return j;
+  };
+  nlohmann::ordered_json plans = nlohmann::ordered_json::array();
+  for (const RankedPlan& r : best) plans.push_back(plan_json(r));
+  doc["plans"] = plans;
+  nlohmann::ordered_json front = nlohmann::ordered_json::array();
+  for (const RankedPlan& r : pareto) front.push_back(plan_json(r));
+  doc["pareto"] = front;
+  return doc;
+}
+
+}  // namespace trainsim

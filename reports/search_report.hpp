@@ -1,0 +1,33 @@
+// `trainsim search` output: the ranked plans over every GPU type and count searched, counts of
+// evaluated / feasible / pruned-by-reason candidates, the Pareto front over (time, $, GPUs), as a
+// table or `trainsim.search` JSON.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/search.hpp"
+
+namespace trainsim {
+
+struct SearchReport {
+  struct Run {
+    Hardware hardware;
+    SearchResult result;
+  };
+  ModelSpec model;
+  Objective objective = Objective::kTime;
+  double train_tokens = 0;
+  std::vector<Run> runs;             // one per GPU type and count
+  std::vector<RankedPlan> best;      // merged and ranked, the top K
+  std::vector<RankedPlan> pareto;    // over every simulated plan
+
+  void add(const Hardware& hardware, SearchResult result);
+  void finish(size_t top);
+  std::string render() const;
+  nlohmann::ordered_json to_json() const;
+};
+
+}  // namespace trainsim

@@ -1,0 +1,58 @@
+// Plan search: screen every candidate of the plan space in closed form on all cores, prune what
+// does not fit (counted by reason), simulate the best few hundred on the event engine, and rank
+// them by iteration time or by cost. Also the Pareto front over (time, cost, GPUs).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/model_spec.hpp"
+#include "sim/cost_model.hpp"
+#include "sim/plan_space.hpp"
+#include "sim/simulator.hpp"
+
+namespace trainsim {
+
+enum class Objective { kTime, kCost };
+
+struct SearchOptions {
+  PlanSpaceOptions space;             // gpus and global batch inside
+  Objective objective = Objective::kTime;
+  int64_t simulate_best = 200;        // screened candidates re-simulated on the event engine
+  int threads = 0;                    // 0: all hardware threads
+  // Training-run what-ifs (0 = not set): tokens to train, deadline and budget for them.
+  double train_tokens = 0, deadline_days = 0, budget_usd = 0;
+  // Called from the calling thread about every 100 ms with the fraction screened.
+  std::function<void(double fraction)> progress;
+};
+
+struct RankedPlan {
+  Prediction prediction;
+  double screen_time_s = 0;    // what the screen estimated
+  double usd_per_million_tokens = 0;
+  double train_days = 0, train_usd = 0;  // with train_tokens
+};
+
+struct SearchResult {
+  int64_t evaluated = 0;                   // candidates screened
+  int64_t feasible = 0;                    // fit in memory and meet deadline / budget
+  std::map<std::string, int64_t> pruned;   // reason -> count
+  int64_t simulated = 0;
+  double elapsed_s = 0;
+  double screen_plans_per_s = 0;
+  std::vector<RankedPlan> plans;           // simulated, best first by the objective
+};
+
+SearchResult search_plans(const ModelSpec& model, const Hardware& hardware, const EfficiencyConstants& constants,
+                          const SearchOptions& options);
+
+// Indices of the plans no other plan beats on iteration time, $ per iteration and GPU count.
+std::vector<size_t> pareto_front(const std::vector<RankedPlan>& plans);
+
+// Objective value of a simulated plan (seconds or $ per iteration; with train_tokens: days or $).
+double objective_value(const RankedPlan& plan, Objective objective);
+
+}  // namespace trainsim

@@ -1,0 +1,78 @@
+// Exports round-trip: export -> parse back -> the same plan.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "common/errors.hpp"
+#include "model/model_catalog.hpp"
+#include "plan/plan_export.hpp"
+#include "plan/plan_json.hpp"
+
+using namespace trainsim;
+
+namespace {
+ParallelPlan plan(int64_t dp, int64_t tp, int64_t pp, int64_t vpp, int zero, Recompute r, bool sp, Precision precision) {
+  ParallelPlan p;
+  p.dp = dp;
+  p.tp = tp;
+  p.pp = pp;
+  p.vpp = vpp;
+  p.schedule = vpp > 1 ? Schedule::kInterleaved : Schedule::k1F1B;
+  p.micro_batch = 2;
+  p.global_batch = dp * 2 * 8;
+  p.zero_stage = zero;
+  p.recompute = r;
+  p.sequence_parallel = sp;
+  p.precision = precision;
+  return p;
+}
+}  // namespace
+
+TEST_CASE("Megatron-LM arguments read back to the same plan") {
+  const ModelSpec m = resolve_model("llama3-70b");
+  for (const ParallelPlan& p : {plan(8, 8, 4, 5, 1, Recompute::kSelective, true, Precision::kBf16),
+                                plan(64, 4, 1, 1, 3, Recompute::kFull, false, Precision::kFp8),
+                                plan(2, 1, 8, 1, 0, Recompute::kNone, false, Precision::kFp16)}) {
+    REQUIRE(validate_plan(p, m, "test").empty());
+    const std::string args = export_plan(m, p, 8, ExportTarget::kMegatron);
+    const ParallelPlan back = parse_megatron_args(args, m, p.gpus());
+    CHECK(plan_to_json(back).dump() == plan_to_json(p).dump());
+  }
+}
+
+TEST_CASE("Megatron-LM arguments carry the model and the knobs users expect") {
+  const ModelSpec m = resolve_model("llama3-70b");
+  const std::string args = export_plan(m, plan(8, 8, 4, 5, 1, Recompute::kSelective, true, Precision::kBf16), 8,
+                                       ExportTarget::kMegatron);
+  for (const char* expected : {"--tensor-model-parallel-size 8", "--pipeline-model-parallel-size 4",
+                               "--num-layers-per-virtual-pipeline-stage 4", "--sequence-parallel",
+                               "--recompute-granularity selective", "--micro-batch-size 2", "--global-batch-size 128",
+                               "--use-distributed-optimizer", "--group-query-attention --num-query-groups 8", "--swiglu"}) {
+    CHECK_THAT(args, Catch::Contains(expected));
+  }
+}
+
+TEST_CASE("a DeepSpeed config reads back to the same data-parallel plan") {
+  const ParallelPlan p = plan(16, 1, 1, 1, 2, Recompute::kFull, false, Precision::kBf16);
+  const std::string config = export_plan(resolve_model("gpt3-1.3b"), p, 8, ExportTarget::kDeepSpeed);
+  const nlohmann::json j = nlohmann::json::parse(config);
+  CHECK(j["train_micro_batch_size_per_gpu"] == 2);
+  CHECK(j["gradient_accumulation_steps"] == 8);
+  CHECK(j["zero_optimization"]["stage"] == 2);
+  CHECK(plan_to_json(parse_deepspeed_config(config, 16)).dump() == plan_to_json(p).dump());
+}
+
+TEST_CASE("a target that cannot express a plan says so") {
+  const ModelSpec m = resolve_model("gpt3-1.3b");
+  CHECK_THROWS_AS(export_plan(m, plan(4, 2, 1, 1, 0, Recompute::kNone, false, Precision::kBf16), 8, ExportTarget::kDeepSpeed),
+                  InputError);
+  CHECK_THROWS_WITH(export_plan(m, plan(8, 1, 1, 1, 2, Recompute::kNone, false, Precision::kBf16), 8, ExportTarget::kMegatron),
+                    Catch::Contains("no ZeRO-2"));
+}
+
+TEST_CASE("torchrun and srun lines name the node count") {
+  const std::string line = export_plan(resolve_model("llama3-70b"), plan(8, 8, 4, 1, 1, Recompute::kNone, false, Precision::kBf16),
+                                       8, ExportTarget::kTorchrun);
+  CHECK_THAT(line, Catch::Contains("torchrun --nnodes 32 --nproc-per-node 8"));
+  CHECK_THAT(line, Catch::Contains("srun --nodes 32 --ntasks-per-node 8"));
+}

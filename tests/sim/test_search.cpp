@@ -1,0 +1,116 @@
+// Plan search: the best plan beats every hand-written plan, infeasible plans never rank, the
+// result does not depend on the thread count, and deadlines / budgets prune.
+#include <catch2/catch.hpp>
+
+#include "model/model_catalog.hpp"
+#include "sim/plan_space.hpp"
+#include "sim/search.hpp"
+
+using namespace trainsim;
+
+namespace {
+struct Case {
+  ModelSpec model = resolve_model("gpt3-6.7b");
+  Hardware hw;
+  SearchOptions options;
+  Case() {
+    hw.gpu = find_gpu("a100-sxm-80gb");
+    hw.gpus = 32;
+    hw.usd_per_gpu_hour = 2.0;
+    options.space.gpus = 32;
+    options.space.global_batch = 128;
+    options.space.max_micro_batch = 8;
+    options.threads = 2;
+  }
+};
+}  // namespace
+
+TEST_CASE("every candidate of the plan space is a valid plan for the GPU count") {
+  Case c;
+  int64_t n = enumerate_plans(c.model, c.options.space, [&](const ParallelPlan& p) {
+    CHECK(p.gpus() == 32);
+    CHECK(validate_plan(p, c.model, "space").empty());
+  });
+  CHECK(n > 500);
+}
+
+TEST_CASE("the best plan found beats or equals every hand-written plan") {
+  Case c;
+  const SearchResult r = search_plans(c.model, c.hw, default_efficiency_constants(), c.options);
+  REQUIRE(!r.plans.empty());
+  const double best = r.plans.front().prediction.iteration_time_s;
+  const DatasheetCostModel cost(c.hw, Precision::kBf16, default_efficiency_constants());
+  const auto hand = [&](int64_t dp, int64_t tp, int64_t pp, int64_t mb, int zero, Recompute rc, bool sp) {
+    ParallelPlan p;
+    p.dp = dp;
+    p.tp = tp;
+    p.pp = pp;
+    p.micro_batch = mb;
+    p.global_batch = 128;
+    p.zero_stage = zero;
+    p.recompute = rc;
+    p.sequence_parallel = sp;
+    REQUIRE(validate_plan(p, c.model, "hand").empty());
+    return predict_iteration(c.model, p, c.hw, cost);
+  };
+  for (const Prediction& p : {hand(32, 1, 1, 1, 0, Recompute::kNone, false), hand(4, 8, 1, 2, 1, Recompute::kSelective, true),
+                              hand(8, 2, 2, 4, 1, Recompute::kNone, false), hand(32, 1, 1, 4, 3, Recompute::kFull, false),
+                              hand(2, 4, 4, 1, 0, Recompute::kFull, true)}) {
+    if (p.fits) CHECK(best <= p.iteration_time_s * (1 + 1e-12));
+  }
+}
+
+TEST_CASE("infeasible plans are counted, never ranked") {
+  Case c;
+  c.model = resolve_model("llama3-70b");
+  c.options.space.global_batch = 64;
+  const SearchResult r = search_plans(c.model, c.hw, default_efficiency_constants(), c.options);
+  CHECK(r.pruned.at("do not fit in memory") > 0);
+  CHECK(r.evaluated == r.feasible + r.pruned.at("do not fit in memory"));
+  for (const RankedPlan& p : r.plans) CHECK(p.prediction.fits);
+}
+
+TEST_CASE("the search result does not depend on the number of threads") {
+  Case c;
+  c.options.threads = 1;
+  const SearchResult one = search_plans(c.model, c.hw, default_efficiency_constants(), c.options);
+  c.options.threads = 3;
+  const SearchResult three = search_plans(c.model, c.hw, default_efficiency_constants(), c.options);
+  REQUIRE(one.plans.size() == three.plans.size());
+  for (size_t i = 0; i < one.plans.size(); ++i) {
+    CHECK(one.plans[i].prediction.iteration_time_s == three.plans[i].prediction.iteration_time_s);
+  }
+}
+
+TEST_CASE("a deadline and a budget for a token count prune the plans that miss them") {
+  Case c;
+  c.options.train_tokens = 1e10;
+  const SearchResult free = search_plans(c.model, c.hw, default_efficiency_constants(), c.options);
+  REQUIRE(!free.plans.empty());
+  const double best_days = free.plans.front().train_days;
+  CHECK(best_days > 0);
+  c.options.deadline_days = best_days * 1.02;
+  const SearchResult tight = search_plans(c.model, c.hw, default_efficiency_constants(), c.options);
+  CHECK(tight.pruned.at("miss the deadline") > 0);
+  for (const RankedPlan& p : tight.plans) CHECK(p.train_days <= best_days * 1.1);
+  c.options.deadline_days = 0;
+  c.options.budget_usd = 1.0;  // far too little
+  const SearchResult broke = search_plans(c.model, c.hw, default_efficiency_constants(), c.options);
+  CHECK(broke.plans.empty());
+  CHECK(broke.pruned.at("over the budget") > 0);
+}
+
+TEST_CASE("the Pareto front keeps only undominated plans") {
+  Case c;
+  const SearchResult r = search_plans(c.model, c.hw, default_efficiency_constants(), c.options);
+  const std::vector<size_t> front = pareto_front(r.plans);
+  REQUIRE(!front.empty());
+  for (size_t i : front) {
+    for (const RankedPlan& other : r.plans) {
+      const bool dominates = other.prediction.iteration_time_s < r.plans[i].prediction.iteration_time_s &&
+                             other.prediction.usd_per_iteration < r.plans[i].prediction.usd_per_iteration &&
+                             other.prediction.hardware.gpus <= r.plans[i].prediction.hardware.gpus;
+      CHECK_FALSE(dominates);
+    }
+  }
+}
