@@ -124,6 +124,9 @@ void HardwareOptions::add_to(CLI::App& app) {
   options["inter-node-gbps"] = app.add_option("--inter-node-gbps", inter_node_gbps,
                                               "inter-node bandwidth per GPU, Gbit/s (default: the cluster's, or 200)")
                                    ->check(CLI::PositiveNumber);
+  options["nvlink-gb-per-s"] = app.add_option("--nvlink-gb-per-s", nvlink_gb_per_s,
+                                              "what-if: NVLink bandwidth per GPU per direction, GB/s (default: the GPU's)")
+                                   ->check(CLI::PositiveNumber);
   options["price"] = app.add_option("--price", price, "USD per GPU-hour (default: the catalog's reference price)")
                           ->check(CLI::NonNegativeNumber);
 }
@@ -181,6 +184,7 @@ Hardware HardwareOptions::resolve(const ParallelPlan& plan) const {
   }
   if (given("gpus-per-node")) hw.gpus_per_node = gpus_per_node;
   if (given("inter-node-gbps")) hw.inter_node_gbps_per_gpu = inter_node_gbps;
+  if (given("nvlink-gb-per-s")) hw.gpu.nvlink_bandwidth_bytes_per_s = nvlink_gb_per_s * 1e9;
   hw.usd_per_gpu_hour = given("price") ? price : hw.gpu.usd_per_gpu_hour;
   hw.gpus = plan.gpus();
   if (hw.gpu.peak_flops_per_s(plan.precision) <= 0) {

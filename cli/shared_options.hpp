@@ -47,7 +47,7 @@ struct PlanOptions {
 struct HardwareOptions {
   std::string gpu, cluster;
   int64_t gpus_per_node = 8;
-  double inter_node_gbps = 0, price = 0;
+  double inter_node_gbps = 0, price = 0, nvlink_gb_per_s = 0;
   std::map<std::string, CLI::Option*> options;
   void add_to(CLI::App& app);
   bool given(const std::string& name) const;

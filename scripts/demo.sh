@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
-# The ./run.sh demo. Plan search (the intended demo: the best plans for Llama-3-70B on 256 H100s)
-# arrives with issue 4; today it predicts two hand-written plans for that case, writes a trace,
-# and shows the error on published runs.
+# The ./run.sh demo: which plan, and which GPU, to train Llama-3-70B on 1T tokens with 256 GPUs —
+# ranked by time, then by cost across H100 and H200 — the best plan as Megatron-LM arguments,
+# its simulated iteration as a Perfetto trace, and trainsim's error on published runs.
 set -euo pipefail
 trainsim=$1
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${TRAINSIM_DEMO_DIR:-$root/build/demo}
 mkdir -p "$out"
-common=(--model llama3-70b --cluster dgx-h100 --gpus 256 --global-batch 512 --micro-batch 1)
-echo "== Llama-3-70B on 256 H100s: TP8 PP4 (5 virtual stages), ZeRO-1, SP + selective recompute"
-"$trainsim" predict "${common[@]}" --tp 8 --pp 4 --vpp 5 --zero 1 --recompute selective --sequence-parallel \
-  --trace "$out/llama3-70b-tp8-pp4.trace.json"
+echo "== Fastest plans: Llama-3-70B, 256 x H100 (DGX H100), global batch 512, 1T tokens"
+"$trainsim" search --model llama3-70b --cluster dgx-h100 --gpus 256 --global-batch 512 --train-tokens 1e12 \
+  --top 5 --export megatron
 echo
-echo "== the same model with FSDP (ZeRO-3) over all 256 GPUs and full recompute"
-"$trainsim" predict "${common[@]}" --zero 3 --recompute full
+echo "== Cheapest plans: H100 at \$3.00 or H200 at \$4.00 per GPU-hour (catalog prices), same job"
+"$trainsim" search --model llama3-70b --gpu h100-sxm-80gb,h200-sxm-141gb --inter-node-gbps 400 --gpus 256 \
+  --global-batch 512 --train-tokens 1e12 --objective cost --top 5 | sed -n '1,12p'
 echo
-echo "== accuracy on 91 published training runs"
-"$trainsim" validate --runs "$root/tests/data/validation/published-runs.json" | tail -n 11
+echo "== A hand-written plan with a trace of its simulated iteration"
+"$trainsim" predict --model llama3-70b --cluster dgx-h100 --gpus 256 --global-batch 512 --tp 8 --pp 4 --vpp 5 \
+  --zero 1 --recompute selective --sequence-parallel --trace "$out/llama3-70b-tp8-pp4.trace.json" | tail -n 10
 echo
-echo "Plan search (trainsim search) is not built yet: it arrives with issue 4."
+echo "== Accuracy on 91 published training runs (constants fitted on the other half)"
+"$trainsim" validate --runs "$root/tests/data/validation/published-runs.json" | tail -n 11 | head -n 9
