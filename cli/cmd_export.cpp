@@ -1,10 +1,12 @@
-// `trainsim export PLAN.json --model M --to megatron|deepspeed|torchrun [--gpus-per-node N]`.
+// `trainsim export PLAN.json --to megatron|deepspeed|torchrun [--model M] [--gpus-per-node N]`.
 #include <iostream>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/app.hpp"
 #include "cli/shared_options.hpp"
+#include "model/model_catalog.hpp"
 #include "plan/plan_export.hpp"
 #include "plan/plan_json.hpp"
 
@@ -12,21 +14,24 @@ namespace trainsim {
 
 Command add_export_command(CLI::App& root) {
   struct Options {
-    std::string plan_path, to;
-    ModelOptions model;
+    std::string plan_path, to, model;
+    int64_t seq_len = 0;
     int64_t gpus_per_node = 8;
   };
   auto o = std::make_shared<Options>();
   CLI::App* app = root.add_subcommand("export", "print a plan as Megatron-LM arguments, a DeepSpeed config or a torchrun line");
   app->add_option("plan", o->plan_path, "plan JSON (keys as in --plan)")->required();
-  o->model.add_to(*app);
+  app->add_option("--model", o->model, "the model (needed for its Megatron arguments and for interleaving)");
   app->add_option("--to", o->to, "megatron, deepspeed or torchrun")->required()->check(CLI::IsMember({"megatron", "deepspeed", "torchrun"}));
   app->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node for torchrun/srun (default 8)")->check(CLI::PositiveNumber);
   return {app, [o]() {
-            const ModelSpec model = o->model.resolve();
             const ParallelPlan plan = load_plan_file(o->plan_path);
-            validate_plan(plan, model, o->plan_path).throw_if_any("fix the plan first; `trainsim predict --plan` checks it too");
-            std::cout << export_plan(model, plan, o->gpus_per_node, parse_export_target(o->to));
+            std::optional<ModelSpec> model;
+            if (!o->model.empty()) {
+              model = resolve_model(o->model);
+              validate_plan(plan, *model, o->plan_path).throw_if_any("fix the plan first; `trainsim predict --plan` checks it too");
+            }
+            std::cout << export_plan(model ? &*model : nullptr, plan, o->gpus_per_node, parse_export_target(o->to));
             return 0;
           }};
 }

@@ -130,7 +130,7 @@ Command add_search_command(CLI::App& root) {
             if (!o->export_to.empty()) {
               if (report.best.empty()) throw InputError("--export: no plan fits, so there is nothing to export");
               const Prediction& best = report.best.front().prediction;
-              std::cout << "\n" << export_plan(best.model, best.plan, best.hardware.gpus_per_node, parse_export_target(o->export_to));
+              std::cout << "\n" << export_plan(&best.model, best.plan, best.hardware.gpus_per_node, parse_export_target(o->export_to));
             }
             return 0;
           }};

@@ -21,11 +21,7 @@ ExportTarget parse_export_target(const std::string& name) {
 
 namespace {
 
-std::string megatron_args(const ModelSpec& m, const ParallelPlan& p) {
-  if (p.zero_stage == 2) {
-    throw InputError("export: Megatron-LM has no ZeRO-2 (its distributed optimizer is ZeRO-1, FSDP is ZeRO-3)",
-                     "export to deepspeed, or choose ZeRO-1 or ZeRO-3");
-  }
+std::string model_args(const ModelSpec& m) {
   std::ostringstream a;
   a << "--num-layers " << m.layers << " --hidden-size " << m.hidden << " --num-attention-heads " << m.heads;
   if (m.kv_heads != m.heads) a << " --group-query-attention --num-query-groups " << m.kv_heads;
@@ -37,8 +33,23 @@ std::string megatron_args(const ModelSpec& m, const ParallelPlan& p) {
   if (m.position == PositionKind::kRope) a << " --position-embedding-type rope";
   if (!m.tied_embeddings) a << " --untie-embeddings-and-output-weights";
   if (!m.linear_bias) a << " --disable-bias-linear";
-  a << " \\\n  --tensor-model-parallel-size " << p.tp << " --pipeline-model-parallel-size " << p.pp;
-  if (p.vpp > 1) a << " --num-layers-per-virtual-pipeline-stage " << m.layers / (p.pp * p.vpp);
+  a << " \\\n  ";
+  return a.str();
+}
+
+std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
+  if (p.zero_stage == 2) {
+    throw InputError("export: Megatron-LM has no ZeRO-2 (its distributed optimizer is ZeRO-1, FSDP is ZeRO-3)",
+                     "export to deepspeed, or choose ZeRO-1 or ZeRO-3");
+  }
+  if (p.vpp > 1 && model == nullptr) {
+    throw InputError("export: interleaving (vpp " + std::to_string(p.vpp) + ") is written as layers per virtual stage",
+                     "give --model so the layer count is known");
+  }
+  std::ostringstream a;
+  if (model != nullptr) a << model_args(*model);
+  a << "--tensor-model-parallel-size " << p.tp << " --pipeline-model-parallel-size " << p.pp;
+  if (p.vpp > 1) a << " --num-layers-per-virtual-pipeline-stage " << model->layers / (p.pp * p.vpp);
   if (p.sequence_parallel) a << " --sequence-parallel";
   a << " \\\n  --micro-batch-size " << p.micro_batch << " --global-batch-size " << p.global_batch;
   if (p.recompute == Recompute::kSelective) a << " --recompute-granularity selective";
@@ -84,7 +95,7 @@ std::vector<std::string> split_words(const std::string& text) {
 
 }  // namespace
 
-std::string export_plan(const ModelSpec& m, const ParallelPlan& p, int64_t gpus_per_node, ExportTarget target) {
+std::string export_plan(const ModelSpec* m, const ParallelPlan& p, int64_t gpus_per_node, ExportTarget target) {
   switch (target) {
     case ExportTarget::kMegatron: return megatron_args(m, p) + "\n";
     case ExportTarget::kDeepSpeed: return deepspeed_config(p);

@@ -15,8 +15,9 @@ enum class ExportTarget { kMegatron, kDeepSpeed, kTorchrun };
 
 ExportTarget parse_export_target(const std::string& name);
 
-// Throws InputError when the target cannot express the plan (e.g. ZeRO-2 in Megatron-LM).
-std::string export_plan(const ModelSpec& model, const ParallelPlan& plan, int64_t gpus_per_node, ExportTarget target);
+// Throws InputError when the target cannot express the plan (e.g. ZeRO-2 in Megatron-LM). Without
+// a model (null) only the parallelism arguments are written (and interleaving cannot be).
+std::string export_plan(const ModelSpec* model, const ParallelPlan& plan, int64_t gpus_per_node, ExportTarget target);
 
 // Megatron-LM arguments (as export_plan writes them) for a job of `gpus` ranks.
 ParallelPlan parse_megatron_args(const std::string& args, const ModelSpec& model, int64_t gpus);

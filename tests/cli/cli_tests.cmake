@@ -102,3 +102,5 @@ cli_test("bad: export to DeepSpeed with pipeline stages" RC 2 MATCH "cannot expr
 cli_test("bad: search without a GPU count" RC 2 MATCH "give --gpus N" ARGS search --model gpt2-124m --gpu h100-sxm-80gb --global-batch 8)
 cli_test("bad: a deadline without a token count" RC 2 MATCH "need --train-tokens"
   ARGS search --model gpt2-124m --gpu h100-sxm-80gb --gpus 8 --global-batch 8 --deadline-days 3)
+cli_test("export without a model writes the parallelism arguments" RC 0 MATCH "^--tensor-model-parallel-size 8"
+  ARGS export ${plans}/llama3-70b-tp8-pp4-no-vpp.json --to megatron)

@@ -34,7 +34,7 @@ TEST_CASE("Megatron-LM arguments read back to the same plan") {
                                 plan(64, 4, 1, 1, 3, Recompute::kFull, false, Precision::kFp8),
                                 plan(2, 1, 8, 1, 0, Recompute::kNone, false, Precision::kFp16)}) {
     REQUIRE(validate_plan(p, m, "test").empty());
-    const std::string args = export_plan(m, p, 8, ExportTarget::kMegatron);
+    const std::string args = export_plan(&m, p, 8, ExportTarget::kMegatron);
     const ParallelPlan back = parse_megatron_args(args, m, p.gpus());
     CHECK(plan_to_json(back).dump() == plan_to_json(p).dump());
   }
@@ -42,7 +42,7 @@ TEST_CASE("Megatron-LM arguments read back to the same plan") {
 
 TEST_CASE("Megatron-LM arguments carry the model and the knobs users expect") {
   const ModelSpec m = resolve_model("llama3-70b");
-  const std::string args = export_plan(m, plan(8, 8, 4, 5, 1, Recompute::kSelective, true, Precision::kBf16), 8,
+  const std::string args = export_plan(&m, plan(8, 8, 4, 5, 1, Recompute::kSelective, true, Precision::kBf16), 8,
                                        ExportTarget::kMegatron);
   for (const char* expected : {"--tensor-model-parallel-size 8", "--pipeline-model-parallel-size 4",
                                "--num-layers-per-virtual-pipeline-stage 4", "--sequence-parallel",
@@ -54,7 +54,7 @@ TEST_CASE("Megatron-LM arguments carry the model and the knobs users expect") {
 
 TEST_CASE("a DeepSpeed config reads back to the same data-parallel plan") {
   const ParallelPlan p = plan(16, 1, 1, 1, 2, Recompute::kFull, false, Precision::kBf16);
-  const std::string config = export_plan(resolve_model("gpt3-1.3b"), p, 8, ExportTarget::kDeepSpeed);
+  const std::string config = export_plan(nullptr, p, 8, ExportTarget::kDeepSpeed);
   const nlohmann::json j = nlohmann::json::parse(config);
   CHECK(j["train_micro_batch_size_per_gpu"] == 2);
   CHECK(j["gradient_accumulation_steps"] == 8);
@@ -64,15 +64,25 @@ TEST_CASE("a DeepSpeed config reads back to the same data-parallel plan") {
 
 TEST_CASE("a target that cannot express a plan says so") {
   const ModelSpec m = resolve_model("gpt3-1.3b");
-  CHECK_THROWS_AS(export_plan(m, plan(4, 2, 1, 1, 0, Recompute::kNone, false, Precision::kBf16), 8, ExportTarget::kDeepSpeed),
+  CHECK_THROWS_AS(export_plan(&m, plan(4, 2, 1, 1, 0, Recompute::kNone, false, Precision::kBf16), 8, ExportTarget::kDeepSpeed),
                   InputError);
-  CHECK_THROWS_WITH(export_plan(m, plan(8, 1, 1, 1, 2, Recompute::kNone, false, Precision::kBf16), 8, ExportTarget::kMegatron),
+  CHECK_THROWS_WITH(export_plan(&m, plan(8, 1, 1, 1, 2, Recompute::kNone, false, Precision::kBf16), 8, ExportTarget::kMegatron),
                     Catch::Contains("no ZeRO-2"));
 }
 
 TEST_CASE("torchrun and srun lines name the node count") {
-  const std::string line = export_plan(resolve_model("llama3-70b"), plan(8, 8, 4, 1, 1, Recompute::kNone, false, Precision::kBf16),
+  const ModelSpec m = resolve_model("llama3-70b");
+  const std::string line = export_plan(&m, plan(8, 8, 4, 1, 1, Recompute::kNone, false, Precision::kBf16),
                                        8, ExportTarget::kTorchrun);
   CHECK_THAT(line, Catch::Contains("torchrun --nnodes 32 --nproc-per-node 8"));
   CHECK_THAT(line, Catch::Contains("srun --nodes 32 --ntasks-per-node 8"));
+}
+
+TEST_CASE("without a model only the parallelism is exported, and interleaving needs the model") {
+  const std::string args = export_plan(nullptr, plan(8, 8, 4, 1, 1, Recompute::kNone, false, Precision::kBf16), 8,
+                                       ExportTarget::kMegatron);
+  CHECK_THAT(args, Catch::StartsWith("--tensor-model-parallel-size 8"));
+  CHECK_THROWS_WITH(export_plan(nullptr, plan(8, 8, 4, 5, 1, Recompute::kNone, false, Precision::kBf16), 8,
+                                ExportTarget::kMegatron),
+                    Catch::Contains("layers per virtual stage"));
 }
