@@ -10,11 +10,6 @@
 
 namespace trainsim {
 
-namespace {
-constexpr double kAdamBytesPerParam = 34.0;  // as in simulator.cpp
-constexpr double kBucketParams = 40e6;
-}  // namespace
-
 ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, const Hardware& hw, const CostModel& cost) {
   const IterationWork work = lower_iteration(model, plan);
   const GroupScope tp_scope = group_scope(plan, GroupKind::kTp, hw.gpus_per_node);
@@ -64,7 +59,7 @@ ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, con
   } else if (plan.dp > 1) {
     const CollectiveKind kind = plan.zero_stage == 0 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
     const double per_chunk = params / static_cast<double>(v);
-    const double buckets = plan.dp_overlap ? std::max(1.0, std::ceil(per_chunk / kBucketParams)) : 1.0;
+    const double buckets = plan.dp_overlap ? std::max(1.0, std::ceil(per_chunk / kDpBucketParams)) : 1.0;
     const double reduce = static_cast<double>(v) * buckets *
                           cost.collective_s(kind, per_chunk / buckets * work.grad_bytes_per_param, dp_scope);
     dp_exposed = plan.dp_overlap ? std::max(reduce / buckets, reduce - last_backward * (buckets - 1.0) / buckets) : reduce;

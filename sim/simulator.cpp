@@ -21,9 +21,6 @@ namespace {
 
 constexpr int32_t kStreamsPerStage = 5;
 enum Stream : int32_t { kCompute = 0, kSendNext = 1, kSendPrev = 2, kDpReduce = 3, kDpGather = 4 };
-// Adam step bytes per parameter: read fp32 master, m, v, gradient (16), write master, m, v (12),
-// write the 16-bit weight (2), read the gradient again for the norm/clipping (4).
-constexpr double kAdamBytesPerParam = 34.0;
 
 struct Builder {
   Builder(const ParallelPlan& p, const CostModel& c, const IterationWork& w, const PipelineSchedule& sch, GroupScope tp,

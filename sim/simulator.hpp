@@ -14,6 +14,7 @@
 #include "sim/cost_model.hpp"
 #include "sim/event_engine.hpp"
 #include "sim/hardware_catalog.hpp"
+#include "sim/step_cost.hpp"
 
 namespace trainsim {
 
@@ -59,7 +60,7 @@ struct Prediction {
 
 struct SimulationOptions {
   bool keep_trace = false;
-  double dp_bucket_params = 40e6;  // Megatron-LM DDP bucket (40M parameters)
+  double dp_bucket_params = kDpBucketParams;
 };
 
 // The plan must be valid for the model, and plan.gpus() == hardware.gpus.
