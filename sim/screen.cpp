@@ -19,7 +19,7 @@ ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, con
   const std::vector<StepCost> steps = price_steps(work, v, cost, tp_scope);
 
   // Per stage: forward + backward of one micro-batch over all its chunks.
-  double slowest = 0, sum = 0, last_backward = 0, last_forward = 0;
+  double slowest = 0, sum = 0;
   for (int64_t s = 0; s < p; ++s) {
     double stage = 0;
     for (int64_t c = 0; c < v; ++c) {
@@ -29,8 +29,7 @@ ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, con
     slowest = std::max(slowest, stage);
     sum += stage;
   }
-  last_forward = steps[0].total();
-  last_backward = steps[1].total();  // stage 0, chunk 0: the last backward of the iteration
+  const double last_backward = steps[1].total();  // stage 0, chunk 0: the last backward of the iteration
 
   double p2p = 0;
   if (p > 1) {
