@@ -26,7 +26,7 @@ int main() {
   o.space.global_batch = 1536;
   o.space.max_micro_batch = 64;
   const auto t0 = std::chrono::steady_clock::now();
-  const SearchResult r = search_plans(m, hw, default_efficiency_constants(), o);
+  const SearchResult r = search_plans(m, hw, CostModelChoice{}, o);
   const double search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("search GPT-3 175B / 512 A100: %lld candidates, %lld feasible, %lld simulated, %.3f s\n",
               static_cast<long long>(r.evaluated), static_cast<long long>(r.feasible), static_cast<long long>(r.simulated),

@@ -10,7 +10,7 @@
 #include "reports/json_output.hpp"
 #include "reports/perfetto_trace.hpp"
 #include "reports/prediction_report.hpp"
-#include "sim/cost_model.hpp"
+#include "sim/cost_model_choice.hpp"
 #include "sim/simulator.hpp"
 
 namespace trainsim {
@@ -34,10 +34,11 @@ Command add_predict_command(CLI::App& root) {
             const ModelSpec model = o->model.resolve();
             const ParallelPlan plan = o->plan.resolve(model);
             const Hardware hardware = o->hardware.resolve(plan);
-            const DatasheetCostModel cost(hardware, plan.precision, default_efficiency_constants());
+            const std::unique_ptr<CostModel> cost = o->hardware.costs().make(hardware, plan.precision);
             SimulationOptions options;
             options.keep_trace = !o->trace_path.empty();
-            const Prediction prediction = predict_iteration(model, plan, hardware, cost, options);
+            Prediction prediction = predict_iteration(model, plan, hardware, *cost, options);
+            prediction.extrapolated = extrapolated_ops(*cost);
             if (options.keep_trace) {
               std::ofstream out(o->trace_path);
               if (!out) throw InputError("--trace: cannot write " + o->trace_path, "check that the folder exists and is writable");

@@ -117,7 +117,7 @@ Command add_search_command(CLI::App& root) {
                     if (std::chrono::steady_clock::now() - started > std::chrono::seconds(1)) draw_progress(label, fraction);
                   };
                 }
-                report.add(hw, search_plans(model, hw, default_efficiency_constants(), options));
+                report.add(hw, search_plans(model, hw, o->hardware.costs(), options));
                 if (show_progress && std::chrono::steady_clock::now() - started > std::chrono::seconds(1)) std::fputs("\n", stderr);
               }
             }

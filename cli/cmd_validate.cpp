@@ -10,6 +10,8 @@
 #include "cli/shared_options.hpp"
 #include "reports/json_output.hpp"
 #include "reports/text_table.hpp"
+#include "common/errors.hpp"
+#include "common/profile_json.hpp"
 #include "sim/validation.hpp"
 
 namespace trainsim {
@@ -58,6 +60,8 @@ Command add_validate_command(CLI::App& root) {
     std::string runs_path;
     bool fit = false;
     double tolerance = 0.10;
+    std::string profile;
+    bool allow_extrapolation = false;
     FormatOption format;
   };
   auto o = std::make_shared<Options>();
@@ -66,10 +70,19 @@ Command add_validate_command(CLI::App& root) {
   app->add_flag("--fit", o->fit, "fit the efficiency constants on the fit half first, and print them");
   app->add_option("--tolerance", o->tolerance, "largest held-out mean |error| before exit code 3 (default 0.10)")
       ->check(CLI::PositiveNumber);
+  app->add_option("--profile", o->profile, "price with a measured profile instead of the datasheet model");
+  app->add_flag("--allow-extrapolation", o->allow_extrapolation, "with --profile: price ops outside its measurements");
   o->format.add_to(*app);
   return {app, [o]() {
             const std::vector<PublishedRun> runs = load_published_runs(o->runs_path);
-            EfficiencyConstants constants = default_efficiency_constants();
+            CostModelChoice costs;
+            if (!o->profile.empty()) {
+              if (o->fit) throw InputError("--fit fits the datasheet model's constants; it does not combine with --profile");
+              costs.profile = load_profile(o->profile);
+              costs.profile_path = o->profile;
+              costs.allow_extrapolation = o->allow_extrapolation;
+            }
+            EfficiencyConstants& constants = costs.constants;
             if (o->fit) {
               std::cerr << "fitting on " << runs.size() / 2 << " runs (every second run of each group)...\n";
               constants = fit_constants(runs, constants, [](int round, double objective) {
@@ -77,7 +90,7 @@ Command add_validate_command(CLI::App& root) {
               });
               constants.provenance = "fitted by `trainsim validate --fit` on the fit half of " + o->runs_path;
             }
-            const ValidationResult v = validate_runs(runs, constants);
+            const ValidationResult v = validate_runs(runs, costs);
             if (o->format.value() == OutputFormat::kJson) {
               nlohmann::ordered_json inputs = {{"runs_file", o->runs_path}, {"tolerance", o->tolerance},
                                                {"constants", constants_json(constants)}};

@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 
 #include "common/errors.hpp"
+#include "common/profile_json.hpp"
+#include "sim/profiled_cost_model.hpp"
 #include "model/model_catalog.hpp"
 #include "plan/plan_json.hpp"
 
@@ -127,6 +129,10 @@ void HardwareOptions::add_to(CLI::App& app) {
   options["nvlink-gb-per-s"] = app.add_option("--nvlink-gb-per-s", nvlink_gb_per_s,
                                               "what-if: NVLink bandwidth per GPU per direction, GB/s (default: the GPU's)")
                                    ->check(CLI::PositiveNumber);
+  options["profile"] = app.add_option("--profile", profile_path, "a measured hardware profile (trainsim calibrate); "
+                                      "datasheet mode without it");
+  options["allow-extrapolation"] = app.add_flag("--allow-extrapolation", allow_extrapolation,
+                                                "price ops outside the profile's measurements (they are listed)");
   options["price"] = app.add_option("--price", price, "USD per GPU-hour (default: the catalog's reference price)")
                           ->check(CLI::NonNegativeNumber);
 }
@@ -163,9 +169,36 @@ Hardware HardwareOptions::resolve_gpu(const std::string& gpu_name, int64_t gpus,
   return one.resolve(plan);
 }
 
+const CostModelChoice& HardwareOptions::costs() const {
+  if (!costs_) {
+    CostModelChoice choice;
+    if (given("profile")) {
+      choice.profile = load_profile(profile_path);
+      choice.profile_path = profile_path;
+    }
+    choice.allow_extrapolation = allow_extrapolation;
+    costs_ = std::move(choice);
+  }
+  return *costs_;
+}
+
 Hardware HardwareOptions::resolve(const ParallelPlan& plan) const {
   Hardware hw;
   hw.cluster = "custom";
+  if (given("gpu") && gpu == "cpu") {
+    const CostModelChoice& c = costs();
+    if (!c.profile || c.profile->provenance.device_kind != "cpu") {
+      throw InputError("--gpu cpu needs --profile of a CPU (from `trainsim calibrate cpu`)",
+                       "the host has no datasheet: its figures come from its measured profile");
+    }
+    hw.cluster = "host";
+    hw.gpu = device_from_cpu_profile(*c.profile);
+    hw.gpus_per_node = given("gpus-per-node") ? gpus_per_node : std::max<int64_t>(plan.gpus(), c.profile->provenance.devices);
+    hw.inter_node_gbps_per_gpu = given("inter-node-gbps") ? inter_node_gbps : 10;
+    hw.usd_per_gpu_hour = given("price") ? price : 0.0;
+    hw.gpus = plan.gpus();
+    return hw;
+  }
   if (given("cluster")) {
     const ClusterSpec& c = find_cluster(cluster);
     hw.cluster = c.name;

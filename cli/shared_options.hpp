@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <vector>
 #include <string>
 
 #include "model/model_spec.hpp"
 #include "plan/parallel_plan.hpp"
+#include "sim/cost_model_choice.hpp"
 #include "sim/hardware_catalog.hpp"
 
 namespace CLI {
@@ -48,6 +50,8 @@ struct HardwareOptions {
   std::string gpu, cluster;
   int64_t gpus_per_node = 8;
   double inter_node_gbps = 0, price = 0, nvlink_gb_per_s = 0;
+  std::string profile_path;
+  bool allow_extrapolation = false;
   std::map<std::string, CLI::Option*> options;
   void add_to(CLI::App& app);
   bool given(const std::string& name) const;
@@ -55,6 +59,11 @@ struct HardwareOptions {
   // For search: one GPU type of a comma-separated --gpu list, `gpus` of them.
   Hardware resolve_gpu(const std::string& gpu_name, int64_t gpus, Precision precision) const;
   std::vector<std::string> gpu_names() const;  // the --gpu list (or the cluster's GPU)
+  // The datasheet model, or the --profile's measurements (loaded once).
+  const CostModelChoice& costs() const;
+
+ private:
+  mutable std::optional<CostModelChoice> costs_;
 };
 
 enum class OutputFormat { kTable, kJson };

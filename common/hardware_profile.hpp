@@ -82,6 +82,7 @@ struct ProfileProvenance {
   int64_t devices = 1;      // GPUs (or MPI ranks) measured
   int64_t sm_count = 0;     // GPU only
   int64_t cores = 0;        // CPU only
+  double memory_bytes = 0;  // memory of one device (GPU HBM, or host RAM for a CPU profile)
   std::string driver, cuda, cublas, nccl, mpi, eigen;
   std::string clocks;       // e.g. "sm 1980 MHz, mem 2619 MHz"
   std::string host, date_utc, tool_version, git_revision;

@@ -60,6 +60,7 @@ nlohmann::ordered_json prediction_json(const Prediction& p) {
   inputs["hardware"] = hardware_json(p.hardware);
   inputs["plan"] = plan_to_json(p.plan);
   inputs["cost_model"] = p.cost_model;
+  inputs["extrapolated"] = p.extrapolated;
   nlohmann::ordered_json doc = json_envelope("trainsim.prediction", inputs);
   const nlohmann::ordered_json result = prediction_result_json(p);
   for (const auto& [key, value] : result.items()) doc[key] = value;
@@ -76,14 +77,17 @@ std::string render_prediction_table(const Prediction& p) {
          ", global batch " + std::to_string(plan.global_batch) + " (" + std::to_string(plan.micro_batches()) + " micro-batches), " +
          to_string(plan.schedule) + ", ZeRO-" + std::to_string(plan.zero_stage) + ", recompute " + to_string(plan.recompute) +
          (plan.sequence_parallel ? ", SP" : "") + ", " + to_string(plan.precision) + ", " + to_string(plan.attention) +
-         " attention\n  cost model: " + p.cost_model + "\n\n";
+         " attention\n  cost model: " + p.cost_model + "\n";
+  for (const std::string& e : p.extrapolated) out += "  EXTRAPOLATED: " + e + "\n";
+  out += "\n";
   if (!p.fits) out += "  DOES NOT FIT: " + p.infeasible_reason + "\n\n";
 
   TextTable head({{"", TextTable::Align::kLeft}, {"value"}});
   head.add_row({"iteration time", format_fixed(p.iteration_time_s, 3) + " s"});
   head.add_row({"tokens/s", format_si(p.tokens_per_s) + " (" + format_fixed(p.tokens_per_s_per_gpu, 1) + " per GPU)"});
-  head.add_row({"model TFLOP/s per GPU", format_fixed(p.model_tflops_per_gpu, 1) + " (MFU " + format_percent(p.mfu) + ")"});
-  head.add_row({"hardware TFLOP/s per GPU", format_fixed(p.hardware_tflops_per_gpu, 1) + " (HFU " + format_percent(p.hfu) + ")"});
+  const auto tflops = [](double x) { return format_fixed(x, x < 10 ? 4 : 1); };
+  head.add_row({"model TFLOP/s per GPU", tflops(p.model_tflops_per_gpu) + " (MFU " + format_percent(p.mfu) + ")"});
+  head.add_row({"hardware TFLOP/s per GPU", tflops(p.hardware_tflops_per_gpu) + " (HFU " + format_percent(p.hfu) + ")"});
   head.add_row({"memory peak per GPU", format_fixed(bytes_to_gib(p.memory.peak().memory.total_bytes()), 1) + " of " +
                                            format_fixed(p.memory_capacity_gib, 1) + " GiB (stage " +
                                            std::to_string(p.memory.peak_stage) + ")"});

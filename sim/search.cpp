@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "common/errors.hpp"
 #include "sim/screen.hpp"
 
 namespace trainsim {
@@ -43,7 +44,7 @@ double objective_value(const RankedPlan& r, Objective objective) {
   return objective == Objective::kTime ? r.prediction.iteration_time_s : r.prediction.usd_per_iteration;
 }
 
-SearchResult search_plans(const ModelSpec& model, const Hardware& hw, const EfficiencyConstants& constants,
+SearchResult search_plans(const ModelSpec& model, const Hardware& hw, const CostModelChoice& costs,
                           const SearchOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   const std::vector<ParallelPlan> plans = list_plans(model, o.space);
@@ -54,14 +55,21 @@ SearchResult search_plans(const ModelSpec& model, const Hardware& hw, const Effi
 
   auto worker = [&](ThreadResult& out) {
     constexpr size_t kChunk = 256;
-    const DatasheetCostModel cost(hw, o.space.precision, constants);
+    const std::unique_ptr<CostModel> priced = costs.make(hw, o.space.precision);
+    const CostModel& cost = *priced;
     for (;;) {
       const size_t begin = next.fetch_add(kChunk);
       if (begin >= plans.size()) break;
       const size_t end = std::min(plans.size(), begin + kChunk);
       for (size_t i = begin; i < end; ++i) {
         const ParallelPlan& p = plans[i];
-        const ScreenEstimate e = screen_plan(model, p, hw, cost);
+        ScreenEstimate e;
+        try {
+          e = screen_plan(model, p, hw, cost);
+        } catch (const InputError&) {
+          ++out.pruned["outside the profile's measurements"];
+          continue;
+        }
         if (!e.fits) {
           ++out.pruned["do not fit in memory"];
           continue;
@@ -124,10 +132,10 @@ SearchResult search_plans(const ModelSpec& model, const Hardware& hw, const Effi
   auto simulate_worker = [&]() {
     for (size_t k = next_sim.fetch_add(1); k < keep; k = next_sim.fetch_add(1)) {
       const ParallelPlan& p = plans[feasible[k].index];
-      const DatasheetCostModel cost(hw, p.precision, constants);
+      const std::unique_ptr<CostModel> cost = costs.make(hw, p.precision);
       RankedPlan& r = out.plans[k];
-      r.prediction = predict_iteration(model, p, hw, cost);
-      r.screen_time_s = screen_plan(model, p, hw, cost).iteration_time_s;
+      r.prediction = predict_iteration(model, p, hw, *cost);
+      r.screen_time_s = screen_plan(model, p, hw, *cost).iteration_time_s;
       fill_costs(r, model, o);
     }
   };

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "model/model_spec.hpp"
-#include "sim/cost_model.hpp"
+#include "sim/cost_model_choice.hpp"
 #include "sim/plan_space.hpp"
 #include "sim/simulator.hpp"
 
@@ -46,7 +46,7 @@ struct SearchResult {
   std::vector<RankedPlan> plans;           // simulated, best first by the objective
 };
 
-SearchResult search_plans(const ModelSpec& model, const Hardware& hardware, const EfficiencyConstants& constants,
+SearchResult search_plans(const ModelSpec& model, const Hardware& hardware, const CostModelChoice& costs,
                           const SearchOptions& options);
 
 // Indices of the plans no other plan beats on iteration time, $ per iteration and GPU count.

@@ -41,6 +41,7 @@ struct Prediction {
   ParallelPlan plan;
   Hardware hardware;
   std::string cost_model;
+  std::vector<std::string> extrapolated;  // ops priced outside a profile's measurements
   bool fits = true;
   std::string infeasible_reason;
   double iteration_time_s = 0;

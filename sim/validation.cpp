@@ -17,7 +17,7 @@ bool in_fit_half(const std::vector<PublishedRun>& runs, size_t index) {
 
 namespace {
 
-RunResult predict_run(const PublishedRun& run, const EfficiencyConstants& constants) {
+RunResult predict_run(const PublishedRun& run, const CostModelChoice& costs) {
   Hardware hw;
   hw.gpu = find_gpu(run.gpu);
   hw.gpus = run.gpus;
@@ -25,8 +25,8 @@ RunResult predict_run(const PublishedRun& run, const EfficiencyConstants& consta
   hw.inter_node_gbps_per_gpu = run.inter_node_gbps_per_gpu;
   hw.usd_per_gpu_hour = hw.gpu.usd_per_gpu_hour;
   hw.cluster = "published run";
-  const DatasheetCostModel cost(hw, run.plan.precision, constants);
-  const Prediction p = predict_iteration(run.model, run.plan, hw, cost);
+  const std::unique_ptr<CostModel> cost = costs.make(hw, run.plan.precision);
+  const Prediction p = predict_iteration(run.model, run.plan, hw, *cost);
   RunResult r;
   r.run = &run;
   r.predicted_tokens_per_s_per_gpu = p.tokens_per_s_per_gpu;
@@ -43,7 +43,9 @@ void add_to(ErrorSummary& s, double error) {
   ++s.count;
 }
 
-double objective(const std::vector<PublishedRun>& runs, const EfficiencyConstants& c) {
+double objective(const std::vector<PublishedRun>& runs, const EfficiencyConstants& constants) {
+  CostModelChoice c;
+  c.constants = constants;
   double sum = 0;
   int64_t n = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
@@ -56,7 +58,7 @@ double objective(const std::vector<PublishedRun>& runs, const EfficiencyConstant
 
 }  // namespace
 
-ValidationResult validate_runs(const std::vector<PublishedRun>& runs, const EfficiencyConstants& constants) {
+ValidationResult validate_runs(const std::vector<PublishedRun>& runs, const CostModelChoice& constants) {
   ValidationResult out;
   out.fit_half.name = "fit half";
   out.held_out_half.name = "held-out half";

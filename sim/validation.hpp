@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/cost_model.hpp"
+#include "sim/cost_model_choice.hpp"
 #include "sim/published_runs.hpp"
 
 namespace trainsim {
@@ -37,7 +37,7 @@ struct ValidationResult {
 // Every second run of each group (1st, 3rd, ... counting from 0) is in the fit half.
 bool in_fit_half(const std::vector<PublishedRun>& runs, size_t index);
 
-ValidationResult validate_runs(const std::vector<PublishedRun>& runs, const EfficiencyConstants& constants);
+ValidationResult validate_runs(const std::vector<PublishedRun>& runs, const CostModelChoice& costs);
 
 // Coordinate search minimising the mean |log(predicted / measured)| over the fit half, over the
 // compute constants only (GEMM, attention, memory bandwidth fractions, kernel overhead); the

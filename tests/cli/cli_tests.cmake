@@ -23,7 +23,7 @@ cli_test("catalog --format json" RC 0 MATCH "\"schema\": \"trainsim.catalog\"" "
   "\"peak_bf16_tflops\": 989\\.4" "\"inter_node_gbps_per_gpu\": 400" ARGS catalog --format json)
 cli_test("--help exits 0" RC 0 MATCH "Subcommands" ARGS --help)
 cli_test("a command not built yet says so and exits 2" RC 2
-  MATCH "not built yet" ARGS calibrate gpu --out profile.json)
+  MATCH "not built yet" ARGS compare --predicted p.json --measured m.json)
 cli_test("predict prints a breakdown for GPT-3 175B on 1024 A100s" RC 0
   MATCH "iteration time" "pipeline bubble" "TP communication"
   ARGS predict --model gpt3-175b --gpu a100-sxm-80gb --gpus 1024 --tp 8 --pp 8 --micro-batch 1 --global-batch 1536)
@@ -104,3 +104,45 @@ cli_test("bad: a deadline without a token count" RC 2 MATCH "need --train-tokens
   ARGS search --model gpt2-124m --gpu h100-sxm-80gb --gpus 8 --global-batch 8 --deadline-days 3)
 cli_test("export without a model writes the parallelism arguments" RC 0 MATCH "^--tensor-model-parallel-size 8"
   ARGS export ${plans}/llama3-70b-tp8-pp4-no-vpp.json --to megatron)
+
+# Profiles: calibrate on this machine, predict with it, and bad profiles (one defect each).
+set(profiles ${CMAKE_CURRENT_SOURCE_DIR}/data/profiles)
+set(bad_profiles ${CMAKE_CURRENT_SOURCE_DIR}/data/bad_profiles)
+add_test(NAME "cli: calibrate cpu --quick writes a profile"
+  COMMAND ${cli_expect} 0 "GEMM fp32" "memory copy" "profile written" -- $<TARGET_FILE:trainsim> calibrate cpu --quick
+          --out ${CMAKE_CURRENT_BINARY_DIR}/cpu-quick.json)
+set_tests_properties("cli: calibrate cpu --quick writes a profile" PROPERTIES FIXTURES_SETUP cpu_profile)
+add_test(NAME "cli: calibrate cpu under mpirun measures MPI collectives"
+  COMMAND ${cli_expect} 0 "all-reduce x2" "send-recv x2" -- ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2
+          --allow-run-as-root --oversubscribe $<TARGET_FILE:trainsim> calibrate cpu --quick
+          --out ${CMAKE_CURRENT_BINARY_DIR}/cpu-mpi.json)
+add_test(NAME "cli: predict on the host with its measured profile"
+  COMMAND ${cli_expect} 0 "cost model: profile" "iteration time" -- $<TARGET_FILE:trainsim> predict --model gpt-tiny
+          --gpu cpu --profile ${CMAKE_CURRENT_BINARY_DIR}/cpu-quick.json --gpus 1 --micro-batch 2 --global-batch 2
+          --attention unfused --precision fp32)
+set_tests_properties("cli: predict on the host with its measured profile" PROPERTIES FIXTURES_REQUIRED cpu_profile)
+cli_test("predict with a profile lists what it extrapolated" RC 0 MATCH "EXTRAPOLATED: no all-reduce table for 64 ranks"
+  ARGS predict --model gpt3-1.3b --gpu h100-sxm-80gb --gpus 64 --profile ${profiles}/synthetic-gpu.json --allow-extrapolation
+       --attention unfused)
+cli_test("bad profile: an op outside the measured range is refused" RC 2 MATCH "GEMM bf16 2048x6144x2048 is outside the measured grid" "--allow-extrapolation"
+  ARGS predict --model gpt3-1.3b --gpu h100-sxm-80gb --gpus 64 --profile ${profiles}/synthetic-gpu.json --attention unfused)
+cli_test("bad profile: wrong schema_version" RC 2 MATCH "/schema_version: version 2 is not supported"
+  ARGS predict --model gpt2-124m --gpu h100-sxm-80gb --gpus 1 --profile ${bad_profiles}/wrong_schema_version.json)
+cli_test("bad profile: NaN" RC 2 MATCH "nan_median.json: malformed JSON"
+  ARGS predict --model gpt2-124m --gpu h100-sxm-80gb --gpus 1 --profile ${bad_profiles}/nan_median.json)
+cli_test("bad profile: a null timing" RC 2 MATCH "/gemm/0/points/3/timing/median_s: must be a positive, finite number"
+  ARGS predict --model gpt2-124m --gpu h100-sxm-80gb --gpus 1 --profile ${bad_profiles}/null_median.json)
+cli_test("bad profile: a negative timing" RC 2 MATCH "/memory_bound/0/points/1/timing/median_s: must be a positive"
+  ARGS predict --model gpt2-124m --gpu h100-sxm-80gb --gpus 1 --profile ${bad_profiles}/negative_median.json)
+cli_test("bad profile: a hole in the GEMM grid" RC 2 MATCH "the grid has no point for m=1024, n=1024, k=4096"
+  ARGS predict --model gpt2-124m --gpu h100-sxm-80gb --gpus 1 --profile ${bad_profiles}/grid_hole.json)
+cli_test("bad profile: sizes out of order" RC 2 MATCH "/collectives/0/points: sizes must be strictly increasing"
+  ARGS predict --model gpt2-124m --gpu h100-sxm-80gb --gpus 1 --profile ${bad_profiles}/bytes_not_increasing.json)
+cli_test("bad profile: an unknown key" RC 2 MATCH "/provenance/devise: unknown key \"devise\" \\(did you mean \"device\"\\?\\)"
+  ARGS predict --model gpt2-124m --gpu h100-sxm-80gb --gpus 1 --profile ${bad_profiles}/unknown_key.json)
+cli_test("bad profile: a missing table" RC 2 MATCH "no memory_bound table for kernel \"copy\""
+  ARGS predict --model gpt2-124m --gpu h100-sxm-80gb --gpus 1 --profile ${bad_profiles}/no_copy_table.json)
+cli_test("bad profile: no provenance" RC 2 MATCH "/provenance: missing"
+  ARGS predict --model gpt2-124m --gpu h100-sxm-80gb --gpus 1 --profile ${bad_profiles}/missing_provenance.json)
+cli_test("bad: --gpu cpu without a CPU profile" RC 2 MATCH "--gpu cpu needs --profile of a CPU"
+  ARGS predict --model gpt-tiny --gpu cpu --gpus 1)

@@ -36,7 +36,7 @@ TEST_CASE("every candidate of the plan space is a valid plan for the GPU count")
 
 TEST_CASE("the best plan found beats or equals every hand-written plan") {
   Case c;
-  const SearchResult r = search_plans(c.model, c.hw, default_efficiency_constants(), c.options);
+  const SearchResult r = search_plans(c.model, c.hw, CostModelChoice{}, c.options);
   REQUIRE(!r.plans.empty());
   const double best = r.plans.front().prediction.iteration_time_s;
   const DatasheetCostModel cost(c.hw, Precision::kBf16, default_efficiency_constants());
@@ -64,7 +64,7 @@ TEST_CASE("infeasible plans are counted, never ranked") {
   Case c;
   c.model = resolve_model("llama3-70b");
   c.options.space.global_batch = 64;
-  const SearchResult r = search_plans(c.model, c.hw, default_efficiency_constants(), c.options);
+  const SearchResult r = search_plans(c.model, c.hw, CostModelChoice{}, c.options);
   CHECK(r.pruned.at("do not fit in memory") > 0);
   CHECK(r.evaluated == r.feasible + r.pruned.at("do not fit in memory"));
   for (const RankedPlan& p : r.plans) CHECK(p.prediction.fits);
@@ -73,9 +73,9 @@ TEST_CASE("infeasible plans are counted, never ranked") {
 TEST_CASE("the search result does not depend on the number of threads") {
   Case c;
   c.options.threads = 1;
-  const SearchResult one = search_plans(c.model, c.hw, default_efficiency_constants(), c.options);
+  const SearchResult one = search_plans(c.model, c.hw, CostModelChoice{}, c.options);
   c.options.threads = 3;
-  const SearchResult three = search_plans(c.model, c.hw, default_efficiency_constants(), c.options);
+  const SearchResult three = search_plans(c.model, c.hw, CostModelChoice{}, c.options);
   REQUIRE(one.plans.size() == three.plans.size());
   for (size_t i = 0; i < one.plans.size(); ++i) {
     CHECK(one.plans[i].prediction.iteration_time_s == three.plans[i].prediction.iteration_time_s);
@@ -85,24 +85,24 @@ TEST_CASE("the search result does not depend on the number of threads") {
 TEST_CASE("a deadline and a budget for a token count prune the plans that miss them") {
   Case c;
   c.options.train_tokens = 1e10;
-  const SearchResult free = search_plans(c.model, c.hw, default_efficiency_constants(), c.options);
+  const SearchResult free = search_plans(c.model, c.hw, CostModelChoice{}, c.options);
   REQUIRE(!free.plans.empty());
   const double best_days = free.plans.front().train_days;
   CHECK(best_days > 0);
   c.options.deadline_days = best_days * 1.02;
-  const SearchResult tight = search_plans(c.model, c.hw, default_efficiency_constants(), c.options);
+  const SearchResult tight = search_plans(c.model, c.hw, CostModelChoice{}, c.options);
   CHECK(tight.pruned.at("miss the deadline") > 0);
   for (const RankedPlan& p : tight.plans) CHECK(p.train_days <= best_days * 1.1);
   c.options.deadline_days = 0;
   c.options.budget_usd = 1.0;  // far too little
-  const SearchResult broke = search_plans(c.model, c.hw, default_efficiency_constants(), c.options);
+  const SearchResult broke = search_plans(c.model, c.hw, CostModelChoice{}, c.options);
   CHECK(broke.plans.empty());
   CHECK(broke.pruned.at("over the budget") > 0);
 }
 
 TEST_CASE("the Pareto front keeps only undominated plans") {
   Case c;
-  const SearchResult r = search_plans(c.model, c.hw, default_efficiency_constants(), c.options);
+  const SearchResult r = search_plans(c.model, c.hw, CostModelChoice{}, c.options);
   const std::vector<size_t> front = pareto_front(r.plans);
   REQUIRE(!front.empty());
   for (size_t i : front) {

@@ -13,7 +13,7 @@ const std::string kRuns = std::string(TRAINSIM_TEST_DATA) + "/validation/publish
 
 const ValidationResult& result() {
   static const std::vector<PublishedRun> runs = load_published_runs(kRuns);
-  static const ValidationResult v = validate_runs(runs, default_efficiency_constants());
+  static const ValidationResult v = validate_runs(runs, CostModelChoice{});
   return v;
 }
 

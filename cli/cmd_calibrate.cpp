@@ -1,0 +1,83 @@
+// `trainsim calibrate {gpu|cpu} --out PROFILE.json [--quick]`: measures a hardware profile.
+// CPU: Eigen GEMMs, copy bandwidth, and MPI collectives when launched under `mpirun -np N`.
+// GPU: cuBLASLt GEMMs, memory-bound kernels, attention, NCCL collectives (CUDA builds only).
+#include <mpi.h>
+
+#include <fstream>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "calibrate/cpu_calibrator.hpp"
+#include "cli/app.hpp"
+#include "common/errors.hpp"
+#include "common/profile_json.hpp"
+#include "reports/profile_report.hpp"
+#if defined(TRAINSIM_HAVE_CUDA) && __has_include("calibrate/cuda_calibrator.hpp")
+#include "calibrate/cuda_calibrator.hpp"
+#define TRAINSIM_GPU_CALIBRATOR 1
+#endif
+
+namespace trainsim {
+
+namespace {
+
+void write_profile(const HardwareProfile& profile, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw InputError("--out: cannot write " + path, "check that the folder exists and is writable");
+  out << profile_to_json(profile).dump(1) << "\n";
+}
+
+int calibrate_cpu_command(const std::string& out_path, bool quick) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) MPI_Init(nullptr, nullptr);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int status = 0;
+  try {
+    CpuCalibrationOptions options;
+    options.quick = quick;
+    if (rank == 0) options.progress = [](const std::string& line) { std::cerr << "calibrate cpu: " << line << "\n"; };
+    const HardwareProfile profile = calibrate_cpu(options);
+    if (rank == 0) {
+      write_profile(profile, out_path);
+      std::cout << render_profile_summary(profile) << "profile written to " << out_path << "\n";
+    }
+  } catch (...) {
+    MPI_Finalize();
+    throw;
+  }
+  MPI_Finalize();
+  return status;
+}
+
+}  // namespace
+
+Command add_calibrate_command(CLI::App& root) {
+  struct Options {
+    std::string device, out;
+    bool quick = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* app = root.add_subcommand("calibrate", "measure a hardware profile (GPU or CPU)");
+  app->add_option("device", o->device, "gpu or cpu")->required()->check(CLI::IsMember({"gpu", "cpu"}));
+  app->add_option("--out", o->out, "profile JSON to write")->required();
+  app->add_flag("--quick", o->quick, "a smaller sweep (CPU: < 1 min; GPU: < 2 min)");
+  return {app, [o]() {
+            if (o->device == "cpu") return calibrate_cpu_command(o->out, o->quick);
+#ifdef TRAINSIM_GPU_CALIBRATOR
+            GpuCalibrationOptions options;
+            options.quick = o->quick;
+            options.progress = [](const std::string& line) { std::cerr << "calibrate gpu: " << line << "\n"; };
+            const HardwareProfile profile = calibrate_gpu(options);
+            write_profile(profile, o->out);
+            std::cout << render_profile_summary(profile) << "profile written to " << o->out << "\n";
+            return 0;
+#else
+            throw DeviceError("calibrate gpu: this trainsim was built without CUDA (TRAINSIM_CUDA=OFF or no nvcc/NCCL found)");
+#endif
+          }};
+}
+
+}  // namespace trainsim

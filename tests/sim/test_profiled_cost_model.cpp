@@ -1,0 +1,87 @@
+// Pricing from a measured profile: exact at measured points, interpolated between, refused
+// outside unless extrapolation is allowed (then listed), and predictions that follow the data.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "common/errors.hpp"
+#include "common/profile_json.hpp"
+#include "model/model_catalog.hpp"
+#include "sim/profiled_cost_model.hpp"
+#include "sim/simulator.hpp"
+
+using namespace trainsim;
+
+namespace {
+const std::string kProfile = std::string(TRAINSIM_TEST_DATA) + "/profiles/synthetic-gpu.json";
+
+Hardware h100(int64_t gpus) {
+  Hardware hw;
+  hw.gpu = find_gpu("h100-sxm-80gb");
+  hw.gpus = gpus;
+  return hw;
+}
+}  // namespace
+
+TEST_CASE("a profile written out reads back identically") {
+  const HardwareProfile p = load_profile(kProfile);
+  const HardwareProfile again = read_profile(nlohmann::json::parse(profile_to_json(p).dump()), "roundtrip");
+  CHECK(profile_to_json(again).dump() == profile_to_json(p).dump());
+}
+
+TEST_CASE("GEMMs are priced exactly at measured points and in between by log interpolation") {
+  const HardwareProfile p = load_profile(kProfile);
+  const ProfiledCostModel cost(p, kProfile, h100(8), Precision::kBf16, false, EfficiencyConstants{});
+  CHECK(cost.gemm_s(4096, 1024, 1024, 1) == Approx(2.0 * 4096 * 1024 * 1024 / 1e14 + 5e-6));
+  const double lo = cost.gemm_s(4096, 1024, 1024, 1), hi = cost.gemm_s(16384, 1024, 1024, 1);
+  const double mid = cost.gemm_s(8192, 1024, 1024, 1);
+  CHECK(mid > lo);
+  CHECK(mid < hi);
+  CHECK(mid == Approx(std::sqrt(lo * hi)));  // halfway in log m: the geometric mean
+  CHECK(cost.extrapolated().empty());
+}
+
+TEST_CASE("outside the measured range the profile refuses, naming the table and the range") {
+  const HardwareProfile p = load_profile(kProfile);
+  const ProfiledCostModel strict(p, kProfile, h100(8), Precision::kBf16, false, EfficiencyConstants{});
+  CHECK_THROWS_WITH(strict.gemm_s(65536, 1024, 1024, 1), Catch::Contains("outside the measured grid (m 1024-16384"));
+  CHECK_THROWS_WITH(strict.collective_s(CollectiveKind::kAllReduce, 1e6, GroupScope{16, 8, 2}),
+                    Catch::Contains("no all-reduce table for 16 ranks on 2 node(s)"));
+  CHECK_THROWS_AS(ProfiledCostModel(p, kProfile, h100(8), Precision::kFp16, false, EfficiencyConstants{}), InputError);
+}
+
+TEST_CASE("with extrapolation allowed, ops outside the range are priced and listed") {
+  const HardwareProfile p = load_profile(kProfile);
+  const ProfiledCostModel cost(p, kProfile, h100(8), Precision::kBf16, true, EfficiencyConstants{});
+  const double at_edge = cost.gemm_s(16384, 1024, 1024, 1);
+  CHECK(cost.gemm_s(65536, 1024, 1024, 1) == Approx(4 * at_edge));  // constant efficiency beyond the edge
+  CHECK(cost.collective_s(CollectiveKind::kAllReduce, 1e6, GroupScope{16, 8, 2}) > 0);
+  CHECK(cost.extrapolated().size() == 2);
+}
+
+TEST_CASE("a prediction follows the profile: GEMMs twice as slow give a slower iteration") {
+  HardwareProfile p = load_profile(kProfile);
+  const ModelSpec m = resolve_model("gpt3-1.3b");
+  ParallelPlan plan;
+  plan.dp = 8;
+  plan.micro_batch = 2;
+  plan.global_batch = 16;
+  plan.attention = AttentionKernel::kUnfused;
+  const ProfiledCostModel fast(p, kProfile, h100(8), Precision::kBf16, true, EfficiencyConstants{});
+  const Prediction a = predict_iteration(m, plan, h100(8), fast);
+  for (GemmPoint& g : p.gemm[0].points) g.timing.median_s *= 2;
+  const ProfiledCostModel slow(p, kProfile, h100(8), Precision::kBf16, true, EfficiencyConstants{});
+  const Prediction b = predict_iteration(m, plan, h100(8), slow);
+  CHECK(b.breakdown.compute_s > 1.6 * a.breakdown.compute_s);  // GEMMs dominate; memory-bound parts are unchanged
+  CHECK(b.breakdown.compute_s < 2.0 * a.breakdown.compute_s);
+  CHECK(b.breakdown.dp_comm_exposed_s == Approx(a.breakdown.dp_comm_exposed_s).margin(1e-9 + 0.5 * a.breakdown.dp_comm_exposed_s));
+}
+
+TEST_CASE("a CPU profile describes its host: peak and bandwidth are the best measured") {
+  HardwareProfile p = load_profile(kProfile);
+  p.provenance.device_kind = "cpu";
+  const GpuSpec host = device_from_cpu_profile(p);
+  CHECK(host.name == "cpu");
+  CHECK(host.peak_fp32_flops_per_s == Approx(2.0 * 16384 * 4096 * 4096 / (2.0 * 16384 * 4096 * 4096 / 1e14 + 5e-6)));
+  CHECK(host.memory_bytes == 85899345920.0);
+}
