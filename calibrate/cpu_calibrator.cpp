@@ -14,7 +14,7 @@
 #include "calibrate/collective_fit.hpp"
 #include "calibrate/sampler.hpp"
 #include "common/errors.hpp"
-#include "common/provenance.hpp"
+#include "calibrate/profile_stamp.hpp"
 
 namespace trainsim {
 
@@ -101,22 +101,18 @@ HardwareProfile calibrate_cpu(const CpuCalibrationOptions& o) {
   sampler.max_total_s = o.quick ? 0.05 : 0.3;
   HardwareProfile p;
   ProfileProvenance& v = p.provenance;
-  const RunContext context = capture_run_context();
   v.device_kind = "cpu";
   v.device = cpu_model_name();
   v.devices = ranks;
   v.cores = static_cast<int64_t>(sysconf(_SC_NPROCESSORS_ONLN));
   v.memory_bytes = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
-  v.eigen = std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." + std::to_string(EIGEN_MINOR_VERSION);
+  v.eigen = eigen_version();
   char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING];
   int length = 0;
   MPI_Get_library_version(mpi_version, &length);
   v.mpi = std::string(mpi_version, static_cast<size_t>(length));
   if (auto newline = v.mpi.find('\n'); newline != std::string::npos) v.mpi.resize(newline);
-  v.host = context.host;
-  v.date_utc = context.time_utc;
-  v.tool_version = context.tool_version;
-  v.git_revision = context.git_revision;
+  stamp_provenance(v);
   v.method = "steady_clock per sample on rank 0, all ranks in lockstep between barriers; warm-up 3; stop when "
              "(p90-p10)/median < 5% after 5 samples or the case's time cap";
   p.gemm.push_back(gemm_sweep(o, sampler));

@@ -1,0 +1,16 @@
+// Memory-bound measurements: device-to-device copy, our layernorm / softmax / GELU / SwiGLU /
+// AdamW kernels, and pinned host <-> device copies, over sizes of 1 MiB .. 1 GiB.
+#pragma once
+
+#include <vector>
+
+#include "calibrate/cuda_context.cuh"
+#include "common/hardware_profile.hpp"
+
+namespace trainsim {
+
+// Tables named copy, layernorm, softmax, gelu, swiglu, adam, h2d, d2h. For the kernels `bytes` is
+// what they read plus what they write; for h2d and d2h it is the bytes that cross the link.
+std::vector<MemoryBoundTable> measure_memory_bound(const GpuContext& context, bool quick);
+
+}  // namespace trainsim
