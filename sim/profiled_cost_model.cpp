@@ -100,8 +100,9 @@ ProfiledCostModel::ProfiledCostModel(const HardwareProfile& profile, std::string
     if (t.kernel == "copy") copy_ = &t;
   }
   if (copy_ == nullptr) throw InputError(source_ + ": no memory_bound table for kernel \"copy\"", "re-run trainsim calibrate");
+  // Fused attention ops are priced from a fused kernel's table (the unfused path is GEMMs + softmax).
   for (const AttentionTable& t : profile.attention) {
-    if (t.dtype == dtype && attention_ == nullptr) attention_ = &t;
+    if (t.dtype == dtype && t.kernel.find("flash") != std::string::npos && attention_ == nullptr) attention_ = &t;
   }
 }
 
