@@ -1,0 +1,124 @@
+// CPU kernels. Formulas: layer norm backward dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat))
+// with g = dy * gamma; GELU tanh approximation and its derivative; attention
+// softmax(Q K^T / sqrt(d) + causal mask) V and its backward dS = P * (dP - rowsum(dP * P)).
+#include "runtime/cpu_kernels.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace trainsim::cpu {
+
+namespace {
+constexpr float kLayerNormEps = 1e-5f;
+constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2 / pi)
+}  // namespace
+
+Matrix layer_norm(const Matrix& x, const Vector& gamma, const Vector& beta, LayerNormCache& cache) {
+  const Eigen::Index rows = x.rows(), cols = x.cols();
+  cache.normalized.resize(rows, cols);
+  cache.rstd.resize(rows);
+  Matrix y(rows, cols);
+  for (Eigen::Index r = 0; r < rows; ++r) {
+    const float mean = x.row(r).mean();
+    const float var = (x.row(r).array() - mean).square().mean();
+    const float rstd = 1.0f / std::sqrt(var + kLayerNormEps);
+    cache.rstd(r) = rstd;
+    cache.normalized.row(r) = (x.row(r).array() - mean) * rstd;
+    y.row(r) = cache.normalized.row(r).array() * gamma.array() + beta.array();
+  }
+  return y;
+}
+
+Matrix layer_norm_backward(const Matrix& dy, const Vector& gamma, const LayerNormCache& cache, Vector& dgamma, Vector& dbeta) {
+  const Eigen::Index rows = dy.rows(), cols = dy.cols();
+  dgamma += (dy.array() * cache.normalized.array()).colwise().sum().matrix();
+  dbeta += dy.colwise().sum();
+  Matrix dx(rows, cols);
+  for (Eigen::Index r = 0; r < rows; ++r) {
+    const Eigen::Array<float, 1, Eigen::Dynamic> g = dy.row(r).array() * gamma.array();
+    const float mean_g = g.mean();
+    const float mean_gx = (g * cache.normalized.row(r).array()).mean();
+    dx.row(r) = cache.rstd(r) * (g - mean_g - cache.normalized.row(r).array() * mean_gx);
+  }
+  return dx;
+}
+
+Matrix gelu(const Matrix& x) {
+  return x.unaryExpr([](float v) { return 0.5f * v * (1.0f + std::tanh(kGeluC * (v + 0.044715f * v * v * v))); });
+}
+
+Matrix gelu_backward(const Matrix& dy, const Matrix& x) {
+  Matrix dx(x.rows(), x.cols());
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    const float v = x.data()[i];
+    const float u = kGeluC * (v + 0.044715f * v * v * v);
+    const float t = std::tanh(u);
+    const float du = kGeluC * (1.0f + 3.0f * 0.044715f * v * v);
+    dx.data()[i] = dy.data()[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
+  }
+  return dx;
+}
+
+Matrix causal_attention(const Matrix& qkv, int64_t batch, int64_t seq, int64_t heads, int64_t d, AttentionCache& cache) {
+  const Eigen::Index width = heads * d;
+  Matrix out(batch * seq, width);
+  cache.probabilities.assign(static_cast<size_t>(batch * heads), Matrix());
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const auto q = qkv.block(b * seq, h * d, seq, d);
+      const auto k = qkv.block(b * seq, width + h * d, seq, d);
+      const auto v = qkv.block(b * seq, 2 * width + h * d, seq, d);
+      Matrix s = (q * k.transpose()) * scale;
+      for (int64_t i = 0; i < seq; ++i) {
+        for (int64_t j = i + 1; j < seq; ++j) s(i, j) = -std::numeric_limits<float>::infinity();
+        const float max = s.row(i).maxCoeff();
+        s.row(i) = (s.row(i).array() - max).exp();
+        s.row(i) /= s.row(i).sum();
+      }
+      out.block(b * seq, h * d, seq, d) = s * v;
+      cache.probabilities[static_cast<size_t>(b * heads + h)] = std::move(s);
+    }
+  }
+  return out;
+}
+
+Matrix causal_attention_backward(const Matrix& dout, const Matrix& qkv, int64_t batch, int64_t seq, int64_t heads, int64_t d,
+                                 const AttentionCache& cache) {
+  const Eigen::Index width = heads * d;
+  Matrix dqkv = Matrix::Zero(qkv.rows(), qkv.cols());
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const Matrix& p = cache.probabilities[static_cast<size_t>(b * heads + h)];
+      const auto q = qkv.block(b * seq, h * d, seq, d);
+      const auto k = qkv.block(b * seq, width + h * d, seq, d);
+      const auto v = qkv.block(b * seq, 2 * width + h * d, seq, d);
+      const auto dout_h = dout.block(b * seq, h * d, seq, d);
+      dqkv.block(b * seq, 2 * width + h * d, seq, d) = p.transpose() * dout_h;  // dV
+      const Matrix dp = dout_h * v.transpose();
+      Matrix ds = p.array() * (dp.array().colwise() - (dp.array() * p.array()).rowwise().sum());
+      ds *= scale;
+      dqkv.block(b * seq, h * d, seq, d) = ds * k;                // dQ
+      dqkv.block(b * seq, width + h * d, seq, d) = ds.transpose() * q;  // dK
+    }
+  }
+  return dqkv;
+}
+
+double cross_entropy(const Matrix& logits, const std::vector<int32_t>& targets, float scale, Matrix& dlogits) {
+  dlogits.resize(logits.rows(), logits.cols());
+  double loss = 0;
+  for (Eigen::Index r = 0; r < logits.rows(); ++r) {
+    const float max = logits.row(r).maxCoeff();
+    const Eigen::Array<float, 1, Eigen::Dynamic> e = (logits.row(r).array() - max).exp();
+    const float sum = e.sum();
+    const int32_t t = targets[static_cast<size_t>(r)];
+    loss += -(static_cast<double>(logits(r, t)) - max - std::log(static_cast<double>(sum)));
+    dlogits.row(r) = e / sum * scale;
+    dlogits(r, t) -= scale;
+  }
+  return loss;
+}
+
+}  // namespace trainsim::cpu

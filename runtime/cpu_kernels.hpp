@@ -1,0 +1,43 @@
+// The CPU backend's kernels (fp32, Eigen): layer norm, GELU, causal multi-head attention and
+// softmax cross-entropy, each with its backward. Row-major (tokens x features) matrices. These are
+// the reference implementations the CUDA backend will be checked against.
+#pragma once
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <vector>
+
+namespace trainsim::cpu {
+
+using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using Vector = Eigen::Matrix<float, 1, Eigen::Dynamic, Eigen::RowMajor>;
+
+struct LayerNormCache {
+  Matrix normalized;  // (T, h) x-hat
+  Eigen::VectorXf rstd;  // (T)
+};
+
+// y = (x - mean) / sqrt(var + eps) * gamma + beta, per row.
+Matrix layer_norm(const Matrix& x, const Vector& gamma, const Vector& beta, LayerNormCache& cache);
+// Returns dx; accumulates dgamma, dbeta.
+Matrix layer_norm_backward(const Matrix& dy, const Vector& gamma, const LayerNormCache& cache, Vector& dgamma, Vector& dbeta);
+
+// tanh-approximated GELU (GPT-2).
+Matrix gelu(const Matrix& x);
+Matrix gelu_backward(const Matrix& dy, const Matrix& x);
+
+struct AttentionCache {
+  std::vector<Matrix> probabilities;  // per (sequence, head): (s, s) softmax of the causal scores
+};
+
+// qkv: (B*s, 3*heads*d) laid out [Q | K | V], each heads*d wide; returns (B*s, heads*d).
+Matrix causal_attention(const Matrix& qkv, int64_t batch, int64_t seq, int64_t heads, int64_t head_dim, AttentionCache& cache);
+// Returns dqkv (same layout as qkv).
+Matrix causal_attention_backward(const Matrix& dout, const Matrix& qkv, int64_t batch, int64_t seq, int64_t heads,
+                                 int64_t head_dim, const AttentionCache& cache);
+
+// Mean-free cross-entropy: returns the SUM of -log p(target) over rows, and writes dlogits for
+// that sum scaled by `scale` (the caller's normalisation, e.g. 1 / tokens in the global batch).
+double cross_entropy(const Matrix& logits, const std::vector<int32_t>& targets, float scale, Matrix& dlogits);
+
+}  // namespace trainsim::cpu

@@ -1,0 +1,219 @@
+// GPT stage forward/backward; see cpu_model.hpp. Shapes: T = micro-batch tokens, R = rows this
+// rank holds outside the TP region (T, or T / tp with sequence parallelism), h hidden,
+// q_l / f_l the attention / FFN width of this TP rank.
+#include "runtime/cpu_model.hpp"
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "common/errors.hpp"
+
+namespace trainsim::cpu {
+
+void check_runtime_supports(const ModelSpec& m) {
+  ProblemList p;
+  const std::string where = "model \"" + m.name + "\"";
+  if (m.ffn_kind != FfnKind::kGelu) p.add(where + ": ffn_kind " + to_string(m.ffn_kind) + " (the CPU runtime implements GELU MLPs)");
+  if (m.kv_heads != m.heads) p.add(where + ": kv_heads " + std::to_string(m.kv_heads) + " != heads (the CPU runtime implements MHA)");
+  if (m.norm != NormKind::kLayerNorm) p.add(where + ": norm " + std::string(to_string(m.norm)) + " (the CPU runtime implements LayerNorm)");
+  if (m.position != PositionKind::kLearned) p.add(where + ": positions " + std::string(to_string(m.position)) + " (the CPU runtime implements learned positions)");
+  if (!m.tied_embeddings) p.add(where + ": untied embeddings (the CPU runtime ties the LM head)");
+  if (m.moe) p.add(where + ": MoE layers are not implemented in the CPU runtime");
+  if (m.head_dim * m.heads != m.hidden) p.add(where + ": head_dim x heads must equal hidden in the CPU runtime");
+  p.throw_if_any("run a GPT-2-style model, e.g. --model gpt-tiny or gpt2-124m");
+}
+
+namespace {
+
+Matrix normal_matrix(const std::string& name, uint64_t seed, int64_t rows, int64_t cols, float stddev) {
+  std::mt19937_64 rng(seed ^ (std::hash<std::string>{}(name) * 0x9E3779B97F4A7C15ull));
+  std::normal_distribution<float> dist(0.0f, stddev);
+  Matrix m(rows, cols);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = dist(rng);
+  return m;
+}
+
+Matrix column_slice(const Matrix& full, int64_t parts, int64_t index) {
+  const int64_t width = full.cols() / parts;
+  return full.middleCols(index * width, width);
+}
+
+Matrix row_slice(const Matrix& full, int64_t parts, int64_t index) {
+  const int64_t height = full.rows() / parts;
+  return full.middleRows(index * height, height);
+}
+
+// The QKV weight is [Q | K | V] by columns; each TP rank takes its heads' block of each.
+Matrix qkv_slice(const Matrix& full, int64_t parts, int64_t index) {
+  const int64_t q = full.cols() / 3;
+  Matrix out(full.rows(), full.cols() / parts);
+  const int64_t w = q / parts;
+  for (int64_t j = 0; j < 3; ++j) out.middleCols(j * w, w) = full.middleCols(j * q + index * w, w);
+  return out;
+}
+
+}  // namespace
+
+size_t StageModel::add(const std::string& name, Matrix value, bool tp_split, bool sp_partial) {
+  Param p;
+  p.name = name;
+  p.grad = Matrix::Zero(value.rows(), value.cols());
+  p.value = std::move(value);
+  p.tp_split = tp_split;
+  p.sp_partial_grad = sp_partial && layout_.sequence_parallel;
+  params_.push_back(std::move(p));
+  return params_.size() - 1;
+}
+
+StageModel::StageModel(const ModelSpec& m, const StageLayout& layout, uint64_t seed)
+    : layout_(layout), hidden_(m.hidden), heads_local_(m.heads / layout.tp), head_dim_(m.head_dim),
+      ffn_local_(m.ffn_hidden / layout.tp), vocab_(m.vocab), seq_(m.seq_len) {
+  check_runtime_supports(m);
+  const int64_t h = m.hidden, t = layout.tp, r = layout.tp_rank;
+  const float std = 0.02f, residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(m.layers));  // GPT-2 init
+  if (layout.embedding || layout.head) wte_ = add("wte", normal_matrix("wte", seed, m.vocab, h, std), false, false);
+  if (layout.embedding) wpe_ = add("wpe", normal_matrix("wpe", seed, m.max_positions, h, std), false, true);
+  for (int64_t l = layout.first_layer; l < layout.last_layer; ++l) {
+    const std::string n = "layer" + std::to_string(l) + ".";
+    LayerParams p;
+    p.ln1_g = add(n + "ln1_g", Matrix::Ones(1, h), false, true);
+    p.ln1_b = add(n + "ln1_b", Matrix::Zero(1, h), false, true);
+    p.w_qkv = add(n + "w_qkv", qkv_slice(normal_matrix(n + "w_qkv", seed, h, 3 * h, std), t, r), true, false);
+    p.b_qkv = add(n + "b_qkv", Matrix::Zero(1, 3 * h / t), true, false);
+    p.w_o = add(n + "w_o", row_slice(normal_matrix(n + "w_o", seed, h, h, residual_std), t, r), true, false);
+    p.b_o = add(n + "b_o", Matrix::Zero(1, h), false, true);
+    p.ln2_g = add(n + "ln2_g", Matrix::Ones(1, h), false, true);
+    p.ln2_b = add(n + "ln2_b", Matrix::Zero(1, h), false, true);
+    p.w_1 = add(n + "w_1", column_slice(normal_matrix(n + "w_1", seed, h, m.ffn_hidden, std), t, r), true, false);
+    p.b_1 = add(n + "b_1", Matrix::Zero(1, m.ffn_hidden / t), true, false);
+    p.w_2 = add(n + "w_2", row_slice(normal_matrix(n + "w_2", seed, m.ffn_hidden, h, residual_std), t, r), true, false);
+    p.b_2 = add(n + "b_2", Matrix::Zero(1, h), false, true);
+    layers_.push_back(p);
+  }
+  if (layout.head) {
+    lnf_g_ = add("lnf_g", Matrix::Ones(1, h), false, true);
+    lnf_b_ = add("lnf_b", Matrix::Zero(1, h), false, true);
+  }
+}
+
+Matrix StageModel::layer_forward(const LayerParams& p, const Matrix& x, LayerCache& c, int64_t batch, TpGroup& tp) {
+  const bool sp = layout_.sequence_parallel;
+  c.x_in = x;
+  const Matrix a = layer_norm(x, v(p.ln1_g), v(p.ln1_b), c.ln1);
+  c.ln1_out = sp ? tp.all_gather_rows(a) : a;
+  c.qkv = (c.ln1_out * v(p.w_qkv)).rowwise() + Vector(v(p.b_qkv));
+  c.attn_out = causal_attention(c.qkv, batch, seq_, heads_local_, head_dim_, c.attention);
+  Matrix o = c.attn_out * v(p.w_o);
+  if (sp) o = tp.reduce_scatter_rows(o);
+  else tp.all_reduce(o);
+  c.x_mid = x + (o.rowwise() + Vector(v(p.b_o)));
+  const Matrix b = layer_norm(c.x_mid, v(p.ln2_g), v(p.ln2_b), c.ln2);
+  c.ln2_out = sp ? tp.all_gather_rows(b) : b;
+  c.fc1_out = (c.ln2_out * v(p.w_1)).rowwise() + Vector(v(p.b_1));
+  Matrix mlp = gelu(c.fc1_out) * v(p.w_2);
+  if (sp) mlp = tp.reduce_scatter_rows(mlp);
+  else tp.all_reduce(mlp);
+  return c.x_mid + (mlp.rowwise() + Vector(v(p.b_2)));
+}
+
+Matrix StageModel::layer_backward(const LayerParams& p, const Matrix& dy, const LayerCache& c, int64_t batch, TpGroup& tp) {
+  const bool sp = layout_.sequence_parallel;
+  // MLP: y = x_mid + reduce(gelu(fc1) W2) + b2
+  g(p.b_2) += dy.colwise().sum();
+  const Matrix dm = sp ? tp.all_gather_rows(dy) : dy;
+  const Matrix act = gelu(c.fc1_out);
+  g(p.w_2).noalias() += act.transpose() * dm;
+  const Matrix dfc1 = gelu_backward(dm * v(p.w_2).transpose(), c.fc1_out);
+  g(p.w_1).noalias() += c.ln2_out.transpose() * dfc1;
+  g(p.b_1) += dfc1.colwise().sum();
+  Matrix db = dfc1 * v(p.w_1).transpose();
+  if (sp) db = tp.reduce_scatter_rows(db);
+  else tp.all_reduce(db);
+  Vector dg2 = Vector::Zero(hidden_), db2 = Vector::Zero(hidden_);
+  const Matrix dx_mid = dy + layer_norm_backward(db, v(p.ln2_g), c.ln2, dg2, db2);
+  g(p.ln2_g) += dg2;
+  g(p.ln2_b) += db2;
+  // Attention: x_mid = x + reduce(attn W_o) + b_o
+  g(p.b_o) += dx_mid.colwise().sum();
+  const Matrix dout = sp ? tp.all_gather_rows(dx_mid) : dx_mid;
+  g(p.w_o).noalias() += c.attn_out.transpose() * dout;
+  const Matrix dqkv = causal_attention_backward(dout * v(p.w_o).transpose(), c.qkv, batch, seq_, heads_local_, head_dim_, c.attention);
+  g(p.w_qkv).noalias() += c.ln1_out.transpose() * dqkv;
+  g(p.b_qkv) += dqkv.colwise().sum();
+  Matrix da = dqkv * v(p.w_qkv).transpose();
+  if (sp) da = tp.reduce_scatter_rows(da);
+  else tp.all_reduce(da);
+  Vector dg1 = Vector::Zero(hidden_), db1 = Vector::Zero(hidden_);
+  const Matrix dx = dx_mid + layer_norm_backward(da, v(p.ln1_g), c.ln1, dg1, db1);
+  g(p.ln1_g) += dg1;
+  g(p.ln1_b) += db1;
+  return dx;
+}
+
+Matrix StageModel::forward(const Matrix& input, MicroBatchState& s, TpGroup& tp, float loss_scale, double& loss_sum) {
+  const int64_t tokens = s.batch * seq_;
+  const int64_t rows = layout_.sequence_parallel ? tokens / layout_.tp : tokens;
+  const int64_t first_row = layout_.sequence_parallel ? layout_.tp_rank * rows : 0;
+  Matrix x;
+  if (layout_.embedding) {
+    x.resize(rows, hidden_);
+    for (int64_t i = 0; i < rows; ++i) {
+      const int64_t token_index = first_row + i;
+      x.row(i) = v(wte_).row(s.tokens[static_cast<size_t>(token_index)]) + v(wpe_).row(token_index % seq_);
+    }
+  } else {
+    x = input;
+  }
+  s.layers.assign(layers_.size(), LayerCache());
+  for (size_t l = 0; l < layers_.size(); ++l) x = layer_forward(layers_[l], x, s.layers[l], s.batch, tp);
+  if (!layout_.head) return x;
+  s.final_in = x;
+  const Matrix xf = layer_norm(x, v(lnf_g_), v(lnf_b_), s.final_ln);
+  s.final_out = layout_.sequence_parallel ? tp.all_gather_rows(xf) : xf;
+  const Matrix logits = s.final_out * v(wte_).transpose();
+  loss_sum = cross_entropy(logits, s.targets, loss_scale, s.dlogits);
+  return Matrix();
+}
+
+Matrix StageModel::backward(const Matrix& grad_output, MicroBatchState& s, TpGroup& tp) {
+  Matrix dx;
+  if (layout_.head) {
+    g(wte_).noalias() += s.dlogits.transpose() * s.final_out;  // identical on every TP rank
+    Matrix dxf = s.dlogits * v(wte_);
+    if (layout_.sequence_parallel) dxf = Matrix(dxf.middleRows(layout_.tp_rank * dxf.rows() / layout_.tp, dxf.rows() / layout_.tp));
+    Vector dgf = Vector::Zero(hidden_), dbf = Vector::Zero(hidden_);
+    dx = layer_norm_backward(dxf, v(lnf_g_), s.final_ln, dgf, dbf);
+    g(lnf_g_) += dgf;
+    g(lnf_b_) += dbf;
+  } else {
+    dx = grad_output;
+  }
+  for (size_t l = layers_.size(); l-- > 0;) dx = layer_backward(layers_[l], dx, s.layers[l], s.batch, tp);
+  s.layers.clear();
+  if (!layout_.embedding) return dx;
+  // Embedding: scatter-add into the rows used. With SP each rank saw only its tokens; the token
+  // embedding's share is kept apart (the LM head's share is already complete) and summed over TP.
+  const int64_t rows = dx.rows();
+  const int64_t first_row = layout_.sequence_parallel ? layout_.tp_rank * rows : 0;
+  if (embedding_grad_.size() == 0) embedding_grad_ = Matrix::Zero(vocab_, hidden_);
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t token_index = first_row + i;
+    embedding_grad_.row(s.tokens[static_cast<size_t>(token_index)]) += dx.row(i);
+    g(wpe_).row(token_index % seq_) += dx.row(i);
+  }
+  return Matrix();
+}
+
+void StageModel::finish_gradients(TpGroup& tp) {
+  if (layout_.embedding && embedding_grad_.size() > 0) {
+    if (layout_.sequence_parallel) tp.all_reduce(embedding_grad_);
+    g(wte_) += embedding_grad_;
+    embedding_grad_.setZero();
+  }
+  for (Param& p : params_) {
+    if (p.sp_partial_grad) tp.all_reduce(p.grad);
+  }
+}
+
+}  // namespace trainsim::cpu

@@ -1,0 +1,92 @@
+// One pipeline stage of a GPT-2-style decoder on one tensor-parallel rank (CPU, fp32): learned
+// positions, pre-norm blocks with causal multi-head attention and a GELU MLP, final norm, LM head
+// tied to the token embedding, cross-entropy. Megatron splits: QKV and FC1 by columns, the
+// attention output and FC2 by rows, with the TP all-reduces (or, with sequence parallelism, the
+// all-gather / reduce-scatter of token rows). Embedding and LM head are replicated over TP ranks.
+// Parameters are initialised from full tensors drawn with the seed, then sliced, so every layout
+// starts from the same model.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model_spec.hpp"
+#include "runtime/cpu_kernels.hpp"
+#include "runtime/tp_group.hpp"
+
+namespace trainsim::cpu {
+
+struct Param {
+  std::string name;
+  Matrix value;
+  Matrix grad;
+  bool tp_split = false;        // a different slice on each TP rank
+  bool sp_partial_grad = false; // with SP each rank's gradient covers only its tokens: sum over TP
+};
+
+struct StageLayout {
+  int64_t first_layer = 0, last_layer = 0;  // [first, last)
+  bool embedding = false, head = false;
+  int64_t tp = 1, tp_rank = 0;
+  bool sequence_parallel = false;
+};
+
+// Per micro-batch activations kept for the backward.
+struct LayerCache {
+  Matrix x_in, ln1_out, qkv, attn_out, x_mid, ln2_out, fc1_out;
+  LayerNormCache ln1, ln2;
+  AttentionCache attention;
+};
+
+struct MicroBatchState {
+  int64_t batch = 0;  // sequences
+  std::vector<int32_t> tokens, targets;
+  std::vector<LayerCache> layers;
+  Matrix final_in, final_out;
+  LayerNormCache final_ln;
+  Matrix dlogits;
+};
+
+class StageModel {
+ public:
+  StageModel(const ModelSpec& model, const StageLayout& layout, uint64_t seed);
+
+  // Forward of one micro-batch. First stage: from `state.tokens`; others: from `input` (token rows,
+  // this rank's shard with SP). Last stage returns an empty matrix and `loss_sum` gets the summed
+  // token loss; `loss_scale` normalises the gradient (1 / tokens in the global batch).
+  Matrix forward(const Matrix& input, MicroBatchState& state, TpGroup& tp, float loss_scale, double& loss_sum);
+  // Backward; `grad_output` is ignored on the last stage. Returns the gradient of the input
+  // activation (empty on the first stage). Gradients accumulate into the parameters.
+  Matrix backward(const Matrix& grad_output, MicroBatchState& state, TpGroup& tp);
+  // After the last backward of an iteration: adds the token-embedding share to the tied weight
+  // and, with SP, sums over the TP group the gradients that cover only this rank's tokens.
+  void finish_gradients(TpGroup& tp);
+
+  std::vector<Param>& params() { return params_; }
+  const StageLayout& layout() const { return layout_; }
+  int64_t hidden() const { return hidden_; }
+  int64_t seq() const { return seq_; }
+
+ private:
+  struct LayerParams {
+    size_t ln1_g, ln1_b, w_qkv, b_qkv, w_o, b_o, ln2_g, ln2_b, w_1, b_1, w_2, b_2;
+  };
+  size_t add(const std::string& name, Matrix value, bool tp_split, bool sp_partial);
+  Matrix& v(size_t i) { return params_[i].value; }
+  Matrix& g(size_t i) { return params_[i].grad; }
+  Matrix layer_forward(const LayerParams& p, const Matrix& x, LayerCache& c, int64_t batch, TpGroup& tp);
+  Matrix layer_backward(const LayerParams& p, const Matrix& dy, const LayerCache& c, int64_t batch, TpGroup& tp);
+
+  StageLayout layout_;
+  int64_t hidden_, heads_local_, head_dim_, ffn_local_, vocab_, seq_;
+  std::vector<Param> params_;
+  std::vector<LayerParams> layers_;
+  size_t wte_ = 0, wpe_ = 0, lnf_g_ = 0, lnf_b_ = 0;
+  Matrix embedding_grad_;  // (vocab, h): the embedding lookup's share of the tied weight's gradient
+};
+
+// Throws InputError when the runtime cannot run this model (it implements GPT-2-style models).
+void check_runtime_supports(const ModelSpec& model);
+
+}  // namespace trainsim::cpu

@@ -1,0 +1,29 @@
+// The tensor-parallel collectives a model stage needs, behind one interface: all-reduce of
+// partial sums, and (sequence parallelism) all-gather / reduce-scatter of token rows. The
+// single-rank group does nothing; runtime/mpi_groups.cpp implements it over MPI and times it.
+#pragma once
+
+#include "runtime/cpu_kernels.hpp"
+
+namespace trainsim::cpu {
+
+class TpGroup {
+ public:
+  virtual ~TpGroup() = default;
+  virtual int size() const = 0;
+  virtual int rank() const = 0;
+  virtual void all_reduce(Matrix& m) = 0;                    // sum over ranks, in place
+  virtual Matrix all_gather_rows(const Matrix& shard) = 0;   // concatenate row blocks in rank order
+  virtual Matrix reduce_scatter_rows(const Matrix& full) = 0;  // sum, then this rank's row block
+};
+
+class SingleRankGroup final : public TpGroup {
+ public:
+  int size() const override { return 1; }
+  int rank() const override { return 0; }
+  void all_reduce(Matrix&) override {}
+  Matrix all_gather_rows(const Matrix& shard) override { return shard; }
+  Matrix reduce_scatter_rows(const Matrix& full) override { return full; }
+};
+
+}  // namespace trainsim::cpu
