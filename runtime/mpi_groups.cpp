@@ -1,0 +1,66 @@
+// Communicators by MPI_Comm_split on the Megatron rank order (plan/rank_grid), and timed TP
+// collectives.
+#include "runtime/mpi_groups.hpp"
+
+#include <chrono>
+
+#include "plan/rank_grid.hpp"
+
+namespace trainsim::cpu {
+
+double wall_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+RankGrid RankGrid::build(const ParallelPlan& p, MPI_Comm world) {
+  RankGrid g;
+  g.world = world;
+  MPI_Comm_rank(world, &g.world_rank);
+  MPI_Comm_size(world, &g.world_size);
+  // Megatron order: rank = tp + tp*(cp + cp*(dp + dp*pp)) with cp = 1.
+  const int64_t r = g.world_rank;
+  g.tp_rank = r % p.tp;
+  g.dp_rank = (r / p.tp) % p.dp;
+  g.pp_rank = r / (p.tp * p.dp);
+  MPI_Comm_split(world, static_cast<int>(g.dp_rank + p.dp * g.pp_rank), static_cast<int>(g.tp_rank), &g.tp);
+  MPI_Comm_split(world, static_cast<int>(g.tp_rank + p.tp * g.pp_rank), static_cast<int>(g.dp_rank), &g.dp);
+  MPI_Comm_split(world, static_cast<int>(g.dp_rank), static_cast<int>(g.tp_rank + p.tp * g.pp_rank), &g.model);
+  const bool ends = g.pp_rank == 0 || g.pp_rank == p.pp - 1;
+  MPI_Comm_split(world, p.pp > 1 && ends ? static_cast<int>(g.tp_rank + p.tp * g.dp_rank) : MPI_UNDEFINED,
+                 static_cast<int>(g.pp_rank), &g.embedding);
+  if (g.pp_rank > 0) g.prev_stage = static_cast<int>(global_rank(p, g.tp_rank, 0, g.dp_rank, g.pp_rank - 1));
+  if (g.pp_rank < p.pp - 1) g.next_stage = static_cast<int>(global_rank(p, g.tp_rank, 0, g.dp_rank, g.pp_rank + 1));
+  return g;
+}
+
+void RankGrid::release() {
+  for (MPI_Comm* c : {&tp, &dp, &model, &embedding}) {
+    if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
+  }
+}
+
+void MpiTpGroup::all_reduce(Matrix& m) {
+  if (size_ == 1) return;
+  const double start = wall_s();
+  MPI_Allreduce(MPI_IN_PLACE, m.data(), static_cast<int>(m.size()), MPI_FLOAT, MPI_SUM, comm_);
+  *seconds_ += wall_s() - start;
+}
+
+Matrix MpiTpGroup::all_gather_rows(const Matrix& shard) {
+  if (size_ == 1) return shard;
+  const double start = wall_s();
+  Matrix full(shard.rows() * size_, shard.cols());
+  MPI_Allgather(shard.data(), static_cast<int>(shard.size()), MPI_FLOAT, full.data(), static_cast<int>(shard.size()),
+                MPI_FLOAT, comm_);
+  *seconds_ += wall_s() - start;
+  return full;
+}
+
+Matrix MpiTpGroup::reduce_scatter_rows(const Matrix& full) {
+  if (size_ == 1) return full;
+  const double start = wall_s();
+  Matrix shard(full.rows() / size_, full.cols());
+  MPI_Reduce_scatter_block(full.data(), shard.data(), static_cast<int>(shard.size()), MPI_FLOAT, MPI_SUM, comm_);
+  *seconds_ += wall_s() - start;
+  return shard;
+}
+
+}  // namespace trainsim::cpu

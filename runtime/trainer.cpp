@@ -1,0 +1,276 @@
+// The training loop: data, pipeline schedule with MPI send/recv, DP reduction, AdamW.
+#include "runtime/trainer.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include "common/errors.hpp"
+#include "common/units.hpp"
+#include "plan/pipeline_schedule.hpp"
+#include "runtime/cpu_model.hpp"
+#include "runtime/mpi_groups.hpp"
+
+namespace trainsim::cpu {
+
+std::vector<uint8_t> load_corpus(const std::string& path, int64_t min_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("--data: cannot open " + path, "give a text file, or rebuild trainsim to regenerate its corpus");
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (static_cast<int64_t>(bytes.size()) < min_bytes) {
+    throw InputError("--data: " + path + " has " + std::to_string(bytes.size()) + " bytes; at least " +
+                     std::to_string(min_bytes) + " are needed for one sequence");
+  }
+  return bytes;
+}
+
+void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) {
+  ProblemList problems;
+  if (p.gpus() != world_size) {
+    problems.add("plan: dp x tp x pp x cp = " + std::to_string(p.gpus()) + " ranks, but mpirun started " +
+                 std::to_string(world_size) + " (run under `mpirun -np " + std::to_string(p.gpus()) + "`)");
+  }
+  if (m.vocab > 256) problems.add("model \"" + m.name + "\": vocab " + std::to_string(m.vocab) + " > 256 (the CPU runtime reads bytes)");
+  if (p.zero_stage > 0) problems.add("plan: zero_stage " + std::to_string(p.zero_stage) + " is not implemented in the CPU runtime yet");
+  if (p.schedule == Schedule::kInterleaved) problems.add("plan: the interleaved schedule is not implemented in the CPU runtime yet");
+  if (p.recompute != Recompute::kNone) problems.add(std::string("plan: recompute ") + to_string(p.recompute) + " is not implemented in the CPU runtime yet");
+  if (p.precision != Precision::kFp32) problems.add(std::string("plan: precision ") + to_string(p.precision) + " (the CPU runtime trains in fp32: --precision fp32)");
+  if (p.cp > 1 || p.ep > 1) problems.add("plan: cp and ep are not implemented");
+  problems.throw_if_any("the CPU runtime runs DP, TP (+SP) and PP (GPipe, 1F1B) with ZeRO-0 today");
+}
+
+struct Trainer::Impl {
+  ModelSpec model;
+  ParallelPlan plan;
+  RunOptions options;
+  RankGrid grid;
+  PhaseTimes clock;  // this iteration, this rank
+  std::unique_ptr<MpiTpGroup> tp;
+  std::unique_ptr<StageModel> stage;
+  std::vector<uint8_t> corpus;
+  std::vector<Matrix> adam_m, adam_v;
+  int64_t adam_step = 0;
+
+  Impl(const ModelSpec& m, const ParallelPlan& p, const RunOptions& o, MPI_Comm world) : model(m), plan(p), options(o) {
+    grid = RankGrid::build(plan, world);
+    tp = std::make_unique<MpiTpGroup>(grid.tp, &clock.tp_comm_s);
+    StageLayout layout;
+    layout.first_layer = m.layers * grid.pp_rank / plan.pp;
+    layout.last_layer = m.layers * (grid.pp_rank + 1) / plan.pp;
+    layout.embedding = grid.pp_rank == 0;
+    layout.head = grid.pp_rank == plan.pp - 1;
+    layout.tp = plan.tp;
+    layout.tp_rank = grid.tp_rank;
+    layout.sequence_parallel = plan.sequence_parallel;
+    stage = std::make_unique<StageModel>(m, layout, options.seed);
+    corpus = load_corpus(options.data_path, m.seq_len + 1);
+    for (const Param& prm : stage->params()) {
+      adam_m.push_back(Matrix::Zero(prm.value.rows(), prm.value.cols()));
+      adam_v.push_back(Matrix::Zero(prm.value.rows(), prm.value.cols()));
+    }
+  }
+
+  // The iteration's global batch: sequence j starts at an offset drawn from (seed, iteration, j).
+  std::vector<MicroBatchState> micro_batches(int64_t iteration) const {
+    const int64_t s = model.seq_len, per_rank = plan.global_batch / plan.dp;
+    std::vector<MicroBatchState> out(static_cast<size_t>(plan.micro_batches()));
+    for (int64_t k = 0; k < plan.micro_batches(); ++k) {
+      MicroBatchState& mb = out[static_cast<size_t>(k)];
+      mb.batch = plan.micro_batch;
+      for (int64_t j = 0; j < plan.micro_batch; ++j) {
+        const int64_t sequence = grid.dp_rank * per_rank + k * plan.micro_batch + j;
+        std::mt19937_64 rng(options.seed * 1000003ull + static_cast<uint64_t>(iteration) * 7919ull + static_cast<uint64_t>(sequence));
+        const int64_t start = static_cast<int64_t>(rng() % static_cast<uint64_t>(corpus.size() - static_cast<size_t>(s) - 1));
+        for (int64_t i = 0; i < s; ++i) {
+          mb.tokens.push_back(corpus[static_cast<size_t>(start + i)]);
+          mb.targets.push_back(corpus[static_cast<size_t>(start + i + 1)]);
+        }
+      }
+    }
+    return out;
+  }
+
+  int64_t rows_per_micro_batch() const {
+    const int64_t tokens = plan.micro_batch * model.seq_len;
+    return plan.sequence_parallel ? tokens / plan.tp : tokens;
+  }
+
+  double run_schedule(std::vector<MicroBatchState>& mbs, const PipelineSchedule& schedule) {
+    const float scale = 1.0f / static_cast<float>(plan.global_batch * model.seq_len);
+    double loss = 0;
+    std::vector<MPI_Request> sends;
+    std::vector<Matrix> send_buffers;
+    send_buffers.reserve(mbs.size() * 2);
+    for (const PipelineStep& step : schedule.steps[static_cast<size_t>(grid.pp_rank)]) {
+      MicroBatchState& mb = mbs[static_cast<size_t>(step.micro_batch)];
+      const int tag = static_cast<int>(step.micro_batch * 2 + (step.kind == StepKind::kForward ? 0 : 1));
+      if (step.kind == StepKind::kForward) {
+        Matrix input;
+        if (grid.prev_stage >= 0) input = receive(grid.prev_stage, tag);
+        const double start = wall_s(), tp_before = clock.tp_comm_s;
+        double loss_sum = 0;
+        Matrix out = stage->forward(input, mb, *tp, scale, loss_sum);
+        clock.forward_s += wall_s() - start - (clock.tp_comm_s - tp_before);
+        loss += loss_sum * scale;
+        if (grid.next_stage >= 0) send(std::move(out), grid.next_stage, tag, sends, send_buffers);
+      } else {
+        Matrix grad;
+        if (grid.next_stage >= 0) grad = receive(grid.next_stage, tag);
+        const double start = wall_s(), tp_before = clock.tp_comm_s;
+        Matrix dx = stage->backward(grad, mb, *tp);
+        clock.backward_s += wall_s() - start - (clock.tp_comm_s - tp_before);
+        if (grid.prev_stage >= 0) send(std::move(dx), grid.prev_stage, tag, sends, send_buffers);
+      }
+    }
+    const double start = wall_s();
+    MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE);
+    clock.pp_comm_s += wall_s() - start;
+    return loss;
+  }
+
+  // Waiting for a neighbour is the pipeline bubble (the transfer itself is not separable here).
+  Matrix receive(int from, int tag) {
+    Matrix m(rows_per_micro_batch(), model.hidden);
+    const double start = wall_s();
+    MPI_Recv(m.data(), static_cast<int>(m.size()), MPI_FLOAT, from, tag, grid.world, MPI_STATUS_IGNORE);
+    clock.bubble_s += wall_s() - start;
+    return m;
+  }
+
+  void send(Matrix m, int to, int tag, std::vector<MPI_Request>& requests, std::vector<Matrix>& buffers) {
+    const double start = wall_s();
+    buffers.push_back(std::move(m));
+    requests.emplace_back();
+    MPI_Isend(buffers.back().data(), static_cast<int>(buffers.back().size()), MPI_FLOAT, to, tag, grid.world, &requests.back());
+    clock.pp_comm_s += wall_s() - start;
+  }
+
+  void reduce_gradients() {
+    stage->finish_gradients(*tp);
+    std::vector<Param>& params = stage->params();
+    const double start = wall_s();
+    if (grid.embedding != MPI_COMM_NULL) {  // tied embedding: first and last stage hold copies
+      for (Param& p : params) {
+        if (p.name == "wte") MPI_Allreduce(MPI_IN_PLACE, p.grad.data(), static_cast<int>(p.grad.size()), MPI_FLOAT, MPI_SUM, grid.embedding);
+      }
+    }
+    if (plan.dp > 1) {  // one flat buffer: gradients summed over data-parallel replicas
+      size_t total = 0;
+      for (const Param& p : params) total += static_cast<size_t>(p.grad.size());
+      std::vector<float> flat(total);
+      size_t at = 0;
+      for (const Param& p : params) {
+        std::copy(p.grad.data(), p.grad.data() + p.grad.size(), flat.begin() + static_cast<std::ptrdiff_t>(at));
+        at += static_cast<size_t>(p.grad.size());
+      }
+      MPI_Allreduce(MPI_IN_PLACE, flat.data(), static_cast<int>(total), MPI_FLOAT, MPI_SUM, grid.dp);
+      at = 0;
+      for (Param& p : params) {
+        std::copy(flat.begin() + static_cast<std::ptrdiff_t>(at), flat.begin() + static_cast<std::ptrdiff_t>(at + static_cast<size_t>(p.grad.size())), p.grad.data());
+        at += static_cast<size_t>(p.grad.size());
+      }
+    }
+    clock.dp_comm_s += wall_s() - start;
+  }
+
+  void optimizer_step() {
+    const double start = wall_s();
+    std::vector<Param>& params = stage->params();
+    // Global norm: each TP-split slice once per rank, replicated parameters once per replica,
+    // the tied embedding once (on the first stage).
+    double local = 0;
+    for (const Param& p : params) {
+      const bool duplicate_embedding = p.name == "wte" && plan.pp > 1 && grid.pp_rank != 0;
+      if ((p.tp_split || grid.tp_rank == 0) && !duplicate_embedding) local += static_cast<double>(p.grad.squaredNorm());
+    }
+    double total = 0;
+    MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, grid.model);
+    const double norm = std::sqrt(total);
+    const float clip = norm > options.grad_clip ? static_cast<float>(options.grad_clip / norm) : 1.0f;
+    ++adam_step;
+    const float b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, lr = static_cast<float>(options.learning_rate);
+    const float c1 = 1.0f - std::pow(b1, static_cast<float>(adam_step)), c2 = 1.0f - std::pow(b2, static_cast<float>(adam_step));
+    for (size_t i = 0; i < params.size(); ++i) {
+      Param& p = params[i];
+      const Matrix g = p.grad * clip;
+      adam_m[i] = b1 * adam_m[i] + (1 - b1) * g;
+      adam_v[i] = b2 * adam_v[i] + (1 - b2) * g.cwiseProduct(g);
+      p.value.array() -= lr * (adam_m[i].array() / c1) / ((adam_v[i].array() / c2).sqrt() + eps);
+      p.grad.setZero();
+    }
+    clock.optimizer_s += wall_s() - start;
+  }
+
+  IterationRecord step(int64_t iteration, const PipelineSchedule& schedule) {
+    clock = PhaseTimes{};
+    std::vector<MicroBatchState> mbs = micro_batches(iteration);
+    MPI_Barrier(grid.world);
+    const double start = wall_s();
+    const double loss = run_schedule(mbs, schedule);
+    reduce_gradients();
+    optimizer_step();
+    const double time = wall_s() - start;
+    // Loss: the last stage's TP-rank-0 ranks hold their replica's share.
+    double mine = grid.pp_rank == plan.pp - 1 && grid.tp_rank == 0 ? loss : 0.0, total = 0;
+    MPI_Allreduce(&mine, &total, 1, MPI_DOUBLE, MPI_SUM, grid.world);
+    IterationRecord r;
+    r.iteration = iteration;
+    r.loss = total;
+    r.time_s = time;
+    r.phases = clock;
+    r.phases.bubble_s = std::max(0.0, time - clock.forward_s - clock.backward_s - clock.tp_comm_s - clock.dp_comm_s -
+                                          clock.pp_comm_s - clock.optimizer_s);
+    return r;
+  }
+};
+
+Trainer::Trainer(const ModelSpec& model, const ParallelPlan& plan, const RunOptions& options, MPI_Comm world)
+    : impl_(std::make_unique<Impl>(model, plan, options, world)) {}
+
+Trainer::~Trainer() { impl_->grid.release(); }
+
+namespace {
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+}  // namespace
+
+Measurement Trainer::run(const std::function<void(const IterationRecord&)>& on_iteration) {
+  Impl& t = *impl_;
+  const PipelineSchedule schedule = make_pipeline_schedule(t.plan.schedule, t.plan.pp, 1, t.plan.micro_batches());
+  Measurement m;
+  m.warmup_iterations = std::min(t.options.warmup_iterations, std::max<int64_t>(0, t.options.steps - 1));
+  m.ranks = t.grid.world_size;
+  for (int64_t i = 0; i < t.options.steps; ++i) {
+    m.iterations.push_back(t.step(i, schedule));
+    if (t.grid.world_rank == 0 && on_iteration) on_iteration(m.iterations.back());
+  }
+  std::vector<double> times, fwd, bwd, tp, dp, pp, bubble, opt;
+  for (size_t i = static_cast<size_t>(m.warmup_iterations); i < m.iterations.size(); ++i) {
+    const IterationRecord& r = m.iterations[i];
+    times.push_back(r.time_s);
+    fwd.push_back(r.phases.forward_s);
+    bwd.push_back(r.phases.backward_s);
+    tp.push_back(r.phases.tp_comm_s);
+    dp.push_back(r.phases.dp_comm_s);
+    pp.push_back(r.phases.pp_comm_s);
+    bubble.push_back(r.phases.bubble_s);
+    opt.push_back(r.phases.optimizer_s);
+  }
+  m.iteration_time_s = median(times);
+  m.breakdown = {median(fwd), median(bwd), median(tp), median(dp), median(pp), median(bubble), median(opt)};
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  double peak = static_cast<double>(usage.ru_maxrss) * 1024.0, largest = 0;  // ru_maxrss is in KiB
+  MPI_Allreduce(&peak, &largest, 1, MPI_DOUBLE, MPI_MAX, t.grid.world);
+  m.memory_peak_gib = bytes_to_gib(largest);
+  return m;
+}
+
+}  // namespace trainsim::cpu

@@ -1,0 +1,52 @@
+// A real training run of a plan on the CPU backend: one MPI process per rank, the plan's rank
+// grid (Megatron order), its pipeline schedule from plan/ (GPipe or 1F1B), TP (+SP) inside the
+// model, DP gradient all-reduce, AdamW with global-norm clipping, byte-level tokens from a real
+// text corpus. The same seed gives the same data order and the same initial model whatever the
+// plan, so layouts can be checked against each other (parity). Phases are timed per iteration.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/model_spec.hpp"
+#include "plan/parallel_plan.hpp"
+#include "runtime/measurement.hpp"
+
+namespace trainsim::cpu {
+
+struct RunOptions {
+  int64_t steps = 10;
+  int64_t warmup_iterations = 1;  // excluded from the median iteration time
+  uint64_t seed = 1234;
+  std::string data_path;          // default: the corpus built with trainsim
+  double learning_rate = 1e-3;
+  double grad_clip = 1.0;         // global gradient norm
+};
+
+// Throws InputError for what the CPU runtime cannot run yet (named with the plan key).
+void check_runtime_plan(const ModelSpec& model, const ParallelPlan& plan, int world_size);
+
+class Trainer {
+ public:
+  Trainer(const ModelSpec& model, const ParallelPlan& plan, const RunOptions& options, MPI_Comm world);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Runs all steps; `on_iteration` is called on world rank 0 after each.
+  Measurement run(const std::function<void(const IterationRecord&)>& on_iteration = {});
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The corpus as bytes (InputError naming the file when it is missing or too short).
+std::vector<uint8_t> load_corpus(const std::string& path, int64_t min_bytes);
+
+}  // namespace trainsim::cpu
