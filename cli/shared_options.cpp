@@ -97,7 +97,8 @@ ParallelPlan PlanOptions::resolve(const ModelSpec& model) const {
   else if (p.vpp > 1) p.schedule = Schedule::kInterleaved;
 
   const int64_t model_parallel = p.tp * p.pp * p.cp;
-  if (given("gpus")) {
+  const int64_t gpus = given("gpus") ? this->gpus : default_gpus;
+  if (gpus > 0) {
     if (!given("dp") && is_defaulted("dp")) {
       if (gpus % model_parallel != 0) {
         throw InputError("--gpus: gpus (" + std::to_string(gpus) + ") must be a multiple of tp x pp x cp (" +

@@ -32,6 +32,7 @@ struct ModelOptions {
 struct PlanOptions {
   std::string plan_path;
   int64_t gpus = 0;
+  int64_t default_gpus = 0;  // used when --gpus is left out (run: the MPI world size)
   std::map<std::string, int64_t> sizes;  // dp, tp, pp, vpp, cp, ep, micro-batch, global-batch, zero
   std::string recompute, schedule, precision, attention;
   bool sequence_parallel = false;

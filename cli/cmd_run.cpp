@@ -1,0 +1,105 @@
+// `[mpirun -np N] trainsim run --model M <plan> --backend cpu --steps N --out MEASURED.json
+//  [--seed S] [--data FILE] [--lr X]`: trains the plan for real and writes trainsim.measurement.
+#include <mpi.h>
+
+#include <fstream>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/app.hpp"
+#include "cli/shared_options.hpp"
+#include "common/errors.hpp"
+#include "model/model_json.hpp"
+#include "plan/plan_json.hpp"
+#include "reports/measurement_json.hpp"
+#include "reports/text_table.hpp"
+#include "runtime/trainer.hpp"
+
+namespace trainsim {
+
+namespace {
+
+struct RunArgs {
+  ModelOptions model;
+  PlanOptions plan;
+  std::string backend = "cpu", out, data = TRAINSIM_DEFAULT_CORPUS;
+  int64_t steps = 10, warmup = 1;
+  uint64_t seed = 1234;
+  double lr = 1e-3;
+};
+
+int run_training(const RunArgs& a, int rank, int world_size) {
+  if (a.backend != "cpu") {
+    throw InputError("--backend cuda: the CUDA runtime is not built yet (it arrives with issue 7)", "use --backend cpu");
+  }
+  const ModelSpec model = a.model.resolve();
+  const ParallelPlan plan = a.plan.resolve(model);
+  cpu::check_runtime_plan(model, plan, world_size);
+  cpu::RunOptions options;
+  options.steps = a.steps;
+  options.warmup_iterations = a.warmup;
+  options.seed = a.seed;
+  options.data_path = a.data;
+  options.learning_rate = a.lr;
+  cpu::Trainer trainer(model, plan, options, MPI_COMM_WORLD);
+  const Measurement m = trainer.run([&](const IterationRecord& r) {
+    std::cerr << "step " << r.iteration + 1 << "/" << a.steps << "  loss " << format_fixed(r.loss, 4) << "  "
+              << format_fixed(r.time_s, 3) << " s\n";
+  });
+  if (rank != 0) return 0;
+  nlohmann::ordered_json inputs;
+  inputs["model"] = model_to_json(model);
+  inputs["plan"] = plan_to_json(plan);
+  inputs["run"] = {{"backend", a.backend}, {"steps", a.steps}, {"warmup_iterations", a.warmup}, {"seed", a.seed},
+                   {"data", a.data}, {"learning_rate", a.lr}, {"ranks", world_size}};
+  std::ofstream out(a.out);
+  if (!out) throw InputError("--out: cannot write " + a.out, "check that the folder exists and is writable");
+  out << measurement_json(m, inputs).dump(2) << "\n";
+  const PhaseTimes& b = m.breakdown;
+  std::cout << "median iteration " << format_fixed(m.iteration_time_s, 4) << " s over " << m.iterations.size() - static_cast<size_t>(m.warmup_iterations)
+            << " timed steps; forward " << format_fixed(b.forward_s, 4) << ", backward " << format_fixed(b.backward_s, 4)
+            << ", TP " << format_fixed(b.tp_comm_s, 4) << ", DP " << format_fixed(b.dp_comm_s, 4) << ", PP "
+            << format_fixed(b.pp_comm_s, 4) << ", waiting " << format_fixed(b.bubble_s, 4) << ", optimizer "
+            << format_fixed(b.optimizer_s, 4) << " s; peak memory " << format_fixed(m.memory_peak_gib, 3)
+            << " GiB\nloss " << format_fixed(m.iterations.front().loss, 4) << " -> " << format_fixed(m.iterations.back().loss, 4)
+            << "; measurement written to " << a.out << "\n";
+  return 0;
+}
+
+}  // namespace
+
+Command add_run_command(CLI::App& root) {
+  auto a = std::make_shared<RunArgs>();
+  CLI::App* app = root.add_subcommand("run", "execute a plan for real (under mpirun for several ranks) and measure it");
+  a->model.add_to(*app);
+  a->plan.add_to(*app);
+  app->add_option("--backend", a->backend, "cpu (Eigen + MPI) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  app->add_option("--steps", a->steps, "training iterations (default 10)")->check(CLI::PositiveNumber);
+  app->add_option("--warmup", a->warmup, "iterations left out of the median (default 1)")->check(CLI::NonNegativeNumber);
+  app->add_option("--seed", a->seed, "same seed, same data order and initial model, whatever the plan");
+  app->add_option("--data", a->data, "text file to train on, read as bytes (default: trainsim's corpus)");
+  app->add_option("--lr", a->lr, "AdamW learning rate (default 1e-3)")->check(CLI::PositiveNumber);
+  app->add_option("--out", a->out, "trainsim.measurement JSON to write")->required();
+  return {app, [a]() {
+            int initialized = 0;
+            MPI_Initialized(&initialized);
+            if (!initialized) MPI_Init(nullptr, nullptr);
+            int rank = 0, size = 1;
+            MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+            MPI_Comm_size(MPI_COMM_WORLD, &size);
+            a->plan.default_gpus = size;
+            int status = 0;
+            try {
+              status = run_training(*a, rank, size);
+            } catch (...) {
+              MPI_Finalize();
+              if (rank == 0) throw;  // every rank fails the same way; rank 0 reports it
+              return 2;
+            }
+            MPI_Finalize();
+            return status;
+          }};
+}
+
+}  // namespace trainsim
