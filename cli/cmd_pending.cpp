@@ -16,7 +16,6 @@ void add_pending_commands(CLI::App& root, std::vector<Command>& commands) {
   };
   static const Pending kPending[] = {
       {"run", "execute a plan for real", "issue 6 (CPU runtime)"},
-      {"compare", "predicted vs measured, per phase", "issue 6 (CPU runtime)"},
       {"report", "Markdown/HTML report with charts", "a later issue"},
   };
   for (const auto& pending : kPending) {
