@@ -34,6 +34,7 @@ int run_cli(int argc, char** argv) {
   commands.push_back(add_export_command(root));
   commands.push_back(add_calibrate_command(root));
   commands.push_back(add_run_command(root));
+  commands.push_back(add_compare_command(root));
   add_pending_commands(root, commands);
 
   try {

@@ -15,7 +15,6 @@ void add_pending_commands(CLI::App& root, std::vector<Command>& commands) {
     const char* issue;
   };
   static const Pending kPending[] = {
-      {"compare", "predicted vs measured, per phase", "issue 6 (CPU runtime)"},
       {"report", "Markdown/HTML report with charts", "a later issue"},
   };
   for (const auto& pending : kPending) {

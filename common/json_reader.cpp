@@ -132,6 +132,15 @@ std::optional<double> JsonObjectReader::optional_number(const std::string& key, 
   return x;
 }
 
+double JsonObjectReader::required_number(const std::string& key, double min_value) {
+  if (is_object_ && !has(key)) {
+    add_problem(key, "missing required key \"" + key + "\" (a number >= " + nlohmann::json(min_value).dump() + ")");
+    known_.push_back(key);
+    return min_value;
+  }
+  return optional_number(key, min_value).value_or(min_value);
+}
+
 std::optional<bool> JsonObjectReader::optional_bool(const std::string& key) {
   const nlohmann::json* v = find(key);
   if (v == nullptr) return std::nullopt;
@@ -185,6 +194,35 @@ std::optional<JsonObjectReader> JsonObjectReader::optional_object(const std::str
   const nlohmann::json* v = find(key);
   if (v == nullptr) return std::nullopt;
   return JsonObjectReader(*v, file_, pointer_ + "/" + key, *problems_);
+}
+
+JsonObjectReader JsonObjectReader::required_object(const std::string& key) {
+  static const nlohmann::json kEmpty = nlohmann::json::object();
+  const nlohmann::json* v = find(key);
+  if (v == nullptr) {
+    if (is_object_) add_problem(key, "missing required key \"" + key + "\" (an object)");
+    JsonObjectReader absent(kEmpty, file_, pointer_ + "/" + key, *problems_);
+    absent.is_object_ = false;  // reads nothing and reports nothing more
+    return absent;
+  }
+  return JsonObjectReader(*v, file_, pointer_ + "/" + key, *problems_);
+}
+
+std::vector<JsonObjectReader> JsonObjectReader::required_object_list(const std::string& key) {
+  std::vector<JsonObjectReader> elements;
+  const nlohmann::json* v = find(key);
+  if (v == nullptr) {
+    if (is_object_) add_problem(key, "missing required key \"" + key + "\" (a list of objects)");
+    return elements;
+  }
+  if (!v->is_array()) {
+    add_problem(key, "expected a list of objects, got " + type_name(*v));
+    return elements;
+  }
+  for (size_t i = 0; i < v->size(); ++i) {
+    elements.emplace_back((*v)[i], file_, pointer_ + "/" + key + "/" + std::to_string(i), *problems_);
+  }
+  return elements;
 }
 
 void JsonObjectReader::reject_unknown_keys() {

@@ -32,6 +32,7 @@ class JsonObjectReader {
   std::optional<int64_t> optional_int(const std::string& key, int64_t min_value);
   int64_t required_int(const std::string& key, int64_t min_value);
   std::optional<double> optional_number(const std::string& key, double min_value);
+  double required_number(const std::string& key, double min_value);
   std::optional<bool> optional_bool(const std::string& key);
   std::optional<std::string> optional_string(const std::string& key);
   std::string required_string(const std::string& key);
@@ -40,6 +41,11 @@ class JsonObjectReader {
   std::string required_choice(const std::string& key, const std::vector<std::string>& choices);
   // A nested object; nullopt when absent or null.
   std::optional<JsonObjectReader> optional_object(const std::string& key);
+  // A nested object that must be there; a missing or non-object value is a problem, and the
+  // returned reader then reads nothing (every read on it yields its default).
+  JsonObjectReader required_object(const std::string& key);
+  // A list of objects that must be there (it may be empty): one reader per element.
+  std::vector<JsonObjectReader> required_object_list(const std::string& key);
   // Accepts the key without reading it (documentation fields such as "source").
   void accept(const std::string& key) { known_.push_back(key); }
 

@@ -23,7 +23,7 @@ cli_test("catalog --format json" RC 0 MATCH "\"schema\": \"trainsim.catalog\"" "
   "\"peak_bf16_tflops\": 989\\.4" "\"inter_node_gbps_per_gpu\": 400" ARGS catalog --format json)
 cli_test("--help exits 0" RC 0 MATCH "Subcommands" ARGS --help)
 cli_test("a command not built yet says so and exits 2" RC 2
-  MATCH "not built yet" ARGS compare --predicted p.json --measured m.json)
+  MATCH "not built yet" ARGS report --input p.json)
 cli_test("predict prints a breakdown for GPT-3 175B on 1024 A100s" RC 0
   MATCH "iteration time" "pipeline bubble" "TP communication"
   ARGS predict --model gpt3-175b --gpu a100-sxm-80gb --gpus 1024 --tp 8 --pp 8 --micro-batch 1 --global-batch 1536)
@@ -146,3 +146,44 @@ cli_test("bad profile: no provenance" RC 2 MATCH "/provenance: missing"
   ARGS predict --model gpt2-124m --gpu h100-sxm-80gb --gpus 1 --profile ${bad_profiles}/missing_provenance.json)
 cli_test("bad: --gpu cpu without a CPU profile" RC 2 MATCH "--gpu cpu needs --profile of a CPU"
   ARGS predict --model gpt-tiny --gpu cpu --gpus 1)
+
+# compare: a prediction (predict --format json, context scrubbed) against hand-made measurements of
+# the same gpt-tiny dp2 x tp2 x pp2 plan (tests/data/compare/README.md says how they were made).
+set(cmp ${CMAKE_CURRENT_SOURCE_DIR}/data/compare)
+cli_test("compare within 5 percent exits 0 with every phase" RC 0
+  MATCH "iteration time .* -3\\.1%" "compute" "TP communication" "DP communication" "PP communication" "pipeline bubble"
+        "optimizer step" "memory peak per GPU" "within the tolerance of 15\\.0%"
+  ARGS compare --predicted ${cmp}/prediction.json --measured ${cmp}/measured_close.json)
+cli_test("compare 40 percent off exits 3 and says why" RC 3
+  MATCH "iteration time .* -40\\.0%" "compare: iteration time error -40\\.0% .* is over the tolerance of 15\\.0%"
+  ARGS compare --predicted ${cmp}/prediction.json --measured ${cmp}/measured_slow.json)
+cli_test("compare with a wider tolerance accepts 40 percent" RC 0 MATCH "within the tolerance of 50\\.0%"
+  ARGS compare --predicted ${cmp}/prediction.json --measured ${cmp}/measured_slow.json --tolerance 0.5)
+cli_test("compare --format json has the documented keys" RC 0
+  MATCH "\"schema\": \"trainsim.comparison\"" "\"iteration_time_error\": -0\\.03" "\"within_tolerance\": true"
+        "\"figures\"" "\"compute_s\"" "\"bubble_s\"" "\"memory_peak_gib\"" "\"input_differences\": \\[\\]"
+  ARGS compare --predicted ${cmp}/prediction.json --measured ${cmp}/measured_close.json --format json)
+cli_test("bad compare: a plan mismatch lists the differing keys" RC 2
+  MATCH "describe different runs: 2 key" "measured_other_plan.json: /inputs/plan/dp: 4, but the prediction has 2"
+        "/inputs/plan/tp: 1, but the prediction has 2" "--allow-mismatch"
+  ARGS compare --predicted ${cmp}/prediction.json --measured ${cmp}/measured_other_plan.json)
+cli_test("compare --allow-mismatch compares anyway and shows the mismatch" RC 0
+  MATCH "MISMATCH \\(--allow-mismatch\\): /inputs/plan/tp: predicted 2, measured 1"
+  ARGS compare --predicted ${cmp}/prediction.json --measured ${cmp}/measured_other_plan.json --allow-mismatch)
+cli_test("bad compare: a measurement of the wrong schema" RC 2
+  MATCH "bad_schema.json: /schema: expected \"trainsim.measurement\", got \"trainsim.measurment\""
+  ARGS compare --predicted ${cmp}/prediction.json --measured ${cmp}/bad_schema.json)
+cli_test("bad compare: a prediction given as the measurement" RC 2
+  MATCH "prediction.json: /schema: expected \"trainsim.measurement\", got \"trainsim.prediction\""
+  ARGS compare --predicted ${cmp}/prediction.json --measured ${cmp}/prediction.json)
+cli_test("bad compare: a measurement given as the prediction" RC 2
+  MATCH "measured_close.json: /schema: expected \"trainsim.prediction\", got \"trainsim.measurement\""
+  ARGS compare --predicted ${cmp}/measured_close.json --measured ${cmp}/measured_close.json)
+cli_test("bad compare: a missing breakdown key" RC 2
+  MATCH "missing_bubble.json: /breakdown/bubble_s: missing required key \"bubble_s\""
+  ARGS compare --predicted ${cmp}/prediction.json --measured ${cmp}/missing_bubble.json)
+cli_test("bad compare: a number written as a string" RC 2
+  MATCH "string_iteration_time.json: /iteration_time_s: expected a number, got a string"
+  ARGS compare --predicted ${cmp}/prediction.json --measured ${cmp}/string_iteration_time.json)
+cli_test("bad compare: a missing file" RC 2 MATCH "nope.json: cannot open"
+  ARGS compare --predicted ${cmp}/nope.json --measured ${cmp}/measured_close.json)

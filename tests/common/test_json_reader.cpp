@@ -70,3 +70,24 @@ TEST_CASE("nearest_name suggests plausible typos only") {
   CHECK(nearest_name("completely-different", {"gpt2-124m"}).empty());
   CHECK(edit_distance("kitten", "sitting") == 3);
 }
+
+TEST_CASE("required numbers, objects and lists of objects name what is missing or mistyped") {
+  const auto doc = nlohmann::json::parse(R"({"t": "1", "b": {"x": 2.5}, "l": [{"y": 1}, 3], "s": 7})");
+  ProblemList problems;
+  JsonObjectReader r(doc, "f.json", "", problems);
+  CHECK(r.required_number("t", 0) == 0);     // a string: reported, default returned
+  CHECK(r.required_number("u", 0) == 0);     // absent
+  JsonObjectReader b = r.required_object("b");
+  CHECK(b.required_number("x", 0) == 2.5);
+  JsonObjectReader absent = r.required_object("nope");
+  CHECK_FALSE(absent.ok());
+  absent.required_number("z", 0);            // nothing more is reported inside a missing object
+  CHECK(r.required_object_list("l").size() == 2);
+  CHECK(r.required_object_list("s").empty());
+  REQUIRE(problems.size() == 5);
+  CHECK_THAT(problems.items()[0], Catch::Contains("f.json: /t: expected a number, got a string"));
+  CHECK_THAT(problems.items()[1], Catch::Contains("f.json: /u: missing required key \"u\""));
+  CHECK_THAT(problems.items()[2], Catch::Contains("f.json: /nope: missing required key \"nope\" (an object)"));
+  CHECK_THAT(problems.items()[3], Catch::Contains("f.json: /l/1: expected a JSON object, got an integer"));
+  CHECK_THAT(problems.items()[4], Catch::Contains("f.json: /s: expected a list of objects, got an integer"));
+}

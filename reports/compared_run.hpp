@@ -1,0 +1,46 @@
+// One side of `trainsim compare`, read from its file: a `trainsim.prediction` (predict --format
+// json) or a `trainsim.measurement` (run --out). Keeps only what compare needs: the per-phase
+// figures in predict's vocabulary and the identity of the run (inputs.model and inputs.plan,
+// flattened). Strict about those keys and their types; other keys are ignored (machine-written).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "runtime/measurement.hpp"
+
+namespace trainsim {
+
+// The figures both files carry, with predict's breakdown keys.
+struct IterationFigures {
+  double iteration_time_s = 0;
+  double compute_s = 0;
+  double tp_comm_exposed_s = 0;
+  double dp_comm_exposed_s = 0;
+  double pp_comm_exposed_s = 0;
+  double bubble_s = 0;
+  double optimizer_s = 0;
+  double memory_peak_gib = 0;
+};
+
+// inputs.model and inputs.plan flattened to JSON pointer -> compact JSON value
+// ("/inputs/plan/tp" -> "2", "/inputs/model/ffn_kind" -> "\"gelu\""). The model's "source" (a
+// description of where the numbers came from) is left out: it does not change the run.
+using RunIdentity = std::map<std::string, std::string>;
+
+struct ComparedRun {
+  std::string path;
+  std::string model_name;
+  IterationFigures figures;
+  RunIdentity identity;
+  std::string note;  // a line for the reader ("does not fit: ...", "5 timed iterations on 2 ranks")
+};
+
+// The measurement in predict's vocabulary: compute = forward + backward.
+IterationFigures measured_figures(const Measurement& measurement);
+
+// Throw InputError naming the file and every missing or mistyped key (a wrong schema at once).
+ComparedRun load_predicted_run(const std::string& path);
+ComparedRun load_measured_run(const std::string& path);
+
+}  // namespace trainsim

@@ -1,0 +1,58 @@
+// `trainsim compare`: predicted vs measured per phase (iteration time, compute, exposed TP / DP /
+// PP communication, bubble, optimizer, memory peak) with the relative error predicted/measured − 1,
+// and the model / plan keys on which the two files disagree. Pure functions on figures already
+// read from the files (compared_run.hpp reads them), plus the table and `trainsim.comparison` JSON.
+// Exit codes are the CLI's business: this file only says whether the tolerance is exceeded.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "reports/compared_run.hpp"
+
+namespace trainsim {
+
+inline constexpr double kDefaultCompareTolerance = 0.15;
+
+struct FigureComparison {
+  std::string label;  // "iteration time"
+  std::string key;    // "iteration_time_s": the key in both files, with its unit
+  double predicted = 0;
+  double measured = 0;
+  std::optional<double> error;  // predicted / measured − 1; none when measured is 0
+};
+
+// One key of inputs.model / inputs.plan on which the files disagree (nullopt: absent there).
+struct InputDifference {
+  std::string key;  // "/inputs/plan/tp"
+  std::optional<std::string> predicted;
+  std::optional<std::string> measured;
+};
+
+struct Comparison {
+  std::vector<FigureComparison> figures;  // iteration time first, memory peak last
+  std::vector<InputDifference> differences;
+  double tolerance = kDefaultCompareTolerance;
+
+  const FigureComparison& iteration_time() const { return figures.front(); }
+  // |iteration time error| > tolerance (also when the error cannot be computed).
+  bool over_tolerance() const;
+};
+
+// predicted / measured − 1; nullopt when measured is 0.
+std::optional<double> relative_error(double predicted, double measured);
+// Keys present in only one map or with different values, in key order.
+std::vector<InputDifference> diff_identities(const RunIdentity& predicted, const RunIdentity& measured);
+Comparison compare_runs(const ComparedRun& predicted, const ComparedRun& measured, double tolerance);
+// Throws InputError listing every differing key unless the two runs describe the same model and plan.
+void require_same_inputs(const Comparison& comparison, const ComparedRun& predicted, const ComparedRun& measured);
+
+std::string render_comparison_table(const Comparison& comparison, const ComparedRun& predicted,
+                                    const ComparedRun& measured);
+nlohmann::ordered_json comparison_json(const Comparison& comparison, const ComparedRun& predicted,
+                                       const ComparedRun& measured, bool allow_mismatch);
+
+}  // namespace trainsim

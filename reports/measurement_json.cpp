@@ -1,0 +1,128 @@
+// Measurement <-> `trainsim.measurement` JSON. Per-iteration phases use the runtime's own names
+// (forward_s, backward_s, tp_comm_s, ...); the top-level breakdown uses predict's names.
+#include "reports/measurement_json.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "common/errors.hpp"
+#include "common/json_reader.hpp"
+#include "reports/json_output.hpp"
+
+namespace trainsim {
+
+namespace {
+
+const char* const kHint = "a trainsim.measurement file is what `trainsim run ... --out FILE` writes";
+
+void put_phase_times(nlohmann::ordered_json& j, const PhaseTimes& p) {
+  j["forward_s"] = p.forward_s;
+  j["backward_s"] = p.backward_s;
+  j["tp_comm_s"] = p.tp_comm_s;
+  j["dp_comm_s"] = p.dp_comm_s;
+  j["pp_comm_s"] = p.pp_comm_s;
+  j["bubble_s"] = p.bubble_s;
+  j["optimizer_s"] = p.optimizer_s;
+}
+
+PhaseTimes read_phase_times(JsonObjectReader& r) {
+  PhaseTimes p;
+  p.forward_s = r.required_number("forward_s", 0);
+  p.backward_s = r.required_number("backward_s", 0);
+  p.tp_comm_s = r.required_number("tp_comm_s", 0);
+  p.dp_comm_s = r.required_number("dp_comm_s", 0);
+  p.pp_comm_s = r.required_number("pp_comm_s", 0);
+  p.bubble_s = r.required_number("bubble_s", 0);
+  p.optimizer_s = r.required_number("optimizer_s", 0);
+  return p;
+}
+
+// The median phases in predict's vocabulary: `breakdown` (compute = forward + backward) and
+// `compute_split` (its halves), checked against each other.
+PhaseTimes read_breakdown(JsonObjectReader& root) {
+  PhaseTimes p;
+  JsonObjectReader split = root.required_object("compute_split");
+  p.forward_s = split.required_number("forward_s", 0);
+  p.backward_s = split.required_number("backward_s", 0);
+  JsonObjectReader b = root.required_object("breakdown");
+  const double compute_s = b.required_number("compute_s", 0);
+  p.tp_comm_s = b.required_number("tp_comm_exposed_s", 0);
+  p.dp_comm_s = b.required_number("dp_comm_exposed_s", 0);
+  p.pp_comm_s = b.required_number("pp_comm_exposed_s", 0);
+  p.bubble_s = b.required_number("bubble_s", 0);
+  p.optimizer_s = b.required_number("optimizer_s", 0);
+  const double sum_s = p.forward_s + p.backward_s;
+  if (b.ok() && split.ok() && std::fabs(compute_s - sum_s) > 1e-9 * std::max(compute_s, sum_s) + 1e-15) {
+    b.add_problem("compute_s", "compute_s (" + nlohmann::json(compute_s).dump() +
+                                   ") must equal compute_split forward_s + backward_s (" + nlohmann::json(sum_s).dump() + ")");
+  }
+  return p;
+}
+
+IterationRecord read_iteration(JsonObjectReader& r) {
+  IterationRecord it;
+  it.iteration = r.required_int("iteration", 0);
+  // A loss that was not finite is written as null (JSON has no NaN) and reads back as NaN.
+  it.loss = r.optional_number("loss", std::numeric_limits<double>::lowest())
+                .value_or(std::numeric_limits<double>::quiet_NaN());
+  it.time_s = r.required_number("time_s", 0);
+  it.phases = read_phase_times(r);
+  return it;
+}
+
+}  // namespace
+
+nlohmann::ordered_json measurement_json(const Measurement& m, nlohmann::ordered_json inputs) {
+  nlohmann::ordered_json doc = json_envelope(kMeasurementSchema, std::move(inputs));
+  doc["ranks"] = m.ranks;
+  doc["backend"] = m.backend;
+  doc["warmup_iterations"] = m.warmup_iterations;
+  doc["iteration_time_s"] = m.iteration_time_s;
+  doc["memory_peak_gib"] = m.memory_peak_gib;
+  const PhaseTimes& b = m.breakdown;
+  doc["breakdown"] = {{"compute_s", b.forward_s + b.backward_s}, {"tp_comm_exposed_s", b.tp_comm_s},
+                      {"dp_comm_exposed_s", b.dp_comm_s},        {"pp_comm_exposed_s", b.pp_comm_s},
+                      {"bubble_s", b.bubble_s},                  {"optimizer_s", b.optimizer_s}};
+  doc["compute_split"] = {{"forward_s", b.forward_s}, {"backward_s", b.backward_s}};
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const IterationRecord& it : m.iterations) {
+    nlohmann::ordered_json j;
+    j["iteration"] = it.iteration;
+    j["loss"] = std::isfinite(it.loss) ? nlohmann::ordered_json(it.loss) : nlohmann::ordered_json(nullptr);
+    j["time_s"] = it.time_s;
+    put_phase_times(j, it.phases);
+    list.push_back(std::move(j));
+  }
+  doc["iterations"] = std::move(list);
+  return doc;
+}
+
+Measurement read_measurement(const nlohmann::json& doc, const std::string& file, ProblemList& problems) {
+  require_envelope(doc, file, kMeasurementSchema, kHint);
+  JsonObjectReader root(doc, file, "", problems);
+  Measurement m;
+  m.ranks = root.required_int("ranks", 1);
+  m.backend = root.required_choice("backend", {"cpu", "cuda"});
+  m.warmup_iterations = root.required_int("warmup_iterations", 0);
+  m.iteration_time_s = root.required_number("iteration_time_s", 0);
+  if (m.iteration_time_s == 0 && doc.contains("iteration_time_s") && doc["iteration_time_s"].is_number()) {
+    root.add_problem("iteration_time_s", "iteration_time_s (0) must be > 0 (a measured iteration takes time)");
+  }
+  m.memory_peak_gib = root.required_number("memory_peak_gib", 0);
+  m.breakdown = read_breakdown(root);
+  for (JsonObjectReader& element : root.required_object_list("iterations")) {
+    m.iterations.push_back(read_iteration(element));
+  }
+  return m;
+}
+
+Measurement read_measurement(const std::string& path) {
+  const nlohmann::json doc = load_json_file(path);
+  ProblemList problems;
+  Measurement m = read_measurement(doc, path, problems);
+  problems.throw_if_any(kHint);
+  return m;
+}
+
+}  // namespace trainsim
