@@ -92,6 +92,7 @@ MemoryBoundTable copy_sweep(const CpuCalibrationOptions& o, const SamplerOptions
 }  // namespace
 
 std::vector<CollectiveTable> mpi_collective_sweep(const CpuCalibrationOptions& o, const SamplerOptions& sampler);
+std::vector<MemoryBoundTable> cpu_kernel_sweep(const CpuCalibrationOptions& o, const SamplerOptions& sampler);
 
 HardwareProfile calibrate_cpu(const CpuCalibrationOptions& o) {
   int ranks = 1;
@@ -117,6 +118,7 @@ HardwareProfile calibrate_cpu(const CpuCalibrationOptions& o) {
              "(p90-p10)/median < 5% after 5 samples or the case's time cap";
   p.gemm.push_back(gemm_sweep(o, sampler));
   p.memory_bound.push_back(copy_sweep(o, sampler));
+  for (MemoryBoundTable& t : cpu_kernel_sweep(o, sampler)) p.memory_bound.push_back(std::move(t));
   if (ranks > 1) {
     p.collectives = mpi_collective_sweep(o, sampler);
   } else {

@@ -59,6 +59,21 @@ Matrix gelu_backward(const Matrix& dy, const Matrix& x) {
   return dx;
 }
 
+void causal_softmax_rows(Matrix& s) {
+  const Eigen::Index seq = s.cols();
+  for (Eigen::Index i = 0; i < s.rows(); ++i) {
+    const Eigen::Index row_in_block = i % seq;
+    for (Eigen::Index j = row_in_block + 1; j < seq; ++j) s(i, j) = -std::numeric_limits<float>::infinity();
+    const float max = s.row(i).maxCoeff();
+    s.row(i) = (s.row(i).array() - max).exp();
+    s.row(i) /= s.row(i).sum();
+  }
+}
+
+Matrix softmax_backward_rows(const Matrix& p, const Matrix& dp) {
+  return p.array() * (dp.array().colwise() - (dp.array() * p.array()).rowwise().sum());
+}
+
 Matrix causal_attention(const Matrix& qkv, int64_t batch, int64_t seq, int64_t heads, int64_t d, AttentionCache& cache) {
   const Eigen::Index width = heads * d;
   Matrix out(batch * seq, width);
@@ -70,12 +85,7 @@ Matrix causal_attention(const Matrix& qkv, int64_t batch, int64_t seq, int64_t h
       const auto k = qkv.block(b * seq, width + h * d, seq, d);
       const auto v = qkv.block(b * seq, 2 * width + h * d, seq, d);
       Matrix s = (q * k.transpose()) * scale;
-      for (int64_t i = 0; i < seq; ++i) {
-        for (int64_t j = i + 1; j < seq; ++j) s(i, j) = -std::numeric_limits<float>::infinity();
-        const float max = s.row(i).maxCoeff();
-        s.row(i) = (s.row(i).array() - max).exp();
-        s.row(i) /= s.row(i).sum();
-      }
+      causal_softmax_rows(s);
       out.block(b * seq, h * d, seq, d) = s * v;
       cache.probabilities[static_cast<size_t>(b * heads + h)] = std::move(s);
     }
@@ -97,8 +107,7 @@ Matrix causal_attention_backward(const Matrix& dout, const Matrix& qkv, int64_t 
       const auto dout_h = dout.block(b * seq, h * d, seq, d);
       dqkv.block(b * seq, 2 * width + h * d, seq, d) = p.transpose() * dout_h;  // dV
       const Matrix dp = dout_h * v.transpose();
-      Matrix ds = p.array() * (dp.array().colwise() - (dp.array() * p.array()).rowwise().sum());
-      ds *= scale;
+      Matrix ds = softmax_backward_rows(p, dp) * scale;
       dqkv.block(b * seq, h * d, seq, d) = ds * k;                // dQ
       dqkv.block(b * seq, width + h * d, seq, d) = ds.transpose() * q;  // dK
     }

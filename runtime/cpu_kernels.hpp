@@ -26,6 +26,11 @@ Matrix layer_norm_backward(const Matrix& dy, const Vector& gamma, const LayerNor
 Matrix gelu(const Matrix& x);
 Matrix gelu_backward(const Matrix& dy, const Matrix& x);
 
+// Row-wise softmax of causal scores in place (entries above the diagonal of each s x s block
+// become 0), and its backward ds = p * (dp - rowsum(dp * p)). Used by the attention kernel.
+void causal_softmax_rows(Matrix& scores);
+Matrix softmax_backward_rows(const Matrix& p, const Matrix& dp);
+
 struct AttentionCache {
   std::vector<Matrix> probabilities;  // per (sequence, head): (s, s) softmax of the causal scores
 };

@@ -20,6 +20,7 @@ void check_runtime_supports(const ModelSpec& m) {
   if (m.position != PositionKind::kLearned) p.add(where + ": positions " + std::string(to_string(m.position)) + " (the CPU runtime implements learned positions)");
   if (!m.tied_embeddings) p.add(where + ": untied embeddings (the CPU runtime ties the LM head)");
   if (m.moe) p.add(where + ": MoE layers are not implemented in the CPU runtime");
+  if (m.dropout) p.add(where + ": dropout is not implemented in the CPU runtime (describe the model with \"dropout\": false)");
   if (m.head_dim * m.heads != m.hidden) p.add(where + ": head_dim x heads must equal hidden in the CPU runtime");
   p.throw_if_any("run a GPT-2-style model, e.g. --model gpt-tiny or gpt2-124m");
 }
@@ -111,7 +112,8 @@ Matrix StageModel::layer_forward(const LayerParams& p, const Matrix& x, LayerCac
   const Matrix b = layer_norm(c.x_mid, v(p.ln2_g), v(p.ln2_b), c.ln2);
   c.ln2_out = sp ? tp.all_gather_rows(b) : b;
   c.fc1_out = (c.ln2_out * v(p.w_1)).rowwise() + Vector(v(p.b_1));
-  Matrix mlp = gelu(c.fc1_out) * v(p.w_2);
+  c.fc1_act = gelu(c.fc1_out);
+  Matrix mlp = c.fc1_act * v(p.w_2);
   if (sp) mlp = tp.reduce_scatter_rows(mlp);
   else tp.all_reduce(mlp);
   return c.x_mid + (mlp.rowwise() + Vector(v(p.b_2)));
@@ -122,8 +124,7 @@ Matrix StageModel::layer_backward(const LayerParams& p, const Matrix& dy, const 
   // MLP: y = x_mid + reduce(gelu(fc1) W2) + b2
   g(p.b_2) += dy.colwise().sum();
   const Matrix dm = sp ? tp.all_gather_rows(dy) : dy;
-  const Matrix act = gelu(c.fc1_out);
-  g(p.w_2).noalias() += act.transpose() * dm;
+  g(p.w_2).noalias() += c.fc1_act.transpose() * dm;
   const Matrix dfc1 = gelu_backward(dm * v(p.w_2).transpose(), c.fc1_out);
   g(p.w_1).noalias() += c.ln2_out.transpose() * dfc1;
   g(p.b_1) += dfc1.colwise().sum();

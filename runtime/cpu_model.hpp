@@ -34,7 +34,7 @@ struct StageLayout {
 
 // Per micro-batch activations kept for the backward.
 struct LayerCache {
-  Matrix x_in, ln1_out, qkv, attn_out, x_mid, ln2_out, fc1_out;
+  Matrix x_in, ln1_out, qkv, attn_out, x_mid, ln2_out, fc1_out, fc1_act;
   LayerNormCache ln1, ln2;
   AttentionCache attention;
 };

@@ -15,7 +15,7 @@ double CostModel::op_s(const Op& op, const GroupScope& scope) const {
   switch (op.kind) {
     case OpKind::kGemm: return gemm_s(op.m, op.n, op.k, op.batch);
     case OpKind::kAttention: return attention_s(op);
-    case OpKind::kMemoryBound: return memory_bound_s(op.bytes);
+    case OpKind::kMemoryBound: return memory_bound_op_s(op);
     case OpKind::kCollective: return collective_s(op.collective, op.bytes, scope);
   }
   return 0.0;

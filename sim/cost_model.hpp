@@ -35,6 +35,8 @@ class CostModel {
   virtual double gemm_s(int64_t m, int64_t n, int64_t k, int64_t batch) const = 0;
   virtual double attention_s(const Op& op) const = 0;
   virtual double memory_bound_s(double bytes) const = 0;
+  // A memory-bound op by kind (its name): a profile may have measured that kernel itself.
+  virtual double memory_bound_op_s(const Op& op) const { return memory_bound_s(op.bytes); }
   // `bytes`: the whole buffer S of the nccl-tests convention (all-gather: the gathered output).
   virtual double collective_s(CollectiveKind kind, double bytes, const GroupScope& scope) const = 0;
   virtual std::string describe() const = 0;

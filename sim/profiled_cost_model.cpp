@@ -213,20 +213,40 @@ double ProfiledCostModel::attention_s(const Op& op) const {
   return per_batch_head * static_cast<double>(op.attention_batch_heads);
 }
 
-double ProfiledCostModel::memory_bound_s(double bytes) const {
+double ProfiledCostModel::interpolate_table(const MemoryBoundTable& table, double bytes) const {
   std::vector<double> b, t;
-  for (const MemoryBoundPoint& p : copy_->points) {
+  for (const MemoryBoundPoint& p : table.points) {
     b.push_back(p.bytes);
     t.push_back(p.timing.median_s);
   }
   if (auto inside = interpolate_bytes(b, t, bytes)) return *inside;
-  const std::string what = "memory-bound kernel of " + std::to_string(static_cast<int64_t>(bytes)) +
-                           " bytes is outside the measured copy sizes (" + std::to_string(static_cast<int64_t>(b.front())) +
+  const std::string what = table.kernel + " of " + std::to_string(static_cast<int64_t>(bytes)) +
+                           " bytes is outside the measured sizes (" + std::to_string(static_cast<int64_t>(b.front())) +
                            "-" + std::to_string(static_cast<int64_t>(b.back())) + ")";
   if (!allow_extrapolation_) refuse(what);
-  note("memory-bound kernels outside the measured copy sizes");
+  note(table.kernel + " kernels outside the measured sizes (scaled by bytes)");
   const double nearest = clamp_to(b, bytes);
   return *interpolate_bytes(b, t, nearest) * bytes / nearest;
+}
+
+double ProfiledCostModel::memory_bound_s(double bytes) const { return interpolate_table(*copy_, bytes); }
+
+double ProfiledCostModel::memory_bound_op_s(const Op& op) const {
+  const std::string name = op.name;
+  const bool backward = name.size() > 4 && name.compare(name.size() - 4, 4, "_bwd") == 0;
+  std::string kernel;
+  if (name.rfind("norm", 0) == 0 || name.rfind("final_norm", 0) == 0) kernel = "layernorm";
+  else if (name.rfind("gelu", 0) == 0) kernel = "gelu";
+  else if (name.rfind("swiglu", 0) == 0) kernel = "swiglu";
+  else if (name.rfind("softmax", 0) == 0) kernel = "softmax";
+  else if (name.rfind("cross_entropy", 0) == 0) kernel = "cross_entropy";
+  if (!kernel.empty()) {
+    if (backward) kernel += "_bwd";
+    for (const MemoryBoundTable& t : profile_.memory_bound) {
+      if (t.kernel == kernel) return interpolate_table(t, op.bytes);
+    }
+  }
+  return memory_bound_s(op.bytes);
 }
 
 double ProfiledCostModel::collective_s(CollectiveKind kind, double bytes, const GroupScope& scope) const {

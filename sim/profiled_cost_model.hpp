@@ -24,6 +24,10 @@ class ProfiledCostModel final : public CostModel {
   double gemm_s(int64_t m, int64_t n, int64_t k, int64_t batch) const override;
   double attention_s(const Op& op) const override;
   double memory_bound_s(double bytes) const override;
+  // Norms, activations, softmax and cross-entropy from their own measured table when the profile
+  // has one (kernel name: layernorm, gelu, softmax, cross_entropy; "_bwd" for the backward);
+  // everything else, and kernels without a table, as a copy of the same bytes.
+  double memory_bound_op_s(const Op& op) const override;
   double collective_s(CollectiveKind kind, double bytes, const GroupScope& scope) const override;
   std::string describe() const override;
   // What was priced outside the measurements (empty when nothing was).
@@ -31,6 +35,7 @@ class ProfiledCostModel final : public CostModel {
 
  private:
   [[noreturn]] void refuse(const std::string& what) const;
+  double interpolate_table(const MemoryBoundTable& table, double bytes) const;
   void note(const std::string& what) const;
 
   const HardwareProfile& profile_;

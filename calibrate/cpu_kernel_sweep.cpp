@@ -1,0 +1,99 @@
+// The CPU backend's own non-GEMM kernels timed over sizes, as memory-bound tables keyed the way
+// plan/lowering counts their bytes (norm: 2x the activation forward, 3x backward; GELU 2x / 3x;
+// softmax over attention scores 2x / 3x; cross-entropy 3x the fp32 logits). On a CPU these are
+// far from bandwidth-bound (GELU's tanh, softmax's exp), so a copy is a poor stand-in for them.
+#include <mpi.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "calibrate/cpu_calibrator.hpp"
+#include "calibrate/sampler.hpp"
+#include "runtime/cpu_kernels.hpp"
+
+namespace trainsim {
+
+namespace {
+
+using cpu::Matrix;
+
+cpu::Matrix random_matrix(int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  Matrix m(rows, cols);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = d(rng);
+  return m;
+}
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+std::function<double()> timed(const std::function<void()>& body) {
+  return [body] {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double start = now_s();
+    body();
+    double t = now_s() - start;
+    MPI_Bcast(&t, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    return t;
+  };
+}
+
+}  // namespace
+
+std::vector<MemoryBoundTable> cpu_kernel_sweep(const CpuCalibrationOptions& o, const SamplerOptions& sampler) {
+  const std::vector<int64_t> rows = o.quick ? std::vector<int64_t>{256, 2048, 8192} : std::vector<int64_t>{128, 512, 2048, 8192, 32768};
+  const int64_t h = 256;  // feature width (the per-element cost hardly depends on it)
+  std::vector<MemoryBoundTable> tables;
+  auto table = [&](const std::string& kernel, double bytes_per_element, const std::function<std::function<void()>(int64_t)>& make) {
+    MemoryBoundTable t;
+    t.kernel = kernel;
+    for (int64_t r : rows) {
+      const std::function<void()> body = make(r);
+      t.points.push_back({bytes_per_element * static_cast<double>(r * h), sample_until_stable(timed(body), sampler)});
+    }
+    tables.push_back(t);
+  };
+  const cpu::Vector gamma = cpu::Vector::Ones(h), beta = cpu::Vector::Zero(h);
+  table("layernorm", 2 * 4, [&](int64_t r) {
+    auto x = std::make_shared<Matrix>(random_matrix(r, h, 1));
+    return [x, &gamma, &beta] { cpu::LayerNormCache c; volatile float sink = cpu::layer_norm(*x, gamma, beta, c)(0, 0); (void)sink; };
+  });
+  table("layernorm_bwd", 3 * 4, [&](int64_t r) {
+    auto x = std::make_shared<Matrix>(random_matrix(r, h, 2));
+    auto c = std::make_shared<cpu::LayerNormCache>();
+    cpu::layer_norm(*x, gamma, beta, *c);
+    return [x, c, &gamma] {
+      cpu::Vector dg = cpu::Vector::Zero(gamma.size()), db = cpu::Vector::Zero(gamma.size());
+      volatile float sink = cpu::layer_norm_backward(*x, gamma, *c, dg, db)(0, 0);
+      (void)sink;
+    };
+  });
+  table("gelu", 2 * 4, [&](int64_t r) {
+    auto x = std::make_shared<Matrix>(random_matrix(r, h, 3));
+    return [x] { volatile float sink = cpu::gelu(*x)(0, 0); (void)sink; };
+  });
+  table("gelu_bwd", 3 * 4, [&](int64_t r) {
+    auto x = std::make_shared<Matrix>(random_matrix(r, h, 4));
+    return [x] { volatile float sink = cpu::gelu_backward(*x, *x)(0, 0); (void)sink; };
+  });
+  table("softmax", 2 * 4, [&](int64_t r) {  // rows of causal scores, h columns = sequence
+    auto x = std::make_shared<Matrix>(random_matrix(r, h, 5));
+    return [x] { Matrix s = *x; cpu::causal_softmax_rows(s); volatile float sink = s(0, 0); (void)sink; };
+  });
+  table("softmax_bwd", 3 * 4, [&](int64_t r) {
+    auto x = std::make_shared<Matrix>(random_matrix(r, h, 6));
+    return [x] { volatile float sink = cpu::softmax_backward_rows(*x, *x)(0, 0); (void)sink; };
+  });
+  table("cross_entropy", 3 * 4, [&](int64_t r) {
+    auto x = std::make_shared<Matrix>(random_matrix(r, h, 7));
+    auto targets = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(r), 3);
+    return [x, targets] { Matrix d; volatile double sink = cpu::cross_entropy(*x, *targets, 1.0f, d); (void)sink; };
+  });
+  if (o.progress) o.progress("runtime kernels done");
+  return tables;
+}
+
+}  // namespace trainsim
