@@ -44,7 +44,8 @@ std::function<double()> timed(const std::function<void()>& body) {
 }  // namespace
 
 std::vector<MemoryBoundTable> cpu_kernel_sweep(const CpuCalibrationOptions& o, const SamplerOptions& sampler) {
-  const std::vector<int64_t> rows = o.quick ? std::vector<int64_t>{256, 2048, 8192} : std::vector<int64_t>{128, 512, 2048, 8192, 32768};
+  const std::vector<int64_t> rows = o.quick ? std::vector<int64_t>{16, 256, 2048, 8192}
+                                            : std::vector<int64_t>{16, 64, 256, 1024, 4096, 16384, 32768};
   const int64_t h = 256;  // feature width (the per-element cost hardly depends on it)
   std::vector<MemoryBoundTable> tables;
   auto table = [&](const std::string& kernel, double bytes_per_element, const std::function<std::function<void()>(int64_t)>& make) {

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The CPU closed loop: calibrate this machine (under mpirun), predict each plan with that profile,
+# run the same plan for real, and compare. Prints predicted vs measured iteration time per plan.
+# Usage: bench/closed_loop.sh [TRAINSIM] [--quick] [--tolerance T] [--two-rank-only]
+# (exit 3 if any plan is over T)
+set -uo pipefail
+trainsim=${1:-build/trainsim}; shift || true
+quick=""; tolerance=0.15; ranks_list="2 4"
+while [ $# -gt 0 ]; do
+  case $1 in --quick) quick=--quick ;; --tolerance) tolerance=$2; shift ;; --two-rank-only) ranks_list=2 ;; esac; shift
+done
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+mpirun="mpirun --allow-run-as-root --oversubscribe -np"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+common=(--model gpt-tiny --micro-batch 4 --global-batch 16 --precision fp32 --attention unfused)
+# A profile per rank count: ranks share the cores (oversubscribed beyond them), as in the run.
+for ranks in $ranks_list; do
+  $mpirun $ranks "$trainsim" calibrate cpu $quick --out "$work/cpu$ranks.json" >/dev/null 2>&1 || { echo "calibration failed"; exit 1; }
+done
+status=0
+printf '%-22s %12s %12s %8s\n' plan predicted_s measured_s error
+for entry in "2|--dp 2" "2|--tp 2" "2|--tp 2 --sequence-parallel" "2|--pp 2" "4|--dp 2 --tp 2"; do
+  ranks=${entry%%|*}; layout=${entry#*|}
+  [[ " $ranks_list " == *" $ranks "* ]] || continue
+  # shellcheck disable=SC2086
+  $mpirun "$ranks" "$trainsim" run "${common[@]}" $layout --steps 8 --out "$work/m.json" >/dev/null 2>&1 || { echo "run $layout failed"; status=1; continue; }
+  # shellcheck disable=SC2086
+  "$trainsim" predict "${common[@]}" $layout --gpus "$ranks" --gpu cpu --profile "$work/cpu$ranks.json" --allow-extrapolation \
+    --format json >"$work/p.json" 2>/dev/null || { echo "predict $layout failed"; status=1; continue; }
+  "$trainsim" compare --predicted "$work/p.json" --measured "$work/m.json" --tolerance "$tolerance" --format json >"$work/c.json" 2>/dev/null
+  rc=$?
+  [ $rc -eq 3 ] && status=3
+  figure() { grep -A3 '"iteration_time_s": {' "$work/c.json" | grep "\"$1\"" | head -1 | tr -d ' ,' | cut -d: -f2; }
+  pred=$(figure predicted); meas=$(figure measured)
+  err=$(grep '"iteration_time_error"' "$work/c.json" | tr -d ' ,' | cut -d: -f2)
+  printf '%-22s %12.4f %12.4f %7.1f%%\n' "$layout" "$pred" "$meas" "$(awk -v e="$err" 'BEGIN{print 100*e}')"
+done
+exit $status
