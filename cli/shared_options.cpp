@@ -106,6 +106,10 @@ ParallelPlan PlanOptions::resolve(const ModelSpec& model) const {
                          "choose tp, pp and cp whose product divides the GPU count, or give --dp");
       }
       p.dp = gpus / model_parallel;
+    } else if (p.gpus() != gpus && !given("gpus")) {
+      throw InputError("the plan needs dp x tp x pp x cp = " + std::to_string(p.gpus()) + " ranks, but mpirun started " +
+                           std::to_string(gpus),
+                       "run under `mpirun -np " + std::to_string(p.gpus()) + " trainsim run ...`");
     } else if (p.gpus() != gpus) {
       throw InputError("--gpus: dp x tp x pp x cp (" + std::to_string(p.dp) + " x " + std::to_string(p.tp) + " x " +
                            std::to_string(p.pp) + " x " + std::to_string(p.cp) + " = " + std::to_string(p.gpus()) +

@@ -11,7 +11,9 @@
 
 namespace trainsim::cpu {
 
-void check_runtime_supports(const ModelSpec& m) {
+void check_runtime_supports(const ModelSpec& m) { model_problems(m).throw_if_any("run a GPT-2-style model, e.g. --model gpt-tiny or gpt2-124m"); }
+
+ProblemList model_problems(const ModelSpec& m) {
   ProblemList p;
   const std::string where = "model \"" + m.name + "\"";
   if (m.ffn_kind != FfnKind::kGelu) p.add(where + ": ffn_kind " + to_string(m.ffn_kind) + " (the CPU runtime implements GELU MLPs)");
@@ -22,7 +24,7 @@ void check_runtime_supports(const ModelSpec& m) {
   if (m.moe) p.add(where + ": MoE layers are not implemented in the CPU runtime");
   if (m.dropout) p.add(where + ": dropout is not implemented in the CPU runtime (describe the model with \"dropout\": false)");
   if (m.head_dim * m.heads != m.hidden) p.add(where + ": head_dim x heads must equal hidden in the CPU runtime");
-  p.throw_if_any("run a GPT-2-style model, e.g. --model gpt-tiny or gpt2-124m");
+  return p;
 }
 
 namespace {

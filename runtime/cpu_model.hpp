@@ -86,7 +86,9 @@ class StageModel {
   Matrix embedding_grad_;  // (vocab, h): the embedding lookup's share of the tied weight's gradient
 };
 
-// Throws InputError when the runtime cannot run this model (it implements GPT-2-style models).
+// What keeps the runtime from running this model (it implements GPT-2-style models), and the
+// same as an InputError.
+ProblemList model_problems(const ModelSpec& model);
 void check_runtime_supports(const ModelSpec& model);
 
 }  // namespace trainsim::cpu

@@ -29,7 +29,7 @@ std::vector<uint8_t> load_corpus(const std::string& path, int64_t min_bytes) {
 }
 
 void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) {
-  ProblemList problems;
+  ProblemList problems = model_problems(m);
   if (p.gpus() != world_size) {
     problems.add("plan: dp x tp x pp x cp = " + std::to_string(p.gpus()) + " ranks, but mpirun started " +
                  std::to_string(world_size) + " (run under `mpirun -np " + std::to_string(p.gpus()) + "`)");
@@ -40,7 +40,7 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
   if (p.recompute != Recompute::kNone) problems.add(std::string("plan: recompute ") + to_string(p.recompute) + " is not implemented in the CPU runtime yet");
   if (p.precision != Precision::kFp32) problems.add(std::string("plan: precision ") + to_string(p.precision) + " (the CPU runtime trains in fp32: --precision fp32)");
   if (p.cp > 1 || p.ep > 1) problems.add("plan: cp and ep are not implemented");
-  problems.throw_if_any("the CPU runtime runs DP, TP (+SP) and PP (GPipe, 1F1B) with ZeRO-0 today");
+  problems.throw_if_any("the CPU runtime runs GPT-2-style models (e.g. gpt-tiny) with DP, TP (+SP) and PP (GPipe, 1F1B), ZeRO-0, today");
 }
 
 struct Trainer::Impl {

@@ -187,3 +187,16 @@ cli_test("bad compare: a number written as a string" RC 2
   ARGS compare --predicted ${cmp}/prediction.json --measured ${cmp}/string_iteration_time.json)
 cli_test("bad compare: a missing file" RC 2 MATCH "nope.json: cannot open"
   ARGS compare --predicted ${cmp}/nope.json --measured ${cmp}/measured_close.json)
+
+# The runtime: a one-rank run, and bad input (a clear message on rank 0 and exit 2).
+cli_test("run trains gpt-tiny on one rank and writes a measurement" RC 0 MATCH "loss [0-9.]+ -> [0-9.]+" "measurement written"
+  ARGS run --model gpt-tiny --micro-batch 2 --global-batch 4 --precision fp32 --attention unfused --steps 3
+       --out ${CMAKE_CURRENT_BINARY_DIR}/run-one-rank.json)
+cli_test("bad: run with a rank count that does not match the plan" RC 2 MATCH "needs dp x tp x pp x cp = 2 ranks, but mpirun started 1" "mpirun -np 2"
+  ARGS run --model gpt-tiny --dp 2 --global-batch 4 --precision fp32 --steps 1 --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
+cli_test("bad: run with a missing data file" RC 2 MATCH "--data: cannot open /nonexistent/corpus.txt"
+  ARGS run --model gpt-tiny --precision fp32 --steps 1 --data /nonexistent/corpus.txt --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
+cli_test("bad: run a plan the CPU runtime cannot take yet" RC 2 MATCH "zero_stage 1 is not implemented in the CPU runtime yet"
+  ARGS run --model gpt-tiny --precision fp32 --steps 1 --zero 1 --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
+cli_test("bad: run a model the runtime does not implement" RC 2 MATCH "ffn_kind swiglu" "vocab 128256 > 256"
+  ARGS run --model llama3-8b --precision fp32 --steps 1 --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
