@@ -31,6 +31,18 @@ Timing read_timing(JsonObjectReader& r) {
 }
 
 // Reads doc[key] as an array of objects; `read_row` gets each row's reader and its JSON.
+// The "timing" object of a point (required).
+Timing read_timing_of(JsonObjectReader& point) {
+  auto timing = point.optional_object("timing");
+  if (!timing) {
+    point.add_problem("timing", "missing");
+    return {};
+  }
+  Timing t = read_timing(*timing);
+  timing->reject_unknown_keys();
+  return t;
+}
+
 template <typename Row>
 std::vector<Row> read_array(JsonObjectReader& parent, const nlohmann::json& doc, const std::string& key,
                             const std::function<Row(JsonObjectReader&, const nlohmann::json&)>& read_row) {
@@ -82,12 +94,7 @@ GemmTable read_gemm(JsonObjectReader& r, const nlohmann::json& doc) {
     g.n = p.required_int("n", 1);
     g.k = p.required_int("k", 1);
     p.accept("tflops");  // derived from the timing, for people reading the file
-    if (auto timing = p.optional_object("timing")) {
-      g.timing = read_timing(*timing);
-      timing->reject_unknown_keys();
-    } else {
-      p.add_problem("timing", "missing");
-    }
+    g.timing = read_timing_of(p);
     return g;
   });
   std::set<std::tuple<int64_t, int64_t, int64_t>> have;
@@ -218,12 +225,7 @@ HardwareProfile read_profile(const nlohmann::json& doc, const std::string& sourc
       pt.head_dim = q.required_int("head_dim", 1);
       pt.causal = q.optional_bool("causal").value_or(true);
       pt.backward = q.optional_bool("backward").value_or(false);
-      if (auto timing = q.optional_object("timing")) {
-        pt.timing = read_timing(*timing);
-        timing->reject_unknown_keys();
-      } else {
-        q.add_problem("timing", "missing");
-      }
+      pt.timing = read_timing_of(q);
       return pt;
     });
     return a;
@@ -235,12 +237,7 @@ HardwareProfile read_profile(const nlohmann::json& doc, const std::string& sourc
       MemoryBoundPoint pt;
       pt.bytes = q.optional_number("bytes", 1.0).value_or(0.0);
       q.accept("gb_per_s");
-      if (auto timing = q.optional_object("timing")) {
-        pt.timing = read_timing(*timing);
-        timing->reject_unknown_keys();
-      } else {
-        q.add_problem("timing", "missing");
-      }
+      pt.timing = read_timing_of(q);
       return pt;
     });
     std::vector<double> bytes;
@@ -260,12 +257,7 @@ HardwareProfile read_profile(const nlohmann::json& doc, const std::string& sourc
       pt.bytes = q.optional_number("bytes", 1.0).value_or(0.0);
       pt.algbw_gb_per_s = q.optional_number("algbw_gb_per_s", 0.0).value_or(0.0);
       pt.busbw_gb_per_s = q.optional_number("busbw_gb_per_s", 0.0).value_or(0.0);
-      if (auto timing = q.optional_object("timing")) {
-        pt.timing = read_timing(*timing);
-        timing->reject_unknown_keys();
-      } else {
-        q.add_problem("timing", "missing");
-      }
+      pt.timing = read_timing_of(q);
       return pt;
     });
     std::vector<double> bytes;
