@@ -14,6 +14,7 @@
 #include "plan/pipeline_schedule.hpp"
 #include "runtime/cpu_model.hpp"
 #include "runtime/mpi_groups.hpp"
+#include "runtime/sharded_optimizer.hpp"
 
 namespace trainsim::cpu {
 
@@ -35,12 +36,12 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
                  std::to_string(world_size) + " (run under `mpirun -np " + std::to_string(p.gpus()) + "`)");
   }
   if (m.vocab > 256) problems.add("model \"" + m.name + "\": vocab " + std::to_string(m.vocab) + " > 256 (the CPU runtime reads bytes)");
-  if (p.zero_stage > 0) problems.add("plan: zero_stage " + std::to_string(p.zero_stage) + " is not implemented in the CPU runtime yet");
+  if (p.zero_stage > 2) problems.add("plan: zero_stage " + std::to_string(p.zero_stage) + " is not implemented in the CPU runtime yet (ZeRO-1 and ZeRO-2 are)");
   if (p.schedule == Schedule::kInterleaved) problems.add("plan: the interleaved schedule is not implemented in the CPU runtime yet");
   if (p.recompute != Recompute::kNone) problems.add(std::string("plan: recompute ") + to_string(p.recompute) + " is not implemented in the CPU runtime yet");
   if (p.precision != Precision::kFp32) problems.add(std::string("plan: precision ") + to_string(p.precision) + " (the CPU runtime trains in fp32: --precision fp32)");
   if (p.cp > 1 || p.ep > 1) problems.add("plan: cp and ep are not implemented");
-  problems.throw_if_any("the CPU runtime runs GPT-2-style models (e.g. gpt-tiny) with DP, TP (+SP) and PP (GPipe, 1F1B), ZeRO-0, today");
+  problems.throw_if_any("the CPU runtime runs GPT-2-style models (e.g. gpt-tiny) with DP, TP (+SP), PP (GPipe, 1F1B) and ZeRO-0/1/2 today");
 }
 
 struct Trainer::Impl {
@@ -54,6 +55,7 @@ struct Trainer::Impl {
   std::vector<uint8_t> corpus;
   std::vector<Matrix> adam_m, adam_v;
   int64_t adam_step = 0;
+  std::unique_ptr<ShardedOptimizer> sharded;  // ZeRO-1/2
 
   Impl(const ModelSpec& m, const ParallelPlan& p, const RunOptions& o, MPI_Comm world) : model(m), plan(p), options(o) {
     grid = RankGrid::build(plan, world);
@@ -68,6 +70,12 @@ struct Trainer::Impl {
     layout.sequence_parallel = plan.sequence_parallel;
     stage = std::make_unique<StageModel>(m, layout, options.seed);
     corpus = load_corpus(options.data_path, m.seq_len + 1);
+    if (plan.zero_stage >= 1) {
+      std::vector<bool> weights;
+      for (const Param& prm : stage->params()) weights.push_back(counts_in_norm(prm));
+      sharded = std::make_unique<ShardedOptimizer>(stage->params(), plan.zero_stage, grid.dp, grid.model, weights);
+      return;
+    }
     for (const Param& prm : stage->params()) {
       adam_m.push_back(Matrix::Zero(prm.value.rows(), prm.value.cols()));
       adam_v.push_back(Matrix::Zero(prm.value.rows(), prm.value.cols()));
@@ -158,7 +166,7 @@ struct Trainer::Impl {
         if (p.name == "wte") MPI_Allreduce(MPI_IN_PLACE, p.grad.data(), static_cast<int>(p.grad.size()), MPI_FLOAT, MPI_SUM, grid.embedding);
       }
     }
-    if (plan.dp > 1) {  // one flat buffer: gradients summed over data-parallel replicas
+    if (plan.dp > 1 && plan.zero_stage == 0) {  // one flat buffer: gradients summed over data-parallel replicas
       size_t total = 0;
       for (const Param& p : params) total += static_cast<size_t>(p.grad.size());
       std::vector<float> flat(total);
@@ -177,15 +185,30 @@ struct Trainer::Impl {
     clock.dp_comm_s += wall_s() - start;
   }
 
+  bool counts_in_norm(const Param& p) const {
+    // Each TP-split slice once per rank, replicated parameters once per replica, the tied
+    // embedding once (on the first stage).
+    const bool duplicate_embedding = p.name == "wte" && plan.pp > 1 && grid.pp_rank != 0;
+    return (p.tp_split || grid.tp_rank == 0) && !duplicate_embedding;
+  }
+
   void optimizer_step() {
+    if (sharded) {
+      AdamSettings adam;
+      adam.lr = static_cast<float>(options.learning_rate);
+      adam.grad_clip = options.grad_clip;
+      const double start = wall_s(), dp_before = clock.dp_comm_s;
+      sharded->step(adam, ++adam_step, &clock.dp_comm_s);
+      clock.optimizer_s += wall_s() - start - (clock.dp_comm_s - dp_before);
+      return;
+    }
     const double start = wall_s();
     std::vector<Param>& params = stage->params();
     // Global norm: each TP-split slice once per rank, replicated parameters once per replica,
     // the tied embedding once (on the first stage).
     double local = 0;
     for (const Param& p : params) {
-      const bool duplicate_embedding = p.name == "wte" && plan.pp > 1 && grid.pp_rank != 0;
-      if ((p.tp_split || grid.tp_rank == 0) && !duplicate_embedding) local += static_cast<double>(p.grad.squaredNorm());
+      if (counts_in_norm(p)) local += static_cast<double>(p.grad.squaredNorm());
     }
     double total = 0;
     MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, grid.model);

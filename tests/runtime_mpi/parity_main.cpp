@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
     else if (a == "--pp") layout.pp = std::stoll(argv[++i]);
     else if (a == "--sp") layout.sequence_parallel = true;
     else if (a == "--gpipe") layout.schedule = Schedule::kGpipe;
+    else if (a == "--zero") layout.zero_stage = std::stoi(argv[++i]);
   }
   layout.micro_batch = 2;
   layout.global_batch = 8;
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
   ParallelPlan single = layout;
   single.dp = single.tp = single.pp = 1;
   single.sequence_parallel = false;
+  single.zero_stage = 0;
   single.schedule = Schedule::k1F1B;
 
   MPI_Comm alone;
@@ -68,9 +70,9 @@ int main(int argc, char** argv) {
     if (rank == 0) reference = losses(single, alone);
     const std::vector<double> parallel = losses(layout, MPI_COMM_WORLD);
     if (rank == 0) {
-      std::printf("layout dp%lld tp%lld pp%lld%s%s on %d ranks vs 1 rank (6 steps, fp32):\n", static_cast<long long>(layout.dp),
-                  static_cast<long long>(layout.tp), static_cast<long long>(layout.pp), layout.sequence_parallel ? " sp" : "",
-                  layout.schedule == Schedule::kGpipe ? " gpipe" : "", size);
+      std::printf("layout dp%lld tp%lld pp%lld zero%d%s%s on %d ranks vs 1 rank (6 steps, fp32):\n", static_cast<long long>(layout.dp),
+                  static_cast<long long>(layout.tp), static_cast<long long>(layout.pp), layout.zero_stage,
+                  layout.sequence_parallel ? " sp" : "", layout.schedule == Schedule::kGpipe ? " gpipe" : "", size);
       for (size_t i = 0; i < reference.size(); ++i) {
         const double rel = std::fabs(parallel[i] / reference[i] - 1.0);
         std::printf("  step %zu: loss %.6f vs %.6f (relative difference %.2e)\n", i, parallel[i], reference[i], rel);
