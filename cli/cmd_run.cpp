@@ -24,7 +24,9 @@ struct RunArgs {
   ModelOptions model;
   PlanOptions plan;
   std::string backend = "cpu", out, data = TRAINSIM_DEFAULT_CORPUS;
-  int64_t steps = 10, warmup = 1;
+  int64_t steps = 10, warmup = 1, checkpoint_every = 0;
+  std::string checkpoint_dir;
+  bool resume = false;
   uint64_t seed = 1234;
   double lr = 1e-3;
 };
@@ -42,6 +44,12 @@ int run_training(const RunArgs& a, int rank, int world_size) {
   options.seed = a.seed;
   options.data_path = a.data;
   options.learning_rate = a.lr;
+  options.checkpoint_every = a.checkpoint_every;
+  options.checkpoint_dir = a.checkpoint_dir;
+  options.resume = a.resume;
+  if ((a.checkpoint_every > 0 || a.resume) && a.checkpoint_dir.empty()) {
+    throw InputError("--checkpoint-every and --resume need --checkpoint-dir");
+  }
   cpu::Trainer trainer(model, plan, options, MPI_COMM_WORLD);
   const Measurement m = trainer.run([&](const IterationRecord& r) {
     std::cerr << "step " << r.iteration + 1 << "/" << a.steps << "  loss " << format_fixed(r.loss, 4) << "  "
@@ -52,7 +60,8 @@ int run_training(const RunArgs& a, int rank, int world_size) {
   inputs["model"] = model_to_json(model);
   inputs["plan"] = plan_to_json(plan);
   inputs["run"] = {{"backend", a.backend}, {"steps", a.steps}, {"warmup_iterations", a.warmup}, {"seed", a.seed},
-                   {"data", a.data}, {"learning_rate", a.lr}, {"ranks", world_size}};
+                   {"data", a.data}, {"learning_rate", a.lr}, {"ranks", world_size}, {"resumed", a.resume},
+                   {"first_iteration", m.iterations.front().iteration}};
   std::ofstream out(a.out);
   if (!out) throw InputError("--out: cannot write " + a.out, "check that the folder exists and is writable");
   out << measurement_json(m, inputs).dump(2) << "\n";
@@ -81,6 +90,9 @@ Command add_run_command(CLI::App& root) {
   app->add_option("--data", a->data, "text file to train on, read as bytes (default: trainsim's corpus)");
   app->add_option("--lr", a->lr, "AdamW learning rate (default 1e-3)")->check(CLI::PositiveNumber);
   app->add_option("--out", a->out, "trainsim.measurement JSON to write")->required();
+  app->add_option("--checkpoint-every", a->checkpoint_every, "save a checkpoint after every N steps")->check(CLI::PositiveNumber);
+  app->add_option("--checkpoint-dir", a->checkpoint_dir, "where checkpoints go (one file per rank and step)");
+  app->add_flag("--resume", a->resume, "continue from the latest checkpoint (same model, plan, ranks and seed)");
   return {app, [a]() {
             int initialized = 0;
             MPI_Initialized(&initialized);

@@ -26,6 +26,9 @@ class ShardedOptimizer {
   // Reduces the gradients over DP (seconds into *dp_seconds), clips by the global norm, updates
   // this rank's shard, gathers the parameters, zeroes the gradients.
   void step(const AdamSettings& adam, int64_t step_number, double* dp_seconds);
+  // This rank's optimizer states (for checkpoints).
+  std::vector<float>& first_moment() { return m_; }
+  std::vector<float>& second_moment() { return v_; }
 
  private:
   std::vector<Param>& params_;

@@ -5,13 +5,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <climits>
+#include <filesystem>
+#include <cstdio>
 #include <fstream>
+#include <optional>
 #include <map>
 #include <random>
 
 #include "common/errors.hpp"
 #include "common/units.hpp"
 #include "plan/pipeline_schedule.hpp"
+#include "runtime/checkpoint.hpp"
 #include "runtime/cpu_model.hpp"
 #include "runtime/mpi_groups.hpp"
 #include "runtime/sharded_optimizer.hpp"
@@ -228,6 +233,98 @@ struct Trainer::Impl {
     clock.optimizer_s += wall_s() - start;
   }
 
+  CheckpointHeader header(int64_t iteration) const {
+    CheckpointHeader h;
+    h.world_size = grid.world_size;
+    h.dp = plan.dp, h.tp = plan.tp, h.pp = plan.pp, h.zero_stage = plan.zero_stage;
+    h.layers = model.layers, h.hidden = model.hidden, h.vocab = model.vocab, h.seq_len = model.seq_len;
+    h.seed = options.seed;
+    h.iteration = iteration;
+    h.optimizer_step = adam_step;
+    return h;
+  }
+
+  // Parameters, then optimizer states, in a fixed order.
+  std::vector<std::pair<float*, size_t>> state_tensors() {
+    std::vector<std::pair<float*, size_t>> t;
+    for (Param& p : stage->params()) t.emplace_back(p.value.data(), static_cast<size_t>(p.value.size()));
+    if (sharded) {
+      t.emplace_back(sharded->first_moment().data(), sharded->first_moment().size());
+      t.emplace_back(sharded->second_moment().data(), sharded->second_moment().size());
+    } else {
+      for (size_t i = 0; i < adam_m.size(); ++i) {
+        t.emplace_back(adam_m[i].data(), static_cast<size_t>(adam_m[i].size()));
+        t.emplace_back(adam_v[i].data(), static_cast<size_t>(adam_v[i].size()));
+      }
+    }
+    return t;
+  }
+
+  void save_checkpoint(int64_t iteration) {
+    CheckpointData data;
+    data.header = header(iteration);
+    for (const auto& [ptr, n] : state_tensors()) data.tensors.emplace_back(ptr, ptr + n);
+    std::optional<std::string> error;
+    try {
+      std::error_code ignored;
+      std::filesystem::create_directories(options.checkpoint_dir, ignored);
+      write_checkpoint(checkpoint_path(options.checkpoint_dir, grid.world_rank, iteration), data);
+    } catch (const InputError& e) {
+      error = e.what();
+    }
+    agree(error);
+    if (grid.world_rank == 0) {  // every rank has written: move the marker, drop the set before
+      std::ofstream(latest_marker_path(options.checkpoint_dir) + ".tmp") << iteration << "\n";
+      std::rename((latest_marker_path(options.checkpoint_dir) + ".tmp").c_str(), latest_marker_path(options.checkpoint_dir).c_str());
+    }
+    MPI_Barrier(grid.world);
+    const int64_t previous = iteration - options.checkpoint_every;
+    if (previous >= 0) std::remove(checkpoint_path(options.checkpoint_dir, grid.world_rank, previous).c_str());
+  }
+
+  // Loads the latest complete checkpoint; returns its iteration.
+  int64_t load_checkpoint() {
+    std::optional<std::string> error;
+    int64_t iteration = -1;
+    try {
+      std::ifstream marker(latest_marker_path(options.checkpoint_dir));
+      if (!(marker >> iteration)) {
+        throw InputError("--resume: " + latest_marker_path(options.checkpoint_dir) + " is missing or unreadable",
+                         "--resume needs the --checkpoint-dir of an earlier run that saved at least once");
+      }
+      const std::string path = checkpoint_path(options.checkpoint_dir, grid.world_rank, iteration);
+      const CheckpointData data = read_checkpoint(path);
+      if (!(data.header == header(iteration))) {
+        throw InputError(path + ": the checkpoint is of another run (model, plan, rank count or seed differ)",
+                         "resume with the same model, plan, mpirun -np and --seed");
+      }
+      std::vector<std::pair<float*, size_t>> tensors = state_tensors();
+      if (tensors.size() != data.tensors.size()) throw InputError(path + ": corrupt checkpoint: wrong number of tensors");
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        if (tensors[i].second != data.tensors[i].size()) throw InputError(path + ": corrupt checkpoint: tensor " + std::to_string(i) + " has the wrong size");
+        std::copy(data.tensors[i].begin(), data.tensors[i].end(), tensors[i].first);
+      }
+      adam_step = data.header.optimizer_step;
+    } catch (const InputError& e) {
+      error = std::string(e.what()) + (e.hint().empty() ? "" : "\nhint: " + e.hint());
+    }
+    agree(error);
+    return iteration;
+  }
+
+  // Every rank learns whether any failed; the first failure is raised on every rank (rank 0 prints).
+  void agree(const std::optional<std::string>& error) {
+    int mine = error ? grid.world_rank : INT_MAX, first = INT_MAX;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, grid.world);
+    if (first == INT_MAX) return;
+    std::string message = error ? *error : std::string();
+    int length = static_cast<int>(message.size());
+    MPI_Bcast(&length, 1, MPI_INT, first, grid.world);
+    message.resize(static_cast<size_t>(length));
+    MPI_Bcast(message.data(), length, MPI_CHAR, first, grid.world);
+    throw InputError("rank " + std::to_string(first) + ": " + message);
+  }
+
   IterationRecord step(int64_t iteration, const PipelineSchedule& schedule) {
     clock = PhaseTimes{};
     std::vector<MicroBatchState> mbs = micro_batches(iteration);
@@ -270,10 +367,14 @@ Measurement Trainer::run(const std::function<void(const IterationRecord&)>& on_i
   Measurement m;
   m.warmup_iterations = std::min(t.options.warmup_iterations, std::max<int64_t>(0, t.options.steps - 1));
   m.ranks = t.grid.world_size;
-  for (int64_t i = 0; i < t.options.steps; ++i) {
+  const int64_t first = t.options.resume ? t.load_checkpoint() + 1 : 0;
+  m.warmup_iterations = std::min(m.warmup_iterations, std::max<int64_t>(0, t.options.steps - first - 1));
+  for (int64_t i = first; i < t.options.steps; ++i) {
     m.iterations.push_back(t.step(i, schedule));
     if (t.grid.world_rank == 0 && on_iteration) on_iteration(m.iterations.back());
+    if (t.options.checkpoint_every > 0 && (i + 1) % t.options.checkpoint_every == 0) t.save_checkpoint(i);
   }
+  if (m.iterations.empty()) throw InputError("--resume: the checkpoint is already at step " + std::to_string(first) + " of " + std::to_string(t.options.steps), "ask for more --steps");
   std::vector<double> times, fwd, bwd, tp, dp, pp, bubble, opt;
   for (size_t i = static_cast<size_t>(m.warmup_iterations); i < m.iterations.size(); ++i) {
     const IterationRecord& r = m.iterations[i];

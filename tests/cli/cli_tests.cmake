@@ -200,3 +200,9 @@ cli_test("bad: run a plan the CPU runtime cannot take yet" RC 2 MATCH "zero_stag
   ARGS run --model gpt-tiny --precision fp32 --steps 1 --zero 3 --dp 1 --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
 cli_test("bad: run a model the runtime does not implement" RC 2 MATCH "ffn_kind swiglu" "vocab 128256 > 256"
   ARGS run --model llama3-8b --precision fp32 --steps 1 --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
+cli_test("bad: resume from a corrupt checkpoint" RC 2 MATCH "rank0.it0.ckpt: corrupt checkpoint: checksum mismatch"
+  ARGS run --model gpt-tiny --precision fp32 --steps 3 --resume --checkpoint-dir ${CMAKE_CURRENT_SOURCE_DIR}/data/bad_checkpoint
+       --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
+cli_test("bad: resume without a checkpoint" RC 2 MATCH "latest is missing or unreadable"
+  ARGS run --model gpt-tiny --precision fp32 --steps 3 --resume --checkpoint-dir ${CMAKE_CURRENT_BINARY_DIR}/no-such-dir
+       --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)

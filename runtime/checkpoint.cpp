@@ -1,0 +1,109 @@
+// Binary checkpoint format: "TSCKPT01", the header fields as int64, the tensor count, each tensor
+// as (count, floats), then the FNV-1a checksum of everything before it.
+#include "runtime/checkpoint.hpp"
+
+#include <cstdio>
+#include <fstream>
+
+#include "common/errors.hpp"
+
+namespace trainsim::cpu {
+
+namespace {
+
+constexpr char kMagic[8] = {'T', 'S', 'C', 'K', 'P', 'T', '0', '1'};
+
+uint64_t fnv1a(const std::string& bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+void put(std::string& out, const void* data, size_t size) { out.append(static_cast<const char*>(data), size); }
+
+std::vector<int64_t> header_fields(const CheckpointHeader& h) {
+  return {h.world_size, h.dp, h.tp, h.pp, h.zero_stage, h.layers, h.hidden, h.vocab, h.seq_len,
+          static_cast<int64_t>(h.seed), h.iteration, h.optimizer_step};
+}
+
+}  // namespace
+
+bool CheckpointHeader::operator==(const CheckpointHeader& o) const {
+  std::vector<int64_t> a = header_fields(*this), b = header_fields(o);
+  a.resize(a.size() - 2);
+  b.resize(b.size() - 2);
+  return a == b;
+}
+
+std::string checkpoint_path(const std::string& dir, int rank, int64_t iteration) {
+  return dir + "/rank" + std::to_string(rank) + ".it" + std::to_string(iteration) + ".ckpt";
+}
+
+std::string latest_marker_path(const std::string& dir) { return dir + "/latest"; }
+
+void write_checkpoint(const std::string& path, const CheckpointData& data) {
+  std::string bytes;
+  put(bytes, kMagic, sizeof kMagic);
+  for (int64_t field : header_fields(data.header)) put(bytes, &field, sizeof field);
+  const int64_t count = static_cast<int64_t>(data.tensors.size());
+  put(bytes, &count, sizeof count);
+  for (const auto& t : data.tensors) {
+    const int64_t n = static_cast<int64_t>(t.size());
+    put(bytes, &n, sizeof n);
+    put(bytes, t.data(), t.size() * sizeof(float));
+  }
+  const uint64_t sum = fnv1a(bytes);
+  put(bytes, &sum, sizeof sum);
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) throw InputError("--checkpoint-dir: cannot write " + temporary, "check that the folder exists and is writable");
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) throw InputError("--checkpoint-dir: writing " + temporary + " failed (disk full?)");
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) throw InputError("--checkpoint-dir: cannot rename " + temporary + " to " + path);
+}
+
+CheckpointData read_checkpoint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": no checkpoint here", "--resume needs the --checkpoint-dir of an earlier run of the same plan");
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto corrupt = [&](const std::string& why) {
+    return InputError(path + ": corrupt checkpoint: " + why, "resume from an intact checkpoint, or start again without --resume");
+  };
+  if (bytes.size() < sizeof kMagic + 13 * sizeof(int64_t) + sizeof(uint64_t)) throw corrupt("too short");
+  if (bytes.compare(0, sizeof kMagic, kMagic, sizeof kMagic) != 0) throw corrupt("not a trainsim checkpoint (bad magic)");
+  uint64_t stored = 0;
+  bytes.copy(reinterpret_cast<char*>(&stored), sizeof stored, bytes.size() - sizeof stored);
+  if (fnv1a(bytes.substr(0, bytes.size() - sizeof stored)) != stored) throw corrupt("checksum mismatch");
+  size_t at = sizeof kMagic;
+  const auto take = [&](void* out, size_t size) {
+    if (at + size > bytes.size() - sizeof stored) throw corrupt("truncated");
+    bytes.copy(static_cast<char*>(out), size, at);
+    at += size;
+  };
+  std::vector<int64_t> fields(12);
+  for (int64_t& f : fields) take(&f, sizeof f);
+  CheckpointData data;
+  CheckpointHeader& h = data.header;
+  h.world_size = fields[0], h.dp = fields[1], h.tp = fields[2], h.pp = fields[3], h.zero_stage = fields[4];
+  h.layers = fields[5], h.hidden = fields[6], h.vocab = fields[7], h.seq_len = fields[8];
+  h.seed = static_cast<uint64_t>(fields[9]), h.iteration = fields[10], h.optimizer_step = fields[11];
+  int64_t count = 0;
+  take(&count, sizeof count);
+  if (count < 0 || count > 1000000) throw corrupt("implausible tensor count");
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t n = 0;
+    take(&n, sizeof n);
+    if (n < 0) throw corrupt("negative tensor size");
+    std::vector<float> t(static_cast<size_t>(n));
+    take(t.data(), t.size() * sizeof(float));
+    data.tensors.push_back(std::move(t));
+  }
+  return data;
+}
+
+}  // namespace trainsim::cpu
