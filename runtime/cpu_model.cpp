@@ -169,7 +169,17 @@ Matrix StageModel::forward(const Matrix& input, MicroBatchState& s, TpGroup& tp,
     x = input;
   }
   s.layers.assign(layers_.size(), LayerCache());
-  for (size_t l = 0; l < layers_.size(); ++l) x = layer_forward(layers_[l], x, s.layers[l], s.batch, tp);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    LayerCache& c = s.layers[l];
+    x = layer_forward(layers_[l], x, c, s.batch, tp);
+    if (layout_.recompute == Recompute::kFull) {
+      Matrix input = std::move(c.x_in);
+      c = LayerCache();
+      c.x_in = std::move(input);  // the backward runs this layer's forward again from here
+    } else if (layout_.recompute == Recompute::kSelective) {
+      c.attention.probabilities.clear();  // recomputed from Q and K in the backward
+    }
+  }
   if (!layout_.head) return x;
   s.final_in = x;
   const Matrix xf = layer_norm(x, v(lnf_g_), v(lnf_b_), s.final_ln);
@@ -192,7 +202,16 @@ Matrix StageModel::backward(const Matrix& grad_output, MicroBatchState& s, TpGro
   } else {
     dx = grad_output;
   }
-  for (size_t l = layers_.size(); l-- > 0;) dx = layer_backward(layers_[l], dx, s.layers[l], s.batch, tp);
+  for (size_t l = layers_.size(); l-- > 0;) {
+    LayerCache& c = s.layers[l];
+    if (layout_.recompute == Recompute::kFull) {
+      const Matrix input = c.x_in;
+      layer_forward(layers_[l], input, c, s.batch, tp);
+    } else if (layout_.recompute == Recompute::kSelective) {
+      causal_attention(c.qkv, s.batch, seq_, heads_local_, head_dim_, c.attention);
+    }
+    dx = layer_backward(layers_[l], dx, c, s.batch, tp);
+  }
   s.layers.clear();
   if (!layout_.embedding) return dx;
   // Embedding: scatter-add into the rows used. With SP each rank saw only its tokens; the token

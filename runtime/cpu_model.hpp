@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "model/activation_memory.hpp"
 #include "model/model_spec.hpp"
 #include "runtime/cpu_kernels.hpp"
 #include "runtime/tp_group.hpp"
@@ -30,6 +31,7 @@ struct StageLayout {
   bool embedding = false, head = false;
   int64_t tp = 1, tp_rank = 0;
   bool sequence_parallel = false;
+  Recompute recompute = Recompute::kNone;  // full: keep only each layer's input; selective: drop the softmax
 };
 
 // Per micro-batch activations kept for the backward.

@@ -43,10 +43,9 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
   if (m.vocab > 256) problems.add("model \"" + m.name + "\": vocab " + std::to_string(m.vocab) + " > 256 (the CPU runtime reads bytes)");
   if (p.zero_stage > 2) problems.add("plan: zero_stage " + std::to_string(p.zero_stage) + " is not implemented in the CPU runtime yet (ZeRO-1 and ZeRO-2 are)");
   if (p.schedule == Schedule::kInterleaved) problems.add("plan: the interleaved schedule is not implemented in the CPU runtime yet");
-  if (p.recompute != Recompute::kNone) problems.add(std::string("plan: recompute ") + to_string(p.recompute) + " is not implemented in the CPU runtime yet");
   if (p.precision != Precision::kFp32) problems.add(std::string("plan: precision ") + to_string(p.precision) + " (the CPU runtime trains in fp32: --precision fp32)");
   if (p.cp > 1 || p.ep > 1) problems.add("plan: cp and ep are not implemented");
-  problems.throw_if_any("the CPU runtime runs GPT-2-style models (e.g. gpt-tiny) with DP, TP (+SP), PP (GPipe, 1F1B) and ZeRO-0/1/2 today");
+  problems.throw_if_any("the CPU runtime runs GPT-2-style models (e.g. gpt-tiny) with DP, TP (+SP), PP (GPipe, 1F1B), ZeRO-0/1/2 and recomputation today");
 }
 
 struct Trainer::Impl {
@@ -73,6 +72,7 @@ struct Trainer::Impl {
     layout.tp = plan.tp;
     layout.tp_rank = grid.tp_rank;
     layout.sequence_parallel = plan.sequence_parallel;
+    layout.recompute = plan.recompute;
     stage = std::make_unique<StageModel>(m, layout, options.seed);
     corpus = load_corpus(options.data_path, m.seq_len + 1);
     if (plan.zero_stage >= 1) {

@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
     else if (a == "--sp") layout.sequence_parallel = true;
     else if (a == "--gpipe") layout.schedule = Schedule::kGpipe;
     else if (a == "--zero") layout.zero_stage = std::stoi(argv[++i]);
+    else if (a == "--recompute") layout.recompute = std::string(argv[++i]) == "full" ? Recompute::kFull : Recompute::kSelective;
   }
   layout.micro_batch = 2;
   layout.global_batch = 8;
@@ -60,6 +61,7 @@ int main(int argc, char** argv) {
   single.dp = single.tp = single.pp = 1;
   single.sequence_parallel = false;
   single.zero_stage = 0;
+  single.recompute = Recompute::kNone;
   single.schedule = Schedule::k1F1B;
 
   MPI_Comm alone;
@@ -70,9 +72,10 @@ int main(int argc, char** argv) {
     if (rank == 0) reference = losses(single, alone);
     const std::vector<double> parallel = losses(layout, MPI_COMM_WORLD);
     if (rank == 0) {
-      std::printf("layout dp%lld tp%lld pp%lld zero%d%s%s on %d ranks vs 1 rank (6 steps, fp32):\n", static_cast<long long>(layout.dp),
-                  static_cast<long long>(layout.tp), static_cast<long long>(layout.pp), layout.zero_stage,
-                  layout.sequence_parallel ? " sp" : "", layout.schedule == Schedule::kGpipe ? " gpipe" : "", size);
+      std::printf("layout dp%lld tp%lld pp%lld zero%d recompute %s%s%s on %d ranks vs 1 rank (6 steps, fp32):\n",
+                  static_cast<long long>(layout.dp), static_cast<long long>(layout.tp), static_cast<long long>(layout.pp),
+                  layout.zero_stage, to_string(layout.recompute), layout.sequence_parallel ? " sp" : "",
+                  layout.schedule == Schedule::kGpipe ? " gpipe" : "", size);
       for (size_t i = 0; i < reference.size(); ++i) {
         const double rel = std::fabs(parallel[i] / reference[i] - 1.0);
         std::printf("  step %zu: loss %.6f vs %.6f (relative difference %.2e)\n", i, parallel[i], reference[i], rel);
