@@ -44,54 +44,52 @@ double objective_value(const RankedPlan& r, Objective objective) {
   return objective == Objective::kTime ? r.prediction.iteration_time_s : r.prediction.usd_per_iteration;
 }
 
-SearchResult search_plans(const ModelSpec& model, const Hardware& hw, const CostModelChoice& costs,
-                          const SearchOptions& o) {
-  const auto start = std::chrono::steady_clock::now();
-  const std::vector<ParallelPlan> plans = list_plans(model, o.space);
-  const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+namespace {
+
+// The screen's verdict on one candidate: its objective estimate, or the reason it was pruned.
+struct Verdict {
+  double score = 0;
+  const char* pruned = nullptr;
+};
+
+Verdict screen_one(const ModelSpec& model, const ParallelPlan& p, const Hardware& hw, const CostModel& cost,
+                   const SearchOptions& o) {
+  ScreenEstimate e;
+  try {
+    e = screen_plan(model, p, hw, cost);
+  } catch (const InputError&) {
+    return {0, "outside the profile's measurements"};
+  }
+  if (!e.fits) return {0, "do not fit in memory"};
+  const double usd_per_iteration = e.iteration_time_s / 3600.0 * static_cast<double>(hw.gpus) * hw.usd_per_gpu_hour;
+  if (o.train_tokens <= 0) return {o.objective == Objective::kTime ? e.iteration_time_s : usd_per_iteration, nullptr};
+  const double iterations = training_iterations(model, p, o.train_tokens);
+  const double days = iterations * e.iteration_time_s / 86400.0, usd = iterations * usd_per_iteration;
+  if (o.deadline_days > 0 && days > o.deadline_days) return {0, "miss the deadline"};
+  if (o.budget_usd > 0 && usd > o.budget_usd) return {0, "over the budget"};
+  return {o.objective == Objective::kTime ? days : usd, nullptr};
+}
+
+int thread_count(const SearchOptions& o) {
+  return o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// Screens every candidate on all threads (chunks handed out by an atomic counter); the calling
+// thread also reports progress when asked to.
+std::vector<ThreadResult> screen_all(const ModelSpec& model, const std::vector<ParallelPlan>& plans, const Hardware& hw,
+                                     const CostModelChoice& costs, const SearchOptions& o) {
+  const int threads = thread_count(o);
   std::atomic<size_t> next{0}, done{0};
   std::vector<ThreadResult> results(static_cast<size_t>(threads));
-  const double gpus = static_cast<double>(hw.gpus);
-
   auto worker = [&](ThreadResult& out) {
     constexpr size_t kChunk = 256;
-    const std::unique_ptr<CostModel> priced = costs.make(hw, o.space.precision);
-    const CostModel& cost = *priced;
-    for (;;) {
-      const size_t begin = next.fetch_add(kChunk);
-      if (begin >= plans.size()) break;
+    const std::unique_ptr<CostModel> cost = costs.make(hw, o.space.precision);
+    for (size_t begin = next.fetch_add(kChunk); begin < plans.size(); begin = next.fetch_add(kChunk)) {
       const size_t end = std::min(plans.size(), begin + kChunk);
       for (size_t i = begin; i < end; ++i) {
-        const ParallelPlan& p = plans[i];
-        ScreenEstimate e;
-        try {
-          e = screen_plan(model, p, hw, cost);
-        } catch (const InputError&) {
-          ++out.pruned["outside the profile's measurements"];
-          continue;
-        }
-        if (!e.fits) {
-          ++out.pruned["do not fit in memory"];
-          continue;
-        }
-        double days = 0, usd = 0;
-        const double usd_per_iteration = e.iteration_time_s / 3600.0 * gpus * hw.usd_per_gpu_hour;
-        if (o.train_tokens > 0) {
-          const double iterations = training_iterations(model, p, o.train_tokens);
-          days = iterations * e.iteration_time_s / 86400.0;
-          usd = iterations * usd_per_iteration;
-          if (o.deadline_days > 0 && days > o.deadline_days) {
-            ++out.pruned["miss the deadline"];
-            continue;
-          }
-          if (o.budget_usd > 0 && usd > o.budget_usd) {
-            ++out.pruned["over the budget"];
-            continue;
-          }
-        }
-        const double time_score = o.train_tokens > 0 ? days : e.iteration_time_s;
-        const double cost_score = o.train_tokens > 0 ? usd : usd_per_iteration;
-        out.feasible.push_back({o.objective == Objective::kTime ? time_score : cost_score, i});
+        const Verdict v = screen_one(model, plans[i], hw, *cost, o);
+        if (v.pruned != nullptr) ++out.pruned[v.pruned];
+        else out.feasible.push_back({v.score, i});
       }
       done.fetch_add(end - begin);
     }
@@ -99,23 +97,52 @@ SearchResult search_plans(const ModelSpec& model, const Hardware& hw, const Cost
   std::vector<std::thread> pool;
   for (int t = 1; t < threads; ++t) pool.emplace_back(worker, std::ref(results[static_cast<size_t>(t)]));
   if (o.progress) {
-    // The calling thread reports progress while the others work, then joins in.
-    std::thread reporter_work(worker, std::ref(results[0]));
+    std::thread own(worker, std::ref(results[0]));
     while (done.load() < plans.size()) {
-      o.progress(plans.empty() ? 1.0 : static_cast<double>(done.load()) / static_cast<double>(plans.size()));
+      o.progress(static_cast<double>(done.load()) / static_cast<double>(plans.size()));
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     o.progress(1.0);
-    reporter_work.join();
+    own.join();
   } else {
     worker(results[0]);
   }
   for (auto& t : pool) t.join();
+  return results;
+}
 
+// Event-simulates the chosen candidates on all threads.
+std::vector<RankedPlan> simulate_chosen(const ModelSpec& model, const std::vector<ParallelPlan>& plans,
+                                        const std::vector<Screened>& chosen, const Hardware& hw,
+                                        const CostModelChoice& costs, const SearchOptions& o) {
+  std::vector<RankedPlan> out(chosen.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t k = next.fetch_add(1); k < chosen.size(); k = next.fetch_add(1)) {
+      const ParallelPlan& p = plans[chosen[k].index];
+      const std::unique_ptr<CostModel> cost = costs.make(hw, p.precision);
+      out[k].prediction = predict_iteration(model, p, hw, *cost);
+      out[k].screen_time_s = screen_plan(model, p, hw, *cost).iteration_time_s;
+      fill_costs(out[k], model, o);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < thread_count(o); ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  return out;
+}
+
+}  // namespace
+
+SearchResult search_plans(const ModelSpec& model, const Hardware& hw, const CostModelChoice& costs,
+                          const SearchOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<ParallelPlan> plans = list_plans(model, o.space);
   SearchResult out;
   out.evaluated = static_cast<int64_t>(plans.size());
   std::vector<Screened> feasible;
-  for (const ThreadResult& r : results) {
+  for (const ThreadResult& r : screen_all(model, plans, hw, costs, o)) {
     feasible.insert(feasible.end(), r.feasible.begin(), r.feasible.end());
     for (const auto& [reason, count] : r.pruned) out.pruned[reason] += count;
   }
@@ -127,22 +154,8 @@ SearchResult search_plans(const ModelSpec& model, const Hardware& hw, const Cost
   const size_t keep = std::min(feasible.size(), static_cast<size_t>(std::max<int64_t>(1, o.simulate_best)));
   std::partial_sort(feasible.begin(), feasible.begin() + static_cast<std::ptrdiff_t>(keep), feasible.end(),
                     [](const Screened& a, const Screened& b) { return a.score < b.score || (a.score == b.score && a.index < b.index); });
-  out.plans.resize(keep);
-  std::atomic<size_t> next_sim{0};
-  auto simulate_worker = [&]() {
-    for (size_t k = next_sim.fetch_add(1); k < keep; k = next_sim.fetch_add(1)) {
-      const ParallelPlan& p = plans[feasible[k].index];
-      const std::unique_ptr<CostModel> cost = costs.make(hw, p.precision);
-      RankedPlan& r = out.plans[k];
-      r.prediction = predict_iteration(model, p, hw, *cost);
-      r.screen_time_s = screen_plan(model, p, hw, *cost).iteration_time_s;
-      fill_costs(r, model, o);
-    }
-  };
-  std::vector<std::thread> sim_pool;
-  for (int t = 1; t < threads; ++t) sim_pool.emplace_back(simulate_worker);
-  simulate_worker();
-  for (auto& t : sim_pool) t.join();
+  feasible.resize(keep);
+  out.plans = simulate_chosen(model, plans, feasible, hw, costs, o);
   out.simulated = static_cast<int64_t>(keep);
   std::stable_sort(out.plans.begin(), out.plans.end(), [&](const RankedPlan& a, const RankedPlan& b) {
     return objective_value(a, o.objective) < objective_value(b, o.objective);
