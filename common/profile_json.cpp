@@ -186,6 +186,104 @@ nlohmann::ordered_json profile_to_json(const HardwareProfile& p) {
   return j;
 }
 
+namespace {
+
+void read_provenance(JsonObjectReader& r, ProfileProvenance& pv) {
+  auto v = r.optional_object("provenance");
+  if (!v) {
+    r.add_problem("provenance", "missing: a profile must say what it measured");
+    return;
+  }
+  pv.device_kind = v->required_choice("device_kind", {"gpu", "cpu"});
+  pv.device = v->required_string("device");
+  pv.devices = v->optional_int("devices", 1).value_or(1);
+  pv.sm_count = v->optional_int("sm_count", 0).value_or(0);
+  pv.cores = v->optional_int("cores", 0).value_or(0);
+  pv.memory_bytes = v->optional_number("memory_bytes", 0.0).value_or(0.0);
+  for (auto [key, field] : {std::pair{"driver", &pv.driver}, {"cuda", &pv.cuda}, {"cublas", &pv.cublas}, {"nccl", &pv.nccl},
+                            {"mpi", &pv.mpi}, {"eigen", &pv.eigen}, {"clocks", &pv.clocks}, {"host", &pv.host},
+                            {"date_utc", &pv.date_utc}, {"tool_version", &pv.tool_version},
+                            {"git_revision", &pv.git_revision}, {"method", &pv.method}}) {
+    *field = v->optional_string(key).value_or("");
+  }
+  v->reject_unknown_keys();
+}
+
+AttentionTable read_attention(JsonObjectReader& t, const nlohmann::json& row) {
+  AttentionTable a;
+  a.dtype = t.required_string("dtype");
+  a.kernel = t.required_string("kernel");
+  a.points = read_array<AttentionPoint>(t, row, "points", [](JsonObjectReader& q, const nlohmann::json&) {
+    AttentionPoint pt;
+    pt.batch_heads = q.required_int("batch_heads", 1);
+    pt.seq = q.required_int("seq", 1);
+    pt.head_dim = q.required_int("head_dim", 1);
+    pt.causal = q.optional_bool("causal").value_or(true);
+    pt.backward = q.optional_bool("backward").value_or(false);
+    pt.timing = read_timing_of(q);
+    return pt;
+  });
+  return a;
+}
+
+MemoryBoundTable read_memory_bound(JsonObjectReader& t, const nlohmann::json& row) {
+  MemoryBoundTable m;
+  m.kernel = t.required_string("kernel");
+  m.points = read_array<MemoryBoundPoint>(t, row, "points", [](JsonObjectReader& q, const nlohmann::json&) {
+    MemoryBoundPoint pt;
+    pt.bytes = q.optional_number("bytes", 1.0).value_or(0.0);
+    q.accept("gb_per_s");  // derived, for people reading the file
+    pt.timing = read_timing_of(q);
+    return pt;
+  });
+  std::vector<double> bytes;
+  for (const auto& pt : m.points) bytes.push_back(pt.bytes);
+  check_increasing_bytes(t, bytes);
+  return m;
+}
+
+CollectiveTable read_collective(JsonObjectReader& t, const nlohmann::json& row) {
+  CollectiveTable c;
+  c.kind = t.required_choice("kind", {"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast", "send-recv"});
+  c.ranks = t.required_int("ranks", 2);
+  c.ranks_per_node = t.required_int("ranks_per_node", 1);
+  c.nodes = t.required_int("nodes", 1);
+  t.accept("size_convention");
+  c.points = read_array<CollectivePoint>(t, row, "points", [](JsonObjectReader& q, const nlohmann::json&) {
+    CollectivePoint pt;
+    pt.bytes = q.optional_number("bytes", 1.0).value_or(0.0);
+    pt.algbw_gb_per_s = q.optional_number("algbw_gb_per_s", 0.0).value_or(0.0);
+    pt.busbw_gb_per_s = q.optional_number("busbw_gb_per_s", 0.0).value_or(0.0);
+    pt.timing = read_timing_of(q);
+    return pt;
+  });
+  std::vector<double> bytes;
+  for (const auto& pt : c.points) bytes.push_back(pt.bytes);
+  check_increasing_bytes(t, bytes);
+  if (auto fit = t.optional_object("fit")) {
+    c.fit.alpha_s = fit->optional_number("alpha_s", 0.0).value_or(0.0);
+    c.fit.beta_s_per_byte = fit->optional_number("beta_s_per_byte", 0.0).value_or(0.0);
+    c.fit.residual_rms_rel = fit->optional_number("residual_rms_rel", 0.0).value_or(0.0);
+    fit->reject_unknown_keys();
+  }
+  return c;
+}
+
+void read_notes(JsonObjectReader& r, const nlohmann::json& doc, std::vector<std::string>& notes) {
+  r.accept("notes");
+  if (!doc.contains("notes") || doc["notes"].is_null()) return;
+  if (!doc["notes"].is_array()) {
+    r.add_problem("notes", "expected an array of strings");
+    return;
+  }
+  for (const auto& n : doc["notes"]) {
+    if (n.is_string()) notes.push_back(n.get<std::string>());
+    else r.add_problem("notes", "expected strings, got " + n.dump());
+  }
+}
+
+}  // namespace
+
 HardwareProfile read_profile(const nlohmann::json& doc, const std::string& source) {
   ProblemList problems;
   JsonObjectReader r(doc, source, "", problems);
@@ -195,94 +293,18 @@ HardwareProfile read_profile(const nlohmann::json& doc, const std::string& sourc
     r.add_problem("schema_version", "version " + doc["schema_version"].dump() + " is not supported (this trainsim reads 1)");
   }
   r.accept("schema_version");
-  if (auto v = r.optional_object("provenance")) {
-    ProfileProvenance& pv = p.provenance;
-    pv.device_kind = v->required_choice("device_kind", {"gpu", "cpu"});
-    pv.device = v->required_string("device");
-    pv.devices = v->optional_int("devices", 1).value_or(1);
-    pv.sm_count = v->optional_int("sm_count", 0).value_or(0);
-    pv.cores = v->optional_int("cores", 0).value_or(0);
-    pv.memory_bytes = v->optional_number("memory_bytes", 0.0).value_or(0.0);
-    for (auto [key, field] : {std::pair{"driver", &pv.driver}, {"cuda", &pv.cuda}, {"cublas", &pv.cublas}, {"nccl", &pv.nccl},
-                              {"mpi", &pv.mpi}, {"eigen", &pv.eigen}, {"clocks", &pv.clocks}, {"host", &pv.host},
-                              {"date_utc", &pv.date_utc}, {"tool_version", &pv.tool_version},
-                              {"git_revision", &pv.git_revision}, {"method", &pv.method}}) {
-      *field = v->optional_string(key).value_or("");
-    }
-    v->reject_unknown_keys();
-  } else {
-    r.add_problem("provenance", "missing: a profile must say what it measured");
-  }
-  p.gemm = read_array<GemmTable>(r, doc, "gemm", [](JsonObjectReader& t, const nlohmann::json& row) { return read_gemm(t, row); });
-  p.attention = read_array<AttentionTable>(r, doc, "attention", [](JsonObjectReader& t, const nlohmann::json& row) {
-    AttentionTable a;
-    a.dtype = t.required_string("dtype");
-    a.kernel = t.required_string("kernel");
-    a.points = read_array<AttentionPoint>(t, row, "points", [](JsonObjectReader& q, const nlohmann::json&) {
-      AttentionPoint pt;
-      pt.batch_heads = q.required_int("batch_heads", 1);
-      pt.seq = q.required_int("seq", 1);
-      pt.head_dim = q.required_int("head_dim", 1);
-      pt.causal = q.optional_bool("causal").value_or(true);
-      pt.backward = q.optional_bool("backward").value_or(false);
-      pt.timing = read_timing_of(q);
-      return pt;
-    });
-    return a;
-  });
-  p.memory_bound = read_array<MemoryBoundTable>(r, doc, "memory_bound", [](JsonObjectReader& t, const nlohmann::json& row) {
-    MemoryBoundTable m;
-    m.kernel = t.required_string("kernel");
-    m.points = read_array<MemoryBoundPoint>(t, row, "points", [](JsonObjectReader& q, const nlohmann::json&) {
-      MemoryBoundPoint pt;
-      pt.bytes = q.optional_number("bytes", 1.0).value_or(0.0);
-      q.accept("gb_per_s");
-      pt.timing = read_timing_of(q);
-      return pt;
-    });
-    std::vector<double> bytes;
-    for (const auto& pt : m.points) bytes.push_back(pt.bytes);
-    check_increasing_bytes(t, bytes);
-    return m;
-  });
-  p.collectives = read_array<CollectiveTable>(r, doc, "collectives", [](JsonObjectReader& t, const nlohmann::json& row) {
-    CollectiveTable c;
-    c.kind = t.required_choice("kind", {"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast", "send-recv"});
-    c.ranks = t.required_int("ranks", 2);
-    c.ranks_per_node = t.required_int("ranks_per_node", 1);
-    c.nodes = t.required_int("nodes", 1);
-    t.accept("size_convention");
-    c.points = read_array<CollectivePoint>(t, row, "points", [](JsonObjectReader& q, const nlohmann::json&) {
-      CollectivePoint pt;
-      pt.bytes = q.optional_number("bytes", 1.0).value_or(0.0);
-      pt.algbw_gb_per_s = q.optional_number("algbw_gb_per_s", 0.0).value_or(0.0);
-      pt.busbw_gb_per_s = q.optional_number("busbw_gb_per_s", 0.0).value_or(0.0);
-      pt.timing = read_timing_of(q);
-      return pt;
-    });
-    std::vector<double> bytes;
-    for (const auto& pt : c.points) bytes.push_back(pt.bytes);
-    check_increasing_bytes(t, bytes);
-    if (auto fit = t.optional_object("fit")) {
-      c.fit.alpha_s = fit->optional_number("alpha_s", -1e300).value_or(0.0);
-      c.fit.beta_s_per_byte = fit->optional_number("beta_s_per_byte", -1e300).value_or(0.0);
-      c.fit.residual_rms_rel = fit->optional_number("residual_rms_rel", 0.0).value_or(0.0);
-      fit->reject_unknown_keys();
-    }
-    return c;
-  });
+  read_provenance(r, p.provenance);
+  p.gemm = read_array<GemmTable>(r, doc, "gemm", read_gemm);
+  p.attention = read_array<AttentionTable>(r, doc, "attention", read_attention);
+  p.memory_bound = read_array<MemoryBoundTable>(r, doc, "memory_bound", read_memory_bound);
+  p.collectives = read_array<CollectiveTable>(r, doc, "collectives", read_collective);
   p.overlap = read_array<OverlapPoint>(r, doc, "overlap", [](JsonObjectReader& q, const nlohmann::json&) {
     OverlapPoint o;
     o.collective = q.required_string("collective");
-    o.gemm_slowdown = q.optional_number("gemm_slowdown", 1.0).value_or(1.0);
+    o.gemm_slowdown = q.optional_number("gemm_slowdown", 0.0).value_or(1.0);
     return o;
   });
-  r.accept("notes");
-  if (doc.contains("notes") && doc["notes"].is_array()) {
-    for (const auto& n : doc["notes"]) {
-      if (n.is_string()) p.notes.push_back(n.get<std::string>());
-    }
-  }
+  read_notes(r, doc, p.notes);
   r.reject_unknown_keys();
   problems.throw_if_any("a profile comes from `trainsim calibrate {gpu|cpu} --out FILE`; re-run it rather than editing");
   return p;
