@@ -56,6 +56,16 @@ Matrix qkv_slice(const Matrix& full, int64_t parts, int64_t index) {
   return out;
 }
 
+// Leaving the tensor-parallel region: partial sums over TP ranks are summed (all-reduce), or with
+// SP summed and split by token rows (reduce-scatter). Entering it: token rows gathered (SP only).
+Matrix leave_tp_region(Matrix partial, bool sp, TpGroup& tp) {
+  if (sp) return tp.reduce_scatter_rows(partial);
+  tp.all_reduce(partial);
+  return partial;
+}
+
+Matrix enter_tp_region(const Matrix& rows, bool sp, TpGroup& tp) { return sp ? tp.all_gather_rows(rows) : rows; }
+
 }  // namespace
 
 size_t StageModel::add(const std::string& name, Matrix value, bool tp_split, bool sp_partial) {
@@ -104,20 +114,16 @@ Matrix StageModel::layer_forward(const LayerParams& p, const Matrix& x, LayerCac
   const bool sp = layout_.sequence_parallel;
   c.x_in = x;
   const Matrix a = layer_norm(x, v(p.ln1_g), v(p.ln1_b), c.ln1);
-  c.ln1_out = sp ? tp.all_gather_rows(a) : a;
+  c.ln1_out = enter_tp_region(a, sp, tp);
   c.qkv = (c.ln1_out * v(p.w_qkv)).rowwise() + Vector(v(p.b_qkv));
   c.attn_out = causal_attention(c.qkv, batch, seq_, heads_local_, head_dim_, c.attention);
-  Matrix o = c.attn_out * v(p.w_o);
-  if (sp) o = tp.reduce_scatter_rows(o);
-  else tp.all_reduce(o);
+  const Matrix o = leave_tp_region(c.attn_out * v(p.w_o), sp, tp);
   c.x_mid = x + (o.rowwise() + Vector(v(p.b_o)));
   const Matrix b = layer_norm(c.x_mid, v(p.ln2_g), v(p.ln2_b), c.ln2);
-  c.ln2_out = sp ? tp.all_gather_rows(b) : b;
+  c.ln2_out = enter_tp_region(b, sp, tp);
   c.fc1_out = (c.ln2_out * v(p.w_1)).rowwise() + Vector(v(p.b_1));
   c.fc1_act = gelu(c.fc1_out);
-  Matrix mlp = c.fc1_act * v(p.w_2);
-  if (sp) mlp = tp.reduce_scatter_rows(mlp);
-  else tp.all_reduce(mlp);
+  const Matrix mlp = leave_tp_region(c.fc1_act * v(p.w_2), sp, tp);
   return c.x_mid + (mlp.rowwise() + Vector(v(p.b_2)));
 }
 
@@ -125,28 +131,24 @@ Matrix StageModel::layer_backward(const LayerParams& p, const Matrix& dy, const 
   const bool sp = layout_.sequence_parallel;
   // MLP: y = x_mid + reduce(gelu(fc1) W2) + b2
   g(p.b_2) += dy.colwise().sum();
-  const Matrix dm = sp ? tp.all_gather_rows(dy) : dy;
+  const Matrix dm = enter_tp_region(dy, sp, tp);
   g(p.w_2).noalias() += c.fc1_act.transpose() * dm;
   const Matrix dfc1 = gelu_backward(dm * v(p.w_2).transpose(), c.fc1_out);
   g(p.w_1).noalias() += c.ln2_out.transpose() * dfc1;
   g(p.b_1) += dfc1.colwise().sum();
-  Matrix db = dfc1 * v(p.w_1).transpose();
-  if (sp) db = tp.reduce_scatter_rows(db);
-  else tp.all_reduce(db);
+  const Matrix db = leave_tp_region(dfc1 * v(p.w_1).transpose(), sp, tp);
   Vector dg2 = Vector::Zero(hidden_), db2 = Vector::Zero(hidden_);
   const Matrix dx_mid = dy + layer_norm_backward(db, v(p.ln2_g), c.ln2, dg2, db2);
   g(p.ln2_g) += dg2;
   g(p.ln2_b) += db2;
   // Attention: x_mid = x + reduce(attn W_o) + b_o
   g(p.b_o) += dx_mid.colwise().sum();
-  const Matrix dout = sp ? tp.all_gather_rows(dx_mid) : dx_mid;
+  const Matrix dout = enter_tp_region(dx_mid, sp, tp);
   g(p.w_o).noalias() += c.attn_out.transpose() * dout;
   const Matrix dqkv = causal_attention_backward(dout * v(p.w_o).transpose(), c.qkv, batch, seq_, heads_local_, head_dim_, c.attention);
   g(p.w_qkv).noalias() += c.ln1_out.transpose() * dqkv;
   g(p.b_qkv) += dqkv.colwise().sum();
-  Matrix da = dqkv * v(p.w_qkv).transpose();
-  if (sp) da = tp.reduce_scatter_rows(da);
-  else tp.all_reduce(da);
+  const Matrix da = leave_tp_region(dqkv * v(p.w_qkv).transpose(), sp, tp);
   Vector dg1 = Vector::Zero(hidden_), db1 = Vector::Zero(hidden_);
   const Matrix dx = dx_mid + layer_norm_backward(da, v(p.ln1_g), c.ln1, dg1, db1);
   g(p.ln1_g) += dg1;
