@@ -11,7 +11,6 @@
 #include <fstream>
 #include <optional>
 #include <map>
-#include <random>
 
 #include "common/errors.hpp"
 #include "common/units.hpp"
@@ -20,19 +19,9 @@
 #include "runtime/cpu_model.hpp"
 #include "runtime/mpi_groups.hpp"
 #include "runtime/sharded_optimizer.hpp"
+#include "runtime/token_data.hpp"
 
 namespace trainsim::cpu {
-
-std::vector<uint8_t> load_corpus(const std::string& path, int64_t min_bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("--data: cannot open " + path, "give a text file, or rebuild trainsim to regenerate its corpus");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (static_cast<int64_t>(bytes.size()) < min_bytes) {
-    throw InputError("--data: " + path + " has " + std::to_string(bytes.size()) + " bytes; at least " +
-                     std::to_string(min_bytes) + " are needed for one sequence");
-  }
-  return bytes;
-}
 
 void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) {
   ProblemList problems = model_problems(m);
@@ -74,7 +63,7 @@ struct Trainer::Impl {
     layout.sequence_parallel = plan.sequence_parallel;
     layout.recompute = plan.recompute;
     stage = std::make_unique<StageModel>(m, layout, options.seed);
-    corpus = load_corpus(options.data_path, m.seq_len + 1);
+    corpus = runtime::load_corpus(options.data_path, m.seq_len + 1);
     if (plan.zero_stage >= 1) {
       std::vector<bool> weights;
       for (const Param& prm : stage->params()) weights.push_back(counts_in_norm(prm));
@@ -87,22 +76,17 @@ struct Trainer::Impl {
     }
   }
 
-  // The iteration's global batch: sequence j starts at an offset drawn from (seed, iteration, j).
+  // This DP rank's share of the iteration's global batch, split into micro-batches.
   std::vector<MicroBatchState> micro_batches(int64_t iteration) const {
-    const int64_t s = model.seq_len, per_rank = plan.global_batch / plan.dp;
+    const int64_t per_rank = plan.global_batch / plan.dp;
     std::vector<MicroBatchState> out(static_cast<size_t>(plan.micro_batches()));
     for (int64_t k = 0; k < plan.micro_batches(); ++k) {
       MicroBatchState& mb = out[static_cast<size_t>(k)];
       mb.batch = plan.micro_batch;
-      for (int64_t j = 0; j < plan.micro_batch; ++j) {
-        const int64_t sequence = grid.dp_rank * per_rank + k * plan.micro_batch + j;
-        std::mt19937_64 rng(options.seed * 1000003ull + static_cast<uint64_t>(iteration) * 7919ull + static_cast<uint64_t>(sequence));
-        const int64_t start = static_cast<int64_t>(rng() % static_cast<uint64_t>(corpus.size() - static_cast<size_t>(s) - 1));
-        for (int64_t i = 0; i < s; ++i) {
-          mb.tokens.push_back(corpus[static_cast<size_t>(start + i)]);
-          mb.targets.push_back(corpus[static_cast<size_t>(start + i + 1)]);
-        }
-      }
+      runtime::TokenBatch batch = runtime::token_batch(corpus, options.seed, iteration, grid.dp_rank * per_rank + k * plan.micro_batch,
+                                                       plan.micro_batch, model.seq_len);
+      mb.tokens = std::move(batch.tokens);
+      mb.targets = std::move(batch.targets);
     }
     return out;
   }

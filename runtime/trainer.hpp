@@ -49,7 +49,4 @@ class Trainer {
   std::unique_ptr<Impl> impl_;
 };
 
-// The corpus as bytes (InputError naming the file when it is missing or too short).
-std::vector<uint8_t> load_corpus(const std::string& path, int64_t min_bytes);
-
 }  // namespace trainsim::cpu
