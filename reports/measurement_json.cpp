@@ -80,6 +80,10 @@ nlohmann::ordered_json measurement_json(const Measurement& m, nlohmann::ordered_
   doc["warmup_iterations"] = m.warmup_iterations;
   doc["iteration_time_s"] = m.iteration_time_s;
   doc["memory_peak_gib"] = m.memory_peak_gib;
+  doc["memory_rss_peak_gib"] = m.memory_rss_peak_gib;
+  doc["memory_note"] = "memory_peak_gib: the runtime's own allocations at their peak (weights, gradients, optimizer "
+                       "states, activations, buffers), comparable with predict's memory; memory_rss_peak_gib: the "
+                       "process's resident set (also the program, the communication library and the data)";
   const PhaseTimes& b = m.breakdown;
   doc["breakdown"] = {{"compute_s", b.forward_s + b.backward_s}, {"tp_comm_exposed_s", b.tp_comm_s},
                       {"dp_comm_exposed_s", b.dp_comm_s},        {"pp_comm_exposed_s", b.pp_comm_s},
@@ -110,6 +114,8 @@ Measurement read_measurement(const nlohmann::json& doc, const std::string& file,
     root.add_problem("iteration_time_s", "iteration_time_s (0) must be > 0 (a measured iteration takes time)");
   }
   m.memory_peak_gib = root.required_number("memory_peak_gib", 0);
+  m.memory_rss_peak_gib = root.optional_number("memory_rss_peak_gib", 0).value_or(0.0);
+  root.optional_string("memory_note");
   m.breakdown = read_breakdown(root);
   for (JsonObjectReader& element : root.required_object_list("iterations")) {
     m.iterations.push_back(read_iteration(element));

@@ -173,7 +173,9 @@ Matrix StageModel::forward(const Matrix& input, MicroBatchState& s, TpGroup& tp,
   s.layers.assign(layers_.size(), LayerCache());
   for (size_t l = 0; l < layers_.size(); ++l) {
     LayerCache& c = s.layers[l];
+    if (hooks_) hooks_->before_layer(static_cast<int64_t>(l), false);
     x = layer_forward(layers_[l], x, c, s.batch, tp);
+    if (hooks_) hooks_->after_layer_forward(static_cast<int64_t>(l));
     if (layout_.recompute == Recompute::kFull) {
       Matrix input = std::move(c.x_in);
       c = LayerCache();
@@ -206,6 +208,7 @@ Matrix StageModel::backward(const Matrix& grad_output, MicroBatchState& s, TpGro
   }
   for (size_t l = layers_.size(); l-- > 0;) {
     LayerCache& c = s.layers[l];
+    if (hooks_) hooks_->before_layer(static_cast<int64_t>(l), true);
     if (layout_.recompute == Recompute::kFull) {
       const Matrix input = c.x_in;
       layer_forward(layers_[l], input, c, s.batch, tp);
@@ -213,6 +216,7 @@ Matrix StageModel::backward(const Matrix& grad_output, MicroBatchState& s, TpGro
       causal_attention(c.qkv, s.batch, seq_, heads_local_, head_dim_, c.attention);
     }
     dx = layer_backward(layers_[l], dx, c, s.batch, tp);
+    if (hooks_) hooks_->after_layer_backward(static_cast<int64_t>(l));
   }
   s.layers.clear();
   if (!layout_.embedding) return dx;
@@ -229,15 +233,43 @@ Matrix StageModel::backward(const Matrix& grad_output, MicroBatchState& s, TpGro
   return Matrix();
 }
 
-void StageModel::finish_gradients(TpGroup& tp) {
+std::vector<size_t> StageModel::layer_params(int64_t layer) const {
+  const LayerParams& p = layers_[static_cast<size_t>(layer)];
+  return {p.ln1_g, p.ln1_b, p.w_qkv, p.b_qkv, p.w_o, p.b_o, p.ln2_g, p.ln2_b, p.w_1, p.b_1, p.w_2, p.b_2};
+}
+
+std::vector<size_t> StageModel::outer_params() const {
+  std::vector<bool> in_layer(params_.size(), false);
+  for (int64_t l = 0; l < layer_count(); ++l) {
+    for (size_t i : layer_params(l)) in_layer[i] = true;
+  }
+  std::vector<size_t> out;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!in_layer[i]) out.push_back(i);
+  }
+  return out;
+}
+
+void StageModel::finish_layer_gradients(int64_t layer, TpGroup& tp) {
+  for (size_t i : layer_params(layer)) {
+    if (params_[i].sp_partial_grad) tp.all_reduce(params_[i].grad);
+  }
+}
+
+void StageModel::finish_outer_gradients(TpGroup& tp) {
   if (layout_.embedding && embedding_grad_.size() > 0) {
     if (layout_.sequence_parallel) tp.all_reduce(embedding_grad_);
     g(wte_) += embedding_grad_;
     embedding_grad_.setZero();
   }
-  for (Param& p : params_) {
-    if (p.sp_partial_grad) tp.all_reduce(p.grad);
+  for (size_t i : outer_params()) {
+    if (params_[i].sp_partial_grad) tp.all_reduce(params_[i].grad);
   }
+}
+
+void StageModel::finish_gradients(TpGroup& tp) {
+  for (int64_t l = 0; l < layer_count(); ++l) finish_layer_gradients(l, tp);
+  finish_outer_gradients(tp);
 }
 
 }  // namespace trainsim::cpu

@@ -50,6 +50,17 @@ struct MicroBatchState {
   Matrix dlogits;
 };
 
+// What the trainer does around each layer's use: ZeRO-3 gathers a layer's weights before and
+// releases them after; data parallelism starts a gradient bucket's reduction as soon as the
+// layers in it have finished their last backward. `layer` is the stage's local index.
+class LayerHooks {
+ public:
+  virtual ~LayerHooks() = default;
+  virtual void before_layer(int64_t layer, bool backward) = 0;
+  virtual void after_layer_forward(int64_t layer) = 0;
+  virtual void after_layer_backward(int64_t layer) = 0;
+};
+
 class StageModel {
  public:
   StageModel(const ModelSpec& model, const StageLayout& layout, uint64_t seed);
@@ -61,9 +72,20 @@ class StageModel {
   // Backward; `grad_output` is ignored on the last stage. Returns the gradient of the input
   // activation (empty on the first stage). Gradients accumulate into the parameters.
   Matrix backward(const Matrix& grad_output, MicroBatchState& state, TpGroup& tp);
-  // After the last backward of an iteration: adds the token-embedding share to the tied weight
-  // and, with SP, sums over the TP group the gradients that cover only this rank's tokens.
+  // With SP, sums over the TP group the gradients of a layer that cover only this rank's tokens
+  // (call once its gradients are complete for the iteration, or per micro-batch: the sum is linear).
+  void finish_layer_gradients(int64_t layer, TpGroup& tp);
+  // After the last backward of an iteration: the parameters outside the layers (embeddings, final
+  // norm): adds the token-embedding share to the tied weight and, with SP, sums over TP as above.
+  void finish_outer_gradients(TpGroup& tp);
+  // Both, for every layer.
   void finish_gradients(TpGroup& tp);
+
+  // Parameter indices of each local layer, and of the rest (embeddings, final norm).
+  std::vector<size_t> layer_params(int64_t layer) const;
+  std::vector<size_t> outer_params() const;
+  int64_t layer_count() const { return static_cast<int64_t>(layers_.size()); }
+  void set_hooks(LayerHooks* hooks) { hooks_ = hooks; }
 
   std::vector<Param>& params() { return params_; }
   const StageLayout& layout() const { return layout_; }
@@ -86,6 +108,7 @@ class StageModel {
   std::vector<LayerParams> layers_;
   size_t wte_ = 0, wpe_ = 0, lnf_g_ = 0, lnf_b_ = 0;
   Matrix embedding_grad_;  // (vocab, h): the embedding lookup's share of the tied weight's gradient
+  LayerHooks* hooks_ = nullptr;
 };
 
 // What keeps the runtime from running this model (it implements GPT-2-style models), and the

@@ -32,7 +32,8 @@ struct Measurement {
   std::vector<IterationRecord> iterations;
   int64_t warmup_iterations = 1;   // excluded from the median
   double iteration_time_s = 0;     // median over the timed iterations
-  double memory_peak_gib = 0;      // largest peak resident memory over ranks
+  double memory_peak_gib = 0;      // largest over ranks of the runtime's own peak (tensors, buffers)
+  double memory_rss_peak_gib = 0;  // largest over ranks of the process's peak resident set
   PhaseTimes breakdown;            // median per phase over the timed iterations
   int64_t ranks = 1;
   std::string backend = "cpu";

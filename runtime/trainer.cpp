@@ -18,7 +18,8 @@
 #include "runtime/checkpoint.hpp"
 #include "runtime/cpu_model.hpp"
 #include "runtime/mpi_groups.hpp"
-#include "runtime/sharded_optimizer.hpp"
+#include "runtime/data_parallel.hpp"
+#include "runtime/heap_watermark.hpp"
 #include "runtime/token_data.hpp"
 
 namespace trainsim::cpu {
@@ -30,11 +31,10 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
                  std::to_string(world_size) + " (run under `mpirun -np " + std::to_string(p.gpus()) + "`)");
   }
   if (m.vocab > 256) problems.add("model \"" + m.name + "\": vocab " + std::to_string(m.vocab) + " > 256 (the CPU runtime reads bytes)");
-  if (p.zero_stage > 2) problems.add("plan: zero_stage " + std::to_string(p.zero_stage) + " is not implemented in the CPU runtime yet (ZeRO-1 and ZeRO-2 are)");
   if (p.schedule == Schedule::kInterleaved) problems.add("plan: the interleaved schedule is not implemented in the CPU runtime yet");
   if (p.precision != Precision::kFp32) problems.add(std::string("plan: precision ") + to_string(p.precision) + " (the CPU runtime trains in fp32: --precision fp32)");
   if (p.cp > 1 || p.ep > 1) problems.add("plan: cp and ep are not implemented");
-  problems.throw_if_any("the CPU runtime runs GPT-2-style models (e.g. gpt-tiny) with DP, TP (+SP), PP (GPipe, 1F1B), ZeRO-0/1/2 and recomputation today");
+  problems.throw_if_any("the CPU runtime runs GPT-2-style models (e.g. gpt-tiny) with DP, TP (+SP), PP (GPipe, 1F1B), ZeRO-0/1/2/3 and recomputation today");
 }
 
 struct Trainer::Impl {
@@ -46,9 +46,9 @@ struct Trainer::Impl {
   std::unique_ptr<MpiTpGroup> tp;
   std::unique_ptr<StageModel> stage;
   std::vector<uint8_t> corpus;
-  std::vector<Matrix> adam_m, adam_v;
   int64_t adam_step = 0;
-  std::unique_ptr<ShardedOptimizer> sharded;  // ZeRO-1/2
+  std::unique_ptr<DataParallel> data_parallel;  // DP reduction, ZeRO, AdamW
+  HeapWatermark memory;
 
   Impl(const ModelSpec& m, const ParallelPlan& p, const RunOptions& o, MPI_Comm world) : model(m), plan(p), options(o) {
     grid = RankGrid::build(plan, world);
@@ -62,18 +62,17 @@ struct Trainer::Impl {
     layout.tp_rank = grid.tp_rank;
     layout.sequence_parallel = plan.sequence_parallel;
     layout.recompute = plan.recompute;
+    memory.reset();
     stage = std::make_unique<StageModel>(m, layout, options.seed);
     corpus = runtime::load_corpus(options.data_path, m.seq_len + 1);
-    if (plan.zero_stage >= 1) {
-      std::vector<bool> weights;
-      for (const Param& prm : stage->params()) weights.push_back(counts_in_norm(prm));
-      sharded = std::make_unique<ShardedOptimizer>(stage->params(), plan.zero_stage, grid.dp, grid.model, weights);
-      return;
-    }
-    for (const Param& prm : stage->params()) {
-      adam_m.push_back(Matrix::Zero(prm.value.rows(), prm.value.cols()));
-      adam_v.push_back(Matrix::Zero(prm.value.rows(), prm.value.cols()));
-    }
+    std::vector<bool> weights;
+    for (const Param& prm : stage->params()) weights.push_back(counts_in_norm(prm));
+    DataParallelConfig config;
+    config.zero_stage = plan.zero_stage;
+    config.overlap = plan.dp_overlap;
+    config.bucket_params = options.bucket_params;
+    data_parallel = std::make_unique<DataParallel>(*stage, *tp, DataParallelComms{grid.dp, grid.model, grid.embedding}, config, weights, clock);
+    memory.sample();
   }
 
   // This DP rank's share of the iteration's global batch, split into micro-batches.
@@ -108,18 +107,20 @@ struct Trainer::Impl {
       if (step.kind == StepKind::kForward) {
         Matrix input;
         if (grid.prev_stage >= 0) input = receive(grid.prev_stage, tag);
-        const double start = wall_s(), tp_before = clock.tp_comm_s;
+        const double start = wall_s(), tp_before = clock.tp_comm_s, dp_before = clock.dp_comm_s;
         double loss_sum = 0;
         Matrix out = stage->forward(input, mb, *tp, scale, loss_sum);
-        clock.forward_s += wall_s() - start - (clock.tp_comm_s - tp_before);
+        clock.forward_s += wall_s() - start - (clock.tp_comm_s - tp_before) - (clock.dp_comm_s - dp_before);
+        memory.sample();  // activations of the micro-batches in flight peak after a forward
         loss += loss_sum * scale;
         if (grid.next_stage >= 0) send(std::move(out), grid.next_stage, tag, sends, send_buffers);
       } else {
         Matrix grad;
         if (grid.next_stage >= 0) grad = receive(grid.next_stage, tag);
-        const double start = wall_s(), tp_before = clock.tp_comm_s;
+        data_parallel->begin_backward(step.micro_batch == plan.micro_batches() - 1);
+        const double start = wall_s(), tp_before = clock.tp_comm_s, dp_before = clock.dp_comm_s;
         Matrix dx = stage->backward(grad, mb, *tp);
-        clock.backward_s += wall_s() - start - (clock.tp_comm_s - tp_before);
+        clock.backward_s += wall_s() - start - (clock.tp_comm_s - tp_before) - (clock.dp_comm_s - dp_before);
         if (grid.prev_stage >= 0) send(std::move(dx), grid.prev_stage, tag, sends, send_buffers);
       }
     }
@@ -129,12 +130,15 @@ struct Trainer::Impl {
     return loss;
   }
 
-  // Waiting for a neighbour is the pipeline bubble (the transfer itself is not separable here).
+  // Waiting for a neighbour's message to arrive is the pipeline bubble; receiving it is transfer.
   Matrix receive(int from, int tag) {
     Matrix m(rows_per_micro_batch(), model.hidden);
     const double start = wall_s();
+    MPI_Probe(from, tag, grid.world, MPI_STATUS_IGNORE);
+    const double arrived = wall_s();
     MPI_Recv(m.data(), static_cast<int>(m.size()), MPI_FLOAT, from, tag, grid.world, MPI_STATUS_IGNORE);
-    clock.bubble_s += wall_s() - start;
+    clock.bubble_s += arrived - start;
+    clock.pp_comm_s += wall_s() - arrived;
     return m;
   }
 
@@ -146,34 +150,6 @@ struct Trainer::Impl {
     clock.pp_comm_s += wall_s() - start;
   }
 
-  void reduce_gradients() {
-    stage->finish_gradients(*tp);
-    std::vector<Param>& params = stage->params();
-    const double start = wall_s();
-    if (grid.embedding != MPI_COMM_NULL) {  // tied embedding: first and last stage hold copies
-      for (Param& p : params) {
-        if (p.name == "wte") MPI_Allreduce(MPI_IN_PLACE, p.grad.data(), static_cast<int>(p.grad.size()), MPI_FLOAT, MPI_SUM, grid.embedding);
-      }
-    }
-    if (plan.dp > 1 && plan.zero_stage == 0) {  // one flat buffer: gradients summed over data-parallel replicas
-      size_t total = 0;
-      for (const Param& p : params) total += static_cast<size_t>(p.grad.size());
-      std::vector<float> flat(total);
-      size_t at = 0;
-      for (const Param& p : params) {
-        std::copy(p.grad.data(), p.grad.data() + p.grad.size(), flat.begin() + static_cast<std::ptrdiff_t>(at));
-        at += static_cast<size_t>(p.grad.size());
-      }
-      MPI_Allreduce(MPI_IN_PLACE, flat.data(), static_cast<int>(total), MPI_FLOAT, MPI_SUM, grid.dp);
-      at = 0;
-      for (Param& p : params) {
-        std::copy(flat.begin() + static_cast<std::ptrdiff_t>(at), flat.begin() + static_cast<std::ptrdiff_t>(at + static_cast<size_t>(p.grad.size())), p.grad.data());
-        at += static_cast<size_t>(p.grad.size());
-      }
-    }
-    clock.dp_comm_s += wall_s() - start;
-  }
-
   bool counts_in_norm(const Param& p) const {
     // Each TP-split slice once per rank, replicated parameters once per replica, the tied
     // embedding once (on the first stage).
@@ -182,39 +158,12 @@ struct Trainer::Impl {
   }
 
   void optimizer_step() {
-    if (sharded) {
-      AdamSettings adam;
-      adam.lr = static_cast<float>(options.learning_rate);
-      adam.grad_clip = options.grad_clip;
-      const double start = wall_s(), dp_before = clock.dp_comm_s;
-      sharded->step(adam, ++adam_step, &clock.dp_comm_s);
-      clock.optimizer_s += wall_s() - start - (clock.dp_comm_s - dp_before);
-      return;
-    }
-    const double start = wall_s();
-    std::vector<Param>& params = stage->params();
-    // Global norm: each TP-split slice once per rank, replicated parameters once per replica,
-    // the tied embedding once (on the first stage).
-    double local = 0;
-    for (const Param& p : params) {
-      if (counts_in_norm(p)) local += static_cast<double>(p.grad.squaredNorm());
-    }
-    double total = 0;
-    MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, grid.model);
-    const double norm = std::sqrt(total);
-    const float clip = norm > options.grad_clip ? static_cast<float>(options.grad_clip / norm) : 1.0f;
-    ++adam_step;
-    const float b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, lr = static_cast<float>(options.learning_rate);
-    const float c1 = 1.0f - std::pow(b1, static_cast<float>(adam_step)), c2 = 1.0f - std::pow(b2, static_cast<float>(adam_step));
-    for (size_t i = 0; i < params.size(); ++i) {
-      Param& p = params[i];
-      const Matrix g = p.grad * clip;
-      adam_m[i] = b1 * adam_m[i] + (1 - b1) * g;
-      adam_v[i] = b2 * adam_v[i] + (1 - b2) * g.cwiseProduct(g);
-      p.value.array() -= lr * (adam_m[i].array() / c1) / ((adam_v[i].array() / c2).sqrt() + eps);
-      p.grad.setZero();
-    }
-    clock.optimizer_s += wall_s() - start;
+    AdamSettings adam;
+    adam.lr = static_cast<float>(options.learning_rate);
+    adam.grad_clip = options.grad_clip;
+    const double start = wall_s(), dp_before = clock.dp_comm_s, tp_before = clock.tp_comm_s;
+    data_parallel->step(adam, ++adam_step);
+    clock.optimizer_s += wall_s() - start - (clock.dp_comm_s - dp_before) - (clock.tp_comm_s - tp_before);
   }
 
   CheckpointHeader header(int64_t iteration) const {
@@ -228,21 +177,8 @@ struct Trainer::Impl {
     return h;
   }
 
-  // Parameters, then optimizer states, in a fixed order.
-  std::vector<std::pair<float*, size_t>> state_tensors() {
-    std::vector<std::pair<float*, size_t>> t;
-    for (Param& p : stage->params()) t.emplace_back(p.value.data(), static_cast<size_t>(p.value.size()));
-    if (sharded) {
-      t.emplace_back(sharded->first_moment().data(), sharded->first_moment().size());
-      t.emplace_back(sharded->second_moment().data(), sharded->second_moment().size());
-    } else {
-      for (size_t i = 0; i < adam_m.size(); ++i) {
-        t.emplace_back(adam_m[i].data(), static_cast<size_t>(adam_m[i].size()));
-        t.emplace_back(adam_v[i].data(), static_cast<size_t>(adam_v[i].size()));
-      }
-    }
-    return t;
-  }
+  // Parameters (or ZeRO-3 shards), then optimizer states, in a fixed order.
+  std::vector<std::pair<float*, size_t>> state_tensors() { return data_parallel->state_tensors(); }
 
   void save_checkpoint(int64_t iteration) {
     CheckpointData data;
@@ -314,9 +250,10 @@ struct Trainer::Impl {
     std::vector<MicroBatchState> mbs = micro_batches(iteration);
     MPI_Barrier(grid.world);
     const double start = wall_s();
+    data_parallel->begin_iteration();
     const double loss = run_schedule(mbs, schedule);
-    reduce_gradients();
     optimizer_step();
+    memory.sample();
     const double time = wall_s() - start;
     // Loss: the last stage's TP-rank-0 ranks hold their replica's share.
     double mine = grid.pp_rank == plan.pp - 1 && grid.tp_rank == 0 ? loss : 0.0, total = 0;
@@ -375,9 +312,11 @@ Measurement Trainer::run(const std::function<void(const IterationRecord&)>& on_i
   m.breakdown = {median(fwd), median(bwd), median(tp), median(dp), median(pp), median(bubble), median(opt)};
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  double peak = static_cast<double>(usage.ru_maxrss) * 1024.0, largest = 0;  // ru_maxrss is in KiB
-  MPI_Allreduce(&peak, &largest, 1, MPI_DOUBLE, MPI_MAX, t.grid.world);
-  m.memory_peak_gib = bytes_to_gib(largest);
+  double peaks[2] = {static_cast<double>(t.memory.peak_bytes()), static_cast<double>(usage.ru_maxrss) * 1024.0};  // ru_maxrss: KiB
+  double largest[2] = {0, 0};
+  MPI_Allreduce(peaks, largest, 2, MPI_DOUBLE, MPI_MAX, t.grid.world);
+  m.memory_peak_gib = bytes_to_gib(largest[0]);
+  m.memory_rss_peak_gib = bytes_to_gib(largest[1]);
   return m;
 }
 

@@ -26,6 +26,7 @@ struct RunOptions {
   std::string data_path;          // default: the corpus built with trainsim
   double learning_rate = 1e-3;
   double grad_clip = 1.0;         // global gradient norm
+  int64_t bucket_params = 40'000'000;  // DP gradient bucket (Megatron-LM's default)
   int64_t checkpoint_every = 0;   // save after every N iterations (0: never)
   std::string checkpoint_dir;
   bool resume = false;            // continue from the latest checkpoint in checkpoint_dir

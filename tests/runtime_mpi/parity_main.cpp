@@ -2,6 +2,7 @@
 // one-rank communicator), then all ranks train the same seed and data with the layout given on
 // the command line; the loss curves must agree to a relative tolerance (fp32, different
 // reduction orders). Usage: mpirun -np N runtime_parity --dp 2 --tp 1 --pp 1 [--sp] [--gpipe]
+// [--zero Z] [--no-overlap] [--bucket PARAMS] [--recompute full|selective]
 #include <mpi.h>
 
 #include <cmath>
@@ -24,8 +25,11 @@ ModelSpec parity_model() {
   return m;
 }
 
+int64_t bucket_params = 40'000'000;
+
 std::vector<double> losses(const ParallelPlan& plan, MPI_Comm comm) {
   cpu::RunOptions o;
+  o.bucket_params = bucket_params;
   o.steps = 6;
   o.seed = 42;
   o.data_path = TRAINSIM_DEFAULT_CORPUS;
@@ -51,6 +55,8 @@ int main(int argc, char** argv) {
     else if (a == "--sp") layout.sequence_parallel = true;
     else if (a == "--gpipe") layout.schedule = Schedule::kGpipe;
     else if (a == "--zero") layout.zero_stage = std::stoi(argv[++i]);
+    else if (a == "--no-overlap") layout.dp_overlap = false;
+    else if (a == "--bucket") bucket_params = std::stoll(argv[++i]);  // parameters per DP gradient bucket
     else if (a == "--recompute") layout.recompute = std::string(argv[++i]) == "full" ? Recompute::kFull : Recompute::kSelective;
   }
   layout.micro_batch = 2;

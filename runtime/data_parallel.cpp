@@ -1,0 +1,286 @@
+// Gradient buckets, ZeRO 0-3 and AdamW; see data_parallel.hpp.
+#include "runtime/data_parallel.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/mpi_groups.hpp"
+
+namespace trainsim::cpu {
+
+namespace {
+size_t elements(const Param& p) { return static_cast<size_t>(p.value.size()); }
+}  // namespace
+
+DataParallel::DataParallel(StageModel& stage, TpGroup& tp, const DataParallelComms& comms, const DataParallelConfig& config,
+                           std::vector<bool> counts_in_norm, PhaseTimes& clock)
+    : stage_(stage), tp_(tp), comms_(comms), config_(config), clock_(clock) {
+  MPI_Comm_size(comms.dp, &dp_size_);
+  MPI_Comm_rank(comms.dp, &dp_rank_);
+  std::vector<Param>& params = stage.params();
+  for (const Param& p : params) shapes_.emplace_back(p.value.rows(), p.value.cols());
+  // Buckets in backward order: layers last to first, closed once they hold bucket_params.
+  bucket_of_layer_.assign(static_cast<size_t>(stage.layer_count()), 0);
+  for (int64_t l = stage.layer_count(); l-- > 0;) {
+    if (buckets_.empty() || zero3() || buckets_.back().size >= static_cast<size_t>(config.bucket_params)) buckets_.emplace_back();
+    Bucket& b = buckets_.back();
+    for (size_t i : stage.layer_params(l)) {
+      b.params.push_back(i);
+      b.size += elements(params[i]);
+    }
+    ++b.layers;
+    bucket_of_layer_[static_cast<size_t>(l)] = buckets_.size() - 1;
+  }
+  const std::vector<size_t> outer = stage.outer_params();
+  if (!outer.empty()) {
+    buckets_.emplace_back();
+    for (size_t i : outer) {
+      buckets_.back().params.push_back(i);
+      buckets_.back().size += elements(params[i]);
+    }
+  }
+  const size_t parts = static_cast<size_t>(dp_size_);
+  for (Bucket& b : buckets_) {
+    b.padded = (b.size + parts - 1) / parts * parts;
+    b.shard = b.padded / parts;
+    b.flat.assign(b.padded, 0.0f);
+    b.weight.assign(b.padded, 0.0f);
+    size_t at = 0;
+    for (size_t i : b.params) {
+      if (counts_in_norm[i]) std::fill_n(b.weight.begin() + static_cast<std::ptrdiff_t>(at), elements(params[i]), 1.0f);
+      at += elements(params[i]);
+    }
+    const size_t states = config.zero_stage == 0 ? b.padded : b.shard;
+    b.m.assign(states, 0.0f);
+    b.v.assign(states, 0.0f);
+    if (config.zero_stage >= 2) b.grad_shard.assign(b.shard, 0.0f);
+    if (zero3()) {  // keep this rank's shard of the weights, drop the rest
+      pack_values(b, b.flat);
+      b.master.assign(b.flat.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(dp_rank_) * b.shard),
+                      b.flat.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(dp_rank_ + 1) * b.shard));
+      release(b);
+    }
+  }
+  stage.set_hooks(this);
+}
+
+DataParallel::~DataParallel() {
+  stage_.set_hooks(nullptr);
+  for (Bucket& b : buckets_) {
+    if (b.request != MPI_REQUEST_NULL) MPI_Wait(&b.request, MPI_STATUS_IGNORE);
+  }
+}
+
+double DataParallel::timed_start() const { return wall_s(); }
+void DataParallel::timed_stop(double start) { clock_.dp_comm_s += wall_s() - start; }
+
+void DataParallel::pack_grads(const Bucket& b, std::vector<float>& out) const {
+  size_t at = 0;
+  for (size_t i : b.params) {
+    const Param& p = stage_.params()[i];
+    std::copy(p.grad.data(), p.grad.data() + p.grad.size(), out.begin() + static_cast<std::ptrdiff_t>(at));
+    at += static_cast<size_t>(p.grad.size());
+  }
+  std::fill(out.begin() + static_cast<std::ptrdiff_t>(at), out.begin() + static_cast<std::ptrdiff_t>(b.padded), 0.0f);
+}
+
+void DataParallel::pack_values(const Bucket& b, std::vector<float>& out) const {
+  size_t at = 0;
+  for (size_t i : b.params) {
+    const Param& p = stage_.params()[i];
+    std::copy(p.value.data(), p.value.data() + p.value.size(), out.begin() + static_cast<std::ptrdiff_t>(at));
+    at += static_cast<size_t>(p.value.size());
+  }
+  std::fill(out.begin() + static_cast<std::ptrdiff_t>(at), out.begin() + static_cast<std::ptrdiff_t>(b.padded), 0.0f);
+}
+
+void DataParallel::unpack_values(const Bucket& b, const std::vector<float>& flat) {
+  size_t at = 0;
+  for (size_t i : b.params) {
+    Param& p = stage_.params()[i];
+    const auto [rows, cols] = shapes_[i];
+    p.value.resize(rows, cols);
+    std::copy(flat.begin() + static_cast<std::ptrdiff_t>(at), flat.begin() + static_cast<std::ptrdiff_t>(at + elements(p)), p.value.data());
+    at += elements(p);
+  }
+}
+
+// ZeRO-3: every rank contributes its shard; the whole bucket's weights land in the parameters.
+void DataParallel::gather(Bucket& b, bool with_grads) {
+  const double start = timed_start();
+  std::vector<float> flat(b.padded);
+  MPI_Allgather(b.master.data(), static_cast<int>(b.shard), MPI_FLOAT, flat.data(), static_cast<int>(b.shard), MPI_FLOAT, comms_.dp);
+  timed_stop(start);
+  unpack_values(b, flat);
+  if (!with_grads) return;
+  for (size_t i : b.params) {
+    Param& p = stage_.params()[i];
+    if (p.grad.size() == 0) p.grad = Matrix::Zero(shapes_[i].first, shapes_[i].second);
+  }
+}
+
+void DataParallel::release(Bucket& b) {
+  for (size_t i : b.params) {
+    stage_.params()[i].value.resize(0, 0);
+    stage_.params()[i].grad.resize(0, 0);
+  }
+}
+
+// Starts the bucket's reduction (all-reduce, or reduce-scatter for ZeRO-2).
+void DataParallel::launch(Bucket& b) {
+  pack_grads(b, b.flat);
+  b.launched = true;
+  if (dp_size_ == 1) {
+    if (config_.zero_stage >= 2) b.grad_shard.assign(b.flat.begin(), b.flat.begin() + static_cast<std::ptrdiff_t>(b.shard));
+    return;
+  }
+  const double start = timed_start();
+  if (config_.zero_stage == 2) {
+    MPI_Ireduce_scatter_block(b.flat.data(), b.grad_shard.data(), static_cast<int>(b.shard), MPI_FLOAT, MPI_SUM, comms_.dp, &b.request);
+  } else {
+    MPI_Iallreduce(MPI_IN_PLACE, b.flat.data(), static_cast<int>(b.padded), MPI_FLOAT, MPI_SUM, comms_.dp, &b.request);
+  }
+  timed_stop(start);
+}
+
+// ZeRO-3, after every micro-batch: the bucket's gradients are summed into this rank's shard.
+void DataParallel::reduce_scatter_into_shard(Bucket& b) {
+  pack_grads(b, b.flat);
+  std::vector<float> part(b.shard);
+  const double start = timed_start();
+  MPI_Reduce_scatter_block(b.flat.data(), part.data(), static_cast<int>(b.shard), MPI_FLOAT, MPI_SUM, comms_.dp);
+  timed_stop(start);
+  for (size_t i = 0; i < b.shard; ++i) b.grad_shard[i] += part[i];
+}
+
+// MPI moves non-blocking collectives forward only inside MPI calls: test them after every layer.
+void DataParallel::progress() {
+  const double start = timed_start();
+  for (Bucket& b : buckets_) {
+    if (b.request == MPI_REQUEST_NULL) continue;
+    int done = 0;
+    MPI_Test(&b.request, &done, MPI_STATUS_IGNORE);
+  }
+  timed_stop(start);
+}
+
+void DataParallel::begin_iteration() {
+  if (zero3() && !buckets_.empty() && buckets_.back().layers == 0) gather(buckets_.back(), true);
+}
+
+void DataParallel::before_layer(int64_t layer, bool backward) {
+  if (zero3()) gather(buckets_[bucket_of_layer_[static_cast<size_t>(layer)]], backward);
+}
+
+void DataParallel::after_layer_forward(int64_t layer) {
+  if (zero3()) release(buckets_[bucket_of_layer_[static_cast<size_t>(layer)]]);
+}
+
+void DataParallel::after_layer_backward(int64_t layer) {
+  Bucket& b = buckets_[bucket_of_layer_[static_cast<size_t>(layer)]];
+  if (zero3()) {
+    stage_.finish_layer_gradients(layer, tp_);
+    reduce_scatter_into_shard(b);
+    release(b);
+    return;
+  }
+  if (!last_backward_) return;
+  stage_.finish_layer_gradients(layer, tp_);
+  if (++b.layers_done == b.layers && config_.overlap) launch(b);
+  progress();
+}
+
+double DataParallel::global_norm() {
+  // ZeRO-0: every rank holds all reduced gradients; otherwise each its shards, summed over DP.
+  double local = 0;
+  for (const Bucket& b : buckets_) {
+    const size_t begin = config_.zero_stage == 0 ? 0 : static_cast<size_t>(dp_rank_) * b.shard;
+    const size_t count = config_.zero_stage == 0 ? b.padded : b.shard;
+    const float* g = config_.zero_stage >= 2 ? b.grad_shard.data() : b.flat.data() + begin;
+    for (size_t i = 0; i < count; ++i) local += static_cast<double>(b.weight[begin + i]) * g[i] * g[i];
+  }
+  double replica = local, total = 0;
+  if (config_.zero_stage >= 1) MPI_Allreduce(&local, &replica, 1, MPI_DOUBLE, MPI_SUM, comms_.dp);
+  MPI_Allreduce(&replica, &total, 1, MPI_DOUBLE, MPI_SUM, comms_.model);
+  return std::sqrt(total);
+}
+
+void DataParallel::adam_update(Bucket& b, const AdamSettings& adam, int64_t step_number, float clip) {
+  const float c1 = 1.0f - std::pow(adam.beta1, static_cast<float>(step_number));
+  const float c2 = 1.0f - std::pow(adam.beta2, static_cast<float>(step_number));
+  const size_t begin = config_.zero_stage == 0 ? 0 : static_cast<size_t>(dp_rank_) * b.shard;
+  const size_t count = config_.zero_stage == 0 ? b.padded : b.shard;
+  const float* g = config_.zero_stage >= 2 ? b.grad_shard.data() : b.flat.data() + begin;
+  std::vector<float> values;
+  float* p = b.master.data();
+  if (!zero3()) {
+    values.resize(b.padded);
+    pack_values(b, values);
+    p = values.data() + begin;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const float gi = g[i] * clip;
+    b.m[i] = adam.beta1 * b.m[i] + (1 - adam.beta1) * gi;
+    b.v[i] = adam.beta2 * b.v[i] + (1 - adam.beta2) * gi * gi;
+    p[i] -= adam.lr * (b.m[i] / c1) / (std::sqrt(b.v[i] / c2) + adam.eps);
+  }
+  if (zero3()) return;  // the next use gathers the new shards
+  if (config_.zero_stage >= 1 && dp_size_ > 1) {
+    const double start = timed_start();
+    MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, values.data(), static_cast<int>(b.shard), MPI_FLOAT, comms_.dp);
+    timed_stop(start);
+  }
+  unpack_values(b, values);
+}
+
+void DataParallel::step(const AdamSettings& adam, int64_t step_number) {
+  stage_.finish_outer_gradients(tp_);
+  std::vector<Param>& params = stage_.params();
+  if (comms_.embedding != MPI_COMM_NULL) {  // the tied embedding: first and last stage hold copies
+    const double start = timed_start();
+    for (Param& p : params) {
+      if (p.name == "wte") MPI_Allreduce(MPI_IN_PLACE, p.grad.data(), static_cast<int>(p.grad.size()), MPI_FLOAT, MPI_SUM, comms_.embedding);
+    }
+    timed_stop(start);
+  }
+  for (Bucket& b : buckets_) {
+    if (zero3()) {
+      if (b.layers == 0) reduce_scatter_into_shard(b);
+    } else if (!b.launched) {
+      launch(b);
+    }
+  }
+  const double start = timed_start();
+  for (Bucket& b : buckets_) {
+    if (b.request != MPI_REQUEST_NULL) MPI_Wait(&b.request, MPI_STATUS_IGNORE);
+  }
+  timed_stop(start);
+  const double norm = global_norm();
+  const float clip = norm > adam.grad_clip ? static_cast<float>(adam.grad_clip / norm) : 1.0f;
+  for (Bucket& b : buckets_) {
+    adam_update(b, adam, step_number, clip);
+    b.launched = false;
+    b.layers_done = 0;
+    if (zero3()) {
+      std::fill(b.grad_shard.begin(), b.grad_shard.end(), 0.0f);
+      release(b);
+    } else {
+      for (size_t i : b.params) params[i].grad.setZero();
+    }
+  }
+}
+
+std::vector<std::pair<float*, size_t>> DataParallel::state_tensors() {
+  std::vector<std::pair<float*, size_t>> t;
+  if (!zero3()) {
+    for (Param& p : stage_.params()) t.emplace_back(p.value.data(), elements(p));
+  }
+  for (Bucket& b : buckets_) {
+    if (zero3()) t.emplace_back(b.master.data(), b.master.size());
+    t.emplace_back(b.m.data(), b.m.size());
+    t.emplace_back(b.v.data(), b.v.size());
+  }
+  return t;
+}
+
+}  // namespace trainsim::cpu
