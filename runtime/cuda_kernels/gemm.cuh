@@ -32,7 +32,8 @@ class Gemm {
 
  private:
   struct Plan;
-  using Key = std::tuple<bool, bool, int, int64_t, int64_t, int64_t>;
+  // (transpose_a, transpose_b, c_type, m, n, k, pointer alignment in bytes: 16 or 256)
+  using Key = std::tuple<bool, bool, int, int64_t, int64_t, int64_t, int>;
   Plan& plan(const Key& key);
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
