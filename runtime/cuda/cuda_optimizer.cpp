@@ -1,0 +1,70 @@
+// CudaOptimizer: norm runs, master upload, clipped AdamW; see cuda_optimizer.hpp.
+#include "runtime/cuda/cuda_optimizer.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/errors.hpp"
+#include "runtime/cuda_kernels/cuda_check.cuh"
+#include "runtime/cuda_kernels/kernels.cuh"
+
+namespace trainsim::cuda {
+
+CudaOptimizer::CudaOptimizer(const ParamStore& params, int64_t begin, int64_t end, const std::vector<bool>& counts,
+                             DeviceArena& arena, cudaStream_t stream)
+    : params_(params), begin_(begin), end_(end) {
+  TRAINSIM_ASSERT(counts.size() == params.views().size(), "CudaOptimizer: one norm flag per parameter");
+  TRAINSIM_ASSERT(0 <= begin && begin <= end && end <= params.padded_count(), "CudaOptimizer: range inside the buffers");
+  // Runs of counting tensors; the zero padding between two of them may be summed with them.
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    const ParamView& v = params.views()[i];
+    if (!counts[i]) continue;
+    const bool joins = !runs.empty() && (i > 0 && counts[i - 1]);
+    if (joins) {
+      runs.back().second = v.offset + v.count();
+    } else {
+      runs.emplace_back(v.offset, v.offset + v.count());
+    }
+  }
+  for (const auto& [from, to] : runs) {
+    const int64_t a = std::max(from, begin), b = std::min(to, end);
+    if (a < b) norm_runs_.emplace_back(a - begin, b - begin);
+  }
+  const int64_t n = end - begin;
+  master_ = DeviceBuffer<float>(arena, n, "fp32 master weights");
+  m_ = DeviceBuffer<float>(arena, n, "AdamW first moment");
+  v_ = DeviceBuffer<float>(arena, n, "AdamW second moment");
+  norm_sq_ = DeviceBuffer<double>(arena, 1, "gradient norm");
+  const std::vector<float>& initial = params.initial_values();
+  TRAINSIM_ASSERT(static_cast<int64_t>(initial.size()) == params.padded_count(), "CudaOptimizer: initial values still held");
+  check_cuda(cudaMemcpyAsync(master_.data(), initial.data() + begin, master_.bytes(), cudaMemcpyHostToDevice, stream),
+             "cudaMemcpyAsync (master weights)");
+  check_cuda(cudaMemsetAsync(m_.data(), 0, m_.bytes(), stream), "cudaMemsetAsync (AdamW m)");
+  check_cuda(cudaMemsetAsync(v_.data(), 0, v_.bytes(), stream), "cudaMemsetAsync (AdamW v)");
+  check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (optimizer states)");
+}
+
+double CudaOptimizer::step(const float* grads, MPI_Comm norm_comm, float learning_rate, double grad_clip, cudaStream_t stream) {
+  check_cuda(cudaMemsetAsync(norm_sq_.data(), 0, sizeof(double), stream), "cudaMemsetAsync (norm)");
+  for (const auto& [from, to] : norm_runs_) sum_of_squares(grads + from, nullptr, to - from, norm_sq_.data(), stream);
+  double local = 0, total = 0;
+  check_cuda(cudaMemcpyAsync(&local, norm_sq_.data(), sizeof(double), cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync (norm)");
+  check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (norm)");
+  MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, norm_comm);
+  const double norm = std::sqrt(total);
+  const float clip = norm > grad_clip ? static_cast<float>(grad_clip / norm) : 1.0f;
+  AdamW settings;
+  settings.lr = learning_rate;
+  settings.beta1 = 0.9f;
+  settings.beta2 = 0.95f;
+  settings.eps = 1e-8f;
+  settings.weight_decay = 0.0f;
+  settings.step = ++step_;
+  if (end_ > begin_) {
+    adamw(master_.data(), grads, m_.data(), v_.data(), params_.weights() + begin_, end_ - begin_, settings, clip, stream);
+  }
+  return norm;
+}
+
+}  // namespace trainsim::cuda

@@ -1,0 +1,45 @@
+// AdamW for a GPU stage (as the CPU trainer: beta 0.9 / 0.95, eps 1e-8, no weight decay) with
+// global-norm clipping. It owns the fp32 master weights and both moments over a range of the flat
+// parameter buffer: all of it, or with ZeRO-1/2 this DP rank's shard; the update writes the bf16
+// working copy of that range. The norm: sum of squares on the device over the gradients that
+// count (each TP slice once, replicated tensors once, the tied embedding once), then a host
+// all-reduce of one double over `norm_comm`.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <mpi.h>
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "runtime/cuda/device_arena.hpp"
+#include "runtime/cuda/param_store.hpp"
+
+namespace trainsim::cuda {
+
+class CudaOptimizer {
+ public:
+  // [begin, end): elements of the flat buffers this optimizer updates; counts[i]: whether
+  // params.views()[i] counts in the global norm. Uploads the master copy from the initial values.
+  CudaOptimizer(const ParamStore& params, int64_t begin, int64_t end, const std::vector<bool>& counts, DeviceArena& arena,
+                cudaStream_t stream);
+
+  // grads: the gradients of [begin, end). Clips by the global norm (grad_clip), updates, and
+  // returns the norm before clipping. Synchronises `stream` once (for the norm).
+  double step(const float* grads, MPI_Comm norm_comm, float learning_rate, double grad_clip, cudaStream_t stream);
+
+  int64_t steps_taken() const { return step_; }
+  int64_t begin() const { return begin_; }
+  int64_t count() const { return end_ - begin_; }
+
+ private:
+  const ParamStore& params_;
+  int64_t begin_, end_;
+  int64_t step_ = 0;
+  std::vector<std::pair<int64_t, int64_t>> norm_runs_;  // [from, to) relative to begin
+  DeviceBuffer<float> master_, m_, v_;
+  DeviceBuffer<double> norm_sq_;
+};
+
+}  // namespace trainsim::cuda

@@ -1,0 +1,47 @@
+// check_cuda_plan: what the CUDA runtime refuses, all problems at once, each naming the key.
+#include <string>
+
+#include "common/errors.hpp"
+#include "common/problem_list.hpp"
+#include "runtime/cuda/cuda_trainer.hpp"
+
+namespace trainsim::cuda {
+
+void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size, const cpu::RunOptions& options) {
+  ProblemList problems;
+  const std::string where = "model \"" + m.name + "\"";
+  if (m.ffn_kind != FfnKind::kGelu) problems.add(where + ": ffn_kind " + to_string(m.ffn_kind) + " (the CUDA runtime implements GELU MLPs)");
+  if (m.kv_heads != m.heads) problems.add(where + ": kv_heads " + std::to_string(m.kv_heads) + " != heads " + std::to_string(m.heads) + " (the CUDA runtime implements MHA)");
+  if (m.norm != NormKind::kLayerNorm) problems.add(where + ": norm " + std::string(to_string(m.norm)) + " (the CUDA runtime implements LayerNorm)");
+  if (m.position != PositionKind::kLearned) problems.add(where + ": positions " + std::string(to_string(m.position)) + " (the CUDA runtime implements learned positions)");
+  if (!m.tied_embeddings) problems.add(where + ": untied embeddings (the CUDA runtime ties the LM head to the token embedding)");
+  if (m.moe) problems.add(where + ": MoE layers are not implemented in the CUDA runtime");
+  if (m.dropout) problems.add(where + ": dropout is not implemented in the CUDA runtime (describe the model with \"dropout\": false)");
+  if (m.head_dim * m.heads != m.hidden) problems.add(where + ": head_dim x heads (" + std::to_string(m.head_dim * m.heads) + ") must equal hidden (" + std::to_string(m.hidden) + ")");
+  if (m.vocab > 256) problems.add(where + ": vocab " + std::to_string(m.vocab) + " > 256 (the runtime reads bytes)");
+  if (p.gpus() != world_size) {
+    problems.add("plan: dp x tp x pp x cp = " + std::to_string(p.gpus()) + " ranks, but mpirun started " + std::to_string(world_size) +
+                 " (run under `mpirun -np " + std::to_string(p.gpus()) + "`, one rank per GPU)");
+  }
+  if (p.precision != Precision::kBf16) {
+    problems.add(std::string("plan: precision ") + to_string(p.precision) +
+                 " must be bf16 for --backend cuda (bf16 weights and activations, fp32 master weights, gradients and AdamW states: --precision bf16)");
+  }
+  if (p.zero_stage > 2) problems.add("plan: zero_stage " + std::to_string(p.zero_stage) + " is not implemented in the CUDA runtime (ZeRO-1 and ZeRO-2 are)");
+  if (p.schedule == Schedule::kInterleaved) problems.add("plan: schedule interleaved is not implemented in the CUDA runtime (1f1b and gpipe are)");
+  if (p.cp > 1 || p.ep > 1) problems.add("plan: cp " + std::to_string(p.cp) + ", ep " + std::to_string(p.ep) + ": context and expert parallelism are not implemented (must be 1)");
+  if (p.attention != AttentionKernel::kFlash) {
+    problems.add(std::string("plan: attention ") + to_string(p.attention) + " (the CUDA runtime runs fused flash attention only: --attention flash)");
+  }
+  if (p.sequence_parallel && p.tp > 0 && (p.micro_batch * m.seq_len) % p.tp != 0) {
+    problems.add("plan: sequence parallelism needs micro_batch x seq_len (" + std::to_string(p.micro_batch * m.seq_len) +
+                 ") divisible by tp (" + std::to_string(p.tp) + ")");
+  }
+  if (options.checkpoint_every > 0 || options.resume) {
+    problems.add("--checkpoint-every / --resume: checkpoints are not implemented in the CUDA runtime yet (the CPU runtime has them)");
+  }
+  problems.throw_if_any("the CUDA runtime trains GPT-2-style models (e.g. gpt-tiny) in bf16 with DP, TP (+SP), PP (GPipe, 1F1B), "
+                        "ZeRO-0/1/2 and recomputation (none, selective, full)");
+}
+
+}  // namespace trainsim::cuda

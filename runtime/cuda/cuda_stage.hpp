@@ -1,0 +1,128 @@
+// One pipeline stage of the GPT-2-style decoder on one TP rank, on the GPU: the CUDA twin of
+// runtime/cpu_model.hpp (learned positions, pre-norm blocks with causal multi-head attention and a
+// GELU MLP, final norm, LM head tied to the token embedding, cross-entropy; Megatron column/row
+// splits with TP all-reduces, or with sequence parallelism all-gather / reduce-scatter of token
+// rows). bf16 weights and activations, fp32 gradients accumulated over micro-batches. Kernels and
+// GEMMs come from runtime/cuda_kernels/. Everything is enqueued on one compute stream.
+// Recomputation: full keeps only each layer's input and runs the layer's forward again before its
+// backward; attention is fused (flash) in every mode, so the softmax is always recomputed from Q, K
+// (selective and none store the same). Shapes: T tokens of a micro-batch, R = T (or T / tp with
+// SP) rows outside the TP region, h hidden, q_l = 3h / tp, a_l = h / tp, f_l = ffn / tp.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "model/model_spec.hpp"
+#include "runtime/cpu_model.hpp"
+#include "runtime/cuda/device_arena.hpp"
+#include "runtime/cuda/param_store.hpp"
+#include "runtime/cuda/tp_collectives.hpp"
+#include "runtime/cuda_kernels/gemm.cuh"
+#include "runtime/cuda_kernels/kernels.cuh"
+
+namespace trainsim::cuda {
+
+// One layer's activations of one micro-batch, kept for its backward.
+struct LayerActivations {
+  DeviceBuffer<bf16> ln1, ln1_full;         // (R, h); (T, h) gathered, SP only
+  DeviceBuffer<float> ln1_mean, ln1_rstd;   // (R)
+  DeviceBuffer<bf16> qkv;                   // (T, q_l) [Q | K | V] of this rank's heads
+  DeviceBuffer<bf16> attn;                  // (T, a_l)
+  DeviceBuffer<float> lse;                  // (B * heads / tp * s) softmax log-sum-exp
+  DeviceBuffer<bf16> x_mid;                 // (R, h) residual after attention
+  DeviceBuffer<bf16> ln2, ln2_full;         // (R, h); (T, h) SP only
+  DeviceBuffer<float> ln2_mean, ln2_rstd;   // (R)
+  DeviceBuffer<bf16> fc1, fc1_act;          // (T, f_l) before and after GELU
+};
+
+// Everything one micro-batch holds between its forward and its backward, reused once released.
+struct ActivationSlot {
+  ActivationSlot() = default;
+  ~ActivationSlot();
+  ActivationSlot(const ActivationSlot&) = delete;
+  ActivationSlot& operator=(const ActivationSlot&) = delete;
+
+  std::vector<DeviceBuffer<bf16>> x;      // layers + 1 of (R, h): x[0] stage input, x[l + 1] layer l's output
+  std::vector<LayerActivations> layers;   // per layer; empty with full recomputation
+  DeviceBuffer<bf16> xf, final_full;      // last stage: final norm (R, h); gathered (T, h) with SP
+  DeviceBuffer<float> final_mean, final_rstd;  // (R)
+  DeviceBuffer<bf16> dlogits;             // (T, vocab)
+  DeviceBuffer<bf16> grad_in, grad_out;   // (R, h) from the next stage, to the previous one
+  const int32_t* tokens = nullptr;        // (T) on the device, this micro-batch's
+  const int32_t* targets = nullptr;
+  cudaEvent_t released = nullptr;         // compute stream: the backward is done with it
+  cudaEvent_t sends_done = nullptr;       // send stream: its last pipeline send has left
+  bool used = false;                      // the events have been recorded
+  bool busy = false;
+};
+
+class CudaStage {
+ public:
+  CudaStage(const ModelSpec& model, const cpu::StageLayout& layout, int64_t micro_batch, uint64_t seed, int64_t shards,
+            DeviceArena& arena, TpCollectives& tp, Gemm& gemm, cudaStream_t stream);
+  ~CudaStage();
+  CudaStage(const CudaStage&) = delete;
+  CudaStage& operator=(const CudaStage&) = delete;
+
+  ParamStore& params() { return *params_; }
+  const cpu::StageLayout& layout() const { return layout_; }
+  int64_t tokens() const { return tokens_; }  // T
+  int64_t rows() const { return rows_; }      // R
+  int64_t hidden() const { return hidden_; }
+  float* loss_sum() const { return loss_sum_.data(); }  // device: sum of -log p over the iteration
+
+  ActivationSlot& acquire_slot();  // a free slot (new ones are allocated as the schedule needs)
+  void release_slot(ActivationSlot& slot);
+  int64_t slots_allocated() const { return static_cast<int64_t>(slots_.size()); }
+
+  // First stage reads `slot.tokens`; others slot.x[0]. Output: slot.x[layers] (the last stage adds
+  // the loss to loss_sum() and keeps dlogits = loss_scale * (softmax - onehot)).
+  void forward(ActivationSlot& slot, float loss_scale);
+  // Input gradient: slot.grad_in (ignored on the last stage); output: slot.grad_out (not on the
+  // first stage). `after_layer(l)` is called once layer l's gradients are enqueued.
+  void backward(ActivationSlot& slot, const std::function<void(int64_t)>& after_layer);
+  // After the iteration's last backward: with SP, sums over TP the gradients that cover only this
+  // rank's tokens (layer norms, row-parallel biases, final norm).
+  void finish_gradients();
+
+ private:
+  struct Weights {
+    const bf16 *ln1_g, *ln1_b, *w_qkv, *b_qkv, *w_o, *b_o, *ln2_g, *ln2_b, *w_1, *b_1, *w_2, *b_2;
+  };
+  struct Grads {
+    float *ln1_g, *ln1_b, *w_qkv, *b_qkv, *w_o, *b_o, *ln2_g, *ln2_b, *w_1, *b_1, *w_2, *b_2;
+  };
+  void allocate_layer(LayerActivations& a);
+  const bf16* enter_tp(const bf16* rows, bf16* full);
+  bf16* leave_tp(bf16* partial, bf16* rows);
+  void layer_forward(int64_t l, const bf16* x, LayerActivations& a, bf16* y);
+  void layer_backward(int64_t l, const bf16* dy, const bf16* x, const LayerActivations& a, bf16* dx);
+  void head_forward(ActivationSlot& s, float loss_scale);
+  void head_backward(ActivationSlot& s, bf16* dx);
+
+  cpu::StageLayout layout_;
+  int64_t micro_batch_, seq_, hidden_, heads_local_, head_dim_, ffn_local_, vocab_, tokens_, rows_;
+  bool sp_;
+  DeviceArena& arena_;
+  TpCollectives& tp_;
+  Gemm& gemm_;
+  cudaStream_t stream_;
+  std::unique_ptr<ParamStore> params_;
+  std::vector<Weights> w_;
+  std::vector<Grads> g_;
+  std::vector<std::unique_ptr<ActivationSlot>> slots_;
+  DeviceBuffer<float> loss_sum_;
+  // Workspaces shared by all micro-batches (the compute stream runs one step at a time).
+  DeviceBuffer<bf16> embedded_, partial_, rows_tmp_, dfull_, d_act_, dfc1_, dx_ln_, dx_mid_, dattn_, dqkv_, logits_, dxf_full_;
+  DeviceBuffer<bf16> grad_a_, grad_b_, recompute_out_;
+  DeviceBuffer<unsigned char> flash_scratch_;
+  LayerActivations recompute_;  // full recomputation: the one layer whose activations exist
+};
+
+}  // namespace trainsim::cuda

@@ -1,0 +1,383 @@
+// The CUDA training loop: schedule walk with NCCL send/recv, bucketed DP reduction, ZeRO-1/2,
+// clipped AdamW, event timing. Streams: `compute` (kernels, GEMMs, TP collectives, the exposed
+// reductions), `send` and `recv` (pipeline; each pipeline communicator is used on one of them in
+// one order), `reduce` (DP buckets that overlap the backward). Cross-stream order is by events only.
+#include "runtime/cuda/cuda_trainer.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "common/errors.hpp"
+#include "common/units.hpp"
+#include "plan/pipeline_schedule.hpp"
+#include "runtime/cuda/cuda_device.hpp"
+#include "runtime/cuda/cuda_optimizer.hpp"
+#include "runtime/cuda/cuda_stage.hpp"
+#include "runtime/cuda/event_clock.hpp"
+#include "runtime/cuda/nccl_groups.hpp"
+#include "runtime/cuda_kernels/cuda_check.cuh"
+#include "runtime/mpi_groups.hpp"
+#include "runtime/token_data.hpp"
+
+namespace trainsim::cuda {
+
+namespace {
+
+constexpr int64_t kBucketBytes = 25ll << 20;  // PyTorch DDP's default bucket size
+
+class Stream {
+ public:
+  Stream() { check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags"); }
+  ~Stream() { cudaStreamDestroy(stream_); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  operator cudaStream_t() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+}  // namespace
+
+struct CudaTrainer::Impl {
+  struct Bucket {
+    int64_t begin = 0, end = 0;  // elements of the flat gradient buffer
+    int64_t ready_after = 0;     // the local layer whose backward completes it (its lowest)
+    bool launched = false;
+  };
+
+  ModelSpec model;
+  ParallelPlan plan;
+  cpu::RunOptions options;
+  cpu::RankGrid grid;
+  CudaDevice device;
+  NcclGroups nccl;
+  DeviceArena arena;
+  Stream compute, send, recv, reduce;
+  EventClock clock;
+  EventPool events;
+  std::unique_ptr<Gemm> gemm;
+  std::unique_ptr<TpCollectives> tp;
+  std::unique_ptr<CudaStage> stage;
+  std::unique_ptr<CudaOptimizer> optimizer;
+  bool zero = false;                  // ZeRO-1/2 with dp > 1: reduce-scatter, sharded AdamW, all-gather
+  DeviceBuffer<float> shard_grads;    // ZeRO: this rank's shard of the summed gradients
+  DeviceBuffer<int32_t> tokens, targets;  // (micro-batches x T) of this iteration
+  std::vector<uint8_t> corpus;
+  std::vector<Bucket> buckets;
+  std::vector<std::pair<int64_t, int64_t>> outer_ranges;  // embeddings, final norm: reduced after finish_gradients
+  DeviceReport report;
+
+  Impl(const ModelSpec& m, const ParallelPlan& p, const cpu::RunOptions& o, MPI_Comm world) : model(m), plan(p), options(o) {
+    grid = cpu::RankGrid::build(plan, world);
+    device = select_device(grid.world);  // before any other CUDA call (the streams below)
+    nccl = NcclGroups::build(grid, plan);
+    report.device = device.name;
+  }
+
+  // After the members that need the device exist (constructed in run-up order by setup()).
+  void setup() {
+    gemm = std::make_unique<Gemm>();
+    tp = std::make_unique<TpCollectives>(nccl.tp, clock, compute);
+    cpu::StageLayout layout;
+    layout.first_layer = model.layers * grid.pp_rank / plan.pp;
+    layout.last_layer = model.layers * (grid.pp_rank + 1) / plan.pp;
+    layout.embedding = grid.pp_rank == 0;
+    layout.head = grid.pp_rank == plan.pp - 1;
+    layout.tp = plan.tp;
+    layout.tp_rank = grid.tp_rank;
+    layout.sequence_parallel = plan.sequence_parallel;
+    layout.recompute = plan.recompute;
+    zero = plan.zero_stage >= 1 && plan.dp > 1;
+    stage = std::make_unique<CudaStage>(model, layout, plan.micro_batch, options.seed, zero ? plan.dp : 1, arena, *tp, *gemm, compute);
+    ParamStore& params = stage->params();
+    std::vector<bool> counts;
+    for (const ParamView& v : params.views()) counts.push_back(counts_in_norm(v));
+    int64_t begin = 0, end = params.padded_count();
+    if (zero) {
+      const int64_t shard = params.padded_count() / plan.dp;
+      begin = shard * nccl.dp.rank();
+      end = begin + shard;
+      shard_grads = DeviceBuffer<float>(arena, shard, "ZeRO gradient shard");
+    }
+    optimizer = std::make_unique<CudaOptimizer>(params, begin, end, counts, arena, compute);
+    params.drop_initial_values();
+    corpus = runtime::load_corpus(options.data_path, model.seq_len + 1);
+    tokens = DeviceBuffer<int32_t>(arena, plan.micro_batches() * stage->tokens(), "tokens");
+    targets = DeviceBuffer<int32_t>(arena, plan.micro_batches() * stage->tokens(), "targets");
+    plan_buckets();
+  }
+
+  ~Impl() {
+    cudaDeviceSynchronize();  // nothing in flight when buffers and communicators go
+    grid.release();
+  }
+
+  // As the CPU trainer: each TP slice once per rank, replicated tensors once per replica, the tied
+  // embedding once (on the first stage).
+  bool counts_in_norm(const ParamView& v) const {
+    const bool duplicate_embedding = v.name == "wte" && plan.pp > 1 && grid.pp_rank != 0;
+    return (v.tp_split || grid.tp_rank == 0) && !duplicate_embedding;
+  }
+
+  // Layer buckets of about kBucketBytes from the last layer down; the rest (embeddings, final
+  // norm) is reduced after the tied-embedding and SP sums.
+  void plan_buckets() {
+    const ParamStore& params = stage->params();
+    const int64_t layers = params.layer_count();
+    if (layers == 0) {
+      outer_ranges.emplace_back(0, params.padded_count());
+      return;
+    }
+    outer_ranges.emplace_back(0, params.layer_range(0).first);
+    outer_ranges.emplace_back(params.layer_range(layers - 1).second, params.padded_count());
+    for (int64_t l = layers - 1; l >= 0; --l) {
+      const auto [begin, end] = params.layer_range(l);
+      if (buckets.empty() || (buckets.back().end - buckets.back().begin) * 4 >= kBucketBytes) {
+        buckets.push_back({begin, end, l, false});
+      } else {
+        buckets.back().begin = begin;
+        buckets.back().ready_after = l;
+      }
+    }
+  }
+
+  // This DP rank's share of the iteration's global batch (as the CPU trainer), on the device.
+  void upload_batch(int64_t iteration) {
+    const int64_t per_rank = plan.global_batch / plan.dp;
+    runtime::TokenBatch batch = runtime::token_batch(corpus, options.seed, iteration, grid.dp_rank * per_rank, per_rank, model.seq_len);
+    check_cuda(cudaMemcpy(tokens.data(), batch.tokens.data(), tokens.bytes(), cudaMemcpyHostToDevice), "cudaMemcpy (tokens)");
+    check_cuda(cudaMemcpy(targets.data(), batch.targets.data(), targets.bytes(), cudaMemcpyHostToDevice), "cudaMemcpy (targets)");
+  }
+
+  void launch_bucket(Bucket& b) {
+    events.order(compute, reduce);
+    check_nccl(ncclAllReduce(stage->params().grads() + b.begin, stage->params().grads() + b.begin, static_cast<size_t>(b.end - b.begin),
+                             ncclFloat, ncclSum, nccl.dp.get(), reduce),
+               "ncclAllReduce (dp gradient bucket)");
+    b.launched = true;
+  }
+
+  void run_schedule(const PipelineSchedule& schedule) {
+    const float scale = 1.0f / static_cast<float>(plan.global_batch * model.seq_len);
+    const std::vector<PipelineStep>& steps = schedule.steps[static_cast<size_t>(grid.pp_rank)];
+    size_t last_backward = 0;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      if (steps[i].kind == StepKind::kBackward) last_backward = i;
+    }
+    const bool overlap = plan.dp_overlap && plan.dp > 1 && !zero;
+    for (Bucket& b : buckets) b.launched = false;
+    const std::function<void(int64_t)> bucket_hook = [&](int64_t layer) {
+      for (Bucket& b : buckets) {
+        if (!b.launched && b.ready_after == layer) launch_bucket(b);
+      }
+    };
+    const int64_t T = stage->tokens();
+    const size_t count = static_cast<size_t>(stage->rows() * stage->hidden());
+    const size_t layers = static_cast<size_t>(stage->params().layer_count());
+    std::vector<ActivationSlot*> slot_of(static_cast<size_t>(plan.micro_batches()), nullptr);
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const PipelineStep& step = steps[i];
+      const size_t mb = static_cast<size_t>(step.micro_batch);
+      if (step.kind == StepKind::kForward) {
+        ActivationSlot& s = stage->acquire_slot();
+        slot_of[mb] = &s;
+        if (s.used) {  // its previous micro-batch's backward and sends must be over
+          check_cuda(cudaStreamWaitEvent(recv, s.released, 0), "cudaStreamWaitEvent (slot released)");
+          check_cuda(cudaStreamWaitEvent(compute, s.sends_done, 0), "cudaStreamWaitEvent (slot sends)");
+        }
+        s.tokens = tokens.data() + static_cast<int64_t>(mb) * T;
+        s.targets = targets.data() + static_cast<int64_t>(mb) * T;
+        if (grid.prev_stage >= 0) {
+          check_nccl(ncclRecv(s.x[0].data(), count, ncclBfloat16, 0, nccl.activations_from_prev.get(), recv), "ncclRecv (activations)");
+          events.order(recv, compute);
+        }
+        const int span = clock.begin(compute);
+        stage->forward(s, scale);
+        clock.end(span, SpanKind::kForward, compute);
+        if (grid.next_stage >= 0) {
+          events.order(compute, send);
+          check_nccl(ncclSend(s.x[layers].data(), count, ncclBfloat16, 1, nccl.activations_to_next.get(), send), "ncclSend (activations)");
+          check_cuda(cudaEventRecord(s.sends_done, send), "cudaEventRecord (slot sends)");
+        }
+      } else {
+        ActivationSlot& s = *slot_of[mb];
+        if (grid.next_stage >= 0) {
+          check_nccl(ncclRecv(s.grad_in.data(), count, ncclBfloat16, 1, nccl.gradients_from_next.get(), recv), "ncclRecv (gradients)");
+          events.order(recv, compute);
+        }
+        const int span = clock.begin(compute);
+        stage->backward(s, overlap && i == last_backward ? bucket_hook : std::function<void(int64_t)>());
+        clock.end(span, SpanKind::kBackward, compute);
+        if (grid.prev_stage >= 0) {
+          events.order(compute, send);
+          check_nccl(ncclSend(s.grad_out.data(), count, ncclBfloat16, 0, nccl.gradients_to_prev.get(), send), "ncclSend (gradients)");
+          check_cuda(cudaEventRecord(s.sends_done, send), "cudaEventRecord (slot sends)");
+        }
+        check_cuda(cudaEventRecord(s.released, compute), "cudaEventRecord (slot released)");
+        s.used = true;
+        stage->release_slot(s);
+      }
+    }
+    if (plan.pp > 1) {  // the last sends not hidden behind compute
+      const int span = clock.begin(compute);
+      events.order(send, compute);
+      clock.end(span, SpanKind::kPpExposed, compute);
+    }
+  }
+
+  void reduce_gradients() {
+    ParamStore& params = stage->params();
+    if (plan.dp > 1 && !zero) {  // buckets not yet started, then wait for all of them
+      const int span = clock.begin(compute);
+      for (Bucket& b : buckets) {
+        if (!b.launched) launch_bucket(b);
+      }
+      events.order(reduce, compute);
+      clock.end(span, SpanKind::kDpExposed, compute);
+    }
+    stage->finish_gradients();  // SP sums over TP (after the DP sums: both are sums, so the order is free)
+    const int span = clock.begin(compute);
+    if (nccl.embedding.active()) {  // tied embedding: first and last stage hold copies
+      const ParamView& wte = params.view("wte");
+      check_nccl(ncclAllReduce(params.grads() + wte.offset, params.grads() + wte.offset, static_cast<size_t>(wte.count()), ncclFloat,
+                               ncclSum, nccl.embedding.get(), compute),
+                 "ncclAllReduce (tied embedding)");
+    }
+    if (plan.dp > 1 && !zero) {
+      check_nccl(ncclGroupStart(), "ncclGroupStart (dp outer gradients)");
+      for (const auto& [begin, end] : outer_ranges) {
+        if (end > begin) {
+          check_nccl(ncclAllReduce(params.grads() + begin, params.grads() + begin, static_cast<size_t>(end - begin), ncclFloat, ncclSum,
+                                   nccl.dp.get(), compute),
+                     "ncclAllReduce (dp outer gradients)");
+        }
+      }
+      check_nccl(ncclGroupEnd(), "ncclGroupEnd (dp outer gradients)");
+    }
+    if (zero) {
+      check_nccl(ncclReduceScatter(params.grads(), shard_grads.data(), static_cast<size_t>(shard_grads.count()), ncclFloat, ncclSum,
+                                   nccl.dp.get(), compute),
+                 "ncclReduceScatter (ZeRO gradients)");
+    }
+    clock.end(span, SpanKind::kDpExposed, compute);
+  }
+
+  void optimizer_step() {
+    ParamStore& params = stage->params();
+    int span = clock.begin(compute);
+    const float lr = static_cast<float>(options.learning_rate);
+    if (zero) {  // shard sums over the whole job: each element of a replica lies in one DP rank's shard
+      optimizer->step(shard_grads.data(), grid.world, lr, options.grad_clip, compute);
+    } else {
+      optimizer->step(params.grads(), grid.model, lr, options.grad_clip, compute);
+    }
+    check_cuda(cudaMemsetAsync(params.grads(), 0, static_cast<size_t>(params.padded_count()) * sizeof(float), compute),
+               "cudaMemsetAsync (zero gradients)");
+    clock.end(span, SpanKind::kOptimizer, compute);
+    if (zero) {  // every rank's updated shard of the bf16 working weights, in place
+      span = clock.begin(compute);
+      check_nccl(ncclAllGather(params.weights() + optimizer->begin(), params.weights(), static_cast<size_t>(optimizer->count()),
+                               ncclBfloat16, nccl.dp.get(), compute),
+                 "ncclAllGather (ZeRO weights)");
+      clock.end(span, SpanKind::kDpExposed, compute);
+    }
+  }
+
+  IterationRecord step(int64_t iteration, const PipelineSchedule& schedule) {
+    clock.reset();
+    events.reset();
+    upload_batch(iteration);
+    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize (before the iteration)");
+    MPI_Barrier(grid.world);
+    const double start = cpu::wall_s();
+    check_cuda(cudaMemsetAsync(stage->loss_sum(), 0, sizeof(float), compute), "cudaMemsetAsync (loss)");
+    run_schedule(schedule);
+    reduce_gradients();
+    optimizer_step();
+    float loss_sum = 0;  // the one read-back of the iteration (every other stream has joined compute)
+    check_cuda(cudaMemcpyAsync(&loss_sum, stage->loss_sum(), sizeof(float), cudaMemcpyDeviceToHost, compute), "cudaMemcpyAsync (loss)");
+    check_cuda(cudaStreamSynchronize(compute), "cudaStreamSynchronize (end of iteration)");
+    const double time = cpu::wall_s() - start;
+    arena.sample_device();
+    const auto s = clock.seconds();
+    auto at = [&](SpanKind k) { return s[static_cast<size_t>(k)]; };
+    IterationRecord r;
+    r.iteration = iteration;
+    r.time_s = time;
+    r.phases.tp_comm_s = at(SpanKind::kTpInForward) + at(SpanKind::kTpInBackward) + at(SpanKind::kTpOther);
+    r.phases.forward_s = std::max(0.0, at(SpanKind::kForward) - at(SpanKind::kTpInForward));
+    r.phases.backward_s = std::max(0.0, at(SpanKind::kBackward) - at(SpanKind::kTpInBackward));
+    r.phases.dp_comm_s = at(SpanKind::kDpExposed);
+    r.phases.pp_comm_s = at(SpanKind::kPpExposed);
+    r.phases.optimizer_s = at(SpanKind::kOptimizer);
+    // As the CPU trainer: what is left of the wall time is waiting on other stages (and launch gaps).
+    const PhaseTimes& c = r.phases;
+    r.phases.bubble_s = std::max(0.0, time - c.forward_s - c.backward_s - c.tp_comm_s - c.dp_comm_s - c.pp_comm_s - c.optimizer_s);
+    // Loss: the last stage's TP-rank-0 ranks hold their replica's share.
+    const float scale = 1.0f / static_cast<float>(plan.global_batch * model.seq_len);
+    double mine = stage->layout().head && grid.tp_rank == 0 ? static_cast<double>(loss_sum) * scale : 0.0, total = 0;
+    MPI_Allreduce(&mine, &total, 1, MPI_DOUBLE, MPI_SUM, grid.world);
+    r.loss = total;
+    return r;
+  }
+};
+
+CudaTrainer::CudaTrainer(const ModelSpec& model, const ParallelPlan& plan, const cpu::RunOptions& options, MPI_Comm world)
+    : impl_(std::make_unique<Impl>(model, plan, options, world)) {
+  std::optional<std::string> error;
+  try {
+    impl_->setup();
+  } catch (const DeviceError& e) {  // e.g. out of memory on one rank: every rank stops
+    error = e.what();
+  }
+  agree_on_device_error(impl_->grid.world, error);
+}
+
+CudaTrainer::~CudaTrainer() = default;
+
+const DeviceReport& CudaTrainer::device_report() const { return impl_->report; }
+
+Measurement CudaTrainer::run(const std::function<void(const IterationRecord&)>& on_iteration) {
+  Impl& t = *impl_;
+  const PipelineSchedule schedule = make_pipeline_schedule(t.plan.schedule, t.plan.pp, 1, t.plan.micro_batches());
+  Measurement m;
+  m.backend = "cuda";
+  m.ranks = t.grid.world_size;
+  m.warmup_iterations = std::min(t.options.warmup_iterations, std::max<int64_t>(0, t.options.steps - 1));
+  for (int64_t i = 0; i < t.options.steps; ++i) {
+    m.iterations.push_back(t.step(i, schedule));
+    if (t.grid.world_rank == 0 && on_iteration) on_iteration(m.iterations.back());
+  }
+  std::vector<double> times, fwd, bwd, tp, dp, pp, bubble, opt;
+  for (size_t i = static_cast<size_t>(m.warmup_iterations); i < m.iterations.size(); ++i) {
+    const IterationRecord& r = m.iterations[i];
+    times.push_back(r.time_s);
+    fwd.push_back(r.phases.forward_s);
+    bwd.push_back(r.phases.backward_s);
+    tp.push_back(r.phases.tp_comm_s);
+    dp.push_back(r.phases.dp_comm_s);
+    pp.push_back(r.phases.pp_comm_s);
+    bubble.push_back(r.phases.bubble_s);
+    opt.push_back(r.phases.optimizer_s);
+  }
+  m.iteration_time_s = median(times);
+  m.breakdown = {median(fwd), median(bwd), median(tp), median(dp), median(pp), median(bubble), median(opt)};
+  // Memory: the largest over ranks of the runtime's own peak (what predict models), and the device's view.
+  double mine[2] = {static_cast<double>(t.arena.peak_bytes()), static_cast<double>(t.arena.device_used_peak_bytes())}, largest[2] = {0, 0};
+  MPI_Allreduce(mine, largest, 2, MPI_DOUBLE, MPI_MAX, t.grid.world);
+  m.memory_peak_gib = bytes_to_gib(largest[0]);
+  t.report.runtime_peak_gib = m.memory_peak_gib;
+  t.report.device_used_peak_gib = bytes_to_gib(largest[1]);
+  t.report.device_total_gib = bytes_to_gib(static_cast<double>(t.arena.device_total_bytes()));
+  t.report.activation_slots = t.stage->slots_allocated();
+  return m;
+}
+
+}  // namespace trainsim::cuda

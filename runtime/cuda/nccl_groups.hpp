@@ -1,0 +1,49 @@
+// NCCL communicators for a plan's rank grid (runtime/mpi_groups.hpp's RankGrid): TP, DP and the
+// tied-embedding pair (first and last stage), and for the pipeline two per neighbour pair, one per
+// direction (activations go up one, gradients come down the other), so that every communicator is
+// used in one order on one stream. Each is made from the group's MPI communicator: ncclGetUniqueId
+// on its rank 0, MPI_Bcast over it, ncclCommInitRank. Groups of one rank get no NCCL communicator.
+#pragma once
+
+#include <mpi.h>
+#include <nccl.h>
+
+#include <string>
+
+#include "plan/parallel_plan.hpp"
+#include "runtime/mpi_groups.hpp"
+
+namespace trainsim::cuda {
+
+class NcclComm {
+ public:
+  NcclComm() = default;
+  // Collective over `group` (which may be MPI_COMM_NULL: this rank is not in such a group).
+  static NcclComm over(MPI_Comm group, const std::string& name);
+  ~NcclComm();
+  NcclComm(const NcclComm&) = delete;
+  NcclComm& operator=(const NcclComm&) = delete;
+  NcclComm(NcclComm&& o) noexcept;
+  NcclComm& operator=(NcclComm&& o) noexcept;
+
+  ncclComm_t get() const { return comm_; }
+  int size() const { return size_; }
+  int rank() const { return rank_; }
+  bool active() const { return comm_ != nullptr; }  // a group of more than one rank
+
+ private:
+  ncclComm_t comm_ = nullptr;
+  int size_ = 1, rank_ = 0;
+};
+
+struct NcclGroups {
+  NcclComm tp, dp, embedding;
+  // Pipeline pairs: in each, the lower stage is rank 0 and the upper stage rank 1.
+  NcclComm activations_to_next, gradients_from_next;  // with the next stage (this rank is 0)
+  NcclComm activations_from_prev, gradients_to_prev;  // with the previous stage (this rank is 1)
+
+  // Collective over grid.world; the device must be selected already.
+  static NcclGroups build(const cpu::RankGrid& grid, const ParallelPlan& plan);
+};
+
+}  // namespace trainsim::cuda
