@@ -74,16 +74,44 @@ Matrix softmax_backward_rows(const Matrix& p, const Matrix& dp) {
   return p.array() * (dp.array().colwise() - (dp.array() * p.array()).rowwise().sum());
 }
 
-Matrix causal_attention(const Matrix& qkv, int64_t batch, int64_t seq, int64_t heads, int64_t d, AttentionCache& cache) {
-  const Eigen::Index width = heads * d;
-  Matrix out(batch * seq, width);
+Matrix swiglu(const Matrix& x) {
+  const Eigen::Index f = x.cols() / 2;
+  const auto gate = x.leftCols(f).array();
+  return (gate / (1.0f + (-gate).exp()) * x.rightCols(f).array()).matrix();
+}
+
+Matrix swiglu_backward(const Matrix& dy, const Matrix& x) {
+  const Eigen::Index f = x.cols() / 2;
+  const Eigen::ArrayXXf gate = x.leftCols(f).array(), up = x.rightCols(f).array(), d = dy.array();
+  const Eigen::ArrayXXf sig = 1.0f / (1.0f + (-gate).exp());
+  Matrix dx(x.rows(), x.cols());
+  dx.leftCols(f) = (d * up * sig * (1.0f + gate * (1.0f - sig))).matrix();  // d silu(g)/dg = sig (1 + g (1 - sig))
+  dx.rightCols(f) = (d * gate * sig).matrix();
+  return dx;
+}
+
+namespace {
+// Column offsets of query head h and of its kv head in the [Q | K | V] layout.
+struct HeadColumns {
+  Eigen::Index q, k, v;
+};
+HeadColumns head_columns(int64_t h, int64_t heads, int64_t kv_heads, int64_t d) {
+  const int64_t kv = h / (heads / kv_heads);
+  return {h * d, heads * d + kv * d, (heads + kv_heads) * d + kv * d};
+}
+}  // namespace
+
+Matrix causal_attention(const Matrix& qkv, int64_t batch, int64_t seq, int64_t heads, int64_t d, AttentionCache& cache, int64_t kv_heads) {
+  if (kv_heads == 0) kv_heads = heads;
+  Matrix out(batch * seq, heads * d);
   cache.probabilities.assign(static_cast<size_t>(batch * heads), Matrix());
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < heads; ++h) {
-      const auto q = qkv.block(b * seq, h * d, seq, d);
-      const auto k = qkv.block(b * seq, width + h * d, seq, d);
-      const auto v = qkv.block(b * seq, 2 * width + h * d, seq, d);
+      const HeadColumns c = head_columns(h, heads, kv_heads, d);
+      const auto q = qkv.block(b * seq, c.q, seq, d);
+      const auto k = qkv.block(b * seq, c.k, seq, d);
+      const auto v = qkv.block(b * seq, c.v, seq, d);
       Matrix s = (q * k.transpose()) * scale;
       causal_softmax_rows(s);
       out.block(b * seq, h * d, seq, d) = s * v;
@@ -94,22 +122,23 @@ Matrix causal_attention(const Matrix& qkv, int64_t batch, int64_t seq, int64_t h
 }
 
 Matrix causal_attention_backward(const Matrix& dout, const Matrix& qkv, int64_t batch, int64_t seq, int64_t heads, int64_t d,
-                                 const AttentionCache& cache) {
-  const Eigen::Index width = heads * d;
+                                 const AttentionCache& cache, int64_t kv_heads) {
+  if (kv_heads == 0) kv_heads = heads;
   Matrix dqkv = Matrix::Zero(qkv.rows(), qkv.cols());
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < heads; ++h) {
+      const HeadColumns c = head_columns(h, heads, kv_heads, d);
       const Matrix& p = cache.probabilities[static_cast<size_t>(b * heads + h)];
-      const auto q = qkv.block(b * seq, h * d, seq, d);
-      const auto k = qkv.block(b * seq, width + h * d, seq, d);
-      const auto v = qkv.block(b * seq, 2 * width + h * d, seq, d);
+      const auto q = qkv.block(b * seq, c.q, seq, d);
+      const auto k = qkv.block(b * seq, c.k, seq, d);
+      const auto v = qkv.block(b * seq, c.v, seq, d);
       const auto dout_h = dout.block(b * seq, h * d, seq, d);
-      dqkv.block(b * seq, 2 * width + h * d, seq, d) = p.transpose() * dout_h;  // dV
+      dqkv.block(b * seq, c.v, seq, d) += p.transpose() * dout_h;  // dV (summed over the group)
       const Matrix dp = dout_h * v.transpose();
       Matrix ds = softmax_backward_rows(p, dp) * scale;
-      dqkv.block(b * seq, h * d, seq, d) = ds * k;                // dQ
-      dqkv.block(b * seq, width + h * d, seq, d) = ds.transpose() * q;  // dK
+      dqkv.block(b * seq, c.q, seq, d) = ds * k;                   // dQ
+      dqkv.block(b * seq, c.k, seq, d) += ds.transpose() * q;      // dK
     }
   }
   return dqkv;

@@ -26,6 +26,10 @@ Matrix layer_norm_backward(const Matrix& dy, const Vector& gamma, const LayerNor
 Matrix gelu(const Matrix& x);
 Matrix gelu_backward(const Matrix& dy, const Matrix& x);
 
+// SwiGLU: x is (T, 2f) = [gate | up] per row; returns silu(gate) * up, (T, f).
+Matrix swiglu(const Matrix& x);
+Matrix swiglu_backward(const Matrix& dy, const Matrix& x);  // returns dx, (T, 2f)
+
 // Row-wise softmax of causal scores in place (entries above the diagonal of each s x s block
 // become 0), and its backward ds = p * (dp - rowsum(dp * p)). Used by the attention kernel.
 void causal_softmax_rows(Matrix& scores);
@@ -35,11 +39,14 @@ struct AttentionCache {
   std::vector<Matrix> probabilities;  // per (sequence, head): (s, s) softmax of the causal scores
 };
 
-// qkv: (B*s, 3*heads*d) laid out [Q | K | V], each heads*d wide; returns (B*s, heads*d).
-Matrix causal_attention(const Matrix& qkv, int64_t batch, int64_t seq, int64_t heads, int64_t head_dim, AttentionCache& cache);
-// Returns dqkv (same layout as qkv).
+// qkv: (B*s, (heads + 2*kv_heads)*d) laid out [Q (heads*d) | K (kv*d) | V (kv*d)]; kv_heads 0 or
+// equal to heads is MHA, fewer is GQA (query head h reads kv head h / (heads / kv_heads)).
+// Returns (B*s, heads*d).
+Matrix causal_attention(const Matrix& qkv, int64_t batch, int64_t seq, int64_t heads, int64_t head_dim, AttentionCache& cache,
+                        int64_t kv_heads = 0);
+// Returns dqkv (same layout as qkv); GQA sums dK, dV over the query heads sharing them.
 Matrix causal_attention_backward(const Matrix& dout, const Matrix& qkv, int64_t batch, int64_t seq, int64_t heads,
-                                 int64_t head_dim, const AttentionCache& cache);
+                                 int64_t head_dim, const AttentionCache& cache, int64_t kv_heads = 0);
 
 // Mean-free cross-entropy: returns the SUM of -log p(target) over rows, and writes dlogits for
 // that sum scaled by `scale` (the caller's normalisation, e.g. 1 / tokens in the global batch).

@@ -16,8 +16,7 @@ void check_runtime_supports(const ModelSpec& m) { model_problems(m).throw_if_any
 ProblemList model_problems(const ModelSpec& m) {
   ProblemList p;
   const std::string where = "model \"" + m.name + "\"";
-  if (m.ffn_kind != FfnKind::kGelu) p.add(where + ": ffn_kind " + to_string(m.ffn_kind) + " (the CPU runtime implements GELU MLPs)");
-  if (m.kv_heads != m.heads) p.add(where + ": kv_heads " + std::to_string(m.kv_heads) + " != heads (the CPU runtime implements MHA)");
+  if (!m.linear_bias) p.add(where + ": linear layers without biases (the CPU runtime has a bias in every linear layer: \"linear_bias\": true)");
   if (m.norm != NormKind::kLayerNorm) p.add(where + ": norm " + std::string(to_string(m.norm)) + " (the CPU runtime implements LayerNorm)");
   if (m.position != PositionKind::kLearned) p.add(where + ": positions " + std::string(to_string(m.position)) + " (the CPU runtime implements learned positions)");
   if (!m.tied_embeddings) p.add(where + ": untied embeddings (the CPU runtime ties the LM head)");
@@ -37,22 +36,23 @@ Matrix normal_matrix(const std::string& name, uint64_t seed, int64_t rows, int64
   return m;
 }
 
-Matrix column_slice(const Matrix& full, int64_t parts, int64_t index) {
-  const int64_t width = full.cols() / parts;
-  return full.middleCols(index * width, width);
-}
-
 Matrix row_slice(const Matrix& full, int64_t parts, int64_t index) {
   const int64_t height = full.rows() / parts;
   return full.middleRows(index * height, height);
 }
 
-// The QKV weight is [Q | K | V] by columns; each TP rank takes its heads' block of each.
-Matrix qkv_slice(const Matrix& full, int64_t parts, int64_t index) {
-  const int64_t q = full.cols() / 3;
-  Matrix out(full.rows(), full.cols() / parts);
-  const int64_t w = q / parts;
-  for (int64_t j = 0; j < 3; ++j) out.middleCols(j * w, w) = full.middleCols(j * q + index * w, w);
+// Column blocks of a fused weight ([Q | K | V], or SwiGLU's [gate | up]): each TP rank takes its
+// share of every block, in the same order.
+Matrix block_slice(const Matrix& full, const std::vector<int64_t>& widths, int64_t parts, int64_t index) {
+  int64_t total = 0;
+  for (int64_t w : widths) total += w / parts;
+  Matrix out(full.rows(), total);
+  int64_t from = 0, to = 0;
+  for (int64_t w : widths) {
+    out.middleCols(to, w / parts) = full.middleCols(from + index * (w / parts), w / parts);
+    from += w;
+    to += w / parts;
+  }
   return out;
 }
 
@@ -80,8 +80,9 @@ size_t StageModel::add(const std::string& name, Matrix value, bool tp_split, boo
 }
 
 StageModel::StageModel(const ModelSpec& m, const StageLayout& layout, uint64_t seed)
-    : layout_(layout), hidden_(m.hidden), heads_local_(m.heads / layout.tp), head_dim_(m.head_dim),
-      ffn_local_(m.ffn_hidden / layout.tp), vocab_(m.vocab), seq_(m.seq_len) {
+    : layout_(layout), hidden_(m.hidden), heads_local_(m.heads / layout.tp), kv_heads_local_(m.kv_heads / layout.tp),
+      head_dim_(m.head_dim), ffn_local_(m.ffn_hidden / layout.tp), vocab_(m.vocab), seq_(m.seq_len),
+      swiglu_(m.ffn_kind == FfnKind::kSwiglu) {
   check_runtime_supports(m);
   const int64_t h = m.hidden, t = layout.tp, r = layout.tp_rank;
   const float std = 0.02f, residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(m.layers));  // GPT-2 init
@@ -92,14 +93,19 @@ StageModel::StageModel(const ModelSpec& m, const StageLayout& layout, uint64_t s
     LayerParams p;
     p.ln1_g = add(n + "ln1_g", Matrix::Ones(1, h), false, true);
     p.ln1_b = add(n + "ln1_b", Matrix::Zero(1, h), false, true);
-    p.w_qkv = add(n + "w_qkv", qkv_slice(normal_matrix(n + "w_qkv", seed, h, 3 * h, std), t, r), true, false);
-    p.b_qkv = add(n + "b_qkv", Matrix::Zero(1, 3 * h / t), true, false);
+    const std::vector<int64_t> qkv_blocks = {m.heads * m.head_dim, m.kv_width(), m.kv_width()};
+    const int64_t qkv_width = m.heads * m.head_dim + 2 * m.kv_width();
+    p.w_qkv = add(n + "w_qkv", block_slice(normal_matrix(n + "w_qkv", seed, h, qkv_width, std), qkv_blocks, t, r), true, false);
+    p.b_qkv = add(n + "b_qkv", Matrix::Zero(1, qkv_width / t), true, false);
     p.w_o = add(n + "w_o", row_slice(normal_matrix(n + "w_o", seed, h, h, residual_std), t, r), true, false);
     p.b_o = add(n + "b_o", Matrix::Zero(1, h), false, true);
     p.ln2_g = add(n + "ln2_g", Matrix::Ones(1, h), false, true);
     p.ln2_b = add(n + "ln2_b", Matrix::Zero(1, h), false, true);
-    p.w_1 = add(n + "w_1", column_slice(normal_matrix(n + "w_1", seed, h, m.ffn_hidden, std), t, r), true, false);
-    p.b_1 = add(n + "b_1", Matrix::Zero(1, m.ffn_hidden / t), true, false);
+    // SwiGLU: FC1 is [gate | up], each ffn_hidden wide.
+    const std::vector<int64_t> fc1_blocks(swiglu_ ? 2 : 1, m.ffn_hidden);
+    const int64_t fc1_width = m.ffn_hidden * static_cast<int64_t>(fc1_blocks.size());
+    p.w_1 = add(n + "w_1", block_slice(normal_matrix(n + "w_1", seed, h, fc1_width, std), fc1_blocks, t, r), true, false);
+    p.b_1 = add(n + "b_1", Matrix::Zero(1, fc1_width / t), true, false);
     p.w_2 = add(n + "w_2", row_slice(normal_matrix(n + "w_2", seed, m.ffn_hidden, h, residual_std), t, r), true, false);
     p.b_2 = add(n + "b_2", Matrix::Zero(1, h), false, true);
     layers_.push_back(p);
@@ -116,24 +122,25 @@ Matrix StageModel::layer_forward(const LayerParams& p, const Matrix& x, LayerCac
   const Matrix a = layer_norm(x, v(p.ln1_g), v(p.ln1_b), c.ln1);
   c.ln1_out = enter_tp_region(a, sp, tp);
   c.qkv = (c.ln1_out * v(p.w_qkv)).rowwise() + Vector(v(p.b_qkv));
-  c.attn_out = causal_attention(c.qkv, batch, seq_, heads_local_, head_dim_, c.attention);
+  c.attn_out = causal_attention(c.qkv, batch, seq_, heads_local_, head_dim_, c.attention, kv_heads_local_);
   const Matrix o = leave_tp_region(c.attn_out * v(p.w_o), sp, tp);
   c.x_mid = x + (o.rowwise() + Vector(v(p.b_o)));
   const Matrix b = layer_norm(c.x_mid, v(p.ln2_g), v(p.ln2_b), c.ln2);
   c.ln2_out = enter_tp_region(b, sp, tp);
   c.fc1_out = (c.ln2_out * v(p.w_1)).rowwise() + Vector(v(p.b_1));
-  c.fc1_act = gelu(c.fc1_out);
+  c.fc1_act = swiglu_ ? swiglu(c.fc1_out) : gelu(c.fc1_out);
   const Matrix mlp = leave_tp_region(c.fc1_act * v(p.w_2), sp, tp);
   return c.x_mid + (mlp.rowwise() + Vector(v(p.b_2)));
 }
 
 Matrix StageModel::layer_backward(const LayerParams& p, const Matrix& dy, const LayerCache& c, int64_t batch, TpGroup& tp) {
   const bool sp = layout_.sequence_parallel;
-  // MLP: y = x_mid + reduce(gelu(fc1) W2) + b2
+  // MLP: y = x_mid + reduce(act(fc1) W2) + b2
   g(p.b_2) += dy.colwise().sum();
   const Matrix dm = enter_tp_region(dy, sp, tp);
   g(p.w_2).noalias() += c.fc1_act.transpose() * dm;
-  const Matrix dfc1 = gelu_backward(dm * v(p.w_2).transpose(), c.fc1_out);
+  const Matrix dact = dm * v(p.w_2).transpose();
+  const Matrix dfc1 = swiglu_ ? swiglu_backward(dact, c.fc1_out) : gelu_backward(dact, c.fc1_out);
   g(p.w_1).noalias() += c.ln2_out.transpose() * dfc1;
   g(p.b_1) += dfc1.colwise().sum();
   const Matrix db = leave_tp_region(dfc1 * v(p.w_1).transpose(), sp, tp);
@@ -145,7 +152,7 @@ Matrix StageModel::layer_backward(const LayerParams& p, const Matrix& dy, const 
   g(p.b_o) += dx_mid.colwise().sum();
   const Matrix dout = enter_tp_region(dx_mid, sp, tp);
   g(p.w_o).noalias() += c.attn_out.transpose() * dout;
-  const Matrix dqkv = causal_attention_backward(dout * v(p.w_o).transpose(), c.qkv, batch, seq_, heads_local_, head_dim_, c.attention);
+  const Matrix dqkv = causal_attention_backward(dout * v(p.w_o).transpose(), c.qkv, batch, seq_, heads_local_, head_dim_, c.attention, kv_heads_local_);
   g(p.w_qkv).noalias() += c.ln1_out.transpose() * dqkv;
   g(p.b_qkv) += dqkv.colwise().sum();
   const Matrix da = leave_tp_region(dqkv * v(p.w_qkv).transpose(), sp, tp);
@@ -213,7 +220,7 @@ Matrix StageModel::backward(const Matrix& grad_output, MicroBatchState& s, TpGro
       const Matrix input = c.x_in;
       layer_forward(layers_[l], input, c, s.batch, tp);
     } else if (layout_.recompute == Recompute::kSelective) {
-      causal_attention(c.qkv, s.batch, seq_, heads_local_, head_dim_, c.attention);
+      causal_attention(c.qkv, s.batch, seq_, heads_local_, head_dim_, c.attention, kv_heads_local_);
     }
     dx = layer_backward(layers_[l], dx, c, s.batch, tp);
     if (hooks_) hooks_->after_layer_backward(static_cast<int64_t>(l));

@@ -1,6 +1,6 @@
 // One pipeline stage of a GPT-2-style decoder on one tensor-parallel rank (CPU, fp32): learned
-// positions, pre-norm blocks with causal multi-head attention and a GELU MLP, final norm, LM head
-// tied to the token embedding, cross-entropy. Megatron splits: QKV and FC1 by columns, the
+// positions, pre-norm blocks with causal multi-head (or grouped-query) attention and a GELU (or
+// SwiGLU) MLP, final norm, LM head tied to the token embedding, cross-entropy. Megatron splits: QKV and FC1 by columns, the
 // attention output and FC2 by rows, with the TP all-reduces (or, with sequence parallelism, the
 // all-gather / reduce-scatter of token rows). Embedding and LM head are replicated over TP ranks.
 // Parameters are initialised from full tensors drawn with the seed, then sliced, so every layout
@@ -103,7 +103,8 @@ class StageModel {
   Matrix layer_backward(const LayerParams& p, const Matrix& dy, const LayerCache& c, int64_t batch, TpGroup& tp);
 
   StageLayout layout_;
-  int64_t hidden_, heads_local_, head_dim_, ffn_local_, vocab_, seq_;
+  int64_t hidden_, heads_local_, kv_heads_local_, head_dim_, ffn_local_, vocab_, seq_;
+  bool swiglu_ = false;
   std::vector<Param> params_;
   std::vector<LayerParams> layers_;
   size_t wte_ = 0, wpe_ = 0, lnf_g_ = 0, lnf_b_ = 0;

@@ -48,8 +48,16 @@ double loss_of(StageModel& model, const ModelSpec& m) {
 
 }  // namespace
 
-TEST_CASE("every parameter's gradient matches central finite differences") {
-  const ModelSpec m = tiny();
+ModelSpec tiny_swiglu_gqa() {
+  ModelSpec m = tiny();
+  m.heads = 4;
+  m.head_dim = 4;
+  m.kv_heads = 2;  // two query heads per kv head
+  m.ffn_kind = FfnKind::kSwiglu;
+  return m;
+}
+
+void check_gradients_against_finite_differences(const ModelSpec& m) {
   StageLayout layout;
   layout.last_layer = m.layers;
   layout.embedding = layout.head = true;
@@ -75,6 +83,25 @@ TEST_CASE("every parameter's gradient matches central finite differences") {
       const double numeric = (up - down) / (2.0 * eps);
       CHECK(p.grad.data()[i] == Approx(numeric).margin(2e-3).epsilon(0.03));
     }
+  }
+}
+
+TEST_CASE("every parameter's gradient matches central finite differences") { check_gradients_against_finite_differences(tiny()); }
+
+TEST_CASE("with SwiGLU and grouped-query attention every gradient matches finite differences") {
+  check_gradients_against_finite_differences(tiny_swiglu_gqa());
+}
+
+TEST_CASE("SwiGLU and GQA change the weights' shapes as the model says") {
+  const ModelSpec m = tiny_swiglu_gqa();
+  StageLayout layout;
+  layout.last_layer = m.layers;
+  layout.embedding = layout.head = true;
+  StageModel model(m, layout, 1);
+  for (const Param& p : model.params()) {
+    if (p.name == "layer0.w_qkv") CHECK(p.value.cols() == (4 + 2 * 2) * 4);
+    if (p.name == "layer0.w_1") CHECK(p.value.cols() == 2 * m.ffn_hidden);
+    if (p.name == "layer0.w_2") CHECK(p.value.rows() == m.ffn_hidden);
   }
 }
 

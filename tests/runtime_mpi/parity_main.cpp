@@ -2,7 +2,7 @@
 // one-rank communicator), then all ranks train the same seed and data with the layout given on
 // the command line; the loss curves must agree to a relative tolerance (fp32, different
 // reduction orders). Usage: mpirun -np N runtime_parity --dp 2 --tp 1 --pp 1 [--sp] [--gpipe]
-// [--zero Z] [--no-overlap] [--bucket PARAMS] [--recompute full|selective]
+// [--zero Z] [--no-overlap] [--swiglu-gqa] [--bucket PARAMS] [--recompute full|selective]
 #include <mpi.h>
 
 #include <cmath>
@@ -17,11 +17,18 @@ using namespace trainsim;
 
 namespace {
 
+bool swiglu_gqa = false;  // the model's variant with a SwiGLU MLP and 2 kv heads for 4 query heads
+
 ModelSpec parity_model() {
   ModelSpec m = resolve_model("gpt-tiny");  // 2 layers, hidden 128, 4 heads, FFN 512, bytes
   m.layers = 4;                              // so PP=2 and PP=4 split evenly
   m.seq_len = 32;
   m.max_positions = 32;
+  if (swiglu_gqa) {
+    m.ffn_kind = FfnKind::kSwiglu;
+    m.ffn_hidden = 344;
+    m.kv_heads = 2;
+  }
   return m;
 }
 
@@ -55,6 +62,7 @@ int main(int argc, char** argv) {
     else if (a == "--sp") layout.sequence_parallel = true;
     else if (a == "--gpipe") layout.schedule = Schedule::kGpipe;
     else if (a == "--zero") layout.zero_stage = std::stoi(argv[++i]);
+    else if (a == "--swiglu-gqa") swiglu_gqa = true;
     else if (a == "--no-overlap") layout.dp_overlap = false;
     else if (a == "--bucket") bucket_params = std::stoll(argv[++i]);  // parameters per DP gradient bucket
     else if (a == "--recompute") layout.recompute = std::string(argv[++i]) == "full" ? Recompute::kFull : Recompute::kSelective;
