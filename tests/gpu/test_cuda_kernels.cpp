@@ -1,0 +1,447 @@
+// The CUDA backend's kernels and GEMMs (runtime/cuda_kernels/) against the CPU references
+// (trainsim::cpu, or plain loops where there is none) on random inputs. Inputs are rounded to bf16
+// first, so both sides see the same numbers and the differences come from the GPU's bf16 outputs
+// and intermediates. Error = ||gpu - cpu||_2 / ||cpu||_2 over the whole tensor. Bounds:
+//   fp32 outputs from exact inputs (weight-grad GEMM, dgamma, dbeta, embedding grads, AdamW,
+//     sums of squares, the loss): 1e-4 — only the order of fp32 additions differs;
+//   bf16 outputs: 1e-2 — one rounding to bf16 is up to 2^-9 = 0.2 % per element, plus fp32 sums;
+//   attention: 1e-2 forward, 2e-2 backward — P (and dS) are rounded to bf16 before their
+//     tensor-core products (as in FlashAttention-2), and the backward chains three such products.
+// Without a visible GPU every test warns "no GPU: skipped" and passes.
+#ifdef TRAINSIM_HAVE_CUDA
+
+#include <catch2/catch.hpp>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/cpu_kernels.hpp"
+#include "runtime/cuda_kernels/cuda_check.cuh"
+#include "runtime/cuda_kernels/gemm.cuh"
+#include "runtime/cuda_kernels/kernels.cuh"
+
+namespace {
+
+using trainsim::cpu::Matrix;
+using trainsim::cuda::bf16;
+
+constexpr double kFp32Tolerance = 1e-4;
+constexpr double kBf16Tolerance = 1e-2;
+constexpr double kAttentionBackwardTolerance = 2e-2;
+
+bool gpu_visible() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+#define SKIP_WITHOUT_GPU()         \
+  do {                             \
+    if (!gpu_visible()) {          \
+      WARN("no GPU: skipped");     \
+      return;                      \
+    }                              \
+  } while (0)
+
+template <class T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(size_t count) : count_(count) {
+    TRAINSIM_CUDA_CHECK(cudaMalloc(&ptr_, std::max<size_t>(count, 1) * sizeof(T)));
+  }
+  explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
+    TRAINSIM_CUDA_CHECK(cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  ~DeviceArray() { cudaFree(ptr_); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  T* get() const { return ptr_; }
+  std::vector<T> download() const {  // kernels run on the legacy default stream: the copy waits for them
+    std::vector<T> host(count_);
+    TRAINSIM_CUDA_CHECK(cudaMemcpy(host.data(), ptr_, count_ * sizeof(T), cudaMemcpyDeviceToHost));
+    return host;
+  }
+
+ private:
+  T* ptr_ = nullptr;
+  size_t count_ = 0;
+};
+
+float round_bf16(float v) { return __bfloat162float(__float2bfloat16(v)); }
+
+// Uniform in [lo, hi), rounded to bf16 so that the CPU reference sees exactly the GPU's inputs.
+std::vector<float> random_values(size_t count, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(count);
+  for (float& x : v) x = round_bf16(dist(rng));
+  return v;
+}
+
+std::vector<bf16> to_bf16(const std::vector<float>& v) {
+  std::vector<bf16> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = __float2bfloat16(v[i]);
+  return out;
+}
+
+std::vector<float> to_float(const std::vector<bf16>& v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = __bfloat162float(v[i]);
+  return out;
+}
+
+std::vector<float> download_float(const DeviceArray<bf16>& d) { return to_float(d.download()); }
+
+double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    diff += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
+    norm += static_cast<double>(want[i]) * want[i];
+  }
+  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
+}
+
+double relative_error(const std::vector<float>& got, const Matrix& want) {
+  return relative_error(got, std::vector<float>(want.data(), want.data() + want.size()));
+}
+
+Matrix to_matrix(const std::vector<float>& v, int64_t rows, int64_t cols) {
+  return Eigen::Map<const Matrix>(v.data(), rows, cols);
+}
+
+}  // namespace
+
+TEST_CASE("CUDA GEMM: forward, input-grad (B transposed) and weight-grad (A transposed, fp32 += ) match fp32 loops",
+          "[cuda_kernels]") {
+  SKIP_WITHOUT_GPU();
+  const int64_t tokens = 67, in = 80, out = 96;  // odd row count: not a multiple of any tile
+  const auto x = random_values(static_cast<size_t>(tokens * in), 1), w = random_values(static_cast<size_t>(in * out), 2);
+  const auto dy = random_values(static_cast<size_t>(tokens * out), 3);
+  const auto dw0 = random_values(static_cast<size_t>(in * out), 4);
+  const Matrix xm = to_matrix(x, tokens, in), wm = to_matrix(w, in, out), dym = to_matrix(dy, tokens, out);
+  DeviceArray<bf16> dx_in(to_bf16(x)), dw_in(to_bf16(w)), ddy(to_bf16(dy));
+  DeviceArray<bf16> y(static_cast<size_t>(tokens * out)), dx(static_cast<size_t>(tokens * in));
+  DeviceArray<float> dw(dw0);
+  trainsim::cuda::Gemm gemm;
+  using trainsim::cuda::OutputType;
+  gemm.matmul(dx_in.get(), false, dw_in.get(), false, y.get(), OutputType::kBf16, tokens, out, in, 1.0f, 0.0f, nullptr);
+  gemm.matmul(ddy.get(), false, dw_in.get(), true, dx.get(), OutputType::kBf16, tokens, in, out, 1.0f, 0.0f, nullptr);
+  gemm.matmul(dx_in.get(), true, ddy.get(), false, dw.get(), OutputType::kFp32, in, out, tokens, 1.0f, 1.0f, nullptr);
+  CHECK(relative_error(download_float(y), Matrix(xm * wm)) < kBf16Tolerance);
+  CHECK(relative_error(download_float(dx), Matrix(dym * wm.transpose())) < kBf16Tolerance);
+  CHECK(relative_error(dw.download(), Matrix(to_matrix(dw0, in, out) + xm.transpose() * dym)) < kFp32Tolerance);
+}
+
+TEST_CASE("CUDA element-wise kernels: conversions, add, scale, fill, bias and its gradient match loops", "[cuda_kernels]") {
+  SKIP_WITHOUT_GPU();
+  const int64_t rows = 37, cols = 72, n = rows * cols;  // 72: vector path; odd n below: scalar tail
+  const auto a = random_values(static_cast<size_t>(n), 5), b = random_values(static_cast<size_t>(n), 6);
+  const auto bias = random_values(static_cast<size_t>(cols), 7);
+  DeviceArray<float> af(a);
+  DeviceArray<bf16> ab(static_cast<size_t>(n)), bb(to_bf16(b)), biasb(to_bf16(bias));
+  trainsim::cuda::fp32_to_bf16(af.get(), ab.get(), n, nullptr);
+  DeviceArray<float> back(static_cast<size_t>(n));
+  trainsim::cuda::bf16_to_fp32(ab.get(), back.get(), n, nullptr);
+  CHECK(relative_error(back.download(), a) == 0.0);  // a is bf16-exact
+  trainsim::cuda::add(ab.get(), bb.get(), ab.get(), n - 3, nullptr);  // aliased output, scalar tail
+  std::vector<float> want(a);
+  for (int64_t i = 0; i < n - 3; ++i) want[static_cast<size_t>(i)] = a[static_cast<size_t>(i)] + b[static_cast<size_t>(i)];
+  CHECK(relative_error(download_float(ab), want) < kBf16Tolerance);
+
+  trainsim::cuda::scale_fp32(af.get(), 0.5f, n, nullptr);
+  std::vector<float> half(a);
+  for (float& v : half) v *= 0.5f;
+  CHECK(relative_error(af.download(), half) == 0.0);
+  trainsim::cuda::fill_fp32(af.get(), 3.0f, n - 1, nullptr);
+  const auto filled = af.download();
+  CHECK(filled[0] == 3.0f);
+  CHECK(filled[static_cast<size_t>(n - 2)] == 3.0f);
+  CHECK(filled[static_cast<size_t>(n - 1)] == half[static_cast<size_t>(n - 1)]);
+
+  DeviceArray<bf16> y(to_bf16(b));
+  trainsim::cuda::add_bias(y.get(), biasb.get(), rows, cols, nullptr);
+  std::vector<float> biased(b);
+  for (int64_t i = 0; i < n; ++i) biased[static_cast<size_t>(i)] += bias[static_cast<size_t>(i % cols)];
+  CHECK(relative_error(download_float(y), biased) < kBf16Tolerance);
+
+  const auto dbias0 = random_values(static_cast<size_t>(cols), 8);
+  DeviceArray<float> dbias(dbias0);
+  trainsim::cuda::bias_grad(bb.get(), dbias.get(), rows, cols, nullptr);
+  std::vector<float> sums(dbias0);
+  for (int64_t i = 0; i < n; ++i) sums[static_cast<size_t>(i % cols)] += b[static_cast<size_t>(i)];
+  CHECK(relative_error(dbias.download(), sums) < kFp32Tolerance);
+}
+
+TEST_CASE("CUDA GELU and SwiGLU match the CPU GELU and SwiGLU loops, forward and backward", "[cuda_kernels]") {
+  SKIP_WITHOUT_GPU();
+  for (const int64_t width : {64, 45}) {  // vector and scalar paths
+    const int64_t rows = 19, n = rows * width;
+    const auto x = random_values(static_cast<size_t>(n), 9, -3.0f, 3.0f), dy = random_values(static_cast<size_t>(n), 10);
+    DeviceArray<bf16> xd(to_bf16(x)), dyd(to_bf16(dy)), y(static_cast<size_t>(n)), dx(static_cast<size_t>(n));
+    trainsim::cuda::gelu_forward(xd.get(), y.get(), n, nullptr);
+    trainsim::cuda::gelu_backward(dyd.get(), xd.get(), dx.get(), n, nullptr);
+    const Matrix xm = to_matrix(x, rows, width);
+    CHECK(relative_error(download_float(y), trainsim::cpu::gelu(xm)) < kBf16Tolerance);
+    CHECK(relative_error(download_float(dx), trainsim::cpu::gelu_backward(to_matrix(dy, rows, width), xm)) < kBf16Tolerance);
+
+    // SwiGLU: x (rows, 2 width) = [gate | up].
+    const auto xs = random_values(static_cast<size_t>(2 * n), 11, -3.0f, 3.0f);
+    DeviceArray<bf16> xsd(to_bf16(xs)), ys(static_cast<size_t>(n)), dxs(static_cast<size_t>(2 * n));
+    trainsim::cuda::swiglu_forward(xsd.get(), ys.get(), rows, width, nullptr);
+    trainsim::cuda::swiglu_backward(dyd.get(), xsd.get(), dxs.get(), rows, width, nullptr);
+    std::vector<float> want_y(static_cast<size_t>(n)), want_dx(static_cast<size_t>(2 * n));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < width; ++c) {
+        const size_t gi = static_cast<size_t>(r * 2 * width + c), ui = gi + static_cast<size_t>(width);
+        const size_t yi = static_cast<size_t>(r * width + c);
+        const double g = xs[gi], u = xs[ui], s = 1.0 / (1.0 + std::exp(-g));
+        want_y[yi] = static_cast<float>(g * s * u);
+        want_dx[gi] = static_cast<float>(dy[yi] * u * (s + g * s * (1.0 - s)));
+        want_dx[ui] = static_cast<float>(dy[yi] * g * s);
+      }
+    }
+    CHECK(relative_error(download_float(ys), want_y) < kBf16Tolerance);
+    CHECK(relative_error(download_float(dxs), want_dx) < kBf16Tolerance);
+  }
+}
+
+TEST_CASE("CUDA embedding forward and backward match loops, repeated tokens included", "[cuda_kernels]") {
+  SKIP_WITHOUT_GPU();
+  const int64_t vocab = 50, seq = 12, batch = 3, rows = batch * seq, hidden = 40;
+  std::vector<int32_t> tokens(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) tokens[static_cast<size_t>(r)] = static_cast<int32_t>((r * 7) % 13);  // repeats
+  const auto wte = random_values(static_cast<size_t>(vocab * hidden), 12), wpe = random_values(static_cast<size_t>(seq * hidden), 13);
+  const auto dout = random_values(static_cast<size_t>(rows * hidden), 14);
+  DeviceArray<int32_t> tok(tokens);
+  DeviceArray<bf16> wted(to_bf16(wte)), wped(to_bf16(wpe)), out(static_cast<size_t>(rows * hidden)), doutd(to_bf16(dout));
+  DeviceArray<float> dwte(std::vector<float>(static_cast<size_t>(vocab * hidden), 0.0f));
+  DeviceArray<float> dwpe(std::vector<float>(static_cast<size_t>(seq * hidden), 0.0f));
+  trainsim::cuda::embedding_forward(tok.get(), wted.get(), wped.get(), out.get(), rows, seq, hidden, nullptr);
+  trainsim::cuda::embedding_backward(tok.get(), doutd.get(), dwte.get(), dwpe.get(), rows, seq, hidden, nullptr);
+  std::vector<float> want(static_cast<size_t>(rows * hidden)), want_dwte(wte.size(), 0.0f), want_dwpe(wpe.size(), 0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < hidden; ++c) {
+      const size_t t = static_cast<size_t>(tokens[static_cast<size_t>(r)] * hidden + c);
+      const size_t p = static_cast<size_t>((r % seq) * hidden + c), i = static_cast<size_t>(r * hidden + c);
+      want[i] = wte[t] + wpe[p];
+      want_dwte[t] += dout[i];
+      want_dwpe[p] += dout[i];
+    }
+  }
+  CHECK(relative_error(download_float(out), want) < kBf16Tolerance);
+  CHECK(relative_error(dwte.download(), want_dwte) < kFp32Tolerance);
+  CHECK(relative_error(dwpe.download(), want_dwpe) < kFp32Tolerance);
+}
+
+TEST_CASE("CUDA layer norm matches the CPU layer norm, forward and backward", "[cuda_kernels]") {
+  SKIP_WITHOUT_GPU();
+  for (const int64_t cols : {768, 100}) {  // vector and scalar paths
+    const int64_t rows = 29;
+    const auto x = random_values(static_cast<size_t>(rows * cols), 15, -2.0f, 3.0f);
+    const auto gamma = random_values(static_cast<size_t>(cols), 16), beta = random_values(static_cast<size_t>(cols), 17);
+    const auto dy = random_values(static_cast<size_t>(rows * cols), 18);
+    DeviceArray<bf16> xd(to_bf16(x)), gd(to_bf16(gamma)), bd(to_bf16(beta)), dyd(to_bf16(dy));
+    DeviceArray<bf16> y(static_cast<size_t>(rows * cols)), dx(static_cast<size_t>(rows * cols));
+    DeviceArray<float> mean(static_cast<size_t>(rows)), rstd(static_cast<size_t>(rows));
+    DeviceArray<float> dgamma(std::vector<float>(static_cast<size_t>(cols), 0.5f));
+    DeviceArray<float> dbeta(std::vector<float>(static_cast<size_t>(cols), -0.5f));
+    trainsim::cuda::layer_norm_forward(xd.get(), gd.get(), bd.get(), y.get(), mean.get(), rstd.get(), rows, cols, nullptr);
+    trainsim::cuda::layer_norm_backward(dyd.get(), xd.get(), gd.get(), mean.get(), rstd.get(), dx.get(), dgamma.get(),
+                                        dbeta.get(), rows, cols, nullptr);
+    trainsim::cpu::LayerNormCache cache;
+    const trainsim::cpu::Vector g = to_matrix(gamma, 1, cols), be = to_matrix(beta, 1, cols);
+    const Matrix want_y = trainsim::cpu::layer_norm(to_matrix(x, rows, cols), g, be, cache);
+    trainsim::cpu::Vector want_dgamma = trainsim::cpu::Vector::Constant(cols, 0.5f);
+    trainsim::cpu::Vector want_dbeta = trainsim::cpu::Vector::Constant(cols, -0.5f);
+    const Matrix want_dx = trainsim::cpu::layer_norm_backward(to_matrix(dy, rows, cols), g, cache, want_dgamma, want_dbeta);
+    CHECK(relative_error(download_float(y), want_y) < kBf16Tolerance);
+    CHECK(relative_error(download_float(dx), want_dx) < kBf16Tolerance);
+    CHECK(relative_error(dgamma.download(), Matrix(want_dgamma)) < kFp32Tolerance);
+    CHECK(relative_error(dbeta.download(), Matrix(want_dbeta)) < kFp32Tolerance);
+    std::vector<float> want_rstd(cache.rstd.data(), cache.rstd.data() + rows);
+    CHECK(relative_error(rstd.download(), want_rstd) < kFp32Tolerance);
+  }
+}
+
+TEST_CASE("CUDA cross-entropy matches the CPU cross-entropy for vocabularies from 256 to 128k", "[cuda_kernels]") {
+  SKIP_WITHOUT_GPU();
+  for (const int64_t vocab : {256, 1001, 131072}) {  // 1001: scalar path
+    const int64_t rows = 9;
+    const float scale = 1.0f / 64;
+    const auto logits = random_values(static_cast<size_t>(rows * vocab), 19, -4.0f, 4.0f);
+    std::vector<int32_t> targets(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) targets[static_cast<size_t>(r)] = static_cast<int32_t>((r * 7919) % vocab);
+    DeviceArray<bf16> ld(to_bf16(logits)), dl(static_cast<size_t>(rows * vocab));
+    DeviceArray<int32_t> td(targets);
+    DeviceArray<float> loss(std::vector<float>{1.0f});  // accumulates
+    trainsim::cuda::cross_entropy(ld.get(), td.get(), dl.get(), loss.get(), rows, vocab, scale, nullptr);
+    Matrix want_dlogits;
+    const double want_loss = trainsim::cpu::cross_entropy(to_matrix(logits, rows, vocab), targets, scale, want_dlogits);
+    CHECK(std::abs(loss.download()[0] - (1.0 + want_loss)) < kFp32Tolerance * (1.0 + want_loss));
+    CHECK(relative_error(download_float(dl), want_dlogits) < kBf16Tolerance);
+  }
+}
+
+TEST_CASE("CUDA AdamW and the masked sum of squares match the CPU trainer's update", "[cuda_kernels]") {
+  SKIP_WITHOUT_GPU();
+  const int64_t n = 1003;
+  const auto p0 = random_values(static_cast<size_t>(n), 20), g = random_values(static_cast<size_t>(n), 21);
+  const auto m0 = random_values(static_cast<size_t>(n), 22, -0.1f, 0.1f), v0 = random_values(static_cast<size_t>(n), 23, 0.0f, 0.01f);
+  std::vector<float> mask(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) mask[static_cast<size_t>(i)] = i % 3 == 0 ? 0.0f : 1.0f;
+  DeviceArray<float> pd(p0), gd(g), md(m0), vd(v0), maskd(mask);
+  DeviceArray<double> sum(std::vector<double>{0.5});
+  DeviceArray<bf16> weight(static_cast<size_t>(n));
+  trainsim::cuda::sum_of_squares(gd.get(), maskd.get(), n, sum.get(), nullptr);
+  trainsim::cuda::AdamW settings;
+  settings.lr = 1e-2f;
+  settings.step = 3;
+  const float clip = 0.7f;
+  trainsim::cuda::adamw(pd.get(), gd.get(), md.get(), vd.get(), weight.get(), n, settings, clip, nullptr);
+
+  double want_sum = 0.5;
+  std::vector<float> p(p0), m(m0), v(v0);
+  const float c1 = 1.0f - std::pow(settings.beta1, 3.0f), c2 = 1.0f - std::pow(settings.beta2, 3.0f);
+  for (size_t i = 0; i < p.size(); ++i) {
+    want_sum += static_cast<double>(mask[i]) * g[i] * g[i];
+    const float gi = g[i] * clip;
+    m[i] = settings.beta1 * m[i] + (1 - settings.beta1) * gi;
+    v[i] = settings.beta2 * v[i] + (1 - settings.beta2) * gi * gi;
+    p[i] -= settings.lr * (m[i] / c1) / (std::sqrt(v[i] / c2) + settings.eps);
+  }
+  CHECK(std::abs(sum.download()[0] - want_sum) < 1e-9 * want_sum);
+  CHECK(relative_error(md.download(), m) < kFp32Tolerance);
+  CHECK(relative_error(vd.download(), v) < kFp32Tolerance);
+  CHECK(relative_error(pd.download(), p) < kFp32Tolerance);
+  CHECK(relative_error(download_float(weight), p) < kBf16Tolerance);
+}
+
+namespace {
+
+struct AttentionCase {
+  int64_t batch, seq, heads, kv_heads, head_dim;
+};
+
+// The CPU reference is multi-head only: repeat each kv head for its query heads, then sum the
+// dK, dV of a group back into its kv head.
+Matrix expand_gqa(const Matrix& qkv, const AttentionCase& c) {
+  const int64_t d = c.head_dim, group = c.heads / c.kv_heads, width = c.heads * d;
+  Matrix out(qkv.rows(), 3 * width);
+  out.leftCols(width) = qkv.leftCols(width);
+  for (int64_t h = 0; h < c.heads; ++h) {
+    out.middleCols(width + h * d, d) = qkv.middleCols(width + (h / group) * d, d);
+    out.middleCols(2 * width + h * d, d) = qkv.middleCols(width + c.kv_heads * d + (h / group) * d, d);
+  }
+  return out;
+}
+
+Matrix fold_gqa(const Matrix& dqkv, const AttentionCase& c) {
+  const int64_t d = c.head_dim, group = c.heads / c.kv_heads, width = c.heads * d;
+  Matrix out = Matrix::Zero(dqkv.rows(), width + 2 * c.kv_heads * d);
+  out.leftCols(width) = dqkv.leftCols(width);
+  for (int64_t h = 0; h < c.heads; ++h) {
+    out.middleCols(width + (h / group) * d, d) += dqkv.middleCols(width + h * d, d);
+    out.middleCols(width + c.kv_heads * d + (h / group) * d, d) += dqkv.middleCols(2 * width + h * d, d);
+  }
+  return out;
+}
+
+// MHA and GQA, head_dim 64 and 128 (and 32, computed padded), seq a multiple of the 64-row tile and not.
+const std::vector<AttentionCase> kAttentionCases = {
+    {2, 64, 2, 2, 64}, {2, 100, 4, 2, 64}, {1, 130, 4, 1, 128}, {1, 33, 2, 2, 128}, {2, 77, 6, 3, 32},
+};
+
+struct AttentionData {
+  AttentionCase c;
+  std::vector<float> qkv, dout;
+  Matrix want_out, want_dqkv;
+  std::vector<Matrix> want_probs;
+
+  explicit AttentionData(const AttentionCase& ac) : c(ac) {
+    const int64_t rows = c.batch * c.seq, width = (c.heads + 2 * c.kv_heads) * c.head_dim;
+    qkv = random_values(static_cast<size_t>(rows * width), 24);
+    dout = random_values(static_cast<size_t>(rows * c.heads * c.head_dim), 25);
+    const Matrix mha = expand_gqa(to_matrix(qkv, rows, width), c);
+    trainsim::cpu::AttentionCache cache;
+    want_out = trainsim::cpu::causal_attention(mha, c.batch, c.seq, c.heads, c.head_dim, cache);
+    want_dqkv = fold_gqa(trainsim::cpu::causal_attention_backward(to_matrix(dout, rows, c.heads * c.head_dim), mha, c.batch,
+                                                                  c.seq, c.heads, c.head_dim, cache),
+                         c);
+    want_probs = cache.probabilities;
+  }
+  trainsim::cuda::AttentionShape shape() const { return {c.batch, c.seq, c.heads, c.kv_heads, c.head_dim}; }
+};
+
+std::string describe(const AttentionCase& c) {
+  return "batch " + std::to_string(c.batch) + ", seq " + std::to_string(c.seq) + ", heads " + std::to_string(c.heads) +
+         ", kv_heads " + std::to_string(c.kv_heads) + ", head_dim " + std::to_string(c.head_dim);
+}
+
+}  // namespace
+
+TEST_CASE("CUDA flash attention matches the CPU causal attention, forward, lse and backward, MHA and GQA",
+          "[cuda_kernels]") {
+  SKIP_WITHOUT_GPU();
+  for (const AttentionCase& c : kAttentionCases) {
+    INFO(describe(c));
+    const AttentionData data(c);
+    const auto shape = data.shape();
+    const size_t rows = static_cast<size_t>(c.batch * c.seq);
+    DeviceArray<bf16> qkv(to_bf16(data.qkv)), dout(to_bf16(data.dout)), out(rows * static_cast<size_t>(c.heads * c.head_dim));
+    DeviceArray<bf16> dqkv(data.qkv.size());
+    DeviceArray<float> lse(static_cast<size_t>(c.batch * c.heads * c.seq));
+    DeviceArray<unsigned char> scratch(trainsim::cuda::flash_attention_backward_scratch_bytes(shape));
+    trainsim::cuda::flash_attention_forward(qkv.get(), out.get(), lse.get(), shape, nullptr);
+    trainsim::cuda::flash_attention_backward(dout.get(), qkv.get(), out.get(), lse.get(), dqkv.get(), scratch.get(), shape,
+                                             nullptr);
+    CHECK(relative_error(download_float(out), data.want_out) < kBf16Tolerance);
+    CHECK(relative_error(download_float(dqkv), data.want_dqkv) < kAttentionBackwardTolerance);
+    // lse of row i: log sum_j exp(scale q_i . k_j), from the CPU's probabilities: p_i0 = exp(s_i0 - lse_i).
+    const auto got_lse = lse.download();
+    const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    std::vector<float> want_lse(got_lse.size());
+    const Matrix mha = expand_gqa(to_matrix(data.qkv, static_cast<int64_t>(rows), (c.heads + 2 * c.kv_heads) * c.head_dim), c);
+    for (int64_t bh = 0; bh < c.batch * c.heads; ++bh) {
+      const int64_t b = bh / c.heads, h = bh % c.heads;
+      for (int64_t i = 0; i < c.seq; ++i) {
+        const double s0 = scale * mha.row(b * c.seq + i).segment(h * c.head_dim, c.head_dim).dot(
+                                      mha.row(b * c.seq).segment((c.heads + h) * c.head_dim, c.head_dim));
+        want_lse[static_cast<size_t>(bh * c.seq + i)] =
+            static_cast<float>(s0 - std::log(static_cast<double>(data.want_probs[static_cast<size_t>(bh)](i, 0))));
+      }
+    }
+    CHECK(relative_error(got_lse, want_lse) < 1e-3);  // fp32 softmax statistics from exact inputs
+  }
+}
+
+TEST_CASE("CUDA unfused attention matches the CPU causal attention, probabilities included, MHA and GQA",
+          "[cuda_kernels]") {
+  SKIP_WITHOUT_GPU();
+  cublasHandle_t blas = nullptr;
+  TRAINSIM_CUBLAS_CHECK(cublasCreate(&blas));
+  for (const AttentionCase& c : kAttentionCases) {
+    INFO(describe(c));
+    const AttentionData data(c);
+    const auto shape = data.shape();
+    const size_t rows = static_cast<size_t>(c.batch * c.seq);
+    DeviceArray<bf16> qkv(to_bf16(data.qkv)), dout(to_bf16(data.dout)), out(rows * static_cast<size_t>(c.heads * c.head_dim));
+    DeviceArray<bf16> dqkv(data.qkv.size()), probs(static_cast<size_t>(c.batch * c.heads * c.seq * c.seq));
+    DeviceArray<unsigned char> scratch(trainsim::cuda::unfused_attention_scratch_bytes(shape));
+    trainsim::cuda::unfused_attention_forward(blas, qkv.get(), out.get(), probs.get(), scratch.get(), shape, nullptr);
+    trainsim::cuda::unfused_attention_backward(blas, dout.get(), qkv.get(), probs.get(), dqkv.get(), scratch.get(), shape,
+                                               nullptr);
+    CHECK(relative_error(download_float(out), data.want_out) < kBf16Tolerance);
+    CHECK(relative_error(download_float(dqkv), data.want_dqkv) < kAttentionBackwardTolerance);
+    std::vector<float> want_probs;
+    for (const Matrix& p : data.want_probs) want_probs.insert(want_probs.end(), p.data(), p.data() + p.size());
+    CHECK(relative_error(download_float(probs), want_probs) < kBf16Tolerance);
+  }
+  cublasDestroy(blas);
+}
+
+#endif  // TRAINSIM_HAVE_CUDA
