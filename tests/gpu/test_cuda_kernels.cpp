@@ -177,7 +177,7 @@ TEST_CASE("CUDA element-wise kernels: conversions, add, scale, fill, bias and it
   CHECK(relative_error(dbias.download(), sums) < kFp32Tolerance);
 }
 
-TEST_CASE("CUDA GELU and SwiGLU match the CPU GELU and SwiGLU loops, forward and backward", "[cuda_kernels]") {
+TEST_CASE("CUDA GELU and SwiGLU match the CPU GELU and SwiGLU, forward and backward", "[cuda_kernels]") {
   SKIP_WITHOUT_GPU();
   for (const int64_t width : {64, 45}) {  // vector and scalar paths
     const int64_t rows = 19, n = rows * width;
@@ -194,17 +194,9 @@ TEST_CASE("CUDA GELU and SwiGLU match the CPU GELU and SwiGLU loops, forward and
     DeviceArray<bf16> xsd(to_bf16(xs)), ys(static_cast<size_t>(n)), dxs(static_cast<size_t>(2 * n));
     trainsim::cuda::swiglu_forward(xsd.get(), ys.get(), rows, width, nullptr);
     trainsim::cuda::swiglu_backward(dyd.get(), xsd.get(), dxs.get(), rows, width, nullptr);
-    std::vector<float> want_y(static_cast<size_t>(n)), want_dx(static_cast<size_t>(2 * n));
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < width; ++c) {
-        const size_t gi = static_cast<size_t>(r * 2 * width + c), ui = gi + static_cast<size_t>(width);
-        const size_t yi = static_cast<size_t>(r * width + c);
-        const double g = xs[gi], u = xs[ui], s = 1.0 / (1.0 + std::exp(-g));
-        want_y[yi] = static_cast<float>(g * s * u);
-        want_dx[gi] = static_cast<float>(dy[yi] * u * (s + g * s * (1.0 - s)));
-        want_dx[ui] = static_cast<float>(dy[yi] * g * s);
-      }
-    }
+    const Matrix xsm = to_matrix(xs, rows, 2 * width);
+    const Matrix want_y = trainsim::cpu::swiglu(xsm);
+    const Matrix want_dx = trainsim::cpu::swiglu_backward(to_matrix(dy, rows, width), xsm);
     CHECK(relative_error(download_float(ys), want_y) < kBf16Tolerance);
     CHECK(relative_error(download_float(dxs), want_dx) < kBf16Tolerance);
   }
@@ -327,30 +319,6 @@ struct AttentionCase {
   int64_t batch, seq, heads, kv_heads, head_dim;
 };
 
-// The CPU reference is multi-head only: repeat each kv head for its query heads, then sum the
-// dK, dV of a group back into its kv head.
-Matrix expand_gqa(const Matrix& qkv, const AttentionCase& c) {
-  const int64_t d = c.head_dim, group = c.heads / c.kv_heads, width = c.heads * d;
-  Matrix out(qkv.rows(), 3 * width);
-  out.leftCols(width) = qkv.leftCols(width);
-  for (int64_t h = 0; h < c.heads; ++h) {
-    out.middleCols(width + h * d, d) = qkv.middleCols(width + (h / group) * d, d);
-    out.middleCols(2 * width + h * d, d) = qkv.middleCols(width + c.kv_heads * d + (h / group) * d, d);
-  }
-  return out;
-}
-
-Matrix fold_gqa(const Matrix& dqkv, const AttentionCase& c) {
-  const int64_t d = c.head_dim, group = c.heads / c.kv_heads, width = c.heads * d;
-  Matrix out = Matrix::Zero(dqkv.rows(), width + 2 * c.kv_heads * d);
-  out.leftCols(width) = dqkv.leftCols(width);
-  for (int64_t h = 0; h < c.heads; ++h) {
-    out.middleCols(width + (h / group) * d, d) += dqkv.middleCols(width + h * d, d);
-    out.middleCols(width + c.kv_heads * d + (h / group) * d, d) += dqkv.middleCols(2 * width + h * d, d);
-  }
-  return out;
-}
-
 // MHA and GQA, head_dim 64 and 128 (and 32, computed padded), seq a multiple of the 64-row tile and not.
 const std::vector<AttentionCase> kAttentionCases = {
     {2, 64, 2, 2, 64}, {2, 100, 4, 2, 64}, {1, 130, 4, 1, 128}, {1, 33, 2, 2, 128}, {2, 77, 6, 3, 32},
@@ -366,12 +334,11 @@ struct AttentionData {
     const int64_t rows = c.batch * c.seq, width = (c.heads + 2 * c.kv_heads) * c.head_dim;
     qkv = random_values(static_cast<size_t>(rows * width), 24);
     dout = random_values(static_cast<size_t>(rows * c.heads * c.head_dim), 25);
-    const Matrix mha = expand_gqa(to_matrix(qkv, rows, width), c);
+    const Matrix qkv_m = to_matrix(qkv, rows, width);
     trainsim::cpu::AttentionCache cache;
-    want_out = trainsim::cpu::causal_attention(mha, c.batch, c.seq, c.heads, c.head_dim, cache);
-    want_dqkv = fold_gqa(trainsim::cpu::causal_attention_backward(to_matrix(dout, rows, c.heads * c.head_dim), mha, c.batch,
-                                                                  c.seq, c.heads, c.head_dim, cache),
-                         c);
+    want_out = trainsim::cpu::causal_attention(qkv_m, c.batch, c.seq, c.heads, c.head_dim, cache, c.kv_heads);
+    want_dqkv = trainsim::cpu::causal_attention_backward(to_matrix(dout, rows, c.heads * c.head_dim), qkv_m, c.batch, c.seq,
+                                                         c.heads, c.head_dim, cache, c.kv_heads);
     want_probs = cache.probabilities;
   }
   trainsim::cuda::AttentionShape shape() const { return {c.batch, c.seq, c.heads, c.kv_heads, c.head_dim}; }
@@ -405,12 +372,12 @@ TEST_CASE("CUDA flash attention matches the CPU causal attention, forward, lse a
     const auto got_lse = lse.download();
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     std::vector<float> want_lse(got_lse.size());
-    const Matrix mha = expand_gqa(to_matrix(data.qkv, static_cast<int64_t>(rows), (c.heads + 2 * c.kv_heads) * c.head_dim), c);
+    const Matrix qkv_m = to_matrix(data.qkv, static_cast<int64_t>(rows), (c.heads + 2 * c.kv_heads) * c.head_dim);
     for (int64_t bh = 0; bh < c.batch * c.heads; ++bh) {
-      const int64_t b = bh / c.heads, h = bh % c.heads;
-      for (int64_t i = 0; i < c.seq; ++i) {
-        const double s0 = scale * mha.row(b * c.seq + i).segment(h * c.head_dim, c.head_dim).dot(
-                                      mha.row(b * c.seq).segment((c.heads + h) * c.head_dim, c.head_dim));
+      const int64_t b = bh / c.heads, h = bh % c.heads, kv = h / (c.heads / c.kv_heads);
+      for (int64_t i = 0; i < c.seq; ++i) {  // s_i0 = scale q_i . k_0
+        const double s0 = scale * qkv_m.row(b * c.seq + i).segment(h * c.head_dim, c.head_dim).dot(
+                                      qkv_m.row(b * c.seq).segment((c.heads + kv) * c.head_dim, c.head_dim));
         want_lse[static_cast<size_t>(bh * c.seq + i)] =
             static_cast<float>(s0 - std::log(static_cast<double>(data.want_probs[static_cast<size_t>(bh)](i, 0))));
       }
