@@ -1,5 +1,6 @@
-// `[mpirun -np N] trainsim run --model M <plan> --backend cpu --steps N --out MEASURED.json
+// `[mpirun -np N] trainsim run --model M <plan> --backend cpu|cuda --steps N --out MEASURED.json
 //  [--seed S] [--data FILE] [--lr X]`: trains the plan for real and writes trainsim.measurement.
+// --backend cuda runs runtime/cuda/ (bf16, one rank per GPU) when this build has it.
 #include <mpi.h>
 
 #include <fstream>
@@ -15,6 +16,9 @@
 #include "reports/measurement_json.hpp"
 #include "reports/text_table.hpp"
 #include "runtime/trainer.hpp"
+#ifdef TRAINSIM_HAVE_CUDA_RUNTIME
+#include "runtime/cuda/cuda_trainer.hpp"
+#endif
 
 namespace trainsim {
 
@@ -31,13 +35,45 @@ struct RunArgs {
   double lr = 1e-3;
 };
 
-int run_training(const RunArgs& a, int rank, int world_size) {
-  if (a.backend != "cpu") {
-    throw InputError("--backend cuda: the CUDA runtime is not built yet (it arrives with issue 7)", "use --backend cpu");
+// Trains on the chosen backend; `device` gets the CUDA backend's device and memory figures.
+Measurement train(const RunArgs& a, const ModelSpec& model, const ParallelPlan& plan, const cpu::RunOptions& options, int world_size,
+                  nlohmann::ordered_json& device) {
+  const auto print = [&](const IterationRecord& r) {
+    std::cerr << "step " << r.iteration + 1 << "/" << a.steps << "  loss " << format_fixed(r.loss, 4) << "  "
+              << format_fixed(r.time_s, 3) << " s\n";
+  };
+  if (a.backend == "cuda") {
+#ifdef TRAINSIM_HAVE_CUDA_RUNTIME
+    cuda::check_cuda_plan(model, plan, world_size, options);
+    cuda::CudaTrainer trainer(model, plan, options, MPI_COMM_WORLD);
+    Measurement m = trainer.run(print);
+    const cuda::DeviceReport& d = trainer.device_report();
+    device = {{"device", d.device},
+              {"memory_peak_gib_is", "largest over ranks of the CUDA runtime's own device allocations at their peak (bf16 weights, "
+                                     "fp32 gradients, master weights and AdamW states, activations, workspaces); not the CUDA "
+                                     "context, NCCL or cuBLASLt buffers"},
+              {"device_used_peak_gib", d.device_used_peak_gib},
+              {"device_used_peak_gib_is", "largest over ranks of cudaMemGetInfo total - free after each iteration (everything on "
+                                          "the GPU, other processes included)"},
+              {"device_total_gib", d.device_total_gib},
+              {"activation_slots_rank0", d.activation_slots}};
+    return m;
+#else
+    (void)world_size;
+    (void)device;
+    throw DeviceError("--backend cuda: this trainsim was built without the CUDA runtime (no nvcc or NCCL when it was "
+                      "configured, or -DTRAINSIM_CUDA=OFF)\nHINT: rebuild with CUDA and NCCL (docs/cuda-runtime.md), or use "
+                      "--backend cpu --precision fp32");
+#endif
   }
+  cpu::check_runtime_plan(model, plan, world_size);
+  cpu::Trainer trainer(model, plan, options, MPI_COMM_WORLD);
+  return trainer.run(print);
+}
+
+int run_training(const RunArgs& a, int rank, int world_size) {
   const ModelSpec model = a.model.resolve();
   const ParallelPlan plan = a.plan.resolve(model);
-  cpu::check_runtime_plan(model, plan, world_size);
   cpu::RunOptions options;
   options.steps = a.steps;
   options.warmup_iterations = a.warmup;
@@ -50,11 +86,8 @@ int run_training(const RunArgs& a, int rank, int world_size) {
   if ((a.checkpoint_every > 0 || a.resume) && a.checkpoint_dir.empty()) {
     throw InputError("--checkpoint-every and --resume need --checkpoint-dir");
   }
-  cpu::Trainer trainer(model, plan, options, MPI_COMM_WORLD);
-  const Measurement m = trainer.run([&](const IterationRecord& r) {
-    std::cerr << "step " << r.iteration + 1 << "/" << a.steps << "  loss " << format_fixed(r.loss, 4) << "  "
-              << format_fixed(r.time_s, 3) << " s\n";
-  });
+  nlohmann::ordered_json device;
+  const Measurement m = train(a, model, plan, options, world_size, device);
   if (rank != 0) return 0;
   nlohmann::ordered_json inputs;
   inputs["model"] = model_to_json(model);
@@ -62,6 +95,7 @@ int run_training(const RunArgs& a, int rank, int world_size) {
   inputs["run"] = {{"backend", a.backend}, {"steps", a.steps}, {"warmup_iterations", a.warmup}, {"seed", a.seed},
                    {"data", a.data}, {"learning_rate", a.lr}, {"ranks", world_size}, {"resumed", a.resume},
                    {"first_iteration", m.iterations.front().iteration}};
+  if (!device.is_null()) inputs["run"]["cuda"] = device;
   std::ofstream out(a.out);
   if (!out) throw InputError("--out: cannot write " + a.out, "check that the folder exists and is writable");
   out << measurement_json(m, inputs).dump(2) << "\n";

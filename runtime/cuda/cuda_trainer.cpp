@@ -5,6 +5,8 @@
 #include "runtime/cuda/cuda_trainer.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "common/errors.hpp"
@@ -74,14 +76,15 @@ struct CudaTrainer::Impl {
   std::vector<std::pair<int64_t, int64_t>> outer_ranges;  // embeddings, final norm: reduced after finish_gradients
   DeviceReport report;
 
-  Impl(const ModelSpec& m, const ParallelPlan& p, const cpu::RunOptions& o, MPI_Comm world) : model(m), plan(p), options(o) {
-    grid = cpu::RankGrid::build(plan, world);
-    device = select_device(grid.world);  // before any other CUDA call (the streams below)
-    nccl = NcclGroups::build(grid, plan);
+  // The members are made in declaration order: the device is selected before the first CUDA call
+  // (the streams), the NCCL groups before the buffers.
+  Impl(const ModelSpec& m, const ParallelPlan& p, const cpu::RunOptions& o, MPI_Comm world)
+      : model(m), plan(p), options(o), grid(cpu::RankGrid::build(p, world)), device(select_device(grid.world)),
+        nccl(NcclGroups::build(grid, p)) {
     report.device = device.name;
   }
 
-  // After the members that need the device exist (constructed in run-up order by setup()).
+  // Allocations (a DeviceError here is agreed between ranks by the caller).
   void setup() {
     gemm = std::make_unique<Gemm>();
     tp = std::make_unique<TpCollectives>(nccl.tp, clock, compute);

@@ -1,0 +1,18 @@
+# GPU loss parity of the CUDA runtime (tests/runtime_gpu/parity.sh): skipped (exit 77) without a GPU.
+# Multi-rank layouts run on one GPU with a NCCL_HOSTID per rank (slow: NCCL's socket transport).
+if(TARGET trainsim_cuda_runtime)
+  foreach(layout "1" "2;--dp;2" "2;--tp;2" "2;--tp;2;--sequence-parallel" "2;--pp;2" "2;--pp;2;--schedule;gpipe"
+                 "2;--dp;2;--no-dp-overlap" "2;--dp;2;--zero;1" "2;--dp;2;--zero;2" "2;--tp;2;--sequence-parallel;--recompute;full"
+                 "4;--dp;2;--pp;2" "4;--tp;2;--pp;2;--sequence-parallel")
+    list(GET layout 0 ranks)
+    set(args "")
+    set(name "one GPU")
+    if(ranks GREATER 1)
+      list(SUBLIST layout 1 -1 args)
+      string(REPLACE ";" " " name "${args}")
+    endif()
+    set(test_name "cuda runtime parity: ${name} matches the CPU backend")
+    add_test(NAME "${test_name}" COMMAND ${CMAKE_CURRENT_LIST_DIR}/parity.sh $<TARGET_FILE:trainsim> ${ranks} ${args})
+    set_tests_properties("${test_name}" PROPERTIES SKIP_RETURN_CODE 77 RUN_SERIAL TRUE TIMEOUT 900)
+  endforeach()
+endif()
