@@ -26,12 +26,15 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Every rank runs `body` between barriers; the sample is rank 0's wall time.
+// Every rank runs `body` between barriers; the sample is rank 0's wall time until every rank is
+// done. When ranks outnumber cores (oversubscribed), short bodies would otherwise run one rank
+// after another and each look uncontended, while a training run shares the cores all along.
 std::function<double()> lockstep(const std::function<void()>& body) {
   return [body] {
     MPI_Barrier(MPI_COMM_WORLD);
     const double start = now_s();
     body();
+    MPI_Barrier(MPI_COMM_WORLD);
     const double seconds = now_s() - start;
     double kept = seconds;
     MPI_Bcast(&kept, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);  // every rank agrees on when to stop sampling
@@ -114,7 +117,7 @@ HardwareProfile calibrate_cpu(const CpuCalibrationOptions& o) {
   v.mpi = std::string(mpi_version, static_cast<size_t>(length));
   if (auto newline = v.mpi.find('\n'); newline != std::string::npos) v.mpi.resize(newline);
   stamp_provenance(v);
-  v.method = "steady_clock per sample on rank 0, all ranks in lockstep between barriers; warm-up 3; stop when "
+  v.method = "steady_clock per sample on rank 0 until every rank is done, all ranks in lockstep between barriers; warm-up 3; stop when "
              "(p90-p10)/median < 5% after 5 samples or the case's time cap";
   p.gemm.push_back(gemm_sweep(o, sampler));
   p.memory_bound.push_back(copy_sweep(o, sampler));
