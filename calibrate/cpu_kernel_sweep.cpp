@@ -93,6 +93,29 @@ std::vector<MemoryBoundTable> cpu_kernel_sweep(const CpuCalibrationOptions& o, c
     auto targets = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(r), 3);
     return [x, targets] { Matrix d; volatile double sink = cpu::cross_entropy(*x, *targets, 1.0f, d); (void)sink; };
   });
+  table("swiglu", 3 * 4, [&](int64_t r) {  // (r, 2h) in, (r, h) out
+    auto x = std::make_shared<Matrix>(random_matrix(r, 2 * h, 8));
+    return [x] { volatile float sink = cpu::swiglu(*x)(0, 0); (void)sink; };
+  });
+  table("swiglu_bwd", 5 * 4, [&](int64_t r) {
+    auto x = std::make_shared<Matrix>(random_matrix(r, 2 * h, 9));
+    auto dy = std::make_shared<Matrix>(random_matrix(r, h, 10));
+    return [x, dy] { volatile float sink = cpu::swiglu_backward(*dy, *x)(0, 0); (void)sink; };
+  });
+  // The optimizer as the runtime runs it on a bucket: weights packed into a flat buffer, AdamW,
+  // unpacked. Sized in the simulator's convention (34 bytes per parameter).
+  table("adamw", 34, [&](int64_t r) {
+    const int64_t n = r * h;
+    auto state = std::make_shared<std::vector<float>>(static_cast<size_t>(4 * n), 0.5f);  // p, g, m, v
+    auto flat = std::make_shared<std::vector<float>>(static_cast<size_t>(n));
+    return [state, flat, n] {
+      float* p = state->data();
+      std::copy(p, p + n, flat->data());
+      cpu::AdamWStep s;
+      cpu::adamw_update(flat->data(), p + n, p + 2 * n, p + 3 * n, n, s);
+      std::copy(flat->data(), flat->data() + n, p);
+    };
+  });
   if (o.progress) o.progress("runtime kernels done");
   return tables;
 }

@@ -144,6 +144,17 @@ Matrix causal_attention_backward(const Matrix& dout, const Matrix& qkv, int64_t 
   return dqkv;
 }
 
+void adamw_update(float* p, const float* g, float* m, float* v, int64_t count, const AdamWStep& s) {
+  const float c1 = 1.0f - std::pow(s.beta1, static_cast<float>(s.step));
+  const float c2 = 1.0f - std::pow(s.beta2, static_cast<float>(s.step));
+  for (int64_t i = 0; i < count; ++i) {
+    const float gi = g[i] * s.grad_scale;
+    m[i] = s.beta1 * m[i] + (1 - s.beta1) * gi;
+    v[i] = s.beta2 * v[i] + (1 - s.beta2) * gi * gi;
+    p[i] -= s.lr * (m[i] / c1) / (std::sqrt(v[i] / c2) + s.eps);
+  }
+}
+
 double cross_entropy(const Matrix& logits, const std::vector<int32_t>& targets, float scale, Matrix& dlogits) {
   dlogits.resize(logits.rows(), logits.cols());
   double loss = 0;

@@ -48,6 +48,15 @@ Matrix causal_attention(const Matrix& qkv, int64_t batch, int64_t seq, int64_t h
 Matrix causal_attention_backward(const Matrix& dout, const Matrix& qkv, int64_t batch, int64_t seq, int64_t heads,
                                  int64_t head_dim, const AttentionCache& cache, int64_t kv_heads = 0);
 
+// One AdamW step on `count` fp32 values in place (the runtime's optimizer): g' = g * grad_scale,
+// m = b1 m + (1-b1) g', v = b2 v + (1-b2) g'^2, p -= lr (m / c1) / (sqrt(v / c2) + eps) with the
+// bias corrections c = 1 - b^step.
+struct AdamWStep {
+  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, grad_scale = 1.0f;
+  int64_t step = 1;
+};
+void adamw_update(float* p, const float* g, float* m, float* v, int64_t count, const AdamWStep& s);
+
 // Mean-free cross-entropy: returns the SUM of -log p(target) over rows, and writes dlogits for
 // that sum scaled by `scale` (the caller's normalisation, e.g. 1 / tokens in the global batch).
 double cross_entropy(const Matrix& logits, const std::vector<int32_t>& targets, float scale, Matrix& dlogits);

@@ -206,8 +206,6 @@ double DataParallel::global_norm() {
 }
 
 void DataParallel::adam_update(Bucket& b, const AdamSettings& adam, int64_t step_number, float clip) {
-  const float c1 = 1.0f - std::pow(adam.beta1, static_cast<float>(step_number));
-  const float c2 = 1.0f - std::pow(adam.beta2, static_cast<float>(step_number));
   const size_t begin = config_.zero_stage == 0 ? 0 : static_cast<size_t>(dp_rank_) * b.shard;
   const size_t count = config_.zero_stage == 0 ? b.padded : b.shard;
   const float* g = config_.zero_stage >= 2 ? b.grad_shard.data() : b.flat.data() + begin;
@@ -218,12 +216,11 @@ void DataParallel::adam_update(Bucket& b, const AdamSettings& adam, int64_t step
     pack_values(b, values);
     p = values.data() + begin;
   }
-  for (size_t i = 0; i < count; ++i) {
-    const float gi = g[i] * clip;
-    b.m[i] = adam.beta1 * b.m[i] + (1 - adam.beta1) * gi;
-    b.v[i] = adam.beta2 * b.v[i] + (1 - adam.beta2) * gi * gi;
-    p[i] -= adam.lr * (b.m[i] / c1) / (std::sqrt(b.v[i] / c2) + adam.eps);
-  }
+  AdamWStep s;
+  s.lr = adam.lr, s.beta1 = adam.beta1, s.beta2 = adam.beta2, s.eps = adam.eps;
+  s.grad_scale = clip;
+  s.step = step_number;
+  adamw_update(p, g, b.m.data(), b.v.data(), static_cast<int64_t>(count), s);
   if (zero3()) return;  // the next use gathers the new shards
   if (config_.zero_stage >= 1 && dp_size_ > 1) {
     const double start = timed_start();

@@ -8,8 +8,11 @@
 
 #include "common/errors.hpp"
 #include "common/units.hpp"
+#include "sim/step_cost.hpp"
 
 namespace trainsim {
+
+double CostModel::optimizer_s(double params) const { return memory_bound_s(params * kAdamBytesPerParam); }
 
 double CostModel::op_s(const Op& op, const GroupScope& scope) const {
   switch (op.kind) {

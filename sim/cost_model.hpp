@@ -37,6 +37,8 @@ class CostModel {
   virtual double memory_bound_s(double bytes) const = 0;
   // A memory-bound op by kind (its name): a profile may have measured that kernel itself.
   virtual double memory_bound_op_s(const Op& op) const { return memory_bound_s(op.bytes); }
+  // The optimizer step over `params` parameters (a profile may have timed the update itself).
+  virtual double optimizer_s(double params) const;
   // `bytes`: the whole buffer S of the nccl-tests convention (all-gather: the gathered output).
   virtual double collective_s(CollectiveKind kind, double bytes, const GroupScope& scope) const = 0;
   virtual std::string describe() const = 0;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "common/errors.hpp"
+#include "sim/step_cost.hpp"
 
 namespace trainsim {
 
@@ -247,6 +248,18 @@ double ProfiledCostModel::memory_bound_op_s(const Op& op) const {
     }
   }
   return memory_bound_s(op.bytes);
+}
+
+// The CPU calibrator times the runtime's own update ("adamw", 34 bytes per parameter as the
+// simulator counts); the GPU calibrator an AdamW kernel ("adam", 7 fp32 accesses per parameter).
+double ProfiledCostModel::optimizer_s(double params) const {
+  for (const MemoryBoundTable& t : profile_.memory_bound) {
+    if (t.kernel == "adamw") return interpolate_table(t, params * kAdamBytesPerParam);
+  }
+  for (const MemoryBoundTable& t : profile_.memory_bound) {
+    if (t.kernel == "adam") return interpolate_table(t, params * 28.0);
+  }
+  return CostModel::optimizer_s(params);
 }
 
 double ProfiledCostModel::collective_s(CollectiveKind kind, double bytes, const GroupScope& scope) const {

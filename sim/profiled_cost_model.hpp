@@ -28,6 +28,7 @@ class ProfiledCostModel final : public CostModel {
   // has one (kernel name: layernorm, gelu, softmax, cross_entropy; "_bwd" for the backward);
   // everything else, and kernels without a table, as a copy of the same bytes.
   double memory_bound_op_s(const Op& op) const override;
+  double optimizer_s(double params) const override;
   double collective_s(CollectiveKind kind, double bytes, const GroupScope& scope) const override;
   std::string describe() const override;
   // What was priced outside the measurements (empty when nothing was).

@@ -67,7 +67,7 @@ ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, con
     }
   }
   const double sharded = params / (plan.zero_stage >= 1 ? static_cast<double>(plan.dp) : 1.0);
-  const double optimizer = cost.memory_bound_s(sharded * kAdamBytesPerParam);
+  const double optimizer = cost.optimizer_s(sharded);
 
   ScreenEstimate out;
   out.iteration_time_s = pipeline + dp_exposed + optimizer;

@@ -134,7 +134,7 @@ struct Builder {
       for (int64_t c = 0; c < schedule.chunks; ++c) add_reductions(stage, {last_compute});
     }
     const double sharded = work.stages[static_cast<size_t>(stage)].params / (plan.zero_stage >= 1 ? static_cast<double>(plan.dp) : 1.0);
-    const TaskId opt = add(stage, kCompute, cost.memory_bound_s(sharded * kAdamBytesPerParam), TaskCategory::kOptimizer, 0);
+    const TaskId opt = add(stage, kCompute, cost.optimizer_s(sharded), TaskCategory::kOptimizer, 0);
     for (TaskId r : reductions[static_cast<size_t>(stage)]) graph.add_dep(opt, r);
     if (plan.dp > 1 && (plan.zero_stage == 1 || plan.zero_stage == 2)) {
       // The distributed optimizer all-gathers the updated 16-bit weights.
