@@ -39,4 +39,7 @@ struct Measurement {
   std::string backend = "cpu";
 };
 
+// Fills iteration_time_s and breakdown: medians over the iterations after warmup_iterations.
+void summarize_iterations(Measurement& m);
+
 }  // namespace trainsim

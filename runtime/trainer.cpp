@@ -274,14 +274,6 @@ Trainer::Trainer(const ModelSpec& model, const ParallelPlan& plan, const RunOpti
 
 Trainer::~Trainer() { impl_->grid.release(); }
 
-namespace {
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-}  // namespace
-
 Measurement Trainer::run(const std::function<void(const IterationRecord&)>& on_iteration) {
   Impl& t = *impl_;
   const PipelineSchedule schedule = make_pipeline_schedule(t.plan.schedule, t.plan.pp, 1, t.plan.micro_batches());
@@ -296,20 +288,7 @@ Measurement Trainer::run(const std::function<void(const IterationRecord&)>& on_i
     if (t.options.checkpoint_every > 0 && (i + 1) % t.options.checkpoint_every == 0) t.save_checkpoint(i);
   }
   if (m.iterations.empty()) throw InputError("--resume: the checkpoint is already at step " + std::to_string(first) + " of " + std::to_string(t.options.steps), "ask for more --steps");
-  std::vector<double> times, fwd, bwd, tp, dp, pp, bubble, opt;
-  for (size_t i = static_cast<size_t>(m.warmup_iterations); i < m.iterations.size(); ++i) {
-    const IterationRecord& r = m.iterations[i];
-    times.push_back(r.time_s);
-    fwd.push_back(r.phases.forward_s);
-    bwd.push_back(r.phases.backward_s);
-    tp.push_back(r.phases.tp_comm_s);
-    dp.push_back(r.phases.dp_comm_s);
-    pp.push_back(r.phases.pp_comm_s);
-    bubble.push_back(r.phases.bubble_s);
-    opt.push_back(r.phases.optimizer_s);
-  }
-  m.iteration_time_s = median(times);
-  m.breakdown = {median(fwd), median(bwd), median(tp), median(dp), median(pp), median(bubble), median(opt)};
+  summarize_iterations(m);
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   double peaks[2] = {static_cast<double>(t.memory.peak_bytes()), static_cast<double>(usage.ru_maxrss) * 1024.0};  // ru_maxrss: KiB

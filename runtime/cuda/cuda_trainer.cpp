@@ -39,11 +39,6 @@ class Stream {
   cudaStream_t stream_ = nullptr;
 };
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
 
 }  // namespace
 
@@ -358,20 +353,7 @@ Measurement CudaTrainer::run(const std::function<void(const IterationRecord&)>& 
     m.iterations.push_back(t.step(i, schedule));
     if (t.grid.world_rank == 0 && on_iteration) on_iteration(m.iterations.back());
   }
-  std::vector<double> times, fwd, bwd, tp, dp, pp, bubble, opt;
-  for (size_t i = static_cast<size_t>(m.warmup_iterations); i < m.iterations.size(); ++i) {
-    const IterationRecord& r = m.iterations[i];
-    times.push_back(r.time_s);
-    fwd.push_back(r.phases.forward_s);
-    bwd.push_back(r.phases.backward_s);
-    tp.push_back(r.phases.tp_comm_s);
-    dp.push_back(r.phases.dp_comm_s);
-    pp.push_back(r.phases.pp_comm_s);
-    bubble.push_back(r.phases.bubble_s);
-    opt.push_back(r.phases.optimizer_s);
-  }
-  m.iteration_time_s = median(times);
-  m.breakdown = {median(fwd), median(bwd), median(tp), median(dp), median(pp), median(bubble), median(opt)};
+  summarize_iterations(m);
   // Memory: the largest over ranks of the runtime's own peak (what predict models), and the device's view.
   double mine[2] = {static_cast<double>(t.arena.peak_bytes()), static_cast<double>(t.arena.device_used_peak_bytes())}, largest[2] = {0, 0};
   MPI_Allreduce(mine, largest, 2, MPI_DOUBLE, MPI_MAX, t.grid.world);
