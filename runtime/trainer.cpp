@@ -30,7 +30,9 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
     problems.add("plan: dp x tp x pp x cp = " + std::to_string(p.gpus()) + " ranks, but mpirun started " +
                  std::to_string(world_size) + " (run under `mpirun -np " + std::to_string(p.gpus()) + "`)");
   }
-  if (m.vocab > 256) problems.add("model \"" + m.name + "\": vocab " + std::to_string(m.vocab) + " > 256 (the CPU runtime reads bytes)");
+  // Tokens are bytes (ids 0-255); a larger vocabulary costs what it costs in training (embedding,
+  // LM head, cross-entropy over every id), only ids from 256 up never occur in the data.
+  if (m.vocab < 256) problems.add("model \"" + m.name + "\": vocab " + std::to_string(m.vocab) + " < 256 (the runtime feeds byte tokens 0-255)");
   if (p.schedule == Schedule::kInterleaved) problems.add("plan: the interleaved schedule is not implemented in the CPU runtime yet");
   if (p.precision != Precision::kFp32) problems.add(std::string("plan: precision ") + to_string(p.precision) + " (the CPU runtime trains in fp32: --precision fp32)");
   if (p.cp > 1 || p.ep > 1) problems.add("plan: cp and ep are not implemented");

@@ -18,7 +18,7 @@ void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size, 
   if (m.moe) problems.add(where + ": MoE layers are not implemented in the CUDA runtime");
   if (m.dropout) problems.add(where + ": dropout is not implemented in the CUDA runtime (describe the model with \"dropout\": false)");
   if (m.head_dim * m.heads != m.hidden) problems.add(where + ": head_dim x heads (" + std::to_string(m.head_dim * m.heads) + ") must equal hidden (" + std::to_string(m.hidden) + ")");
-  if (m.vocab > 256) problems.add(where + ": vocab " + std::to_string(m.vocab) + " > 256 (the runtime reads bytes)");
+  if (m.vocab < 256) problems.add(where + ": vocab " + std::to_string(m.vocab) + " < 256 (the runtime feeds byte tokens 0-255)");
   if (p.gpus() != world_size) {
     problems.add("plan: dp x tp x pp x cp = " + std::to_string(p.gpus()) + " ranks, but mpirun started " + std::to_string(world_size) +
                  " (run under `mpirun -np " + std::to_string(p.gpus()) + "`, one rank per GPU)");
