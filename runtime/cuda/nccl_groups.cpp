@@ -2,8 +2,12 @@
 #include "runtime/cuda/nccl_groups.hpp"
 
 #include <exception>
+#include <functional>
+#include <optional>
 #include <utility>
 
+#include "common/errors.hpp"
+#include "runtime/cuda/cuda_device.hpp"
 #include "runtime/cuda_kernels/cuda_check.cuh"
 
 namespace trainsim::cuda {
@@ -14,10 +18,16 @@ NcclComm NcclComm::over(MPI_Comm group, const std::string& name) {
   MPI_Comm_size(group, &c.size_);
   MPI_Comm_rank(group, &c.rank_);
   if (c.size_ == 1) return c;
-  ncclUniqueId id{};
-  if (c.rank_ == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId for the " + name + " group");
-  MPI_Bcast(&id, static_cast<int>(sizeof id), MPI_BYTE, 0, group);
-  check_nccl(ncclCommInitRank(&c.comm_, c.size_, id, c.rank_),
+  // Rank 0's status goes with the id: if ncclGetUniqueId fails there (e.g. no usable network
+  // interface), every rank of the group throws, instead of the others waiting in MPI_Bcast.
+  struct {
+    ncclUniqueId id{};
+    int status = ncclSuccess;
+  } root;
+  if (c.rank_ == 0) root.status = ncclGetUniqueId(&root.id);
+  MPI_Bcast(&root, static_cast<int>(sizeof root), MPI_BYTE, 0, group);
+  check_nccl(static_cast<ncclResult_t>(root.status), "ncclGetUniqueId for the " + name + " group (on its rank 0)");
+  check_nccl(ncclCommInitRank(&c.comm_, c.size_, root.id, c.rank_),
              "ncclCommInitRank for the " + name + " group (rank " + std::to_string(c.rank_) + " of " + std::to_string(c.size_) + ")");
   return c;
 }
@@ -63,25 +73,39 @@ MPI_Comm pipeline_pair(const cpu::RankGrid& grid, const ParallelPlan& plan, bool
 
 NcclGroups NcclGroups::build(const cpu::RankGrid& grid, const ParallelPlan& plan) {
   NcclGroups g;
-  // The same order on every rank: each ncclCommInitRank waits for its whole group.
-  g.tp = NcclComm::over(grid.tp, "tp");
-  g.dp = NcclComm::over(grid.dp, "dp");
-  g.embedding = NcclComm::over(grid.embedding, "tied-embedding");
+  // The same order on every rank: each ncclCommInitRank waits for its whole group. The groups of
+  // one phase are disjoint; the ranks agree after each phase, so that a group whose creation failed
+  // (on its ranks: e.g. a duplicate GPU, an unusable network) stops every rank, rather than leaving
+  // the ranks of the other groups waiting for it in the next phase's ncclCommInitRank.
+  const auto attempt = [](const std::function<void()>& create) -> std::optional<std::string> {
+    try {
+      create();
+    } catch (const DeviceError& e) {
+      return e.what();
+    }
+    return std::nullopt;
+  };
+  agree_on_device_error(grid.world, attempt([&] { g.tp = NcclComm::over(grid.tp, "tp"); }));
+  agree_on_device_error(grid.world, attempt([&] { g.dp = NcclComm::over(grid.dp, "dp"); }));
+  agree_on_device_error(grid.world, attempt([&] { g.embedding = NcclComm::over(grid.embedding, "tied-embedding"); }));
   for (const bool odd : {false, true}) {
     MPI_Comm pair = pipeline_pair(grid, plan, odd);
-    if (pair == MPI_COMM_NULL) continue;
-    int rank = 0;
-    MPI_Comm_rank(pair, &rank);
-    NcclComm up = NcclComm::over(pair, "pipeline activations");
-    NcclComm down = NcclComm::over(pair, "pipeline gradients");
-    MPI_Comm_free(&pair);
-    if (rank == 0) {
-      g.activations_to_next = std::move(up);
-      g.gradients_from_next = std::move(down);
-    } else {
-      g.activations_from_prev = std::move(up);
-      g.gradients_to_prev = std::move(down);
-    }
+    const std::optional<std::string> error = attempt([&] {
+      if (pair == MPI_COMM_NULL) return;
+      int rank = 0;
+      MPI_Comm_rank(pair, &rank);
+      NcclComm up = NcclComm::over(pair, "pipeline activations");
+      NcclComm down = NcclComm::over(pair, "pipeline gradients");
+      if (rank == 0) {
+        g.activations_to_next = std::move(up);
+        g.gradients_from_next = std::move(down);
+      } else {
+        g.activations_from_prev = std::move(up);
+        g.gradients_to_prev = std::move(down);
+      }
+    });
+    if (pair != MPI_COMM_NULL) MPI_Comm_free(&pair);
+    agree_on_device_error(grid.world, error);
   }
   return g;
 }
