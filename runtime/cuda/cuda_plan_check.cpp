@@ -18,6 +18,9 @@ void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size, 
   if (m.moe) problems.add(where + ": MoE layers are not implemented in the CUDA runtime");
   if (m.dropout) problems.add(where + ": dropout is not implemented in the CUDA runtime (describe the model with \"dropout\": false)");
   if (m.head_dim * m.heads != m.hidden) problems.add(where + ": head_dim x heads (" + std::to_string(m.head_dim * m.heads) + ") must equal hidden (" + std::to_string(m.hidden) + ")");
+  if (m.head_dim > 128) {
+    problems.add(where + ": head_dim " + std::to_string(m.head_dim) + " > 128 (the CUDA runtime's flash attention takes heads up to 128 wide)");
+  }
   if (m.vocab < 256) problems.add(where + ": vocab " + std::to_string(m.vocab) + " < 256 (the runtime feeds byte tokens 0-255)");
   if (p.gpus() != world_size) {
     problems.add("plan: dp x tp x pp x cp = " + std::to_string(p.gpus()) + " ranks, but mpirun started " + std::to_string(world_size) +
@@ -36,6 +39,10 @@ void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size, 
   if (p.sequence_parallel && p.tp > 0 && (p.micro_batch * m.seq_len) % p.tp != 0) {
     problems.add("plan: sequence parallelism needs micro_batch x seq_len (" + std::to_string(p.micro_batch * m.seq_len) +
                  ") divisible by tp (" + std::to_string(p.tp) + ")");
+  }
+  if (p.tp > 0 && p.micro_batch * (m.heads / p.tp) > 65535) {
+    problems.add("plan: micro_batch x heads / tp (" + std::to_string(p.micro_batch * (m.heads / p.tp)) +
+                 ") must be at most 65535 (one grid row of the flash attention kernels per sequence and head)");
   }
   if (options.checkpoint_every > 0 || options.resume) {
     problems.add("--checkpoint-every / --resume: checkpoints are not implemented in the CUDA runtime yet (the CPU runtime has them)");
