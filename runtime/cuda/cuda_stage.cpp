@@ -92,6 +92,10 @@ void CudaStage::allocate_layer(LayerActivations& a) {
   }
 }
 
+void CudaStage::reserve_slots(int64_t count) {
+  while (slots_allocated() < count) slots_.push_back(allocate_slot());
+}
+
 ActivationSlot& CudaStage::acquire_slot() {
   for (auto& s : slots_) {
     if (!s->busy) {
@@ -99,6 +103,12 @@ ActivationSlot& CudaStage::acquire_slot() {
       return *s;
     }
   }
+  slots_.push_back(allocate_slot());
+  slots_.back()->busy = true;
+  return *slots_.back();
+}
+
+std::unique_ptr<ActivationSlot> CudaStage::allocate_slot() {
   auto s = std::make_unique<ActivationSlot>();
   const int64_t T = tokens_, R = rows_, h = hidden_;
   for (size_t l = 0; l <= w_.size(); ++l) s->x.emplace_back(arena_, R * h, "activations: layer input");
@@ -118,9 +128,7 @@ ActivationSlot& CudaStage::acquire_slot() {
   if (!layout_.embedding) s->grad_out = DeviceBuffer<bf16>(arena_, R * h, "pipeline: gradient to the previous stage");
   check_cuda(cudaEventCreateWithFlags(&s->released, cudaEventDisableTiming), "cudaEventCreateWithFlags");
   check_cuda(cudaEventCreateWithFlags(&s->sends_done, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-  s->busy = true;
-  slots_.push_back(std::move(s));
-  return *slots_.back();
+  return s;
 }
 
 void CudaStage::release_slot(ActivationSlot& slot) { slot.busy = false; }

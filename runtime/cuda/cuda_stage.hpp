@@ -77,7 +77,10 @@ class CudaStage {
   int64_t hidden() const { return hidden_; }
   float* loss_sum() const { return loss_sum_.data(); }  // device: sum of -log p over the iteration
 
-  ActivationSlot& acquire_slot();  // a free slot (new ones are allocated as the schedule needs)
+  // Allocates slots up to `count` (the schedule's micro-batches in flight), so that running out of
+  // memory for them happens before the first iteration, where the ranks can agree on it.
+  void reserve_slots(int64_t count);
+  ActivationSlot& acquire_slot();  // a free slot (a new one if none is, which reserve_slots avoids)
   void release_slot(ActivationSlot& slot);
   int64_t slots_allocated() const { return static_cast<int64_t>(slots_.size()); }
 
@@ -99,6 +102,7 @@ class CudaStage {
     float *ln1_g, *ln1_b, *w_qkv, *b_qkv, *w_o, *b_o, *ln2_g, *ln2_b, *w_1, *b_1, *w_2, *b_2;
   };
   void allocate_layer(LayerActivations& a);
+  std::unique_ptr<ActivationSlot> allocate_slot();
   const bf16* enter_tp(const bf16* rows, bf16* full);
   bf16* leave_tp(bf16* partial, bf16* rows);
   void layer_forward(int64_t l, const bf16* x, LayerActivations& a, bf16* y);

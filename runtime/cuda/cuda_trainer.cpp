@@ -5,6 +5,7 @@
 #include "runtime/cuda/cuda_trainer.hpp"
 
 #include <algorithm>
+#include <iostream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -110,11 +111,27 @@ struct CudaTrainer::Impl {
     tokens = DeviceBuffer<int32_t>(arena, plan.micro_batches() * stage->tokens(), "tokens");
     targets = DeviceBuffer<int32_t>(arena, plan.micro_batches() * stage->tokens(), "targets");
     plan_buckets();
+    // Every activation slot the schedule holds at once, now: running out of memory here is agreed
+    // between the ranks, while in the middle of an iteration the others would be waiting for this
+    // rank inside NCCL operations.
+    const PipelineSchedule schedule = make_pipeline_schedule(plan.schedule, plan.pp, 1, plan.micro_batches());
+    stage->reserve_slots(max_in_flight(schedule, grid.pp_rank));
   }
 
   ~Impl() {
     cudaDeviceSynchronize();  // nothing in flight when buffers and communicators go
     grid.release();
+  }
+
+  // An error in an iteration cannot be agreed between the ranks: the others may be waiting for this
+  // one inside NCCL operations and never reach an MPI call, and unwinding here would hang behind
+  // them (cudaDeviceSynchronize in ~Impl, MPI_Finalize in the caller) before any message is out.
+  // Alone, the error goes up as usual; with other ranks, this one prints it and ends the job.
+  void stop_job_after(const std::exception& e) const {
+    if (grid.world_size == 1) return;
+    std::cerr << "error: " << e.what() << "\nrank " << grid.world_rank << " stops all " << grid.world_size
+              << " ranks (MPI_Abort): the others may be waiting for it inside NCCL operations" << std::endl;
+    MPI_Abort(grid.world, 1);
   }
 
   // As the CPU trainer: each TP slice once per rank, replicated tensors once per replica, the tied
@@ -350,7 +367,12 @@ Measurement CudaTrainer::run(const std::function<void(const IterationRecord&)>& 
   m.ranks = t.grid.world_size;
   m.warmup_iterations = std::min(t.options.warmup_iterations, std::max<int64_t>(0, t.options.steps - 1));
   for (int64_t i = 0; i < t.options.steps; ++i) {
-    m.iterations.push_back(t.step(i, schedule));
+    try {
+      m.iterations.push_back(t.step(i, schedule));
+    } catch (const std::exception& e) {
+      t.stop_job_after(e);  // returns only when this rank is alone
+      throw;
+    }
     if (t.grid.world_rank == 0 && on_iteration) on_iteration(m.iterations.back());
   }
   summarize_iterations(m);
