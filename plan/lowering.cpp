@@ -163,6 +163,14 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
   w.forward.push_back(memory("dropout_residual", (m.dropout ? 3.5 : 3.0) * act));
   w.backward.push_back(memory("dropout_residual_bwd", (m.dropout ? 3.5 : 3.0) * act));
 
+  // Bias gradients: a column sum of each biased linear's output gradient, one more read of it
+  // (Megatron-LM's grad_output.sum(0); the CUDA runtime's bias_grad kernels).
+  if (m.linear_bias || m.qkv_bias) w.backward.push_back(memory("qkv_bias_grad", static_cast<double>(s.tokens) * static_cast<double>((s.q + 2 * s.kv) / s.t) * s.e));
+  if (m.linear_bias) {
+    w.backward.push_back(memory("proj_bias_grad", act));
+    w.backward.push_back(memory("fc1_bias_grad", static_cast<double>(s.tokens * routed) * static_cast<double>(up_width) * s.e));
+    w.backward.push_back(memory("fc2_bias_grad", act));
+  }
   if (p.tp_overlap) pair_backward_overlaps(w.backward);
   if (p.recompute == Recompute::kFull) {
     w.recompute = w.forward;
