@@ -10,15 +10,18 @@
 
 namespace trainsim::cuda {
 
-CudaOptimizer::CudaOptimizer(const ParamStore& params, int64_t begin, int64_t end, const std::vector<bool>& counts,
-                             DeviceArena& arena, cudaStream_t stream)
-    : params_(params), begin_(begin), end_(end) {
-  TRAINSIM_ASSERT(counts.size() == params.views().size(), "CudaOptimizer: one norm flag per parameter");
-  TRAINSIM_ASSERT(0 <= begin && begin <= end && end <= params.padded_count(), "CudaOptimizer: range inside the buffers");
+bool counts_in_norm(const ParamView& v, int64_t pp, int64_t pp_rank, int64_t tp_rank) {
+  const bool duplicate_embedding = v.name == "wte" && pp > 1 && pp_rank != 0;
+  return (v.tp_split || tp_rank == 0) && !duplicate_embedding;
+}
+
+std::vector<std::pair<int64_t, int64_t>> norm_runs(const std::vector<ParamView>& views, const std::vector<bool>& counts,
+                                                   int64_t begin, int64_t end) {
+  TRAINSIM_ASSERT(counts.size() == views.size(), "norm_runs: one norm flag per parameter");
   // Runs of counting tensors; the zero padding between two of them may be summed with them.
   std::vector<std::pair<int64_t, int64_t>> runs;
   for (size_t i = 0; i < counts.size(); ++i) {
-    const ParamView& v = params.views()[i];
+    const ParamView& v = views[i];
     if (!counts[i]) continue;
     const bool joins = !runs.empty() && (i > 0 && counts[i - 1]);
     if (joins) {
@@ -27,10 +30,20 @@ CudaOptimizer::CudaOptimizer(const ParamStore& params, int64_t begin, int64_t en
       runs.emplace_back(v.offset, v.offset + v.count());
     }
   }
+  std::vector<std::pair<int64_t, int64_t>> out;
   for (const auto& [from, to] : runs) {
     const int64_t a = std::max(from, begin), b = std::min(to, end);
-    if (a < b) norm_runs_.emplace_back(a - begin, b - begin);
+    if (a < b) out.emplace_back(a - begin, b - begin);
   }
+  return out;
+}
+
+CudaOptimizer::CudaOptimizer(const ParamStore& params, int64_t begin, int64_t end, const std::vector<bool>& counts,
+                             DeviceArena& arena, cudaStream_t stream)
+    : params_(params), begin_(begin), end_(end) {
+  TRAINSIM_ASSERT(counts.size() == params.views().size(), "CudaOptimizer: one norm flag per parameter");
+  TRAINSIM_ASSERT(0 <= begin && begin <= end && end <= params.padded_count(), "CudaOptimizer: range inside the buffers");
+  norm_runs_ = norm_runs(params.views(), counts, begin, end);
   const int64_t n = end - begin;
   master_ = DeviceBuffer<float>(arena, n, "fp32 master weights");
   m_ = DeviceBuffer<float>(arena, n, "AdamW first moment");

@@ -18,6 +18,17 @@
 
 namespace trainsim::cuda {
 
+// Whether a parameter's gradient counts in the global norm on the rank at (pp_rank, tp_rank) of a
+// `pp`-stage pipeline, as the CPU trainer: each TP slice once, tensors replicated over TP once (on
+// TP rank 0), the tied embedding once (on the first stage).
+bool counts_in_norm(const ParamView& v, int64_t pp, int64_t pp_rank, int64_t tp_rank);
+
+// [from, to) runs, relative to `begin`, of the elements in [begin, end) whose gradients count
+// (counts[i] for views[i]); runs of neighbouring counting tensors are joined over the zero padding
+// between them.
+std::vector<std::pair<int64_t, int64_t>> norm_runs(const std::vector<ParamView>& views, const std::vector<bool>& counts,
+                                                   int64_t begin, int64_t end);
+
 class CudaOptimizer {
  public:
   // [begin, end): elements of the flat buffers this optimizer updates; counts[i]: whether

@@ -17,6 +17,7 @@
 #include "runtime/cuda/cuda_optimizer.hpp"
 #include "runtime/cuda/cuda_stage.hpp"
 #include "runtime/cuda/event_clock.hpp"
+#include "runtime/cuda/gradient_buckets.hpp"
 #include "runtime/cuda/nccl_groups.hpp"
 #include "runtime/cuda_kernels/cuda_check.cuh"
 #include "runtime/mpi_groups.hpp"
@@ -44,12 +45,6 @@ class Stream {
 }  // namespace
 
 struct CudaTrainer::Impl {
-  struct Bucket {
-    int64_t begin = 0, end = 0;  // elements of the flat gradient buffer
-    int64_t ready_after = 0;     // the local layer whose backward completes it (its lowest)
-    bool launched = false;
-  };
-
   ModelSpec model;
   ParallelPlan plan;
   cpu::RunOptions options;
@@ -68,8 +63,7 @@ struct CudaTrainer::Impl {
   DeviceBuffer<float> shard_grads;    // ZeRO: this rank's shard of the summed gradients
   DeviceBuffer<int32_t> tokens, targets;  // (micro-batches x T) of this iteration
   std::vector<uint8_t> corpus;
-  std::vector<Bucket> buckets;
-  std::vector<std::pair<int64_t, int64_t>> outer_ranges;  // embeddings, final norm: reduced after finish_gradients
+  GradientBuckets reduction;  // DP buckets, and the outer ranges reduced after finish_gradients
   DeviceReport report;
 
   // The members are made in declaration order: the device is selected before the first CUDA call
@@ -97,20 +91,18 @@ struct CudaTrainer::Impl {
     stage = std::make_unique<CudaStage>(model, layout, plan.micro_batch, options.seed, zero ? plan.dp : 1, arena, *tp, *gemm, compute);
     ParamStore& params = stage->params();
     std::vector<bool> counts;
-    for (const ParamView& v : params.views()) counts.push_back(counts_in_norm(v));
-    int64_t begin = 0, end = params.padded_count();
+    for (const ParamView& v : params.views()) counts.push_back(counts_in_norm(v, plan.pp, grid.pp_rank, grid.tp_rank));
+    std::pair<int64_t, int64_t> range = params.layout().shard(1, 0);  // [begin, end) this rank updates
     if (zero) {
-      const int64_t shard = params.padded_count() / plan.dp;
-      begin = shard * nccl.dp.rank();
-      end = begin + shard;
-      shard_grads = DeviceBuffer<float>(arena, shard, "ZeRO gradient shard");
+      range = params.layout().shard(plan.dp, nccl.dp.rank());
+      shard_grads = DeviceBuffer<float>(arena, range.second - range.first, "ZeRO gradient shard");
     }
-    optimizer = std::make_unique<CudaOptimizer>(params, begin, end, counts, arena, compute);
+    optimizer = std::make_unique<CudaOptimizer>(params, range.first, range.second, counts, arena, compute);
     params.drop_initial_values();
     corpus = runtime::load_corpus(options.data_path, model.seq_len + 1);
     tokens = DeviceBuffer<int32_t>(arena, plan.micro_batches() * stage->tokens(), "tokens");
     targets = DeviceBuffer<int32_t>(arena, plan.micro_batches() * stage->tokens(), "targets");
-    plan_buckets();
+    reduction = plan_gradient_buckets(params.layout().layer_ranges, params.padded_count(), kBucketBytes);
     // Every activation slot the schedule holds at once, now: running out of memory here is agreed
     // between the ranks, while in the middle of an iteration the others would be waiting for this
     // rank inside NCCL operations.
@@ -134,35 +126,6 @@ struct CudaTrainer::Impl {
     MPI_Abort(grid.world, 1);
   }
 
-  // As the CPU trainer: each TP slice once per rank, replicated tensors once per replica, the tied
-  // embedding once (on the first stage).
-  bool counts_in_norm(const ParamView& v) const {
-    const bool duplicate_embedding = v.name == "wte" && plan.pp > 1 && grid.pp_rank != 0;
-    return (v.tp_split || grid.tp_rank == 0) && !duplicate_embedding;
-  }
-
-  // Layer buckets of about kBucketBytes from the last layer down; the rest (embeddings, final
-  // norm) is reduced after the tied-embedding and SP sums.
-  void plan_buckets() {
-    const ParamStore& params = stage->params();
-    const int64_t layers = params.layer_count();
-    if (layers == 0) {
-      outer_ranges.emplace_back(0, params.padded_count());
-      return;
-    }
-    outer_ranges.emplace_back(0, params.layer_range(0).first);
-    outer_ranges.emplace_back(params.layer_range(layers - 1).second, params.padded_count());
-    for (int64_t l = layers - 1; l >= 0; --l) {
-      const auto [begin, end] = params.layer_range(l);
-      if (buckets.empty() || (buckets.back().end - buckets.back().begin) * 4 >= kBucketBytes) {
-        buckets.push_back({begin, end, l, false});
-      } else {
-        buckets.back().begin = begin;
-        buckets.back().ready_after = l;
-      }
-    }
-  }
-
   // This DP rank's share of the iteration's global batch (as the CPU trainer), on the device.
   void upload_batch(int64_t iteration) {
     const int64_t per_rank = plan.global_batch / plan.dp;
@@ -171,7 +134,7 @@ struct CudaTrainer::Impl {
     check_cuda(cudaMemcpy(targets.data(), batch.targets.data(), targets.bytes(), cudaMemcpyHostToDevice), "cudaMemcpy (targets)");
   }
 
-  void launch_bucket(Bucket& b) {
+  void launch_bucket(GradientBucket& b) {
     events.order(compute, reduce);
     check_nccl(ncclAllReduce(stage->params().grads() + b.begin, stage->params().grads() + b.begin, static_cast<size_t>(b.end - b.begin),
                              ncclFloat, ncclSum, nccl.dp.get(), reduce),
@@ -187,9 +150,9 @@ struct CudaTrainer::Impl {
       if (steps[i].kind == StepKind::kBackward) last_backward = i;
     }
     const bool overlap = plan.dp_overlap && plan.dp > 1 && !zero;
-    for (Bucket& b : buckets) b.launched = false;
+    for (GradientBucket& b : reduction.buckets) b.launched = false;
     const std::function<void(int64_t)> bucket_hook = [&](int64_t layer) {
-      for (Bucket& b : buckets) {
+      for (GradientBucket& b : reduction.buckets) {
         if (!b.launched && b.ready_after == layer) launch_bucket(b);
       }
     };
@@ -251,7 +214,7 @@ struct CudaTrainer::Impl {
     ParamStore& params = stage->params();
     if (plan.dp > 1 && !zero) {  // buckets not yet started, then wait for all of them
       const int span = clock.begin(compute);
-      for (Bucket& b : buckets) {
+      for (GradientBucket& b : reduction.buckets) {
         if (!b.launched) launch_bucket(b);
       }
       events.order(reduce, compute);
@@ -267,7 +230,7 @@ struct CudaTrainer::Impl {
     }
     if (plan.dp > 1 && !zero) {
       check_nccl(ncclGroupStart(), "ncclGroupStart (dp outer gradients)");
-      for (const auto& [begin, end] : outer_ranges) {
+      for (const auto& [begin, end] : reduction.outer_ranges) {
         if (end > begin) {
           check_nccl(ncclAllReduce(params.grads() + begin, params.grads() + begin, static_cast<size_t>(end - begin), ncclFloat, ncclSum,
                                    nccl.dp.get(), compute),

@@ -30,20 +30,38 @@ struct ParamView {
   int64_t count() const { return rows * cols; }
 };
 
+// The flat layout of a stage's parameters (host only, no device): what ParamStore allocates.
+struct ParamLayout {
+  static constexpr int64_t kAlignElements = 128;  // 256 bytes of bf16
+
+  std::vector<ParamView> views;                           // in buffer order
+  std::vector<size_t> source;                             // views[i] is the CPU model's params()[source[i]]
+  std::vector<std::pair<int64_t, int64_t>> layer_ranges;  // [begin, end) elements of each local layer
+  int64_t padded_count = 0;                               // a multiple of kAlignElements x shards
+
+  // [begin, end) of ZeRO shard `index` of `shards` (the shards given to layout_params).
+  std::pair<int64_t, int64_t> shard(int64_t shards, int64_t index) const;
+};
+
+// A CPU stage model's parameters (`params`, built for `layout`) in the order of the file comment,
+// each on a kAlignElements boundary, the whole padded for `shards` ZeRO shards.
+ParamLayout layout_params(const std::vector<cpu::Param>& params, const cpu::StageLayout& layout, int64_t shards);
+
 class ParamStore {
  public:
-  static constexpr int64_t kAlignElements = 128;
+  static constexpr int64_t kAlignElements = ParamLayout::kAlignElements;
 
   // Uploads `initial`'s values (fp32, converted to the bf16 working copy) on `stream` and waits.
   ParamStore(cpu::StageModel& initial, int64_t shards, DeviceArena& arena, cudaStream_t stream);
 
-  const std::vector<ParamView>& views() const { return views_; }
+  const ParamLayout& layout() const { return layout_; }
+  const std::vector<ParamView>& views() const { return layout_.views; }
   const ParamView& view(const std::string& name) const;  // InternalError when there is none
   bool has(const std::string& name) const;
-  int64_t padded_count() const { return padded_count_; }
-  int64_t layer_count() const { return static_cast<int64_t>(layer_ranges_.size()); }
+  int64_t padded_count() const { return layout_.padded_count; }
+  int64_t layer_count() const { return static_cast<int64_t>(layout_.layer_ranges.size()); }
   // [begin, end) elements of a local layer's tensors.
-  std::pair<int64_t, int64_t> layer_range(int64_t layer) const { return layer_ranges_[static_cast<size_t>(layer)]; }
+  std::pair<int64_t, int64_t> layer_range(int64_t layer) const { return layout_.layer_ranges[static_cast<size_t>(layer)]; }
 
   __nv_bfloat16* weights() const { return weights_.data(); }  // (padded_count)
   float* grads() const { return grads_.data(); }              // (padded_count)
@@ -55,9 +73,7 @@ class ParamStore {
   void drop_initial_values() { initial_values_ = {}; }
 
  private:
-  std::vector<ParamView> views_;
-  std::vector<std::pair<int64_t, int64_t>> layer_ranges_;
-  int64_t padded_count_ = 0;
+  ParamLayout layout_;
   DeviceBuffer<__nv_bfloat16> weights_;
   DeviceBuffer<float> grads_;
   std::vector<float> initial_values_;

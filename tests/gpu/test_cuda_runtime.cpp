@@ -1,17 +1,23 @@
-// The CUDA runtime (runtime/cuda/): what it refuses (runs anywhere), and its device memory
-// accounting and parameter layout (need a GPU: skipped with a warning without one). Loss parity
-// with the CPU backend is tests/runtime_gpu/parity.sh (under mpirun).
+// The CUDA runtime (runtime/cuda/): what it refuses, and the host arithmetic it runs on (parameter
+// layout, ZeRO shards, DP buckets, norm runs: run anywhere); its device memory accounting and
+// upload (need a GPU: skipped with a warning without one). Loss parity with the CPU backend is
+// tests/runtime_gpu/parity.sh (under mpirun).
 #ifdef TRAINSIM_HAVE_CUDA_RUNTIME
 
 #include <catch2/catch.hpp>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/errors.hpp"
 #include "model/model_catalog.hpp"
+#include "runtime/cuda/cuda_optimizer.hpp"
 #include "runtime/cuda/cuda_trainer.hpp"
 #include "runtime/cuda/device_arena.hpp"
+#include "runtime/cuda/gradient_buckets.hpp"
 #include "runtime/cuda/param_store.hpp"
 
 namespace trainsim {
@@ -65,6 +71,190 @@ TEST_CASE("the CUDA runtime reports every unsupported key at once", "[cuda_runti
   CHECK_THAT(message, Catch::Contains("attention unfused"));
   CHECK_THAT(message, Catch::Contains("mpirun started 4"));
   CHECK_THAT(message, Catch::Contains("--checkpoint-every"));
+}
+
+TEST_CASE("the CUDA runtime refuses heads wider than its flash attention takes", "[cuda_runtime]") {
+  ModelSpec m = resolve_model("gpt-tiny");
+  m.head_dim = 160;
+  m.hidden = m.heads * m.head_dim;
+  ParallelPlan p;
+  CHECK_THAT(refusal(m, p, 1), Catch::Contains("head_dim 160 > 128"));
+  m = resolve_model("gpt-tiny");
+  p.micro_batch = 65536 / m.heads * 2;
+  p.global_batch = p.micro_batch;
+  CHECK_THAT(refusal(m, p, 1), Catch::Contains("must be at most 65535"));
+}
+
+// The stage layout the trainer gives pipeline stage `pp_rank` of `pp` on TP rank `tp_rank`.
+cpu::StageLayout stage_layout(const ModelSpec& m, int64_t pp, int64_t pp_rank, int64_t tp, int64_t tp_rank, bool sp) {
+  cpu::StageLayout layout;
+  layout.first_layer = m.layers * pp_rank / pp;
+  layout.last_layer = m.layers * (pp_rank + 1) / pp;
+  layout.embedding = pp_rank == 0;
+  layout.head = pp_rank == pp - 1;
+  layout.tp = tp;
+  layout.tp_rank = tp_rank;
+  layout.sequence_parallel = sp;
+  return layout;
+}
+
+cuda::ParamLayout host_layout(const ModelSpec& m, const cpu::StageLayout& stage, int64_t shards) {
+  cpu::StageModel model(m, stage, 3);
+  return cuda::layout_params(model.params(), stage, shards);
+}
+
+TEST_CASE("a stage's parameters lie 256-byte aligned without overlap, whole layers in order, padded for the shards", "[cuda_runtime]") {
+  const ModelSpec m = resolve_model("gpt-tiny");
+  for (const int64_t pp_rank : {0, 1}) {
+    for (const int64_t shards : {1, 3, 4}) {
+      const cpu::StageLayout stage = stage_layout(m, 2, pp_rank, 2, 1, false);
+      cpu::StageModel model(m, stage, 3);
+      const cuda::ParamLayout layout = cuda::layout_params(model.params(), stage, shards);
+      INFO("stage " << pp_rank << ", " << shards << " shards");
+      REQUIRE(layout.views.size() == model.params().size());
+      CHECK(layout.padded_count % (shards * cuda::ParamLayout::kAlignElements) == 0);
+      CHECK(layout.views.front().name == "wte");  // the first stage embeds, the last one has the LM head
+      int64_t end = 0;
+      for (size_t i = 0; i < layout.views.size(); ++i) {
+        const cuda::ParamView& v = layout.views[i];
+        const cpu::Param& source = model.params()[layout.source[i]];
+        CHECK(v.name == source.name);
+        CHECK(v.count() == source.value.size());
+        CHECK(v.offset % cuda::ParamLayout::kAlignElements == 0);
+        CHECK(v.offset >= end);
+        end = v.offset + v.count();
+      }
+      CHECK(end <= layout.padded_count);
+      REQUIRE(static_cast<int64_t>(layout.layer_ranges.size()) == stage.last_layer - stage.first_layer);
+      for (size_t l = 0; l < layout.layer_ranges.size(); ++l) {
+        const auto [begin, stop] = layout.layer_ranges[l];
+        if (l > 0) CHECK(begin >= layout.layer_ranges[l - 1].second);
+        int64_t inside = 0;  // the layer's 12 tensors, and nothing else, lie in its range
+        for (const cuda::ParamView& v : layout.views) {
+          const bool in_range = v.offset >= begin && v.offset + v.count() <= stop;
+          CHECK(in_range == (v.layer == static_cast<int64_t>(l)));
+          inside += in_range ? 1 : 0;
+        }
+        CHECK(inside == 12);
+      }
+    }
+  }
+}
+
+TEST_CASE("with sequence parallelism the GPU stage sums over TP the norms and row-parallel biases, not wpe", "[cuda_runtime]") {
+  const ModelSpec m = resolve_model("gpt-tiny");
+  for (const bool sp : {false, true}) {
+    const cpu::StageLayout stage = stage_layout(m, 1, 0, 2, 0, sp);
+    for (const cuda::ParamView& v : host_layout(m, stage, 1).views) {
+      INFO(v.name << (sp ? " with SP" : " without SP"));
+      const std::string tensor = v.name.substr(v.name.find('.') + 1);
+      const bool partial = tensor == "ln1_g" || tensor == "ln1_b" || tensor == "ln2_g" || tensor == "ln2_b" || tensor == "b_o" ||
+                           tensor == "b_2" || v.name == "lnf_g" || v.name == "lnf_b";
+      CHECK(v.sp_partial == (sp && partial));  // wpe: the embedding's input gradient is gathered first
+    }
+  }
+}
+
+TEST_CASE("ZeRO shards tile the padded buffer in 256-byte aligned pieces", "[cuda_runtime]") {
+  const ModelSpec m = resolve_model("gpt-tiny");
+  for (const int64_t shards : {1, 2, 3, 8}) {
+    const cuda::ParamLayout layout = host_layout(m, stage_layout(m, 1, 0, 1, 0, false), shards);
+    int64_t at = 0;
+    for (int64_t r = 0; r < shards; ++r) {
+      const auto [begin, end] = layout.shard(shards, r);
+      CHECK(begin == at);
+      CHECK(begin % cuda::ParamLayout::kAlignElements == 0);
+      CHECK(end - begin == layout.padded_count / shards);
+      at = end;
+    }
+    CHECK(at == layout.padded_count);
+  }
+}
+
+TEST_CASE("DP buckets and the outer ranges cover the gradient buffer once; a bucket is whole layers, ready after its lowest", "[cuda_runtime]") {
+  const ModelSpec m = resolve_model("gpt-tiny");
+  for (const auto& [pp, pp_rank] : std::vector<std::pair<int64_t, int64_t>>{{1, 0}, {3, 0}, {3, 1}, {3, 2}}) {  // 2, 0, 1, 1 layers
+    const cuda::ParamLayout layout = host_layout(m, stage_layout(m, pp, pp_rank, 1, 0, false), 2);
+    const int64_t layer_bytes = (layout.layer_ranges.empty() ? 0 : layout.layer_ranges[0].second - layout.layer_ranges[0].first) * 4;
+    for (const int64_t bucket_bytes : {int64_t{1}, layer_bytes + 1, int64_t{25} << 20}) {
+      INFO("stage " << pp_rank << " of " << pp << ", buckets of " << bucket_bytes << " bytes");
+      const cuda::GradientBuckets plan = cuda::plan_gradient_buckets(layout.layer_ranges, layout.padded_count, bucket_bytes);
+      std::vector<int> covered(static_cast<size_t>(layout.padded_count), 0);
+      const auto cover = [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) ++covered[static_cast<size_t>(i)];
+      };
+      for (const auto& [begin, end] : plan.outer_ranges) cover(begin, end);
+      int64_t next_top = static_cast<int64_t>(layout.layer_ranges.size()) - 1;  // launch order: last layer first
+      for (size_t b = 0; b < plan.buckets.size(); ++b) {
+        const cuda::GradientBucket& bucket = plan.buckets[b];
+        cover(bucket.begin, bucket.end);
+        CHECK(bucket.end == layout.layer_ranges[static_cast<size_t>(next_top)].second);
+        CHECK(bucket.begin == layout.layer_ranges[static_cast<size_t>(bucket.ready_after)].first);
+        CHECK(bucket.ready_after <= next_top);
+        if (b + 1 < plan.buckets.size()) CHECK((bucket.end - bucket.begin) * 4 >= bucket_bytes);
+        next_top = bucket.ready_after - 1;
+      }
+      CHECK(next_top == -1);
+      for (size_t i = 0; i < covered.size(); ++i) {
+        if (covered[i] != 1) FAIL("element " << i << " is reduced " << covered[i] << " times");
+      }
+      for (const cuda::ParamView& v : layout.views) {  // embeddings and final norm only in the outer ranges
+        if (v.layer >= 0) continue;
+        bool outer = false;
+        for (const auto& [begin, end] : plan.outer_ranges) outer = outer || (v.offset >= begin && v.offset + v.count() <= end);
+        CHECK(outer);
+      }
+    }
+  }
+}
+
+TEST_CASE("the norm runs of a shard hold exactly its counting tensors' elements, over shards the whole", "[cuda_runtime]") {
+  const ModelSpec m = resolve_model("gpt-tiny");
+  const cpu::StageLayout stage = stage_layout(m, 2, 1, 2, 1, true);  // last stage, TP rank 1: replicated tensors do not count
+  for (const int64_t shards : {1, 2, 4}) {
+    const cuda::ParamLayout layout = host_layout(m, stage, shards);
+    std::vector<bool> counts;
+    for (const cuda::ParamView& v : layout.views) counts.push_back(cuda::counts_in_norm(v, 2, 1, 1));
+    std::vector<int> covered(static_cast<size_t>(layout.padded_count), 0);
+    for (int64_t r = 0; r < shards; ++r) {
+      const auto [begin, end] = layout.shard(shards, r);
+      for (const auto& [from, to] : cuda::norm_runs(layout.views, counts, begin, end)) {
+        CHECK(0 <= from);
+        CHECK(to <= end - begin);
+        for (int64_t i = begin + from; i < begin + to; ++i) ++covered[static_cast<size_t>(i)];
+      }
+    }
+    INFO(shards << " shards");
+    for (size_t i = 0; i < layout.views.size(); ++i) {
+      const cuda::ParamView& v = layout.views[i];
+      int64_t hits = 0;
+      for (int64_t e = v.offset; e < v.offset + v.count(); ++e) hits += covered[static_cast<size_t>(e)];
+      INFO(v.name);
+      CHECK(hits == (counts[i] ? v.count() : 0));
+    }
+    CHECK(*std::max_element(covered.begin(), covered.end()) <= 1);  // runs of different shards never overlap
+  }
+}
+
+TEST_CASE("the global norm counts every parameter of the model once over a TP x PP grid", "[cuda_runtime]") {
+  const ModelSpec m = resolve_model("gpt-tiny");
+  cpu::StageModel whole(m, stage_layout(m, 1, 0, 1, 0, false), 3);
+  int64_t total = 0;
+  for (const cpu::Param& p : whole.params()) total += p.value.size();
+  for (const auto& [tp, pp] : std::vector<std::pair<int64_t, int64_t>>{{2, 1}, {1, 2}, {2, 2}, {4, 3}}) {
+    for (const bool sp : {false, true}) {
+      int64_t counted = 0;
+      for (int64_t pp_rank = 0; pp_rank < pp; ++pp_rank) {
+        for (int64_t tp_rank = 0; tp_rank < tp; ++tp_rank) {
+          for (const cuda::ParamView& v : host_layout(m, stage_layout(m, pp, pp_rank, tp, tp_rank, sp), 1).views) {
+            if (cuda::counts_in_norm(v, pp, pp_rank, tp_rank)) counted += v.count();
+          }
+        }
+      }
+      INFO("tp " << tp << ", pp " << pp << (sp ? ", SP" : ""));
+      CHECK(counted == total);
+    }
+  }
 }
 
 TEST_CASE("the device arena's peak is the largest sum of live buffers", "[cuda_runtime]") {
