@@ -135,6 +135,10 @@ struct CudaTrainer::Impl {
   }
 
   void launch_bucket(GradientBucket& b) {
+    // GPU-CHECK: with overlap this DP all-reduce (reduce stream) runs while the backward's TP
+    // collectives run on the compute stream: two communicators' kernels at once on one GPU, enqueued
+    // in the same order on every rank. Run tp 2 x dp 2 with overlap under NCCL_DEBUG=WARN and a
+    // timeout to see that they co-run (no hang) and that the bucket hides behind the backward.
     events.order(compute, reduce);
     check_nccl(ncclAllReduce(stage->params().grads() + b.begin, stage->params().grads() + b.begin, static_cast<size_t>(b.end - b.begin),
                              ncclFloat, ncclSum, nccl.dp.get(), reduce),
@@ -166,6 +170,11 @@ struct CudaTrainer::Impl {
       if (step.kind == StepKind::kForward) {
         ActivationSlot& s = stage->acquire_slot();
         slot_of[mb] = &s;
+        // GPU-CHECK: with one slot (last stage, 1F1B) the next activations are received only once the
+        // previous backward is done; the previous stage's send of them then waits (rendezvous above
+        // NCCL's buffer size) and holds up the gradient sends queued behind it on its send stream.
+        // Correct, but compare pp_comm_s / bubble_s with the simulator; a spare receive slot per
+        // stage would decouple them.
         if (s.used) {  // its previous micro-batch's backward and sends must be over
           check_cuda(cudaStreamWaitEvent(recv, s.released, 0), "cudaStreamWaitEvent (slot released)");
           check_cuda(cudaStreamWaitEvent(compute, s.sends_done, 0), "cudaStreamWaitEvent (slot sends)");
@@ -249,6 +258,9 @@ struct CudaTrainer::Impl {
 
   void optimizer_step() {
     ParamStore& params = stage->params();
+    // GPU-CHECK: this span holds the host's wait in the norm's MPI_Allreduce for the last rank to
+    // finish its backward (the first stage, in 1F1B), as the CPU trainer's optimizer_s does: the
+    // pipeline's drain skew is counted as optimizer time, not bubble. Compare with the simulator.
     int span = clock.begin(compute);
     const float lr = static_cast<float>(options.learning_rate);
     if (zero) {  // shard sums over the whole job: each element of a replica lies in one DP rank's shard

@@ -36,6 +36,10 @@ class NcclComm {
   int size_ = 1, rank_ = 0;
 };
 
+// GPU-CHECK: the members are destroyed in reverse order, and ncclCommDestroy communicates with the
+// group's other ranks in recent NCCL (pytorch/pytorch#137507). The order (the pair with the previous
+// stage, then the one with the next, gradients before activations in each; then embedding, dp, tp)
+// has no cycle over the pipeline, but a teardown with pp >= 3 has not been seen to finish yet.
 struct NcclGroups {
   NcclComm tp, dp, embedding;
   // Pipeline pairs: in each, the lower stage is rank 0 and the upper stage rank 1.
