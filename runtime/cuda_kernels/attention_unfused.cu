@@ -162,6 +162,12 @@ size_t unfused_attention_scratch_bytes(const AttentionShape& s) {
   return 7 * packed + static_cast<size_t>(s.batch * s.heads * s.seq * s.seq) * sizeof(bf16);
 }
 
+void causal_softmax(bf16* scores, int64_t rows, int64_t seq, cudaStream_t stream) {
+  if (rows <= 0 || seq <= 0) return;
+  causal_softmax_kernel<<<static_cast<unsigned>(rows), kSoftmaxThreads, 0, stream>>>(scores, seq);
+  check_launch("unfused attention: causal softmax");
+}
+
 void unfused_attention_forward(void* blas, const bf16* qkv, bf16* out, bf16* probs, void* scratch, const AttentionShape& s,
                                cudaStream_t stream) {
   check_shape(s);
@@ -172,8 +178,7 @@ void unfused_attention_forward(void* blas, const bf16* qkv, bf16* out, bf16* pro
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
   pack_qkv(qkv, sc, s, stream);
   batched_gemm(handle, false, true, s.seq, s.seq, s.head_dim, scale, sc.q, sd, sc.k, sd, probs, ss, bh, "S = Q K^T");
-  causal_softmax_kernel<<<static_cast<unsigned>(bh * s.seq), kSoftmaxThreads, 0, stream>>>(probs, s.seq);
-  check_launch("unfused attention: causal softmax");
+  causal_softmax(probs, bh * s.seq, s.seq, stream);
   batched_gemm(handle, false, false, s.seq, s.head_dim, s.seq, 1.0f, probs, ss, sc.v, sd, sc.x, sd, bh, "O = P V");
   unpack(sc.x, out, s.heads * s.head_dim, 0, 1, s.heads, s, stream);
 }

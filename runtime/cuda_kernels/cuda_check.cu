@@ -46,8 +46,8 @@ void check_cuda(cudaError_t status, const std::string& call) {
   if (status == cudaSuccess) return;
   std::string hint;
   if (status == cudaErrorMemoryAllocation) {
-    hint = "\nHINT: another process may hold GPU memory (see nvidia-smi); try a smaller micro-batch or more "
-           "recomputation";
+    hint = "\nHINT: another process may hold GPU memory (see nvidia-smi); a run may take a smaller micro-batch or "
+           "more recomputation, a calibration --quick";
   } else if (status == cudaErrorInsufficientDriver || status == cudaErrorNoDevice) {
     hint = "\nHINT: run on a machine with an NVIDIA GPU and driver (nvidia-smi should list it); "
            "CUDA_VISIBLE_DEVICES may hide the GPUs";

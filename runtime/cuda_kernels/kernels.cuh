@@ -69,6 +69,9 @@ void unfused_attention_forward(void* blas, const bf16* qkv, bf16* out, bf16* pro
                                const AttentionShape& shape, cudaStream_t stream);
 void unfused_attention_backward(void* blas, const bf16* dout, const bf16* qkv, const bf16* probs, bf16* dqkv, void* scratch,
                                 const AttentionShape& shape, cudaStream_t stream);
+// The unfused forward's causal softmax on its own (the GPU calibrator times it): in place on
+// `rows` rows of `seq` bf16 scores, row r being query r % seq (keys after it become 0).
+void causal_softmax(bf16* scores, int64_t rows, int64_t seq, cudaStream_t stream);
 
 // ---- loss ----
 // Softmax cross-entropy over `vocab` logits per row: accumulates the SUM of -log p(target) into

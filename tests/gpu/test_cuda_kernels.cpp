@@ -260,6 +260,18 @@ TEST_CASE("CUDA layer norm matches the CPU layer norm, forward and backward", "[
   }
 }
 
+TEST_CASE("CUDA causal softmax matches the CPU's on rows of several sequences, seq not a multiple of the block",
+          "[cuda_kernels]") {
+  SKIP_WITHOUT_GPU();
+  const int64_t seq = 300, rows = 3 * seq;  // row r is query r % seq (the GPU calibrator's "softmax" table)
+  const auto x = random_values(static_cast<size_t>(rows * seq), 30, -4.0f, 4.0f);
+  DeviceArray<bf16> scores(to_bf16(x));
+  trainsim::cuda::causal_softmax(scores.get(), rows, seq, nullptr);
+  Matrix want = to_matrix(x, rows, seq);
+  trainsim::cpu::causal_softmax_rows(want);
+  CHECK(relative_error(download_float(scores), want) < kBf16Tolerance);
+}
+
 TEST_CASE("CUDA cross-entropy matches the CPU cross-entropy for vocabularies from 256 to 128k", "[cuda_kernels]") {
   SKIP_WITHOUT_GPU();
   for (const int64_t vocab : {256, 1001, 131072}) {  // 1001: scalar path
