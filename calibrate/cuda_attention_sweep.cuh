@@ -1,6 +1,8 @@
-// Attention forward timings: our fused kernel ("trainsim-flash-v1") and the unfused path
-// ("unfused-cublas": strided-batched cuBLAS Q K^T, our softmax, P V), bf16, over batch-heads,
-// sequence length, head_dim and causal. No backward (noted in the profile).
+// Causal attention timings of the CUDA runtime's own kernels (runtime/cuda_kernels/kernels.cuh),
+// bf16, forward and backward, over heads (batch 1, MHA), sequence length and head_dim: table
+// "trainsim-runtime-flash" (flash_attention_forward / _backward) and "trainsim-runtime-unfused"
+// (unfused_attention_forward / _backward: strided-batched cuBLAS, causal softmax, s x s bf16
+// probabilities kept). Points carry `backward`; the simulator prices each pass from its own points.
 #pragma once
 
 #include <vector>

@@ -1,7 +1,8 @@
 // calibrate_gpu (see cuda_calibrator.hpp): checks the options, finds the GPUs, runs the sweeps in
 // order (GEMM per dtype, memory-bound, attention, then collectives and overlap when there are two
-// GPUs or more) on GPU 0, and records provenance (device, clocks, driver and library versions,
-// host, date, method) and notes on what was not measured. The measuring is in the other cuda_*.cu.
+// GPUs or more) on GPU 0, timing the CUDA runtime's own kernels where it has them, and records
+// provenance (device, clocks, driver and library versions, host, date, method) and notes on what
+// was not measured. The measuring is in the other cuda_*.cu.
 #include "calibrate/cuda_calibrator.hpp"
 
 #include <dlfcn.h>
@@ -50,9 +51,12 @@ CudaEnvironment find_gpus() {
   try {
     env = query_cuda_environment();
   } catch (const DeviceError& e) {
-    throw DeviceError(std::string("GPU calibration needs a CUDA GPU, and none can be used: ") + e.what() +
-                      "\nHINT: run on a machine with an NVIDIA GPU and its driver (nvidia-smi should list the GPU); "
-                      "CUDA_VISIBLE_DEVICES may hide them");
+    const std::string why = e.what();  // the runtime's check already gives a HINT for a missing driver or device
+    throw DeviceError("GPU calibration needs a CUDA GPU, and none can be used: " + why +
+                      (why.find("\nHINT:") != std::string::npos
+                           ? ""
+                           : "\nHINT: run on a machine with an NVIDIA GPU and its driver (nvidia-smi should list the "
+                             "GPU); CUDA_VISIBLE_DEVICES may hide them"));
   }
   if (env.devices.empty()) {
     throw DeviceError("GPU calibration needs a CUDA GPU, and cudaGetDeviceCount found none\nHINT: check "
@@ -169,14 +173,19 @@ HardwareProfile calibrate_gpu(const GpuCalibrationOptions& options) {
   for (const GemmDtype dtype : dtypes) {
     profile.gemm.push_back(measure_gemm_table(context, dtype, gemm_grid(options.quick), notes));
   }
-  notes.push_back("gemm: cuBLASLt, layout TN (A transposed), fp32 accumulation; tf32 is fp32 data on TF32 tensor "
-                  "cores; fp8 is e4m3 inputs with bf16 output");
+  notes.push_back("gemm: cuBLASLt, layout TN (A transposed), fp32 accumulation; bf16 through the CUDA runtime's own "
+                  "Gemm (runtime/cuda_kernels/gemm.cu); tf32 is fp32 data on TF32 tensor cores; fp8 is e4m3 inputs "
+                  "with bf16 output");
   profile.memory_bound = measure_memory_bound(context, options.quick);
-  notes.push_back("memory_bound: bf16 activations (rows of 4096 for layernorm and softmax), fp32 AdamW state; "
-                  "h2d and d2h use pinned host memory and count the bytes copied once, not read plus written");
+  notes.push_back("memory_bound: the CUDA runtime's own kernels (runtime/cuda_kernels): layernorm forward and GELU, "
+                  "SwiGLU forward on bf16 (rows of 4096), the unfused attention's causal softmax (in place, rows of "
+                  "4096 keys, bytes counted for the whole score matrix), AdamW on fp32 state writing the bf16 weights "
+                  "(bytes: 28 per parameter); backward kernels not measured; h2d and d2h use pinned host memory and "
+                  "count the bytes copied once, not read plus written");
   profile.attention = measure_attention(context, options.quick);
-  notes.push_back("attention: bf16 forward only; backward not measured. trainsim-flash-v1 is trainsim's own simple "
-                  "fused kernel (WMMA), not FlashAttention 2/3; unfused-cublas materialises the bf16 scores");
+  notes.push_back("attention: bf16, causal, forward and backward of the CUDA runtime's own kernels (batch 1, "
+                  "kv_heads = heads): trainsim-runtime-flash is its simple fused kernel (WMMA), not FlashAttention "
+                  "2/3; trainsim-runtime-unfused keeps the bf16 s x s probabilities");
 
   const int gpus = static_cast<int>(env.devices.size());
   if (gpus >= 2) {

@@ -1,6 +1,5 @@
 // The per-GPU context every measurement runs in, and the timing loop: warm-up calls, then CUDA
 // events around one or more calls per sample until calibrate/sampler.hpp says the spread is small.
-// Also the error checks that turn CUDA, cuBLAS and NCCL failures into DeviceError with a hint.
 // Nothing here knows what is being measured.
 #include "calibrate/cuda_context.cuh"
 
@@ -18,31 +17,6 @@ constexpr size_t kLtWorkspaceBytes = size_t{32} << 20;  // cuBLASLt's advice for
 constexpr double kColdL2Multiple = 2.0;                  // rotated buffers exceed the L2 this many times
 constexpr int64_t kMaxRotationSets = 4096;
 }  // namespace
-
-void check_cuda(cudaError_t status, const std::string& what) {
-  if (status == cudaSuccess) return;
-  std::string hint;
-  if (status == cudaErrorMemoryAllocation) {
-    hint = "\nHINT: another process may hold GPU memory (see nvidia-smi); try --quick";
-  } else if (status == cudaErrorInsufficientDriver || status == cudaErrorNoDevice) {
-    hint = "\nHINT: run on a machine with an NVIDIA GPU and driver (nvidia-smi should list it); "
-           "CUDA_VISIBLE_DEVICES may hide the GPUs";
-  }
-  throw DeviceError(what + " failed: " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")" +
-                    hint);
-}
-
-void check_cublas(cublasStatus_t status, const std::string& what) {
-  if (status == CUBLAS_STATUS_SUCCESS) return;
-  throw DeviceError(what + " failed: " + cublasLtGetStatusName(status) + " (" + cublasLtGetStatusString(status) +
-                    ")");
-}
-
-void check_nccl(ncclResult_t status, const std::string& what) {
-  if (status == ncclSuccess) return;
-  throw DeviceError(what + " failed: " + ncclGetErrorString(status) +
-                    "\nHINT: NCCL_DEBUG=WARN (or INFO) shows why; NCCL needs each GPU in at most one rank");
-}
 
 std::string format_bytes(double bytes) {
   char text[32];
@@ -131,6 +105,7 @@ GpuContext::GpuContext(int device_index, SamplerOptions sampler_options,
   check_cublas(cublasCreate(&blas), "cublasCreate");
   check_cublas(cublasSetStream(blas, stream), "cublasSetStream");
   workspace = DeviceBuffer(kLtWorkspaceBytes, "the cuBLASLt workspace");
+  gemm = std::make_unique<cuda::Gemm>(kLtWorkspaceBytes);
 }
 
 GpuContext::~GpuContext() {

@@ -1,26 +1,29 @@
-// What every GPU measurement shares: checks that turn CUDA / cuBLAS / NCCL failures into
-// DeviceError, owning device and pinned buffers, the per-GPU context (stream, cuBLAS handles,
-// workspace, L2 size) and the timing loop: CUDA events around one or more calls, sampled until
-// stable by calibrate/sampler.hpp. Internal to the cuda_*.cu files (C++17, no nlohmann/json).
+// What every GPU measurement shares: owning device and pinned buffers, the per-GPU context
+// (stream, cuBLAS handles, workspace, the runtime's Gemm, L2 size) and the timing loop: CUDA events
+// around one or more calls, sampled until stable by calibrate/sampler.hpp. CUDA / cuBLAS / NCCL
+// failures become DeviceError through the runtime's checks (runtime/cuda_kernels/cuda_check.cuh).
+// Internal to the cuda_*.cu files (C++17, no nlohmann/json).
 #pragma once
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-#include <nccl.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "calibrate/sampler.hpp"
+#include "runtime/cuda_kernels/cuda_check.cuh"
+#include "runtime/cuda_kernels/gemm.cuh"
 
 namespace trainsim {
 
-void check_cuda(cudaError_t status, const std::string& what);
-void check_cublas(cublasStatus_t status, const std::string& what);
-void check_nccl(ncclResult_t status, const std::string& what);
+using cuda::check_cublas;
+using cuda::check_cuda;
+using cuda::check_nccl;
 
 // "1.00 GiB", "64.0 MiB", "4.0 KiB": sizes in progress lines and messages.
 std::string format_bytes(double bytes);
@@ -104,8 +107,9 @@ struct GpuContext {
   size_t l2_bytes = 0;
   cudaStream_t stream = nullptr;
   cublasLtHandle_t lt = nullptr;
-  cublasHandle_t blas = nullptr;  // for strided-batched GEMMs (unfused attention)
-  DeviceBuffer workspace;         // cuBLASLt workspace
+  cublasHandle_t blas = nullptr;  // for strided-batched GEMMs (the runtime's unfused attention)
+  DeviceBuffer workspace;         // cuBLASLt workspace of the fp16, tf32 and fp8 GEMMs
+  std::unique_ptr<cuda::Gemm> gemm;  // the runtime's bf16 GEMMs (own handle and workspace)
   SamplerOptions sampler;
   std::function<void(const std::string&)> progress;
 };

@@ -5,18 +5,11 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include "common/errors.hpp"
+#include "runtime/cuda_kernels/cuda_check.cuh"
 
 namespace trainsim {
 
-namespace {
-void check_cuda(cudaError_t status, const char* call) {
-  if (status != cudaSuccess) {
-    throw DeviceError(std::string(call) + " failed: " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) +
-                      ")");
-  }
-}
-}  // namespace
+using cuda::check_cuda;
 
 CudaEnvironment query_cuda_environment() {
   CudaEnvironment env;

@@ -1,7 +1,10 @@
-// cuBLASLt matmul planning and launch for the GEMM dtypes (see cuda_lt_matmul.cuh): types per
-// dtype, the TN layout, the heuristic's first algorithm within the context's workspace.
-// A dtype/shape cuBLASLt cannot run is a DeviceError naming it, never a skipped point.
+// cuBLASLt matmul planning and launch for the GEMM dtypes (see cuda_lt_matmul.cuh): bf16 handed to
+// the runtime's Gemm (which plans on first use), the others planned here: types per dtype, the TN
+// layout, the heuristic's first algorithm within the context's workspace. A dtype/shape cuBLASLt
+// cannot run is a DeviceError naming it, never a skipped point.
 #include "calibrate/cuda_lt_matmul.cuh"
+
+#include <cuda_bf16.h>
 
 #include "common/errors.hpp"
 
@@ -51,6 +54,7 @@ ElementType gemm_output_type(GemmDtype dtype) {
 
 LtMatmul::LtMatmul(const GpuContext& context, GemmDtype dtype, int64_t m, int64_t n, int64_t k)
     : context_(context), dtype_(dtype), m_(m), n_(n), k_(k) {
+  if (dtype_ == GemmDtype::bf16) return;  // the runtime's Gemm plans it
   try {
     plan();
   } catch (...) {
@@ -113,6 +117,11 @@ void LtMatmul::destroy() noexcept {
 }
 
 void LtMatmul::run(const void* a, const void* b, void* d, cudaStream_t stream) const {
+  if (dtype_ == GemmDtype::bf16) {  // row-major D^T (n x m) = B^T (stored n x k) . A^T (A stored m x k)
+    context_.gemm->matmul(static_cast<const __nv_bfloat16*>(b), false, static_cast<const __nv_bfloat16*>(a), true, d,
+                          cuda::OutputType::kBf16, n_, m_, k_, 1.0f, 0.0f, stream);
+    return;
+  }
   const float alpha = 1.0f, beta = 0.0f;
   const cublasStatus_t status = cublasLtMatmul(context_.lt, op_, &alpha, a, a_, b, b_, &beta, d, d_, d, d_, &algo_,
                                                context_.workspace.bytes_ptr(), context_.workspace.bytes(), stream);

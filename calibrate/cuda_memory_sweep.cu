@@ -1,7 +1,9 @@
-// Times and checks the memory-bound kernels (see cuda_memory_sweep.cuh). A size S is the bytes of
-// a kernel's main input; its buffers (a "set": input then outputs, or p, g, m, v for AdamW) rotate
-// through an arena larger than twice the L2. After timing, each size is run once more on set 0 and
-// a few rows or elements are compared with a host reference computed from the same inputs.
+// Times and checks the memory-bound kernels (see cuda_memory_sweep.cuh): the runtime's own
+// (runtime/cuda_kernels: layer norm, the unfused attention's causal softmax, GELU, SwiGLU, AdamW)
+// and cudaMemcpy. A size S is the bytes of a kernel's main input; its buffers (a "set": input then
+// outputs, or p, g, m, v and the bf16 weights for AdamW) rotate through an arena larger than twice
+// the L2. After timing, each check reads a few rows or elements of set 0, runs the kernel once more
+// on it and compares the outputs with a host reference computed from the same inputs.
 #include "calibrate/cuda_memory_sweep.cuh"
 
 #include <algorithm>
@@ -12,17 +14,18 @@
 #include <string>
 
 #include "calibrate/cuda_fill.cuh"
-#include "calibrate/cuda_memory_kernels.cuh"
 #include "common/errors.hpp"
+#include "runtime/cuda_kernels/kernels.cuh"
 
 namespace trainsim {
 
 namespace {
 
-constexpr int64_t kRowWidth = 4096;     // hidden size of the layernorm and softmax rows
+constexpr int64_t kRowWidth = 4096;     // hidden size of the layernorm rows, sequence of the softmax rows
 constexpr int64_t kSwigluWidth = 4096;  // output width of SwiGLU (input rows are twice as wide)
-constexpr float kLayernormEps = 1e-5f;
+constexpr float kLayernormEps = 1e-5f;  // the runtime's (runtime/cuda_kernels/norm.cu)
 constexpr size_t kCheckWindowBytes = 4096;
+const cuda::AdamW kAdamW{1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 10};
 
 enum class Kernel { copy, layernorm, softmax, gelu, swiglu, adam };
 constexpr Kernel kKernels[] = {Kernel::copy, Kernel::layernorm, Kernel::softmax,
@@ -40,19 +43,27 @@ const char* kernel_name(Kernel kernel) {
   return "?";
 }
 
+int64_t rows_of(size_t s) { return static_cast<int64_t>(s / sizeof(__nv_bfloat16)) / kRowWidth; }
+
 // Bytes of one buffer set for main-input size s, and bytes read + written by one call.
 size_t set_bytes(Kernel kernel, size_t s) {
   switch (kernel) {
+    case Kernel::layernorm: return 2 * s + static_cast<size_t>(rows_of(s)) * 2 * sizeof(float);  // + mean, rstd
+    case Kernel::softmax: return s;  // in place
     case Kernel::swiglu: return s + s / 2;
-    case Kernel::adam: return 4 * s;
+    case Kernel::adam: return 4 * s + s / 2;  // p, g, m, v, bf16 weights
     default: return 2 * s;
   }
 }
 
+// The simulator's convention where it has one: the causal softmax counts the whole score matrix
+// read and written (it touches keys 0..t only); AdamW 7 fp32 accesses per parameter (the bf16
+// weight copy the runtime also writes is not counted), as sim/profiled_cost_model.cpp looks it up.
 double moved_bytes(Kernel kernel, size_t s) {
   const double b = static_cast<double>(s);
   switch (kernel) {
-    case Kernel::layernorm: return 2 * b + 2.0 * kRowWidth * sizeof(__nv_bfloat16);  // + gamma, beta
+    case Kernel::layernorm:  // + gamma, beta, mean, rstd
+      return 2 * b + 2.0 * kRowWidth * sizeof(__nv_bfloat16) + 2.0 * static_cast<double>(rows_of(s)) * sizeof(float);
     case Kernel::swiglu: return 1.5 * b;
     case Kernel::adam: return 7 * b;  // reads p, g, m, v; writes p, m, v
     default: return 2 * b;
@@ -67,21 +78,23 @@ struct Params {  // layernorm's gamma and beta, (kRowWidth) each
 void run(Kernel kernel, char* set, size_t s, const Params& params, cudaStream_t stream) {
   auto bf16 = [](char* p) { return reinterpret_cast<__nv_bfloat16*>(p); };
   auto f32 = [](char* p) { return reinterpret_cast<float*>(p); };
-  const int64_t values = static_cast<int64_t>(s / sizeof(__nv_bfloat16));
+  const int64_t values = static_cast<int64_t>(s / sizeof(__nv_bfloat16)), rows = rows_of(s);
   switch (kernel) {
     case Kernel::copy:
       check_cuda(cudaMemcpyAsync(set + s, set, s, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync (device)");
       break;
     case Kernel::layernorm:
-      launch_layernorm(bf16(set), params.gamma, params.beta, bf16(set + s), values / kRowWidth, kRowWidth,
-                       kLayernormEps, stream);
+      cuda::layer_norm_forward(bf16(set), params.gamma, params.beta, bf16(set + s), f32(set + 2 * s),
+                               f32(set + 2 * s) + rows, rows, kRowWidth, stream);
       break;
-    case Kernel::softmax: launch_softmax(bf16(set), bf16(set + s), values / kRowWidth, kRowWidth, 0, stream); break;
-    case Kernel::gelu: launch_gelu(bf16(set), bf16(set + s), values, stream); break;
-    case Kernel::swiglu: launch_swiglu(bf16(set), bf16(set + s), values / (2 * kSwigluWidth), kSwigluWidth, stream); break;
+    case Kernel::softmax: cuda::causal_softmax(bf16(set), rows, kRowWidth, stream); break;
+    case Kernel::gelu: cuda::gelu_forward(bf16(set), bf16(set + s), values, stream); break;
+    case Kernel::swiglu:
+      cuda::swiglu_forward(bf16(set), bf16(set + s), values / (2 * kSwigluWidth), kSwigluWidth, stream);
+      break;
     case Kernel::adam:
-      launch_adam(f32(set), f32(set + s), f32(set + 2 * s), f32(set + 3 * s), static_cast<int64_t>(s / 4), AdamStep{},
-                  stream);
+      cuda::adamw(f32(set), f32(set + s), f32(set + 2 * s), f32(set + 3 * s), bf16(set + 4 * s),
+                  static_cast<int64_t>(s / 4), kAdamW, 1.0f, stream);
       break;
   }
 }
@@ -104,78 +117,89 @@ void expect_close(Kernel kernel, size_t s, size_t index, double got, double refe
   std::snprintf(text, sizeof text, "wrong result from the %s kernel at %s: element %zu is %.7g, the host reference "
                 "%.7g (allowed error %.3g)", kernel_name(kernel), format_bytes(static_cast<double>(s)).c_str(), index,
                 got, reference, allowed);
-  throw DeviceError(std::string(text) + "\nHINT: rerun; if it repeats, this is a bug in calibrate/cuda_memory_kernels.cu");
+  throw DeviceError(std::string(text) + "\nHINT: rerun; if it repeats, this is a bug in runtime/cuda_kernels/");
 }
 
-// Rows 0 and last of layernorm / softmax against a double-precision host reference.
-void check_rows(Kernel kernel, const char* set, size_t s, const Params& params) {
-  const int64_t rows = static_cast<int64_t>(s / 2) / kRowWidth;
+// Rows 0, last and (where there is one) 4095, a whole causal softmax row, of layernorm / softmax:
+// inputs read, the kernel run once more on set 0, outputs against a double-precision reference.
+void check_rows(Kernel kernel, char* set, size_t s, const Params& params, cudaStream_t stream) {
+  const bool norm = kernel == Kernel::layernorm;
+  const int64_t rows = rows_of(s);
   const std::vector<float> gamma = read_floats(reinterpret_cast<const char*>(params.gamma), kRowWidth, true);
   const std::vector<float> beta = read_floats(reinterpret_cast<const char*>(params.beta), kRowWidth, true);
-  for (const int64_t row : {int64_t{0}, rows - 1}) {
-    const size_t offset = static_cast<size_t>(row * kRowWidth) * 2;
-    const std::vector<float> x = read_floats(set + offset, kRowWidth, true);
-    const std::vector<float> y = read_floats(set + s + offset, kRowWidth, true);
+  const int64_t checked[] = {0, rows - 1, std::min(rows, kRowWidth) - 1};
+  std::vector<std::vector<float>> inputs;
+  auto row_at = [](int64_t row) { return static_cast<size_t>(row * kRowWidth) * 2; };  // byte offset
+  for (const int64_t row : checked) inputs.push_back(read_floats(set + row_at(row), kRowWidth, true));
+  run(kernel, set, s, params, stream);
+  check_cuda(cudaStreamSynchronize(stream), std::string("running the ") + kernel_name(kernel) + " kernel for its check");
+  for (size_t n = 0; n < std::size(checked); ++n) {
+    const int64_t row = checked[n], last = norm ? kRowWidth - 1 : row % kRowWidth;  // softmax: keys 0..last
+    const std::vector<float>& x = inputs[n];
+    const std::vector<float> y = read_floats(set + (norm ? s : 0) + row_at(row), kRowWidth, true);
     double a = 0, b = 0;  // layernorm: mean, 1/std; softmax: max, sum of exponentials
-    if (kernel == Kernel::layernorm) {
+    if (norm) {
       for (const float v : x) a += v;
       a /= kRowWidth;
       for (const float v : x) b += (v - a) * (v - a);
       b = 1.0 / std::sqrt(b / kRowWidth + kLayernormEps);
     } else {
-      a = x[0];
-      for (const float v : x) a = std::max(a, static_cast<double>(v));
-      for (const float v : x) b += std::exp(v - a);
+      a = *std::max_element(x.begin(), x.begin() + last + 1);
+      for (int64_t c = 0; c <= last; ++c) b += std::exp(x[c] - a);
     }
     for (int64_t c = 0; c < kRowWidth; ++c) {
-      const double reference = kernel == Kernel::layernorm ? (x[c] - a) * b * gamma[c] + beta[c] : std::exp(x[c] - a) / b;
-      const double allowed = kernel == Kernel::layernorm ? 5e-3 * std::fabs(reference) + 1e-3
-                                                         : 5e-3 * std::fabs(reference) + 1e-7;
+      const double reference = norm ? (x[c] - a) * b * gamma[c] + beta[c] : (c <= last ? std::exp(x[c] - a) / b : 0.0);
+      const double allowed = 5e-3 * std::fabs(reference) + (norm ? 1e-3 : 1e-7);
       expect_close(kernel, s, static_cast<size_t>(row * kRowWidth + c), y[c], reference, allowed);
     }
   }
 }
 
-// A few elements (first, last, and spread between) of the elementwise kernels.
-void check_elements(Kernel kernel, char* set, size_t s, cudaStream_t stream, const Params& params) {
-  const bool adam = kernel == Kernel::adam;
-  const size_t count = adam ? s / 4 : (kernel == Kernel::swiglu ? s / 4 : s / 2);  // outputs
+// A few elements (first, last, and spread between) of the elementwise kernels and AdamW: inputs
+// read, the kernel run once more on set 0 (AdamW: one more step from the state just read).
+void check_elements(Kernel kernel, char* set, size_t s, const Params& params, cudaStream_t stream) {
+  const size_t count = kernel == Kernel::gelu ? s / 2 : s / 4;  // outputs (SwiGLU: half of s / 2)
   const size_t indices[] = {0, 1, 7, count / 3, count / 2 + 5, count - 1};
-  std::vector<std::vector<float>> before;
-  if (adam) {
-    for (const size_t i : indices) {
-      std::vector<float> pgmv;
-      for (int t = 0; t < 4; ++t) pgmv.push_back(read_floats(set + t * s + 4 * i, 1, false)[0]);
-      before.push_back(pgmv);
+  std::vector<std::vector<float>> before;  // gelu: x; swiglu: gate, up; adam: p, g, m, v
+  for (const size_t i : indices) {
+    std::vector<float> in;
+    if (kernel == Kernel::gelu) in.push_back(read_floats(set + 2 * i, 1, true)[0]);
+    if (kernel == Kernel::swiglu) {
+      const size_t row = i / kSwigluWidth, col = i % kSwigluWidth;
+      for (const size_t half : {size_t{0}, size_t{1}}) {
+        in.push_back(read_floats(set + 2 * ((2 * row + half) * kSwigluWidth + col), 1, true)[0]);
+      }
     }
-    run(kernel, set, s, params, stream);  // one more step, from the state just read
-    check_cuda(cudaStreamSynchronize(stream), "running the adam kernel for its check");
+    if (kernel == Kernel::adam) {
+      for (size_t t = 0; t < 4; ++t) in.push_back(read_floats(set + t * s + 4 * i, 1, false)[0]);
+    }
+    before.push_back(in);
   }
-  const AdamStep step;
-  const double c1 = 1.0 - std::pow(static_cast<double>(step.beta1), step.step);
-  const double c2 = 1.0 - std::pow(static_cast<double>(step.beta2), step.step);
+  run(kernel, set, s, params, stream);
+  check_cuda(cudaStreamSynchronize(stream), std::string("running the ") + kernel_name(kernel) + " kernel for its check");
+  const double c1 = 1.0 - std::pow(static_cast<double>(kAdamW.beta1), static_cast<double>(kAdamW.step));
+  const double c2 = 1.0 - std::pow(static_cast<double>(kAdamW.beta2), static_cast<double>(kAdamW.step));
   for (size_t n = 0; n < std::size(indices); ++n) {
     const size_t i = indices[n];
+    const std::vector<float>& in = before[n];
     if (kernel == Kernel::gelu) {
-      const double x = read_floats(set + 2 * i, 1, true)[0];
+      const double x = in[0];
       const double reference = 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
       expect_close(kernel, s, i, read_floats(set + s + 2 * i, 1, true)[0], reference, 5e-3 * std::fabs(reference) + 1e-4);
     } else if (kernel == Kernel::swiglu) {
-      const size_t row = i / kSwigluWidth, col = i % kSwigluWidth;
-      const double gate = read_floats(set + 2 * (row * 2 * kSwigluWidth + col), 1, true)[0];
-      const double up = read_floats(set + 2 * (row * 2 * kSwigluWidth + kSwigluWidth + col), 1, true)[0];
-      const double reference = gate / (1 + std::exp(-gate)) * up;
+      const double gate = in[0], up = in[1], reference = gate / (1 + std::exp(-gate)) * up;
       expect_close(kernel, s, i, read_floats(set + s + 2 * i, 1, true)[0], reference, 5e-3 * std::fabs(reference) + 1e-4);
     } else {
-      const double p = before[n][0], g = before[n][1];
-      const double m = step.beta1 * before[n][2] + (1 - step.beta1) * g;
-      const double v = step.beta2 * before[n][3] + (1 - step.beta2) * g * g;
-      const double update = (m / c1) / (std::sqrt(v / c2) + step.eps);
-      const double p_new = p - step.lr * (update + step.weight_decay * p);
+      const double p = in[0], g = in[1];
+      const double m = kAdamW.beta1 * in[2] + (1 - kAdamW.beta1) * g;
+      const double v = kAdamW.beta2 * in[3] + (1 - kAdamW.beta2) * g * g;
+      const double update = (m / c1) / (std::sqrt(v / c2) + kAdamW.eps);
+      const double p_new = p - kAdamW.lr * (update + kAdamW.weight_decay * p);
       expect_close(kernel, s, i, read_floats(set + 4 * i, 1, false)[0], p_new,
-                   1e-5 * (std::fabs(p_new) + step.lr * std::fabs(update)) + 1e-7);
+                   1e-5 * (std::fabs(p_new) + kAdamW.lr * std::fabs(update)) + 1e-7);
       expect_close(kernel, s, i, read_floats(set + 2 * s + 4 * i, 1, false)[0], m, 1e-5 * std::fabs(m) + 1e-7);
       expect_close(kernel, s, i, read_floats(set + 3 * s + 4 * i, 1, false)[0], v, 1e-5 * std::fabs(v) + 1e-7);
+      expect_close(kernel, s, i, read_floats(set + 4 * s + 2 * i, 1, true)[0], p_new, 5e-3 * std::fabs(p_new) + 1e-7);
     }
   }
 }
@@ -214,15 +238,17 @@ std::vector<size_t> sizes(bool quick) {
 
 MemoryBoundTable measure_kernel(const GpuContext& context, Kernel kernel, const std::vector<size_t>& size_list,
                                 const DeviceBuffer& arena, const Params& params) {
-  const bool adam = kernel == Kernel::adam;
-  if (adam) {  // p, g, m, v in [0, 1): v must not be negative
-    fill_uniform(ElementType::fp32, arena.get(), arena.bytes() / 4, 11, 0.0f, 1.0f, context.stream);
-  } else {
-    fill_uniform(ElementType::bf16, arena.get(), arena.bytes() / 2, 12, -3.0f, 3.0f, context.stream);
-  }
   MemoryBoundTable table;
   table.kernel = kernel_name(kernel);
   for (const size_t s : size_list) {
+    // Fresh inputs for every size: the sets of the last size left outputs where these inputs lie
+    // (AdamW's p drifts below 0 over many steps and would land in v; layer norm's fp32 statistics
+    // read as bf16 can be inf or NaN).
+    if (kernel == Kernel::adam) {  // p, g, m, v in [0, 1): v must not be negative
+      fill_uniform(ElementType::fp32, arena.get(), arena.bytes() / 4, 11, 0.0f, 1.0f, context.stream);
+    } else {
+      fill_uniform(ElementType::bf16, arena.get(), arena.bytes() / 2, 12, -3.0f, 3.0f, context.stream);
+    }
     const size_t set = align_up(set_bytes(kernel, s));
     const int64_t sets = context.rotation_sets(set, arena.bytes());
     MemoryBoundPoint point;
@@ -231,14 +257,14 @@ MemoryBoundTable measure_kernel(const GpuContext& context, Kernel kernel, const 
       run(kernel, arena.bytes_ptr() + static_cast<size_t>(call % sets) * set, s, params, context.stream);
     });
     char* set0 = arena.bytes_ptr();
-    if (!adam) run(kernel, set0, s, params, context.stream);
-    check_cuda(cudaStreamSynchronize(context.stream), std::string("running the ") + table.kernel + " kernel");
     if (kernel == Kernel::copy) {
+      run(kernel, set0, s, params, context.stream);
+      check_cuda(cudaStreamSynchronize(context.stream), "running the copy for its check");
       check_windows("a device-to-device copy", s, set0, true, set0 + s, true);
     } else if (kernel == Kernel::layernorm || kernel == Kernel::softmax) {
-      check_rows(kernel, set0, s, params);
+      check_rows(kernel, set0, s, params, context.stream);
     } else {
-      check_elements(kernel, set0, s, context.stream, params);
+      check_elements(kernel, set0, s, params, context.stream);
     }
     table.points.push_back(point);
   }
