@@ -1,6 +1,8 @@
 // Plan validation: the constraints Megatron-LM and DeepSpeed enforce, each reported with values.
 #include "plan/parallel_plan.hpp"
 
+#include <algorithm>
+
 namespace trainsim {
 
 namespace {
@@ -62,6 +64,10 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
 
 int64_t layers_on_stage(const ModelSpec& m, const ParallelPlan& p, int64_t stage) {
   return m.layers / p.pp + (stage < m.layers % p.pp ? 1 : 0);
+}
+
+int64_t first_layer_of_stage(const ModelSpec& m, const ParallelPlan& p, int64_t stage) {
+  return stage * (m.layers / p.pp) + std::min(stage, m.layers % p.pp);
 }
 
 const char* to_string(Schedule schedule) {

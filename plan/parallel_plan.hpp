@@ -42,6 +42,8 @@ ProblemList validate_plan(const ParallelPlan& plan, const ModelSpec& model, cons
 
 // Transformer layers held by pipeline stage `stage` (earlier stages take the remainder).
 int64_t layers_on_stage(const ModelSpec& model, const ParallelPlan& plan, int64_t stage);
+// The first layer of `stage` (stages hold consecutive layers; the earlier stages take the remainder).
+int64_t first_layer_of_stage(const ModelSpec& model, const ParallelPlan& plan, int64_t stage);
 
 const char* to_string(Schedule schedule);
 const char* to_string(Precision precision);

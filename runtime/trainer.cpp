@@ -56,8 +56,8 @@ struct Trainer::Impl {
     grid = RankGrid::build(plan, world);
     tp = std::make_unique<MpiTpGroup>(grid.tp, &clock.tp_comm_s);
     StageLayout layout;
-    layout.first_layer = m.layers * grid.pp_rank / plan.pp;
-    layout.last_layer = m.layers * (grid.pp_rank + 1) / plan.pp;
+    layout.first_layer = first_layer_of_stage(m, plan, grid.pp_rank);  // the simulator's split
+    layout.last_layer = layout.first_layer + layers_on_stage(m, plan, grid.pp_rank);
     layout.embedding = grid.pp_rank == 0;
     layout.head = grid.pp_rank == plan.pp - 1;
     layout.tp = plan.tp;

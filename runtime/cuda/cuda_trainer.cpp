@@ -79,8 +79,8 @@ struct CudaTrainer::Impl {
     gemm = std::make_unique<Gemm>();
     tp = std::make_unique<TpCollectives>(nccl.tp, clock, compute);
     cpu::StageLayout layout;
-    layout.first_layer = model.layers * grid.pp_rank / plan.pp;
-    layout.last_layer = model.layers * (grid.pp_rank + 1) / plan.pp;
+    layout.first_layer = first_layer_of_stage(model, plan, grid.pp_rank);  // the simulator's split
+    layout.last_layer = layout.first_layer + layers_on_stage(model, plan, grid.pp_rank);
     layout.embedding = grid.pp_rank == 0;
     layout.head = grid.pp_rank == plan.pp - 1;
     layout.tp = plan.tp;
