@@ -4,6 +4,8 @@
 // one order), `reduce` (DP buckets that overlap the backward). Cross-stream order is by events only.
 #include "runtime/cuda/cuda_trainer.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <iostream>
 #include <optional>
@@ -351,10 +353,16 @@ Measurement CudaTrainer::run(const std::function<void(const IterationRecord&)>& 
     if (t.grid.world_rank == 0 && on_iteration) on_iteration(m.iterations.back());
   }
   summarize_iterations(m);
-  // Memory: the largest over ranks of the runtime's own peak (what predict models), and the device's view.
-  double mine[2] = {static_cast<double>(t.arena.peak_bytes()), static_cast<double>(t.arena.device_used_peak_bytes())}, largest[2] = {0, 0};
-  MPI_Allreduce(mine, largest, 2, MPI_DOUBLE, MPI_MAX, t.grid.world);
+  // Memory: the largest over ranks of the runtime's own peak (what predict models), the device's
+  // view, and the host process's peak resident set (ru_maxrss: KiB).
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  double mine[3] = {static_cast<double>(t.arena.peak_bytes()), static_cast<double>(t.arena.device_used_peak_bytes()),
+                    static_cast<double>(usage.ru_maxrss) * 1024.0};
+  double largest[3] = {0, 0, 0};
+  MPI_Allreduce(mine, largest, 3, MPI_DOUBLE, MPI_MAX, t.grid.world);
   m.memory_peak_gib = bytes_to_gib(largest[0]);
+  m.memory_rss_peak_gib = bytes_to_gib(largest[2]);
   t.report.runtime_peak_gib = m.memory_peak_gib;
   t.report.device_used_peak_gib = bytes_to_gib(largest[1]);
   t.report.device_total_gib = bytes_to_gib(static_cast<double>(t.arena.device_total_bytes()));
