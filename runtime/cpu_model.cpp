@@ -32,7 +32,8 @@ namespace {
 
 // Counter-based normal draws (splitmix64 of the element index, Box-Muller): element i of tensor
 // `name` depends only on (seed, name, i), so large tensors are filled by several threads and every
-// layout slices the same numbers. A 1.5B-parameter model is drawn in about a second on 16 cores.
+// layout slices the same numbers. Measured: 25 ns per element per thread, as std::mt19937_64 +
+// normal_distribution on one thread; the gain is the threads (1.5B parameters: ~37 s on one, ~2.4 s on 16).
 uint64_t mix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -56,7 +57,7 @@ Matrix normal_matrix(const std::string& name, uint64_t seed, int64_t rows, int64
   const uint64_t key = mix64(seed ^ (std::hash<std::string>{}(name) * 0x9E3779B97F4A7C15ull));
   Matrix m(rows, cols);
   const int64_t n = m.size();
-  constexpr int64_t kPerThread = int64_t{1} << 22;
+  constexpr int64_t kPerThread = int64_t{1} << 22;  // ~0.1 s of work: below it a thread costs more than it saves
   const int64_t threads = std::clamp<int64_t>(n / kPerThread, 1, std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;
   const int64_t chunk = (n / threads + 1) & ~int64_t{1};  // even, so no pair straddles two threads
