@@ -70,6 +70,14 @@ int64_t first_layer_of_stage(const ModelSpec& m, const ParallelPlan& p, int64_t 
   return stage * (m.layers / p.pp) + std::min(stage, m.layers % p.pp);
 }
 
+LayerRange layers_of_chunk(const ModelSpec& m, const ParallelPlan& p, int64_t stage, int64_t chunk) {
+  const int64_t stages = p.pp * p.vpp, vs = chunk * p.pp + stage;
+  LayerRange r;
+  r.first = vs * (m.layers / stages) + std::min(vs, m.layers % stages);
+  r.last = r.first + m.layers / stages + (vs < m.layers % stages ? 1 : 0);
+  return r;
+}
+
 const char* to_string(Schedule schedule) {
   switch (schedule) {
     case Schedule::kGpipe: return "gpipe";

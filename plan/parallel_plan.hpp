@@ -45,6 +45,16 @@ int64_t layers_on_stage(const ModelSpec& model, const ParallelPlan& plan, int64_
 // The first layer of `stage` (stages hold consecutive layers; the earlier stages take the remainder).
 int64_t first_layer_of_stage(const ModelSpec& model, const ParallelPlan& plan, int64_t stage);
 
+// Consecutive transformer layers [first, last).
+struct LayerRange {
+  int64_t first = 0, last = 0;
+  int64_t size() const { return last - first; }
+};
+// The layers of model chunk `chunk` (0 .. vpp-1) on pipeline stage `stage`: virtual stage
+// chunk x pp + stage of pp x vpp, the earlier virtual stages taking the remainder (as Megatron-LM's
+// interleaved schedule places them). With vpp 1 it is the stage's whole share.
+LayerRange layers_of_chunk(const ModelSpec& model, const ParallelPlan& plan, int64_t stage, int64_t chunk);
+
 const char* to_string(Schedule schedule);
 const char* to_string(Precision precision);
 

@@ -11,7 +11,9 @@ namespace trainsim::cpu {
 
 namespace {
 
-constexpr char kMagic[8] = {'T', 'S', 'C', 'K', 'P', 'T', '0', '1'};
+// Format 02 added the model chunks per stage (vpp) after the ZeRO stage; 01 files read as vpp 1.
+constexpr char kMagic[8] = {'T', 'S', 'C', 'K', 'P', 'T', '0', '2'};
+constexpr char kMagicV1[8] = {'T', 'S', 'C', 'K', 'P', 'T', '0', '1'};
 
 uint64_t fnv1a(const std::string& bytes) {
   uint64_t h = 1469598103934665603ull;
@@ -25,7 +27,7 @@ uint64_t fnv1a(const std::string& bytes) {
 void put(std::string& out, const void* data, size_t size) { out.append(static_cast<const char*>(data), size); }
 
 std::vector<int64_t> header_fields(const CheckpointHeader& h) {
-  return {h.world_size, h.dp, h.tp, h.pp, h.zero_stage, h.layers, h.hidden, h.vocab, h.seq_len,
+  return {h.world_size, h.dp, h.tp, h.pp, h.zero_stage, h.vpp, h.layers, h.hidden, h.vocab, h.seq_len,
           static_cast<int64_t>(h.seed), h.iteration, h.optimizer_step};
 }
 
@@ -75,7 +77,8 @@ CheckpointData read_checkpoint(const std::string& path) {
     return InputError(path + ": corrupt checkpoint: " + why, "resume from an intact checkpoint, or start again without --resume");
   };
   if (bytes.size() < sizeof kMagic + 13 * sizeof(int64_t) + sizeof(uint64_t)) throw corrupt("too short");
-  if (bytes.compare(0, sizeof kMagic, kMagic, sizeof kMagic) != 0) throw corrupt("not a trainsim checkpoint (bad magic)");
+  const bool v1 = bytes.compare(0, sizeof kMagicV1, kMagicV1, sizeof kMagicV1) == 0;
+  if (!v1 && bytes.compare(0, sizeof kMagic, kMagic, sizeof kMagic) != 0) throw corrupt("not a trainsim checkpoint (bad magic)");
   uint64_t stored = 0;
   bytes.copy(reinterpret_cast<char*>(&stored), sizeof stored, bytes.size() - sizeof stored);
   if (fnv1a(bytes.substr(0, bytes.size() - sizeof stored)) != stored) throw corrupt("checksum mismatch");
@@ -85,13 +88,17 @@ CheckpointData read_checkpoint(const std::string& path) {
     bytes.copy(static_cast<char*>(out), size, at);
     at += size;
   };
-  std::vector<int64_t> fields(12);
-  for (int64_t& f : fields) take(&f, sizeof f);
+  std::vector<int64_t> fields(13);
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (v1 && i == 5) continue;  // no vpp field: one chunk per stage
+    take(&fields[i], sizeof fields[i]);
+  }
+  if (v1) fields[5] = 1;
   CheckpointData data;
   CheckpointHeader& h = data.header;
-  h.world_size = fields[0], h.dp = fields[1], h.tp = fields[2], h.pp = fields[3], h.zero_stage = fields[4];
-  h.layers = fields[5], h.hidden = fields[6], h.vocab = fields[7], h.seq_len = fields[8];
-  h.seed = static_cast<uint64_t>(fields[9]), h.iteration = fields[10], h.optimizer_step = fields[11];
+  h.world_size = fields[0], h.dp = fields[1], h.tp = fields[2], h.pp = fields[3], h.zero_stage = fields[4], h.vpp = fields[5];
+  h.layers = fields[6], h.hidden = fields[7], h.vocab = fields[8], h.seq_len = fields[9];
+  h.seed = static_cast<uint64_t>(fields[10]), h.iteration = fields[11], h.optimizer_step = fields[12];
   int64_t count = 0;
   take(&count, sizeof count);
   if (count < 0 || count > 1000000) throw corrupt("implausible tensor count");

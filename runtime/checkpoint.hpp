@@ -13,6 +13,7 @@ namespace trainsim::cpu {
 
 struct CheckpointHeader {
   int64_t world_size = 0, dp = 0, tp = 0, pp = 0, zero_stage = 0;
+  int64_t vpp = 1;  // model chunks per pipeline stage
   int64_t layers = 0, hidden = 0, vocab = 0, seq_len = 0;
   uint64_t seed = 0;
   int64_t iteration = -1;  // the last completed iteration

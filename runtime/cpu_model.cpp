@@ -101,6 +101,40 @@ Matrix enter_tp_region(const Matrix& rows, bool sp, TpGroup& tp) { return sp ? t
 
 }  // namespace
 
+int64_t StageLayout::layer_count() const {
+  int64_t n = 0;
+  for (const LayerRange& c : chunks) n += c.size();
+  return n;
+}
+
+int64_t StageLayout::first_local_layer(int64_t chunk) const {
+  int64_t n = 0;
+  for (int64_t c = 0; c < chunk; ++c) n += chunks[static_cast<size_t>(c)].size();
+  return n;
+}
+
+int64_t StageLayout::local_layer(int64_t layer) const {
+  int64_t n = 0;
+  for (const LayerRange& c : chunks) {
+    if (layer >= c.first && layer < c.last) return n + layer - c.first;
+    n += c.size();
+  }
+  return -1;
+}
+
+StageLayout stage_layout(const ModelSpec& model, const ParallelPlan& plan, int64_t pp_rank, int64_t tp_rank) {
+  StageLayout layout;
+  const int64_t chunks = plan.schedule == Schedule::kInterleaved ? plan.vpp : 1;
+  for (int64_t c = 0; c < chunks; ++c) layout.chunks.push_back(layers_of_chunk(model, plan, pp_rank, c));
+  layout.embedding = pp_rank == 0;
+  layout.head = pp_rank == plan.pp - 1;
+  layout.tp = plan.tp;
+  layout.tp_rank = tp_rank;
+  layout.sequence_parallel = plan.sequence_parallel;
+  layout.recompute = plan.recompute;
+  return layout;
+}
+
 size_t StageModel::add(const std::string& name, Matrix value, bool tp_split, bool sp_partial) {
   Param p;
   p.name = name;
@@ -121,27 +155,29 @@ StageModel::StageModel(const ModelSpec& m, const StageLayout& layout, uint64_t s
   const float std = 0.02f, residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(m.layers));  // GPT-2 init
   if (layout.embedding || layout.head) wte_ = add("wte", normal_matrix("wte", seed, m.vocab, h, std), false, false);
   if (layout.embedding) wpe_ = add("wpe", normal_matrix("wpe", seed, m.max_positions, h, std), false, true);
-  for (int64_t l = layout.first_layer; l < layout.last_layer; ++l) {
-    const std::string n = "layer" + std::to_string(l) + ".";
-    LayerParams p;
-    p.ln1_g = add(n + "ln1_g", Matrix::Ones(1, h), false, true);
-    p.ln1_b = add(n + "ln1_b", Matrix::Zero(1, h), false, true);
-    const std::vector<int64_t> qkv_blocks = {m.heads * m.head_dim, m.kv_width(), m.kv_width()};
-    const int64_t qkv_width = m.heads * m.head_dim + 2 * m.kv_width();
-    p.w_qkv = add(n + "w_qkv", block_slice(normal_matrix(n + "w_qkv", seed, h, qkv_width, std), qkv_blocks, t, r), true, false);
-    p.b_qkv = add(n + "b_qkv", Matrix::Zero(1, qkv_width / t), true, false);
-    p.w_o = add(n + "w_o", row_slice(normal_matrix(n + "w_o", seed, h, h, residual_std), t, r), true, false);
-    p.b_o = add(n + "b_o", Matrix::Zero(1, h), false, true);
-    p.ln2_g = add(n + "ln2_g", Matrix::Ones(1, h), false, true);
-    p.ln2_b = add(n + "ln2_b", Matrix::Zero(1, h), false, true);
-    // SwiGLU: FC1 is [gate | up], each ffn_hidden wide.
-    const std::vector<int64_t> fc1_blocks(swiglu_ ? 2 : 1, m.ffn_hidden);
-    const int64_t fc1_width = m.ffn_hidden * static_cast<int64_t>(fc1_blocks.size());
-    p.w_1 = add(n + "w_1", block_slice(normal_matrix(n + "w_1", seed, h, fc1_width, std), fc1_blocks, t, r), true, false);
-    p.b_1 = add(n + "b_1", Matrix::Zero(1, fc1_width / t), true, false);
-    p.w_2 = add(n + "w_2", row_slice(normal_matrix(n + "w_2", seed, m.ffn_hidden, h, residual_std), t, r), true, false);
-    p.b_2 = add(n + "b_2", Matrix::Zero(1, h), false, true);
-    layers_.push_back(p);
+  for (const LayerRange& chunk : layout.chunks) {
+    for (int64_t l = chunk.first; l < chunk.last; ++l) {
+      const std::string n = "layer" + std::to_string(l) + ".";
+      LayerParams p;
+      p.ln1_g = add(n + "ln1_g", Matrix::Ones(1, h), false, true);
+      p.ln1_b = add(n + "ln1_b", Matrix::Zero(1, h), false, true);
+      const std::vector<int64_t> qkv_blocks = {m.heads * m.head_dim, m.kv_width(), m.kv_width()};
+      const int64_t qkv_width = m.heads * m.head_dim + 2 * m.kv_width();
+      p.w_qkv = add(n + "w_qkv", block_slice(normal_matrix(n + "w_qkv", seed, h, qkv_width, std), qkv_blocks, t, r), true, false);
+      p.b_qkv = add(n + "b_qkv", Matrix::Zero(1, qkv_width / t), true, false);
+      p.w_o = add(n + "w_o", row_slice(normal_matrix(n + "w_o", seed, h, h, residual_std), t, r), true, false);
+      p.b_o = add(n + "b_o", Matrix::Zero(1, h), false, true);
+      p.ln2_g = add(n + "ln2_g", Matrix::Ones(1, h), false, true);
+      p.ln2_b = add(n + "ln2_b", Matrix::Zero(1, h), false, true);
+      // SwiGLU: FC1 is [gate | up], each ffn_hidden wide.
+      const std::vector<int64_t> fc1_blocks(swiglu_ ? 2 : 1, m.ffn_hidden);
+      const int64_t fc1_width = m.ffn_hidden * static_cast<int64_t>(fc1_blocks.size());
+      p.w_1 = add(n + "w_1", block_slice(normal_matrix(n + "w_1", seed, h, fc1_width, std), fc1_blocks, t, r), true, false);
+      p.b_1 = add(n + "b_1", Matrix::Zero(1, fc1_width / t), true, false);
+      p.w_2 = add(n + "w_2", row_slice(normal_matrix(n + "w_2", seed, m.ffn_hidden, h, residual_std), t, r), true, false);
+      p.b_2 = add(n + "b_2", Matrix::Zero(1, h), false, true);
+      layers_.push_back(p);
+    }
   }
   if (layout.head) {
     lnf_g_ = add("lnf_g", Matrix::Ones(1, h), false, true);
@@ -196,12 +232,13 @@ Matrix StageModel::layer_backward(const LayerParams& p, const Matrix& dy, const 
   return dx;
 }
 
-Matrix StageModel::forward(const Matrix& input, MicroBatchState& s, TpGroup& tp, float loss_scale, double& loss_sum) {
+Matrix StageModel::forward(const Matrix& input, MicroBatchState& s, TpGroup& tp, float loss_scale, double& loss_sum, int64_t chunk) {
   const int64_t tokens = s.batch * seq_;
   const int64_t rows = layout_.sequence_parallel ? tokens / layout_.tp : tokens;
   const int64_t first_row = layout_.sequence_parallel ? layout_.tp_rank * rows : 0;
+  const bool embeds = layout_.embedding && chunk == 0, has_head = layout_.head && chunk == chunk_count() - 1;
   Matrix x;
-  if (layout_.embedding) {
+  if (embeds) {
     x.resize(rows, hidden_);
     for (int64_t i = 0; i < rows; ++i) {
       const int64_t token_index = first_row + i;
@@ -210,8 +247,10 @@ Matrix StageModel::forward(const Matrix& input, MicroBatchState& s, TpGroup& tp,
   } else {
     x = input;
   }
-  s.layers.assign(layers_.size(), LayerCache());
-  for (size_t l = 0; l < layers_.size(); ++l) {
+  s.layers.resize(layers_.size());
+  const size_t begin = static_cast<size_t>(layout_.first_local_layer(chunk));
+  const size_t end = begin + static_cast<size_t>(layout_.chunks[static_cast<size_t>(chunk)].size());
+  for (size_t l = begin; l < end; ++l) {
     LayerCache& c = s.layers[l];
     if (hooks_) hooks_->before_layer(static_cast<int64_t>(l), false);
     x = layer_forward(layers_[l], x, c, s.batch, tp);
@@ -224,7 +263,7 @@ Matrix StageModel::forward(const Matrix& input, MicroBatchState& s, TpGroup& tp,
       c.attention.probabilities.clear();  // recomputed from Q and K in the backward
     }
   }
-  if (!layout_.head) return x;
+  if (!has_head) return x;
   s.final_in = x;
   const Matrix xf = layer_norm(x, v(lnf_g_), v(lnf_b_), s.final_ln);
   s.final_out = layout_.sequence_parallel ? tp.all_gather_rows(xf) : xf;
@@ -233,9 +272,10 @@ Matrix StageModel::forward(const Matrix& input, MicroBatchState& s, TpGroup& tp,
   return Matrix();
 }
 
-Matrix StageModel::backward(const Matrix& grad_output, MicroBatchState& s, TpGroup& tp) {
+Matrix StageModel::backward(const Matrix& grad_output, MicroBatchState& s, TpGroup& tp, int64_t chunk) {
+  const bool embeds = layout_.embedding && chunk == 0, has_head = layout_.head && chunk == chunk_count() - 1;
   Matrix dx;
-  if (layout_.head) {
+  if (has_head) {
     g(wte_).noalias() += s.dlogits.transpose() * s.final_out;  // identical on every TP rank
     Matrix dxf = s.dlogits * v(wte_);
     if (layout_.sequence_parallel) dxf = Matrix(dxf.middleRows(layout_.tp_rank * dxf.rows() / layout_.tp, dxf.rows() / layout_.tp));
@@ -246,7 +286,8 @@ Matrix StageModel::backward(const Matrix& grad_output, MicroBatchState& s, TpGro
   } else {
     dx = grad_output;
   }
-  for (size_t l = layers_.size(); l-- > 0;) {
+  const size_t begin = static_cast<size_t>(layout_.first_local_layer(chunk));
+  for (size_t l = begin + static_cast<size_t>(layout_.chunks[static_cast<size_t>(chunk)].size()); l-- > begin;) {
     LayerCache& c = s.layers[l];
     if (hooks_) hooks_->before_layer(static_cast<int64_t>(l), true);
     if (layout_.recompute == Recompute::kFull) {
@@ -256,10 +297,10 @@ Matrix StageModel::backward(const Matrix& grad_output, MicroBatchState& s, TpGro
       causal_attention(c.qkv, s.batch, seq_, heads_local_, head_dim_, c.attention, kv_heads_local_);
     }
     dx = layer_backward(layers_[l], dx, c, s.batch, tp);
+    c = LayerCache();  // this micro-batch's activations of the layer are freed
     if (hooks_) hooks_->after_layer_backward(static_cast<int64_t>(l));
   }
-  s.layers.clear();
-  if (!layout_.embedding) return dx;
+  if (!embeds) return dx;
   // Embedding: scatter-add into the rows used. With SP each rank saw only its tokens; the token
   // embedding's share is kept apart (the LM head's share is already complete) and summed over TP.
   const int64_t rows = dx.rows();

@@ -13,6 +13,7 @@
 
 #include "model/activation_memory.hpp"
 #include "model/model_spec.hpp"
+#include "plan/parallel_plan.hpp"
 #include "runtime/cpu_kernels.hpp"
 #include "runtime/tp_group.hpp"
 
@@ -27,12 +28,25 @@ struct Param {
 };
 
 struct StageLayout {
-  int64_t first_layer = 0, last_layer = 0;  // [first, last)
-  bool embedding = false, head = false;
+  // The model chunks this rank holds, in order: one unless the schedule is interleaved, where
+  // chunk c is virtual stage c x pp + stage. Local layer indices run over the chunks in this order.
+  std::vector<LayerRange> chunks;
+  bool embedding = false, head = false;  // the first chunk embeds, the last one has the LM head
+
   int64_t tp = 1, tp_rank = 0;
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;  // full: keep only each layer's input; selective: drop the softmax
+
+  int64_t layer_count() const;
+  // The local index of chunk `chunk`'s first layer.
+  int64_t first_local_layer(int64_t chunk) const;
+  // The local index of model layer `layer`, or -1 when this rank does not hold it.
+  int64_t local_layer(int64_t layer) const;
 };
+
+// The layout of pipeline stage `pp_rank`, TP rank `tp_rank` under `plan`: the simulator's split of
+// layers into (virtual) stages, embedding on the first, LM head on the last.
+StageLayout stage_layout(const ModelSpec& model, const ParallelPlan& plan, int64_t pp_rank, int64_t tp_rank);
 
 // Per micro-batch activations kept for the backward.
 struct LayerCache {
@@ -44,7 +58,7 @@ struct LayerCache {
 struct MicroBatchState {
   int64_t batch = 0;  // sequences
   std::vector<int32_t> tokens, targets;
-  std::vector<LayerCache> layers;
+  std::vector<LayerCache> layers;  // by local layer; a chunk's entries are emptied after its backward
   Matrix final_in, final_out;
   LayerNormCache final_ln;
   Matrix dlogits;
@@ -65,13 +79,14 @@ class StageModel {
  public:
   StageModel(const ModelSpec& model, const StageLayout& layout, uint64_t seed);
 
-  // Forward of one micro-batch. First stage: from `state.tokens`; others: from `input` (token rows,
-  // this rank's shard with SP). Last stage returns an empty matrix and `loss_sum` gets the summed
-  // token loss; `loss_scale` normalises the gradient (1 / tokens in the global batch).
-  Matrix forward(const Matrix& input, MicroBatchState& state, TpGroup& tp, float loss_scale, double& loss_sum);
-  // Backward; `grad_output` is ignored on the last stage. Returns the gradient of the input
-  // activation (empty on the first stage). Gradients accumulate into the parameters.
-  Matrix backward(const Matrix& grad_output, MicroBatchState& state, TpGroup& tp);
+  // Forward of one micro-batch through model chunk `chunk`. The first chunk of the first stage
+  // starts from `state.tokens`; others from `input` (token rows, this rank's shard with SP). The
+  // last chunk of the last stage returns an empty matrix and `loss_sum` gets the summed token loss;
+  // `loss_scale` normalises the gradient (1 / tokens in the global batch).
+  Matrix forward(const Matrix& input, MicroBatchState& state, TpGroup& tp, float loss_scale, double& loss_sum, int64_t chunk = 0);
+  // Backward of chunk `chunk`; `grad_output` is ignored where the loss is. Returns the gradient of
+  // the input activation (empty where the embedding is). Gradients accumulate into the parameters.
+  Matrix backward(const Matrix& grad_output, MicroBatchState& state, TpGroup& tp, int64_t chunk = 0);
   // With SP, sums over the TP group the gradients of a layer that cover only this rank's tokens
   // (call once its gradients are complete for the iteration, or per micro-batch: the sum is linear).
   void finish_layer_gradients(int64_t layer, TpGroup& tp);
@@ -85,6 +100,7 @@ class StageModel {
   std::vector<size_t> layer_params(int64_t layer) const;
   std::vector<size_t> outer_params() const;
   int64_t layer_count() const { return static_cast<int64_t>(layers_.size()); }
+  int64_t chunk_count() const { return static_cast<int64_t>(layout_.chunks.size()); }
   void set_hooks(LayerHooks* hooks) { hooks_ = hooks; }
 
   std::vector<Param>& params() { return params_; }

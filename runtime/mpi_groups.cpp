@@ -28,6 +28,12 @@ RankGrid RankGrid::build(const ParallelPlan& p, MPI_Comm world) {
                  static_cast<int>(g.pp_rank), &g.embedding);
   if (g.pp_rank > 0) g.prev_stage = static_cast<int>(global_rank(p, g.tp_rank, 0, g.dp_rank, g.pp_rank - 1));
   if (g.pp_rank < p.pp - 1) g.next_stage = static_cast<int>(global_rank(p, g.tp_rank, 0, g.dp_rank, g.pp_rank + 1));
+  g.stages = p.pp;
+  g.chunks = p.schedule == Schedule::kInterleaved ? p.vpp : 1;
+  if (p.pp > 1) {
+    g.ring_prev = static_cast<int>(global_rank(p, g.tp_rank, 0, g.dp_rank, (g.pp_rank + p.pp - 1) % p.pp));
+    g.ring_next = static_cast<int>(global_rank(p, g.tp_rank, 0, g.dp_rank, (g.pp_rank + 1) % p.pp));
+  }
   return g;
 }
 

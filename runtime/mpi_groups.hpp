@@ -17,6 +17,15 @@ struct RankGrid {
   MPI_Comm tp = MPI_COMM_NULL, dp = MPI_COMM_NULL, model = MPI_COMM_NULL;  // model: tp x pp of one replica
   MPI_Comm embedding = MPI_COMM_NULL;  // first and last stage of one (tp, dp) (pp > 1 only)
   int prev_stage = -1, next_stage = -1;  // world ranks of the pipeline neighbours
+  // Pipeline stages and model chunks per stage (vpp with the interleaved schedule, else 1), and the
+  // world ranks of the stages before and after this one on the ring (pp > 1).
+  int64_t stages = 1, chunks = 1;
+  int ring_prev = -1, ring_next = -1;
+
+  // Where chunk `chunk`'s input activation comes from and its output goes to: the world rank of
+  // virtual stage chunk x pp + pp_rank -/+ 1, or -1 at the model's ends.
+  int input_from(int64_t chunk) const { return chunk * stages + pp_rank > 0 ? ring_prev : -1; }
+  int output_to(int64_t chunk) const { return chunk * stages + pp_rank < stages * chunks - 1 ? ring_next : -1; }
 
   static RankGrid build(const ParallelPlan& plan, MPI_Comm world);
   void release();

@@ -33,10 +33,9 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
   // Tokens are bytes (ids 0-255); a larger vocabulary costs what it costs in training (embedding,
   // LM head, cross-entropy over every id), only ids from 256 up never occur in the data.
   if (m.vocab < 256) problems.add("model \"" + m.name + "\": vocab " + std::to_string(m.vocab) + " < 256 (the runtime feeds byte tokens 0-255)");
-  if (p.schedule == Schedule::kInterleaved) problems.add("plan: the interleaved schedule is not implemented in the CPU runtime yet");
   if (p.precision != Precision::kFp32) problems.add(std::string("plan: precision ") + to_string(p.precision) + " (the CPU runtime trains in fp32: --precision fp32)");
   if (p.cp > 1 || p.ep > 1) problems.add("plan: cp and ep are not implemented");
-  problems.throw_if_any("the CPU runtime runs GPT-2-style models (e.g. gpt-tiny) with DP, TP (+SP), PP (GPipe, 1F1B), ZeRO-0/1/2/3 and recomputation today");
+  problems.throw_if_any("the CPU runtime runs GPT-2-style models (e.g. gpt-tiny) with DP, TP (+SP), PP (GPipe, 1F1B, interleaved 1F1B), ZeRO-0/1/2/3 and recomputation today");
 }
 
 struct Trainer::Impl {
@@ -55,17 +54,8 @@ struct Trainer::Impl {
   Impl(const ModelSpec& m, const ParallelPlan& p, const RunOptions& o, MPI_Comm world) : model(m), plan(p), options(o) {
     grid = RankGrid::build(plan, world);
     tp = std::make_unique<MpiTpGroup>(grid.tp, &clock.tp_comm_s);
-    StageLayout layout;
-    layout.first_layer = first_layer_of_stage(m, plan, grid.pp_rank);  // the simulator's split
-    layout.last_layer = layout.first_layer + layers_on_stage(m, plan, grid.pp_rank);
-    layout.embedding = grid.pp_rank == 0;
-    layout.head = grid.pp_rank == plan.pp - 1;
-    layout.tp = plan.tp;
-    layout.tp_rank = grid.tp_rank;
-    layout.sequence_parallel = plan.sequence_parallel;
-    layout.recompute = plan.recompute;
     memory.reset();
-    stage = std::make_unique<StageModel>(m, layout, options.seed);
+    stage = std::make_unique<StageModel>(m, stage_layout(m, plan, grid.pp_rank, grid.tp_rank), options.seed);
     corpus = runtime::load_corpus(options.data_path, m.seq_len + 1);
     std::vector<bool> weights;
     for (const Param& prm : stage->params()) weights.push_back(counts_in_norm(prm));
@@ -105,31 +95,43 @@ struct Trainer::Impl {
     send_buffers.reserve(mbs.size() * 2);
     for (const PipelineStep& step : schedule.steps[static_cast<size_t>(grid.pp_rank)]) {
       MicroBatchState& mb = mbs[static_cast<size_t>(step.micro_batch)];
-      const int tag = static_cast<int>(step.micro_batch * 2 + (step.kind == StepKind::kForward ? 0 : 1));
+      // One tag per (micro-batch, chunk, direction): the activation entering chunk c of this stage
+      // and the gradient leaving it carry the chunk the receiver runs.
+      const int fwd_tag = static_cast<int>((step.micro_batch * grid.chunks + step.chunk) * 2);
+      const int from = grid.input_from(step.chunk), to = grid.output_to(step.chunk);
       if (step.kind == StepKind::kForward) {
         Matrix input;
-        if (grid.prev_stage >= 0) input = receive(grid.prev_stage, tag);
+        if (from >= 0) input = receive(from, fwd_tag);
         const double start = wall_s(), tp_before = clock.tp_comm_s, dp_before = clock.dp_comm_s;
         double loss_sum = 0;
-        Matrix out = stage->forward(input, mb, *tp, scale, loss_sum);
+        Matrix out = stage->forward(input, mb, *tp, scale, loss_sum, step.chunk);
         clock.forward_s += wall_s() - start - (clock.tp_comm_s - tp_before) - (clock.dp_comm_s - dp_before);
         memory.sample();  // activations of the micro-batches in flight peak after a forward
         loss += loss_sum * scale;
-        if (grid.next_stage >= 0) send(std::move(out), grid.next_stage, tag, sends, send_buffers);
+        if (to >= 0) send(std::move(out), to, next_chunk_tag(step, true), sends, send_buffers);
       } else {
         Matrix grad;
-        if (grid.next_stage >= 0) grad = receive(grid.next_stage, tag);
+        if (to >= 0) grad = receive(to, fwd_tag + 1);
         data_parallel->begin_backward(step.micro_batch == plan.micro_batches() - 1);
         const double start = wall_s(), tp_before = clock.tp_comm_s, dp_before = clock.dp_comm_s;
-        Matrix dx = stage->backward(grad, mb, *tp);
+        Matrix dx = stage->backward(grad, mb, *tp, step.chunk);
         clock.backward_s += wall_s() - start - (clock.tp_comm_s - tp_before) - (clock.dp_comm_s - dp_before);
-        if (grid.prev_stage >= 0) send(std::move(dx), grid.prev_stage, tag, sends, send_buffers);
+        if (from >= 0) send(std::move(dx), from, next_chunk_tag(step, false), sends, send_buffers);
       }
     }
     const double start = wall_s();
     MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE);
     clock.pp_comm_s += wall_s() - start;
     return loss;
+  }
+
+  // The tag of what `step` sends: forward, the activation for the next virtual stage (chunk + 1 when
+  // it wraps from the last stage to the first); backward, the gradient for the previous one.
+  int next_chunk_tag(const PipelineStep& step, bool forward) const {
+    int64_t chunk = step.chunk;
+    if (forward && grid.pp_rank == plan.pp - 1) ++chunk;
+    if (!forward && grid.pp_rank == 0) --chunk;
+    return static_cast<int>((step.micro_batch * grid.chunks + chunk) * 2 + (forward ? 0 : 1));
   }
 
   // Waiting for a neighbour's message to arrive is the pipeline bubble; receiving it is transfer.
@@ -171,7 +173,7 @@ struct Trainer::Impl {
   CheckpointHeader header(int64_t iteration) const {
     CheckpointHeader h;
     h.world_size = grid.world_size;
-    h.dp = plan.dp, h.tp = plan.tp, h.pp = plan.pp, h.zero_stage = plan.zero_stage;
+    h.dp = plan.dp, h.tp = plan.tp, h.pp = plan.pp, h.zero_stage = plan.zero_stage, h.vpp = grid.chunks;
     h.layers = model.layers, h.hidden = model.hidden, h.vocab = model.vocab, h.seq_len = model.seq_len;
     h.seed = options.seed;
     h.iteration = iteration;
@@ -278,7 +280,7 @@ Trainer::~Trainer() { impl_->grid.release(); }
 
 Measurement Trainer::run(const std::function<void(const IterationRecord&)>& on_iteration) {
   Impl& t = *impl_;
-  const PipelineSchedule schedule = make_pipeline_schedule(t.plan.schedule, t.plan.pp, 1, t.plan.micro_batches());
+  const PipelineSchedule schedule = make_pipeline_schedule(t.plan.schedule, t.plan.pp, t.grid.chunks, t.plan.micro_batches());
   Measurement m;
   m.warmup_iterations = std::min(t.options.warmup_iterations, std::max<int64_t>(0, t.options.steps - 1));
   m.ranks = t.grid.world_size;

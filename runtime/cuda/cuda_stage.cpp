@@ -28,7 +28,8 @@ CudaStage::CudaStage(const ModelSpec& m, const cpu::StageLayout& layout, int64_t
     params_ = std::make_unique<ParamStore>(initial, shards, arena, stream);
   }
   const ParamStore& p = *params_;
-  for (int64_t l = layout.first_layer; l < layout.last_layer; ++l) {
+  TRAINSIM_ASSERT(layout.chunks.size() == 1, "CudaStage runs one model chunk per stage");
+  for (int64_t l = layout.chunks[0].first; l < layout.chunks[0].last; ++l) {
     const std::string n = "layer" + std::to_string(l) + ".";
     auto wt = [&](const char* name) -> const bf16* { return p.weight(n + name); };
     auto gr = [&](const char* name) { return p.grad(n + name); };

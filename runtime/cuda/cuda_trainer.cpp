@@ -80,15 +80,7 @@ struct CudaTrainer::Impl {
   void setup() {
     gemm = std::make_unique<Gemm>();
     tp = std::make_unique<TpCollectives>(nccl.tp, clock, compute);
-    cpu::StageLayout layout;
-    layout.first_layer = first_layer_of_stage(model, plan, grid.pp_rank);  // the simulator's split
-    layout.last_layer = layout.first_layer + layers_on_stage(model, plan, grid.pp_rank);
-    layout.embedding = grid.pp_rank == 0;
-    layout.head = grid.pp_rank == plan.pp - 1;
-    layout.tp = plan.tp;
-    layout.tp_rank = grid.tp_rank;
-    layout.sequence_parallel = plan.sequence_parallel;
-    layout.recompute = plan.recompute;
+    const cpu::StageLayout layout = cpu::stage_layout(model, plan, grid.pp_rank, grid.tp_rank);  // the simulator's split
     zero = plan.zero_stage >= 1 && plan.dp > 1;
     stage = std::make_unique<CudaStage>(model, layout, plan.micro_batch, options.seed, zero ? plan.dp : 1, arena, *tp, *gemm, compute);
     ParamStore& params = stage->params();

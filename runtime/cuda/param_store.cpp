@@ -57,7 +57,7 @@ ParamLayout layout_params(const std::vector<cpu::Param>& params, const cpu::Stag
     // The GPU stage gathers the embedding's input gradient over TP, so wpe's gradient is whole.
     v.sp_partial = p.sp_partial_grad && p.name != "wpe";
     const int64_t layer = layer_of(p.name);
-    v.layer = layer >= 0 ? layer - layout.first_layer : -1;
+    v.layer = layer >= 0 ? layout.local_layer(layer) : -1;
     if (v.layer >= 0) {
       if (static_cast<size_t>(v.layer) >= out.layer_ranges.size()) out.layer_ranges.resize(static_cast<size_t>(v.layer) + 1, {at, at});
       out.layer_ranges[static_cast<size_t>(v.layer)].second = at + v.count();
@@ -66,7 +66,7 @@ ParamLayout layout_params(const std::vector<cpu::Param>& params, const cpu::Stag
     out.views.push_back(v);
   }
   out.padded_count = round_up(std::max<int64_t>(at, 1), ParamLayout::kAlignElements * shards);
-  TRAINSIM_ASSERT(static_cast<int64_t>(out.layer_ranges.size()) == layout.last_layer - layout.first_layer,
+  TRAINSIM_ASSERT(static_cast<int64_t>(out.layer_ranges.size()) == layout.layer_count(),
                   "ParamStore: the CPU model's layer names do not match its layout");
   return out;
 }

@@ -196,9 +196,8 @@ cli_test("bad: run with a rank count that does not match the plan" RC 2 MATCH "n
   ARGS run --model gpt-tiny --dp 2 --global-batch 4 --precision fp32 --steps 1 --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
 cli_test("bad: run with a missing data file" RC 2 MATCH "--data: cannot open /nonexistent/corpus.txt"
   ARGS run --model gpt-tiny --precision fp32 --steps 1 --data /nonexistent/corpus.txt --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
-cli_test("bad: run a plan the CPU runtime cannot take yet" RC 2 MATCH "interleaved schedule is not implemented in the CPU runtime yet"
-  ARGS run --model gpt2-124m --precision fp32 --steps 1 --pp 2 --vpp 2 --gpus 2 --global-batch 2 --schedule interleaved
-       --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
+cli_test("bad: run a plan the CPU runtime cannot take" RC 2 MATCH "precision bf16 .the CPU runtime trains in fp32"
+  ARGS run --model gpt-tiny --precision bf16 --steps 1 --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
 cli_test("bad: run a model the runtime does not implement" RC 2 MATCH "norm rmsnorm" "positions rope"
   ARGS run --model llama3-8b --precision fp32 --steps 1 --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
 cli_test("bad: resume from a corrupt checkpoint" RC 2 MATCH "rank0.it0.ckpt: corrupt checkpoint: checksum mismatch"

@@ -88,8 +88,7 @@ TEST_CASE("the CUDA runtime refuses heads wider than its flash attention takes",
 // The stage layout the trainer gives pipeline stage `pp_rank` of `pp` on TP rank `tp_rank`.
 cpu::StageLayout stage_layout(const ModelSpec& m, int64_t pp, int64_t pp_rank, int64_t tp, int64_t tp_rank, bool sp) {
   cpu::StageLayout layout;
-  layout.first_layer = m.layers * pp_rank / pp;
-  layout.last_layer = m.layers * (pp_rank + 1) / pp;
+  layout.chunks = {LayerRange{m.layers * pp_rank / pp, m.layers * (pp_rank + 1) / pp}};
   layout.embedding = pp_rank == 0;
   layout.head = pp_rank == pp - 1;
   layout.tp = tp;
@@ -125,7 +124,7 @@ TEST_CASE("a stage's parameters lie 256-byte aligned without overlap, whole laye
         end = v.offset + v.count();
       }
       CHECK(end <= layout.padded_count);
-      REQUIRE(static_cast<int64_t>(layout.layer_ranges.size()) == stage.last_layer - stage.first_layer);
+      REQUIRE(static_cast<int64_t>(layout.layer_ranges.size()) == stage.layer_count());
       for (size_t l = 0; l < layout.layer_ranges.size(); ++l) {
         const auto [begin, stop] = layout.layer_ranges[l];
         if (l > 0) CHECK(begin >= layout.layer_ranges[l - 1].second);
@@ -284,9 +283,7 @@ TEST_CASE("a GPU stage's tensors are 256-byte aligned, layers contiguous, paddin
     return;
   }
   const ModelSpec m = resolve_model("gpt-tiny");
-  cpu::StageLayout layout;
-  layout.last_layer = m.layers;
-  layout.embedding = layout.head = true;
+  const cpu::StageLayout layout = cpu::stage_layout(m, ParallelPlan{}, 0, 0);  // the whole model on one rank
   cpu::StageModel host(m, layout, 3);
   cuda::DeviceArena arena;
   cuda::ParamStore store(host, 4, arena, nullptr);

@@ -58,9 +58,7 @@ ModelSpec tiny_swiglu_gqa() {
 }
 
 void check_gradients_against_finite_differences(const ModelSpec& m) {
-  StageLayout layout;
-  layout.last_layer = m.layers;
-  layout.embedding = layout.head = true;
+  const StageLayout layout = stage_layout(m, ParallelPlan{}, 0, 0);  // the whole model on one rank
   StageModel model(m, layout, 1234);
   SingleRankGroup tp;
   MicroBatchState s = batch_of(2, m, 7);
@@ -94,9 +92,7 @@ TEST_CASE("with SwiGLU and grouped-query attention every gradient matches finite
 
 TEST_CASE("SwiGLU and GQA change the weights' shapes as the model says") {
   const ModelSpec m = tiny_swiglu_gqa();
-  StageLayout layout;
-  layout.last_layer = m.layers;
-  layout.embedding = layout.head = true;
+  const StageLayout layout = stage_layout(m, ParallelPlan{}, 0, 0);  // the whole model on one rank
   StageModel model(m, layout, 1);
   for (const Param& p : model.params()) {
     if (p.name == "layer0.w_qkv") CHECK(p.value.cols() == (4 + 2 * 2) * 4);
@@ -107,9 +103,7 @@ TEST_CASE("SwiGLU and GQA change the weights' shapes as the model says") {
 
 TEST_CASE("a fresh model predicts about uniformly: loss per token near log(vocab)") {
   const ModelSpec m = tiny();
-  StageLayout layout;
-  layout.last_layer = m.layers;
-  layout.embedding = layout.head = true;
+  const StageLayout layout = stage_layout(m, ParallelPlan{}, 0, 0);  // the whole model on one rank
   StageModel model(m, layout, 99);
   const double per_token = loss_of(model, m) / static_cast<double>(2 * m.seq_len);
   CHECK(per_token == Approx(std::log(static_cast<double>(m.vocab))).epsilon(0.05));

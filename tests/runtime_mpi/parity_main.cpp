@@ -3,6 +3,7 @@
 // the command line; the loss curves must agree to a relative tolerance (fp32, different
 // reduction orders). Usage: mpirun -np N runtime_parity --dp 2 --tp 1 --pp 1 [--sp] [--gpipe]
 // [--zero Z] [--no-overlap] [--swiglu-gqa] [--bucket PARAMS] [--recompute full|selective]
+// [--vpp V] (interleaved 1F1B with V model chunks per stage)
 #include <mpi.h>
 
 #include <cmath>
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
     else if (a == "--pp") layout.pp = std::stoll(argv[++i]);
     else if (a == "--sp") layout.sequence_parallel = true;
     else if (a == "--gpipe") layout.schedule = Schedule::kGpipe;
+    else if (a == "--vpp") layout.vpp = std::stoll(argv[++i]), layout.schedule = Schedule::kInterleaved;
     else if (a == "--zero") layout.zero_stage = std::stoi(argv[++i]);
     else if (a == "--swiglu-gqa") swiglu_gqa = true;
     else if (a == "--no-overlap") layout.dp_overlap = false;
@@ -77,6 +79,7 @@ int main(int argc, char** argv) {
   single.zero_stage = 0;
   single.recompute = Recompute::kNone;
   single.schedule = Schedule::k1F1B;
+  single.vpp = 1;
 
   MPI_Comm alone;
   MPI_Comm_split(MPI_COMM_WORLD, rank == 0 ? 0 : MPI_UNDEFINED, 0, &alone);
@@ -86,10 +89,10 @@ int main(int argc, char** argv) {
     if (rank == 0) reference = losses(single, alone);
     const std::vector<double> parallel = losses(layout, MPI_COMM_WORLD);
     if (rank == 0) {
-      std::printf("layout dp%lld tp%lld pp%lld zero%d recompute %s%s%s on %d ranks vs 1 rank (6 steps, fp32):\n",
+      std::printf("layout dp%lld tp%lld pp%lld vpp%lld zero%d recompute %s%s schedule %s on %d ranks vs 1 rank (6 steps, fp32):\n",
                   static_cast<long long>(layout.dp), static_cast<long long>(layout.tp), static_cast<long long>(layout.pp),
-                  layout.zero_stage, to_string(layout.recompute), layout.sequence_parallel ? " sp" : "",
-                  layout.schedule == Schedule::kGpipe ? " gpipe" : "", size);
+                  static_cast<long long>(layout.vpp), layout.zero_stage, to_string(layout.recompute),
+                  layout.sequence_parallel ? " sp" : "", to_string(layout.schedule), size);
       for (size_t i = 0; i < reference.size(); ++i) {
         const double rel = std::fabs(parallel[i] / reference[i] - 1.0);
         std::printf("  step %zu: loss %.6f vs %.6f (relative difference %.2e)\n", i, parallel[i], reference[i], rel);
