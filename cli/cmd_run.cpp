@@ -67,6 +67,12 @@ Measurement train(const RunArgs& a, const ModelSpec& model, const ParallelPlan& 
 #endif
   }
   cpu::check_runtime_plan(model, plan, world_size);
+  MPI_Comm host;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
+  int ranks_on_host = 1;
+  MPI_Comm_size(host, &ranks_on_host);
+  MPI_Comm_free(&host);
+  cpu::check_host_memory(model, plan, ranks_on_host, cpu::host_available_bytes());
   cpu::Trainer trainer(model, plan, options, MPI_COMM_WORLD);
   return trainer.run(print);
 }

@@ -62,6 +62,7 @@ void read_llama_family(JsonObjectReader& r, const std::string& type, ModelSpec& 
   m.vocab = r.required_int("vocab_size", 1);
   m.seq_len = r.required_int("max_position_embeddings", 1);
   m.tied_embeddings = r.optional_bool("tie_word_embeddings").value_or(false);
+  m.rope_theta = r.optional_number("rope_theta", 1.0).value_or(m.rope_theta);
   if (auto hd = r.optional_int("head_dim", 1)) m.head_dim = *hd;
   const std::string act = r.optional_string("hidden_act").value_or("silu");
   if (act != "silu" && act != "swish") {
@@ -116,6 +117,7 @@ void read_gpt_neox(JsonObjectReader& r, ModelSpec& m) {
   m.ffn_kind = FfnKind::kGelu;
   m.norm = NormKind::kLayerNorm;
   m.position = PositionKind::kRope;
+  m.rope_theta = r.optional_number("rotary_emb_base", 1.0).value_or(m.rope_theta);
   m.linear_bias = true;
   m.dropout = r.optional_number("hidden_dropout", 0.0).value_or(0.0) > 0.0;
 }

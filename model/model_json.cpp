@@ -50,6 +50,7 @@ ModelSpec read_model(JsonObjectReader& r) {
   if (auto v = r.optional_choice("position", {"learned", "rope", "alibi"})) {
     m.position = *v == "learned" ? PositionKind::kLearned : *v == "rope" ? PositionKind::kRope : PositionKind::kAlibi;
   }
+  m.rope_theta = r.optional_number("rope_theta", 1.0).value_or(m.rope_theta);
   m.max_positions = r.optional_int("max_positions", 1).value_or(m.seq_len);
   m.tied_embeddings = r.optional_bool("tied_embeddings").value_or(m.tied_embeddings);
   m.linear_bias = r.optional_bool("linear_bias").value_or(m.linear_bias);
@@ -94,6 +95,7 @@ nlohmann::ordered_json model_to_json(const ModelSpec& m) {
   j["max_positions"] = m.max_positions;
   j["norm"] = to_string(m.norm);
   j["position"] = to_string(m.position);
+  if (m.position == PositionKind::kRope) j["rope_theta"] = m.rope_theta;
   j["tied_embeddings"] = m.tied_embeddings;
   j["linear_bias"] = m.linear_bias;
   j["qkv_bias"] = m.qkv_bias;

@@ -35,6 +35,7 @@ struct ModelSpec {
   int64_t max_positions = 0;  // rows of a learned position table (>= seq_len)
   NormKind norm = NormKind::kLayerNorm;
   PositionKind position = PositionKind::kLearned;
+  double rope_theta = 10000.0;  // RoPE base (Llama 2: 10^4, Llama 3: 5 x 10^5); the runtime's numerics only
   bool tied_embeddings = true;  // LM head shares the token embedding matrix
   bool linear_bias = true;      // every linear layer has a bias (GPT-2/3, Megatron GPT)
   bool qkv_bias = false;        // only Q, K, V have biases (Qwen2); implied by linear_bias

@@ -43,6 +43,58 @@ Matrix layer_norm_backward(const Matrix& dy, const Vector& gamma, const LayerNor
   return dx;
 }
 
+Matrix rms_norm(const Matrix& x, const Vector& gamma, LayerNormCache& cache) {
+  const Eigen::Index rows = x.rows(), cols = x.cols();
+  cache.normalized.resize(rows, cols);
+  cache.rstd.resize(rows);
+  Matrix y(rows, cols);
+  for (Eigen::Index r = 0; r < rows; ++r) {
+    const float rstd = 1.0f / std::sqrt(x.row(r).squaredNorm() / static_cast<float>(cols) + kLayerNormEps);
+    cache.rstd(r) = rstd;
+    cache.normalized.row(r) = x.row(r) * rstd;
+    y.row(r) = cache.normalized.row(r).array() * gamma.array();
+  }
+  return y;
+}
+
+Matrix rms_norm_backward(const Matrix& dy, const Vector& gamma, const LayerNormCache& cache, Vector& dgamma) {
+  const Eigen::Index rows = dy.rows(), cols = dy.cols();
+  dgamma += (dy.array() * cache.normalized.array()).colwise().sum().matrix();
+  Matrix dx(rows, cols);
+  for (Eigen::Index r = 0; r < rows; ++r) {
+    const Eigen::Array<float, 1, Eigen::Dynamic> g = dy.row(r).array() * gamma.array();
+    const float mean_gx = (g * cache.normalized.row(r).array()).mean();
+    dx.row(r) = cache.rstd(r) * (g - cache.normalized.row(r).array() * mean_gx);
+  }
+  return dx;
+}
+
+void rotary_embedding(Matrix& qkv, int64_t seq, int64_t heads, int64_t kv_heads, int64_t head_dim, double theta, bool inverse) {
+  const int64_t half = head_dim / 2;
+  Matrix cos_table(seq, half), sin_table(seq, half);
+  for (int64_t i = 0; i < half; ++i) {
+    const double frequency = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+    for (int64_t p = 0; p < seq; ++p) {
+      const double angle = static_cast<double>(p) * frequency;
+      cos_table(p, i) = static_cast<float>(std::cos(angle));
+      sin_table(p, i) = static_cast<float>(inverse ? -std::sin(angle) : std::sin(angle));
+    }
+  }
+  const int64_t rotated_heads = heads + kv_heads;  // Q's heads, then K's; V is left alone
+  for (Eigen::Index r = 0; r < qkv.rows(); ++r) {
+    const int64_t p = r % seq;
+    float* row = qkv.row(r).data();
+    for (int64_t h = 0; h < rotated_heads; ++h) {
+      float* x = row + h * head_dim;
+      for (int64_t i = 0; i < half; ++i) {
+        const float a = x[i], b = x[i + half], c = cos_table(p, i), s = sin_table(p, i);
+        x[i] = a * c - b * s;
+        x[i + half] = b * c + a * s;
+      }
+    }
+  }
+}
+
 Matrix gelu(const Matrix& x) {
   return x.unaryExpr([](float v) { return 0.5f * v * (1.0f + std::tanh(kGeluC * (v + 0.044715f * v * v * v))); });
 }

@@ -1,5 +1,5 @@
-// The CPU backend's kernels (fp32, Eigen): layer norm, GELU, causal multi-head attention and
-// softmax cross-entropy, each with its backward. Row-major (tokens x features) matrices. These are
+// The CPU backend's kernels (fp32, Eigen): LayerNorm and RMSNorm, rotary embeddings, GELU and
+// SwiGLU, causal multi-head attention and softmax cross-entropy, each with its backward. Row-major (tokens x features) matrices. These are
 // the reference implementations the CUDA backend will be checked against.
 #pragma once
 
@@ -21,6 +21,16 @@ struct LayerNormCache {
 Matrix layer_norm(const Matrix& x, const Vector& gamma, const Vector& beta, LayerNormCache& cache);
 // Returns dx; accumulates dgamma, dbeta.
 Matrix layer_norm_backward(const Matrix& dy, const Vector& gamma, const LayerNormCache& cache, Vector& dgamma, Vector& dbeta);
+// RMSNorm (Llama): y = x / sqrt(mean(x^2) + eps) * gamma. The cache's `normalized` is x / rms.
+Matrix rms_norm(const Matrix& x, const Vector& gamma, LayerNormCache& cache);
+// Returns dx; accumulates dgamma.
+Matrix rms_norm_backward(const Matrix& dy, const Vector& gamma, const LayerNormCache& cache, Vector& dgamma);
+
+// Rotary position embedding (Su et al. 2021) in the rotate-half layout of Llama and Megatron-LM, on
+// the Q and K blocks of every row of qkv (laid out as for causal_attention); row r is position
+// r % seq. Each head's dimension i < d/2 pairs with i + d/2 and turns by position x theta^(-2i/d).
+// `inverse` turns back: the backward of the rotation (it is orthogonal).
+void rotary_embedding(Matrix& qkv, int64_t seq, int64_t heads, int64_t kv_heads, int64_t head_dim, double theta, bool inverse);
 
 // tanh-approximated GELU (GPT-2).
 Matrix gelu(const Matrix& x);

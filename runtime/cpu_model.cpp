@@ -13,15 +13,17 @@
 
 namespace trainsim::cpu {
 
-void check_runtime_supports(const ModelSpec& m) { model_problems(m).throw_if_any("run a GPT-2-style model, e.g. --model gpt-tiny or gpt2-124m"); }
+void check_runtime_supports(const ModelSpec& m) {
+  model_problems(m).throw_if_any("run a GPT-2- or Llama-style dense model, e.g. --model gpt-tiny or gpt2-124m");
+}
 
 ProblemList model_problems(const ModelSpec& m) {
   ProblemList p;
   const std::string where = "model \"" + m.name + "\"";
-  if (!m.linear_bias) p.add(where + ": linear layers without biases (the CPU runtime has a bias in every linear layer: \"linear_bias\": true)");
-  if (m.norm != NormKind::kLayerNorm) p.add(where + ": norm " + std::string(to_string(m.norm)) + " (the CPU runtime implements LayerNorm)");
-  if (m.position != PositionKind::kLearned) p.add(where + ": positions " + std::string(to_string(m.position)) + " (the CPU runtime implements learned positions)");
-  if (!m.tied_embeddings) p.add(where + ": untied embeddings (the CPU runtime ties the LM head)");
+  if (m.position == PositionKind::kAlibi) p.add(where + ": positions alibi (the CPU runtime implements learned positions and RoPE)");
+  if (m.position == PositionKind::kRope && m.head_dim % 2 != 0) {
+    p.add(where + ": head_dim " + std::to_string(m.head_dim) + " is odd (RoPE turns pairs of dimensions)");
+  }
   if (m.moe) p.add(where + ": MoE layers are not implemented in the CPU runtime");
   if (m.dropout) p.add(where + ": dropout is not implemented in the CPU runtime (describe the model with \"dropout\": false)");
   if (m.head_dim * m.heads != m.hidden) p.add(where + ": head_dim x heads must equal hidden in the CPU runtime");
@@ -149,87 +151,110 @@ size_t StageModel::add(const std::string& name, Matrix value, bool tp_split, boo
 StageModel::StageModel(const ModelSpec& m, const StageLayout& layout, uint64_t seed)
     : layout_(layout), hidden_(m.hidden), heads_local_(m.heads / layout.tp), kv_heads_local_(m.kv_heads / layout.tp),
       head_dim_(m.head_dim), ffn_local_(m.ffn_hidden / layout.tp), vocab_(m.vocab), seq_(m.seq_len),
-      swiglu_(m.ffn_kind == FfnKind::kSwiglu) {
+      swiglu_(m.ffn_kind == FfnKind::kSwiglu), rms_norm_(m.norm == NormKind::kRmsNorm), rope_(m.position == PositionKind::kRope),
+      rope_theta_(m.rope_theta) {
   check_runtime_supports(m);
   const int64_t h = m.hidden, t = layout.tp, r = layout.tp_rank;
   const float std = 0.02f, residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(m.layers));  // GPT-2 init
-  if (layout.embedding || layout.head) wte_ = add("wte", normal_matrix("wte", seed, m.vocab, h, std), false, false);
-  if (layout.embedding) wpe_ = add("wpe", normal_matrix("wpe", seed, m.max_positions, h, std), false, true);
+  const bool all_biases = m.linear_bias, qkv_bias = m.linear_bias || m.qkv_bias;
+  // A norm's gamma and (LayerNorm) beta: replicated over TP, their gradients partial with SP.
+  const auto add_norm = [&](const std::string& name, size_t& gamma, size_t& beta) {
+    gamma = add(name + "_g", Matrix::Ones(1, h), false, true);
+    beta = rms_norm_ ? kNone : add(name + "_b", Matrix::Zero(1, h), false, true);
+  };
+  if (layout.embedding || (layout.head && m.tied_embeddings)) wte_ = add("wte", normal_matrix("wte", seed, m.vocab, h, std), false, false);
+  if (layout.embedding && !rope_) wpe_ = add("wpe", normal_matrix("wpe", seed, m.max_positions, h, std), false, true);
   for (const LayerRange& chunk : layout.chunks) {
     for (int64_t l = chunk.first; l < chunk.last; ++l) {
       const std::string n = "layer" + std::to_string(l) + ".";
       LayerParams p;
-      p.ln1_g = add(n + "ln1_g", Matrix::Ones(1, h), false, true);
-      p.ln1_b = add(n + "ln1_b", Matrix::Zero(1, h), false, true);
+      add_norm(n + "ln1", p.ln1_g, p.ln1_b);
       const std::vector<int64_t> qkv_blocks = {m.heads * m.head_dim, m.kv_width(), m.kv_width()};
       const int64_t qkv_width = m.heads * m.head_dim + 2 * m.kv_width();
       p.w_qkv = add(n + "w_qkv", block_slice(normal_matrix(n + "w_qkv", seed, h, qkv_width, std), qkv_blocks, t, r), true, false);
-      p.b_qkv = add(n + "b_qkv", Matrix::Zero(1, qkv_width / t), true, false);
+      p.b_qkv = qkv_bias ? add(n + "b_qkv", Matrix::Zero(1, qkv_width / t), true, false) : kNone;
       p.w_o = add(n + "w_o", row_slice(normal_matrix(n + "w_o", seed, h, h, residual_std), t, r), true, false);
-      p.b_o = add(n + "b_o", Matrix::Zero(1, h), false, true);
-      p.ln2_g = add(n + "ln2_g", Matrix::Ones(1, h), false, true);
-      p.ln2_b = add(n + "ln2_b", Matrix::Zero(1, h), false, true);
+      p.b_o = all_biases ? add(n + "b_o", Matrix::Zero(1, h), false, true) : kNone;
+      add_norm(n + "ln2", p.ln2_g, p.ln2_b);
       // SwiGLU: FC1 is [gate | up], each ffn_hidden wide.
       const std::vector<int64_t> fc1_blocks(swiglu_ ? 2 : 1, m.ffn_hidden);
       const int64_t fc1_width = m.ffn_hidden * static_cast<int64_t>(fc1_blocks.size());
       p.w_1 = add(n + "w_1", block_slice(normal_matrix(n + "w_1", seed, h, fc1_width, std), fc1_blocks, t, r), true, false);
-      p.b_1 = add(n + "b_1", Matrix::Zero(1, fc1_width / t), true, false);
+      p.b_1 = all_biases ? add(n + "b_1", Matrix::Zero(1, fc1_width / t), true, false) : kNone;
       p.w_2 = add(n + "w_2", row_slice(normal_matrix(n + "w_2", seed, m.ffn_hidden, h, residual_std), t, r), true, false);
-      p.b_2 = add(n + "b_2", Matrix::Zero(1, h), false, true);
+      p.b_2 = all_biases ? add(n + "b_2", Matrix::Zero(1, h), false, true) : kNone;
       layers_.push_back(p);
     }
   }
   if (layout.head) {
-    lnf_g_ = add("lnf_g", Matrix::Ones(1, h), false, true);
-    lnf_b_ = add("lnf_b", Matrix::Zero(1, h), false, true);
+    add_norm("lnf", lnf_g_, lnf_b_);
+    head_ = m.tied_embeddings ? wte_ : add("lm_head", normal_matrix("lm_head", seed, m.vocab, h, std), false, false);
   }
+}
+
+Matrix StageModel::norm(const Matrix& x, size_t gamma, size_t beta, LayerNormCache& cache) {
+  return rms_norm_ ? rms_norm(x, v(gamma), cache) : layer_norm(x, v(gamma), v(beta), cache);
+}
+
+// Returns dx; accumulates the norm's parameter gradients.
+Matrix StageModel::norm_backward(const Matrix& dy, size_t gamma, size_t beta, const LayerNormCache& cache) {
+  Vector dg = Vector::Zero(hidden_), db = Vector::Zero(hidden_);
+  Matrix dx = rms_norm_ ? rms_norm_backward(dy, v(gamma), cache, dg) : layer_norm_backward(dy, v(gamma), cache, dg, db);
+  g(gamma) += dg;
+  if (beta != kNone) g(beta) += db;
+  return dx;
+}
+
+void StageModel::add_bias(Matrix& y, size_t bias) {
+  if (bias != kNone) y.rowwise() += Vector(v(bias));
+}
+
+void StageModel::add_bias_grad(const Matrix& dy, size_t bias) {
+  if (bias != kNone) g(bias) += dy.colwise().sum();
 }
 
 Matrix StageModel::layer_forward(const LayerParams& p, const Matrix& x, LayerCache& c, int64_t batch, TpGroup& tp) {
   const bool sp = layout_.sequence_parallel;
   c.x_in = x;
-  const Matrix a = layer_norm(x, v(p.ln1_g), v(p.ln1_b), c.ln1);
-  c.ln1_out = enter_tp_region(a, sp, tp);
-  c.qkv = (c.ln1_out * v(p.w_qkv)).rowwise() + Vector(v(p.b_qkv));
+  c.ln1_out = enter_tp_region(norm(x, p.ln1_g, p.ln1_b, c.ln1), sp, tp);
+  c.qkv = c.ln1_out * v(p.w_qkv);
+  add_bias(c.qkv, p.b_qkv);
+  if (rope_) rotary_embedding(c.qkv, seq_, heads_local_, kv_heads_local_, head_dim_, rope_theta_, false);
   c.attn_out = causal_attention(c.qkv, batch, seq_, heads_local_, head_dim_, c.attention, kv_heads_local_);
-  const Matrix o = leave_tp_region(c.attn_out * v(p.w_o), sp, tp);
-  c.x_mid = x + (o.rowwise() + Vector(v(p.b_o)));
-  const Matrix b = layer_norm(c.x_mid, v(p.ln2_g), v(p.ln2_b), c.ln2);
-  c.ln2_out = enter_tp_region(b, sp, tp);
-  c.fc1_out = (c.ln2_out * v(p.w_1)).rowwise() + Vector(v(p.b_1));
+  Matrix o = leave_tp_region(c.attn_out * v(p.w_o), sp, tp);
+  add_bias(o, p.b_o);
+  c.x_mid = x + o;
+  c.ln2_out = enter_tp_region(norm(c.x_mid, p.ln2_g, p.ln2_b, c.ln2), sp, tp);
+  c.fc1_out = c.ln2_out * v(p.w_1);
+  add_bias(c.fc1_out, p.b_1);
   c.fc1_act = swiglu_ ? swiglu(c.fc1_out) : gelu(c.fc1_out);
-  const Matrix mlp = leave_tp_region(c.fc1_act * v(p.w_2), sp, tp);
-  return c.x_mid + (mlp.rowwise() + Vector(v(p.b_2)));
+  Matrix mlp = leave_tp_region(c.fc1_act * v(p.w_2), sp, tp);
+  add_bias(mlp, p.b_2);
+  return c.x_mid + mlp;
 }
 
 Matrix StageModel::layer_backward(const LayerParams& p, const Matrix& dy, const LayerCache& c, int64_t batch, TpGroup& tp) {
   const bool sp = layout_.sequence_parallel;
   // MLP: y = x_mid + reduce(act(fc1) W2) + b2
-  g(p.b_2) += dy.colwise().sum();
+  add_bias_grad(dy, p.b_2);
   const Matrix dm = enter_tp_region(dy, sp, tp);
   g(p.w_2).noalias() += c.fc1_act.transpose() * dm;
   const Matrix dact = dm * v(p.w_2).transpose();
   const Matrix dfc1 = swiglu_ ? swiglu_backward(dact, c.fc1_out) : gelu_backward(dact, c.fc1_out);
   g(p.w_1).noalias() += c.ln2_out.transpose() * dfc1;
-  g(p.b_1) += dfc1.colwise().sum();
+  add_bias_grad(dfc1, p.b_1);
   const Matrix db = leave_tp_region(dfc1 * v(p.w_1).transpose(), sp, tp);
-  Vector dg2 = Vector::Zero(hidden_), db2 = Vector::Zero(hidden_);
-  const Matrix dx_mid = dy + layer_norm_backward(db, v(p.ln2_g), c.ln2, dg2, db2);
-  g(p.ln2_g) += dg2;
-  g(p.ln2_b) += db2;
+  const Matrix dx_mid = dy + norm_backward(db, p.ln2_g, p.ln2_b, c.ln2);
   // Attention: x_mid = x + reduce(attn W_o) + b_o
-  g(p.b_o) += dx_mid.colwise().sum();
+  add_bias_grad(dx_mid, p.b_o);
   const Matrix dout = enter_tp_region(dx_mid, sp, tp);
   g(p.w_o).noalias() += c.attn_out.transpose() * dout;
-  const Matrix dqkv = causal_attention_backward(dout * v(p.w_o).transpose(), c.qkv, batch, seq_, heads_local_, head_dim_, c.attention, kv_heads_local_);
+  Matrix dqkv = causal_attention_backward(dout * v(p.w_o).transpose(), c.qkv, batch, seq_, heads_local_, head_dim_, c.attention, kv_heads_local_);
+  if (rope_) rotary_embedding(dqkv, seq_, heads_local_, kv_heads_local_, head_dim_, rope_theta_, true);
   g(p.w_qkv).noalias() += c.ln1_out.transpose() * dqkv;
-  g(p.b_qkv) += dqkv.colwise().sum();
+  add_bias_grad(dqkv, p.b_qkv);
   const Matrix da = leave_tp_region(dqkv * v(p.w_qkv).transpose(), sp, tp);
-  Vector dg1 = Vector::Zero(hidden_), db1 = Vector::Zero(hidden_);
-  const Matrix dx = dx_mid + layer_norm_backward(da, v(p.ln1_g), c.ln1, dg1, db1);
-  g(p.ln1_g) += dg1;
-  g(p.ln1_b) += db1;
-  return dx;
+  return dx_mid + norm_backward(da, p.ln1_g, p.ln1_b, c.ln1);
 }
 
 Matrix StageModel::forward(const Matrix& input, MicroBatchState& s, TpGroup& tp, float loss_scale, double& loss_sum, int64_t chunk) {
@@ -242,7 +267,8 @@ Matrix StageModel::forward(const Matrix& input, MicroBatchState& s, TpGroup& tp,
     x.resize(rows, hidden_);
     for (int64_t i = 0; i < rows; ++i) {
       const int64_t token_index = first_row + i;
-      x.row(i) = v(wte_).row(s.tokens[static_cast<size_t>(token_index)]) + v(wpe_).row(token_index % seq_);
+      x.row(i) = v(wte_).row(s.tokens[static_cast<size_t>(token_index)]);
+      if (wpe_ != kNone) x.row(i) += v(wpe_).row(token_index % seq_);
     }
   } else {
     x = input;
@@ -265,9 +291,9 @@ Matrix StageModel::forward(const Matrix& input, MicroBatchState& s, TpGroup& tp,
   }
   if (!has_head) return x;
   s.final_in = x;
-  const Matrix xf = layer_norm(x, v(lnf_g_), v(lnf_b_), s.final_ln);
+  const Matrix xf = norm(x, lnf_g_, lnf_b_, s.final_ln);
   s.final_out = layout_.sequence_parallel ? tp.all_gather_rows(xf) : xf;
-  const Matrix logits = s.final_out * v(wte_).transpose();
+  const Matrix logits = s.final_out * v(head_).transpose();
   loss_sum = cross_entropy(logits, s.targets, loss_scale, s.dlogits);
   return Matrix();
 }
@@ -276,13 +302,10 @@ Matrix StageModel::backward(const Matrix& grad_output, MicroBatchState& s, TpGro
   const bool embeds = layout_.embedding && chunk == 0, has_head = layout_.head && chunk == chunk_count() - 1;
   Matrix dx;
   if (has_head) {
-    g(wte_).noalias() += s.dlogits.transpose() * s.final_out;  // identical on every TP rank
-    Matrix dxf = s.dlogits * v(wte_);
+    g(head_).noalias() += s.dlogits.transpose() * s.final_out;  // identical on every TP rank
+    Matrix dxf = s.dlogits * v(head_);
     if (layout_.sequence_parallel) dxf = Matrix(dxf.middleRows(layout_.tp_rank * dxf.rows() / layout_.tp, dxf.rows() / layout_.tp));
-    Vector dgf = Vector::Zero(hidden_), dbf = Vector::Zero(hidden_);
-    dx = layer_norm_backward(dxf, v(lnf_g_), s.final_ln, dgf, dbf);
-    g(lnf_g_) += dgf;
-    g(lnf_b_) += dbf;
+    dx = norm_backward(dxf, lnf_g_, lnf_b_, s.final_ln);
   } else {
     dx = grad_output;
   }
@@ -309,14 +332,18 @@ Matrix StageModel::backward(const Matrix& grad_output, MicroBatchState& s, TpGro
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t token_index = first_row + i;
     embedding_grad_.row(s.tokens[static_cast<size_t>(token_index)]) += dx.row(i);
-    g(wpe_).row(token_index % seq_) += dx.row(i);
+    if (wpe_ != kNone) g(wpe_).row(token_index % seq_) += dx.row(i);
   }
   return Matrix();
 }
 
 std::vector<size_t> StageModel::layer_params(int64_t layer) const {
   const LayerParams& p = layers_[static_cast<size_t>(layer)];
-  return {p.ln1_g, p.ln1_b, p.w_qkv, p.b_qkv, p.w_o, p.b_o, p.ln2_g, p.ln2_b, p.w_1, p.b_1, p.w_2, p.b_2};
+  std::vector<size_t> out;
+  for (size_t i : {p.ln1_g, p.ln1_b, p.w_qkv, p.b_qkv, p.w_o, p.b_o, p.ln2_g, p.ln2_b, p.w_1, p.b_1, p.w_2, p.b_2}) {
+    if (i != kNone) out.push_back(i);
+  }
+  return out;
 }
 
 std::vector<size_t> StageModel::outer_params() const {

@@ -1,6 +1,7 @@
-// One pipeline stage of a GPT-2-style decoder on one tensor-parallel rank (CPU, fp32): learned
-// positions, pre-norm blocks with causal multi-head (or grouped-query) attention and a GELU (or
-// SwiGLU) MLP, final norm, LM head tied to the token embedding, cross-entropy. Megatron splits: QKV and FC1 by columns, the
+// One pipeline stage of a decoder on one tensor-parallel rank (CPU, fp32), GPT-2- or Llama-style:
+// learned positions or RoPE, pre-norm blocks (LayerNorm or RMSNorm) with causal multi-head (or
+// grouped-query) attention and a GELU (or SwiGLU) MLP, linear biases (all, Q/K/V only, or none),
+// final norm, LM head tied to the token embedding or its own, cross-entropy. Megatron splits: QKV and FC1 by columns, the
 // attention output and FC2 by rows, with the TP all-reduces (or, with sequence parallelism, the
 // all-gather / reduce-scatter of token rows). Embedding and LM head are replicated over TP ranks.
 // Parameters are initialised from full tensors drawn with the seed, then sliced, so every layout
@@ -109,10 +110,15 @@ class StageModel {
   int64_t seq() const { return seq_; }
 
  private:
-  struct LayerParams {
+  static constexpr size_t kNone = static_cast<size_t>(-1);  // a parameter the model does not have
+  struct LayerParams {  // biases (and RMSNorm's beta) are kNone where the model has none
     size_t ln1_g, ln1_b, w_qkv, b_qkv, w_o, b_o, ln2_g, ln2_b, w_1, b_1, w_2, b_2;
   };
   size_t add(const std::string& name, Matrix value, bool tp_split, bool sp_partial);
+  Matrix norm(const Matrix& x, size_t gamma, size_t beta, LayerNormCache& cache);
+  Matrix norm_backward(const Matrix& dy, size_t gamma, size_t beta, const LayerNormCache& cache);
+  void add_bias(Matrix& y, size_t bias);
+  void add_bias_grad(const Matrix& dy, size_t bias);
   Matrix& v(size_t i) { return params_[i].value; }
   Matrix& g(size_t i) { return params_[i].grad; }
   Matrix layer_forward(const LayerParams& p, const Matrix& x, LayerCache& c, int64_t batch, TpGroup& tp);
@@ -120,10 +126,12 @@ class StageModel {
 
   StageLayout layout_;
   int64_t hidden_, heads_local_, kv_heads_local_, head_dim_, ffn_local_, vocab_, seq_;
-  bool swiglu_ = false;
+  bool swiglu_ = false, rms_norm_ = false, rope_ = false;
+  double rope_theta_ = 10000.0;
   std::vector<Param> params_;
   std::vector<LayerParams> layers_;
-  size_t wte_ = 0, wpe_ = 0, lnf_g_ = 0, lnf_b_ = 0;
+  size_t wte_ = kNone, wpe_ = kNone, lnf_g_ = kNone, lnf_b_ = kNone;
+  size_t head_ = kNone;  // the LM head's weight (vocab, h): wte when tied
   Matrix embedding_grad_;  // (vocab, h): the embedding lookup's share of the tied weight's gradient
   LayerHooks* hooks_ = nullptr;
 };

@@ -10,7 +10,7 @@ namespace trainsim::cpu {
 
 double wall_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-RankGrid RankGrid::build(const ParallelPlan& p, MPI_Comm world) {
+RankGrid RankGrid::build(const ParallelPlan& p, MPI_Comm world, bool tied_embeddings) {
   RankGrid g;
   g.world = world;
   MPI_Comm_rank(world, &g.world_rank);
@@ -24,7 +24,7 @@ RankGrid RankGrid::build(const ParallelPlan& p, MPI_Comm world) {
   MPI_Comm_split(world, static_cast<int>(g.tp_rank + p.tp * g.pp_rank), static_cast<int>(g.dp_rank), &g.dp);
   MPI_Comm_split(world, static_cast<int>(g.dp_rank), static_cast<int>(g.tp_rank + p.tp * g.pp_rank), &g.model);
   const bool ends = g.pp_rank == 0 || g.pp_rank == p.pp - 1;
-  MPI_Comm_split(world, p.pp > 1 && ends ? static_cast<int>(g.tp_rank + p.tp * g.dp_rank) : MPI_UNDEFINED,
+  MPI_Comm_split(world, p.pp > 1 && ends && tied_embeddings ? static_cast<int>(g.tp_rank + p.tp * g.dp_rank) : MPI_UNDEFINED,
                  static_cast<int>(g.pp_rank), &g.embedding);
   if (g.pp_rank > 0) g.prev_stage = static_cast<int>(global_rank(p, g.tp_rank, 0, g.dp_rank, g.pp_rank - 1));
   if (g.pp_rank < p.pp - 1) g.next_stage = static_cast<int>(global_rank(p, g.tp_rank, 0, g.dp_rank, g.pp_rank + 1));

@@ -15,7 +15,7 @@ struct RankGrid {
   int world_rank = 0, world_size = 1;
   int64_t tp_rank = 0, dp_rank = 0, pp_rank = 0;
   MPI_Comm tp = MPI_COMM_NULL, dp = MPI_COMM_NULL, model = MPI_COMM_NULL;  // model: tp x pp of one replica
-  MPI_Comm embedding = MPI_COMM_NULL;  // first and last stage of one (tp, dp) (pp > 1 only)
+  MPI_Comm embedding = MPI_COMM_NULL;  // first and last stage of one (tp, dp) (pp > 1, tied embeddings only)
   int prev_stage = -1, next_stage = -1;  // world ranks of the pipeline neighbours
   // Pipeline stages and model chunks per stage (vpp with the interleaved schedule, else 1), and the
   // world ranks of the stages before and after this one on the ring (pp > 1).
@@ -27,7 +27,8 @@ struct RankGrid {
   int input_from(int64_t chunk) const { return chunk * stages + pp_rank > 0 ? ring_prev : -1; }
   int output_to(int64_t chunk) const { return chunk * stages + pp_rank < stages * chunks - 1 ? ring_next : -1; }
 
-  static RankGrid build(const ParallelPlan& plan, MPI_Comm world);
+  // `tied_embeddings`: the first and last stage share the token embedding (the embedding group).
+  static RankGrid build(const ParallelPlan& plan, MPI_Comm world, bool tied_embeddings = true);
   void release();
 };
 

@@ -2,6 +2,7 @@
 #include "runtime/trainer.hpp"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -15,6 +16,7 @@
 #include "common/errors.hpp"
 #include "common/units.hpp"
 #include "plan/pipeline_schedule.hpp"
+#include "plan/rank_memory.hpp"
 #include "runtime/checkpoint.hpp"
 #include "runtime/cpu_model.hpp"
 #include "runtime/mpi_groups.hpp"
@@ -35,7 +37,36 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
   if (m.vocab < 256) problems.add("model \"" + m.name + "\": vocab " + std::to_string(m.vocab) + " < 256 (the runtime feeds byte tokens 0-255)");
   if (p.precision != Precision::kFp32) problems.add(std::string("plan: precision ") + to_string(p.precision) + " (the CPU runtime trains in fp32: --precision fp32)");
   if (p.cp > 1 || p.ep > 1) problems.add("plan: cp and ep are not implemented");
-  problems.throw_if_any("the CPU runtime runs GPT-2-style models (e.g. gpt-tiny) with DP, TP (+SP), PP (GPipe, 1F1B, interleaved 1F1B), ZeRO-0/1/2/3 and recomputation today");
+  problems.throw_if_any("the CPU runtime runs GPT-2- and Llama-style dense models (e.g. gpt-tiny) with DP, TP (+SP), PP (GPipe, 1F1B, interleaved 1F1B), ZeRO-0/1/2/3 and recomputation today");
+}
+
+namespace {
+std::string format_bytes(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", bytes_to_gib(bytes));
+  return text;
+}
+}  // namespace
+
+void check_host_memory(const ModelSpec& m, const ParallelPlan& p, int ranks_on_host, double available_bytes) {
+  const double per_rank = estimate_rank_memory(m, p).peak().memory.total_bytes();
+  const double needed = per_rank * ranks_on_host;
+  if (needed <= available_bytes) return;
+  throw InputError("model \"" + m.name + "\": " + std::to_string(ranks_on_host) + " rank(s) on this host need at least " +
+                       format_bytes(needed) + " (" + format_bytes(per_rank) + " per rank: fp32 weights, gradients, AdamW states and " +
+                       "activations), but only " + format_bytes(available_bytes) + " is available",
+                   "train a smaller model (e.g. --model gpt2-124m), spread the ranks over more hosts, or shard more (--tp, --pp, --zero 3)");
+}
+
+double host_available_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024.0;
+  }
+  return static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
 }
 
 struct Trainer::Impl {
@@ -52,7 +83,7 @@ struct Trainer::Impl {
   HeapWatermark memory;
 
   Impl(const ModelSpec& m, const ParallelPlan& p, const RunOptions& o, MPI_Comm world) : model(m), plan(p), options(o) {
-    grid = RankGrid::build(plan, world);
+    grid = RankGrid::build(plan, world, m.tied_embeddings);
     tp = std::make_unique<MpiTpGroup>(grid.tp, &clock.tp_comm_s);
     memory.reset();
     stage = std::make_unique<StageModel>(m, stage_layout(m, plan, grid.pp_rank, grid.tp_rank), options.seed);

@@ -1,5 +1,5 @@
 // A real training run of a plan on the CPU backend: one MPI process per rank, the plan's rank
-// grid (Megatron order), its pipeline schedule from plan/ (GPipe or 1F1B), TP (+SP) inside the
+// grid (Megatron order), its pipeline schedule from plan/ (GPipe, 1F1B or interleaved 1F1B), TP (+SP) inside the
 // model, DP gradient all-reduce, AdamW with global-norm clipping, byte-level tokens from a real
 // text corpus. The same seed gives the same data order and the same initial model whatever the
 // plan, so layouts can be checked against each other (parity). Phases are timed per iteration.
@@ -34,6 +34,15 @@ struct RunOptions {
 
 // Throws InputError for what the CPU runtime cannot run yet (named with the plan key).
 void check_runtime_plan(const ModelSpec& model, const ParallelPlan& plan, int world_size);
+
+// Throws InputError when `ranks_on_host` ranks of the plan need more than `available_bytes` of host
+// memory by trainsim's own estimate (fp32 weights, gradients, AdamW states and activations of the
+// largest stage): a clear refusal instead of the kernel's OOM killer minutes in. The estimate is a
+// lower bound (the runtime's caches and Eigen temporaries come on top), so it refuses only plans
+// that certainly do not fit.
+void check_host_memory(const ModelSpec& model, const ParallelPlan& plan, int ranks_on_host, double available_bytes);
+// MemAvailable of /proc/meminfo in bytes (free pages where it cannot be read).
+double host_available_bytes();
 
 class Trainer {
  public:

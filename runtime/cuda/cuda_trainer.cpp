@@ -71,7 +71,7 @@ struct CudaTrainer::Impl {
   // The members are made in declaration order: the device is selected before the first CUDA call
   // (the streams), the NCCL groups before the buffers.
   Impl(const ModelSpec& m, const ParallelPlan& p, const cpu::RunOptions& o, MPI_Comm world)
-      : model(m), plan(p), options(o), grid(cpu::RankGrid::build(p, world)), device(select_device(grid.world)),
+      : model(m), plan(p), options(o), grid(cpu::RankGrid::build(p, world, m.tied_embeddings)), device(select_device(grid.world)),
         nccl(NcclGroups::build(grid, p)) {
     report.device = device.name;
   }

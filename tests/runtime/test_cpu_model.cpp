@@ -2,6 +2,7 @@
 // (a fresh model's loss is about log(vocab)).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -57,6 +58,17 @@ ModelSpec tiny_swiglu_gqa() {
   return m;
 }
 
+// Llama-style: RMSNorm, RoPE, untied LM head, no biases, SwiGLU, GQA.
+ModelSpec tiny_llama() {
+  ModelSpec m = tiny_swiglu_gqa();
+  m.norm = NormKind::kRmsNorm;
+  m.position = PositionKind::kRope;
+  m.rope_theta = 500000.0;
+  m.tied_embeddings = false;
+  m.linear_bias = false;
+  return m;
+}
+
 void check_gradients_against_finite_differences(const ModelSpec& m) {
   const StageLayout layout = stage_layout(m, ParallelPlan{}, 0, 0);  // the whole model on one rank
   StageModel model(m, layout, 1234);
@@ -88,6 +100,67 @@ TEST_CASE("every parameter's gradient matches central finite differences") { che
 
 TEST_CASE("with SwiGLU and grouped-query attention every gradient matches finite differences") {
   check_gradients_against_finite_differences(tiny_swiglu_gqa());
+}
+
+TEST_CASE("a Llama-style model (RMSNorm, RoPE, untied head, no biases): every gradient matches finite differences") {
+  check_gradients_against_finite_differences(tiny_llama());
+}
+
+TEST_CASE("with biases on Q, K and V only (Qwen2) every gradient matches finite differences") {
+  ModelSpec m = tiny_llama();
+  m.qkv_bias = true;
+  check_gradients_against_finite_differences(m);
+}
+
+TEST_CASE("a Llama-style model has the parameters it says: no biases or position table, an LM head of its own") {
+  const ModelSpec m = tiny_llama();
+  StageModel model(m, stage_layout(m, ParallelPlan{}, 0, 0), 1);
+  std::vector<std::string> names;
+  for (const Param& p : model.params()) names.push_back(p.name);
+  const auto has = [&](const std::string& n) { return std::find(names.begin(), names.end(), n) != names.end(); };
+  CHECK(has("wte"));
+  CHECK(has("lm_head"));
+  CHECK(has("layer0.ln1_g"));
+  CHECK_FALSE(has("wpe"));
+  CHECK_FALSE(has("layer0.ln1_b"));
+  CHECK_FALSE(has("layer0.b_qkv"));
+  CHECK_FALSE(has("layer1.b_2"));
+  CHECK_FALSE(has("lnf_b"));
+  int64_t count = 0;
+  for (const Param& p : model.params()) count += p.value.size();
+  // Per layer: 2 norms (h) + QKV h x (a + 2 kv) d + O h x h + SwiGLU 3 h f; embeddings 2 V h; final norm h.
+  const int64_t h = m.hidden, per_layer = 2 * h + h * (m.heads + 2 * m.kv_heads) * m.head_dim + h * h + 3 * h * m.ffn_hidden;
+  CHECK(count == m.layers * per_layer + 2 * m.vocab * h + h);
+}
+
+TEST_CASE("RoPE: scores depend only on the distance between positions, and the inverse turns back") {
+  const int64_t seq = 6, heads = 1, kv = 1, d = 8;
+  Matrix qkv = Matrix::Random(seq, (heads + 2 * kv) * d);
+  // The same query and key vector at every position.
+  for (int64_t r = 1; r < seq; ++r) qkv.row(r) = qkv.row(0);
+  const Matrix original = qkv;
+  rotary_embedding(qkv, seq, heads, kv, d, 10000.0, false);
+  const auto score = [&](int64_t i, int64_t j) { return qkv.row(i).head(d).dot(qkv.row(j).segment(d, d)); };
+  CHECK(score(3, 1) == Approx(score(5, 3)).epsilon(1e-5));
+  CHECK(score(2, 2) == Approx(score(0, 0)).epsilon(1e-5));
+  CHECK(std::abs(score(4, 0) - score(4, 3)) > 1e-4);  // distance matters
+  CHECK(qkv.row(0) == original.row(0));  // position 0 does not turn
+  CHECK(qkv.rightCols(kv * d) == original.rightCols(kv * d));  // V is left alone
+  rotary_embedding(qkv, seq, heads, kv, d, 10000.0, true);
+  CHECK((qkv - original).cwiseAbs().maxCoeff() < 1e-5f);
+}
+
+TEST_CASE("RMSNorm: unit root-mean-square rows, scaled by gamma") {
+  Matrix x(2, 4);
+  x << 1, 2, 3, 4, -2, 0, 0, 2;
+  Vector gamma(4);
+  gamma << 1, 1, 2, 1;
+  LayerNormCache cache;
+  const Matrix y = rms_norm(x, gamma, cache);
+  const float rms0 = std::sqrt((1 + 4 + 9 + 16) / 4.0f);
+  CHECK(y(0, 0) == Approx(1 / rms0).epsilon(1e-4));
+  CHECK(y(0, 2) == Approx(2 * 3 / rms0).epsilon(1e-4));
+  CHECK(y(1, 0) == Approx(-2 / std::sqrt(2.0f)).epsilon(1e-4));
 }
 
 TEST_CASE("SwiGLU and GQA change the weights' shapes as the model says") {

@@ -3,7 +3,8 @@
 // the command line; the loss curves must agree to a relative tolerance (fp32, different
 // reduction orders). Usage: mpirun -np N runtime_parity --dp 2 --tp 1 --pp 1 [--sp] [--gpipe]
 // [--zero Z] [--no-overlap] [--swiglu-gqa] [--bucket PARAMS] [--recompute full|selective]
-// [--vpp V] (interleaved 1F1B with V model chunks per stage)
+// [--vpp V] (interleaved 1F1B with V model chunks per stage) [--llama] (RMSNorm, RoPE, untied LM
+// head, no biases, SwiGLU, GQA)
 #include <mpi.h>
 
 #include <cmath>
@@ -19,16 +20,23 @@ using namespace trainsim;
 namespace {
 
 bool swiglu_gqa = false;  // the model's variant with a SwiGLU MLP and 2 kv heads for 4 query heads
+bool llama = false;       // and with RMSNorm, RoPE, an untied LM head and no biases
 
 ModelSpec parity_model() {
   ModelSpec m = resolve_model("gpt-tiny");  // 2 layers, hidden 128, 4 heads, FFN 512, bytes
   m.layers = 4;                              // so PP=2 and PP=4 split evenly
   m.seq_len = 32;
   m.max_positions = 32;
-  if (swiglu_gqa) {
+  if (swiglu_gqa || llama) {
     m.ffn_kind = FfnKind::kSwiglu;
     m.ffn_hidden = 344;
     m.kv_heads = 2;
+  }
+  if (llama) {
+    m.norm = NormKind::kRmsNorm;
+    m.position = PositionKind::kRope;
+    m.tied_embeddings = false;
+    m.linear_bias = false;
   }
   return m;
 }
@@ -65,6 +73,7 @@ int main(int argc, char** argv) {
     else if (a == "--vpp") layout.vpp = std::stoll(argv[++i]), layout.schedule = Schedule::kInterleaved;
     else if (a == "--zero") layout.zero_stage = std::stoi(argv[++i]);
     else if (a == "--swiglu-gqa") swiglu_gqa = true;
+    else if (a == "--llama") llama = true;
     else if (a == "--no-overlap") layout.dp_overlap = false;
     else if (a == "--bucket") bucket_params = std::stoll(argv[++i]);  // parameters per DP gradient bucket
     else if (a == "--recompute") layout.recompute = std::string(argv[++i]) == "full" ? Recompute::kFull : Recompute::kSelective;
