@@ -3,7 +3,8 @@
 # scripts/device_kit.sh carried along, run the stages named (in this order):
 #   check      nvidia-smi, the libraries the kit resolved, the kit's commit
 #   tests      the GPU Catch2 tests: [cuda_kernels], [cuda_runtime], the quick GPU calibration
-#   parity     CUDA-vs-CPU loss parity on one GPU, then DP2, TP2, PP2 (NCCL sockets, NCCL_HOSTID per rank)
+#   parity     CUDA-vs-CPU loss parity on one GPU, then DP2, TP2, PP2 (NCCL sockets, NCCL_HOSTID per rank),
+#              and a Llama-style toy on one GPU and TP2+SP
 #   calibrate  trainsim calibrate gpu (CALIBRATE_FLAGS, e.g. --quick) -> profile.json
 #   sweep      every plan of bench/gpu_validation/runs.txt (RUNS="id ..." picks some) -> runs/ID.json
 # Everything lands in OUT (the device tool's $OUT): session.log, profile.json and results.tar.gz
@@ -57,6 +58,12 @@ stage_parity() {
     # shellcheck disable=SC2086
     step "parity-$(echo "$layout" | tr -d ' -')" 300 env TRAINSIM_DATA="$TRAINSIM_CORPUS" "$root/tests/runtime_gpu/parity.sh" \
       "$TRAINSIM_KIT/bin/trainsim" $layout
+  done
+  # The Llama-style path (RMSNorm, RoPE, GQA, SwiGLU, untied head, no biases).
+  for layout in "1" "2 --tp 2 --sequence-parallel"; do
+    # shellcheck disable=SC2086
+    step "parity-llama-$(echo "$layout" | tr -d ' -')" 300 env TRAINSIM_DATA="$TRAINSIM_CORPUS" \
+      PARITY_MODEL="$root/tests/data/models/llama-tiny.json" "$root/tests/runtime_gpu/parity.sh" "$TRAINSIM_KIT/bin/trainsim" $layout
   done
 }
 

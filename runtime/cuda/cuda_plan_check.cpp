@@ -10,11 +10,10 @@ namespace trainsim::cuda {
 void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size, const cpu::RunOptions& options) {
   ProblemList problems;
   const std::string where = "model \"" + m.name + "\"";
-  if (m.ffn_kind != FfnKind::kGelu) problems.add(where + ": ffn_kind " + to_string(m.ffn_kind) + " (the CUDA runtime implements GELU MLPs)");
-  if (m.kv_heads != m.heads) problems.add(where + ": kv_heads " + std::to_string(m.kv_heads) + " != heads " + std::to_string(m.heads) + " (the CUDA runtime implements MHA)");
-  if (m.norm != NormKind::kLayerNorm) problems.add(where + ": norm " + std::string(to_string(m.norm)) + " (the CUDA runtime implements LayerNorm)");
-  if (m.position != PositionKind::kLearned) problems.add(where + ": positions " + std::string(to_string(m.position)) + " (the CUDA runtime implements learned positions)");
-  if (!m.tied_embeddings) problems.add(where + ": untied embeddings (the CUDA runtime ties the LM head to the token embedding)");
+  if (m.position == PositionKind::kAlibi) problems.add(where + ": positions alibi (the CUDA runtime implements learned positions and RoPE)");
+  if (m.position == PositionKind::kRope && m.head_dim % 2 != 0) {
+    problems.add(where + ": head_dim " + std::to_string(m.head_dim) + " is odd (RoPE turns pairs of dimensions)");
+  }
   if (m.moe) problems.add(where + ": MoE layers are not implemented in the CUDA runtime");
   if (m.dropout) problems.add(where + ": dropout is not implemented in the CUDA runtime (describe the model with \"dropout\": false)");
   if (m.head_dim * m.heads != m.hidden) problems.add(where + ": head_dim x heads (" + std::to_string(m.head_dim * m.heads) + ") must equal hidden (" + std::to_string(m.hidden) + ")");
@@ -47,7 +46,7 @@ void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size, 
   if (options.checkpoint_every > 0 || options.resume) {
     problems.add("--checkpoint-every / --resume: checkpoints are not implemented in the CUDA runtime yet (the CPU runtime has them)");
   }
-  problems.throw_if_any("the CUDA runtime trains GPT-2-style models (e.g. gpt-tiny) in bf16 with DP, TP (+SP), PP (GPipe, 1F1B), "
+  problems.throw_if_any("the CUDA runtime trains GPT-2- and Llama-style dense models (e.g. gpt-tiny) in bf16 with DP, TP (+SP), PP (GPipe, 1F1B), "
                         "ZeRO-0/1/2 and recomputation (none, selective, full)");
 }
 

@@ -20,9 +20,14 @@ ActivationSlot::~ActivationSlot() {
 CudaStage::CudaStage(const ModelSpec& m, const cpu::StageLayout& layout, int64_t micro_batch, uint64_t seed, int64_t shards,
                      DeviceArena& arena, TpCollectives& tp, Gemm& gemm, cudaStream_t stream)
     : layout_(layout), micro_batch_(micro_batch), seq_(m.seq_len), hidden_(m.hidden), heads_local_(m.heads / layout.tp),
-      head_dim_(m.head_dim), ffn_local_(m.ffn_hidden / layout.tp), vocab_(m.vocab), tokens_(micro_batch * m.seq_len),
+      kv_heads_local_(m.kv_heads / layout.tp), head_dim_(m.head_dim), ffn_local_(m.ffn_hidden / layout.tp), vocab_(m.vocab),
+      tokens_(micro_batch * m.seq_len),
       rows_(layout.sequence_parallel ? micro_batch * m.seq_len / layout.tp : micro_batch * m.seq_len),
-      sp_(layout.sequence_parallel), arena_(arena), tp_(tp), gemm_(gemm), stream_(stream) {
+      qkv_local_((m.heads + 2 * m.kv_heads) * m.head_dim / layout.tp),
+      fc1_local_((m.ffn_kind == FfnKind::kSwiglu ? 2 : 1) * (m.ffn_hidden / layout.tp)), sp_(layout.sequence_parallel),
+      rms_norm_(m.norm == NormKind::kRmsNorm), rope_(m.position == PositionKind::kRope), swiglu_(m.ffn_kind == FfnKind::kSwiglu),
+      rope_theta_(m.rope_theta), head_weight_(m.tied_embeddings ? "wte" : "lm_head"), arena_(arena), tp_(tp), gemm_(gemm),
+      stream_(stream) {
   {
     cpu::StageModel initial(m, layout, seed);  // the CPU backend's initial model, same layout and seed
     params_ = std::make_unique<ParamStore>(initial, shards, arena, stream);
@@ -31,8 +36,8 @@ CudaStage::CudaStage(const ModelSpec& m, const cpu::StageLayout& layout, int64_t
   TRAINSIM_ASSERT(layout.chunks.size() == 1, "CudaStage runs one model chunk per stage");
   for (int64_t l = layout.chunks[0].first; l < layout.chunks[0].last; ++l) {
     const std::string n = "layer" + std::to_string(l) + ".";
-    auto wt = [&](const char* name) -> const bf16* { return p.weight(n + name); };
-    auto gr = [&](const char* name) { return p.grad(n + name); };
+    auto wt = [&](const char* name) -> const bf16* { return p.weight_if_any(n + name); };
+    auto gr = [&](const char* name) { return p.grad_if_any(n + name); };
     w_.push_back({wt("ln1_g"), wt("ln1_b"), wt("w_qkv"), wt("b_qkv"), wt("w_o"), wt("b_o"), wt("ln2_g"), wt("ln2_b"), wt("w_1"),
                   wt("b_1"), wt("w_2"), wt("b_2")});
     g_.push_back({gr("ln1_g"), gr("ln1_b"), gr("w_qkv"), gr("b_qkv"), gr("w_o"), gr("b_o"), gr("ln2_g"), gr("ln2_b"), gr("w_1"),
@@ -50,13 +55,12 @@ CudaStage::CudaStage(const ModelSpec& m, const cpu::StageLayout& layout, int64_t
   if (layers) {
     partial_ = DeviceBuffer<bf16>(arena, T * h, "TP partial sums");
     d_act_ = DeviceBuffer<bf16>(arena, T * f, "MLP activation gradient");
-    dfc1_ = DeviceBuffer<bf16>(arena, T * f, "MLP FC1 gradient");
+    dfc1_ = DeviceBuffer<bf16>(arena, T * fc1_local_, "MLP FC1 gradient");
     dx_ln_ = DeviceBuffer<bf16>(arena, R * h, "layer-norm input gradient");
     dx_mid_ = DeviceBuffer<bf16>(arena, R * h, "residual gradient");
     dattn_ = DeviceBuffer<bf16>(arena, T * a, "attention output gradient");
-    dqkv_ = DeviceBuffer<bf16>(arena, T * 3 * a, "QKV gradient");
-    const AttentionShape shape{micro_batch_, seq_, heads_local_, heads_local_, head_dim_};
-    flash_scratch_ = DeviceBuffer<unsigned char>(arena, static_cast<int64_t>(flash_attention_backward_scratch_bytes(shape)),
+    dqkv_ = DeviceBuffer<bf16>(arena, T * qkv_local_, "QKV gradient");
+    flash_scratch_ = DeviceBuffer<unsigned char>(arena, static_cast<int64_t>(flash_attention_backward_scratch_bytes(attention_shape())),
                                                  "flash attention backward scratch");
     if (layout.recompute == Recompute::kFull) {
       allocate_layer(recompute_);
@@ -76,17 +80,17 @@ CudaStage::~CudaStage() = default;
 void CudaStage::allocate_layer(LayerActivations& a) {
   const int64_t T = tokens_, R = rows_, h = hidden_, al = heads_local_ * head_dim_, f = ffn_local_;
   a.ln1 = DeviceBuffer<bf16>(arena_, R * h, "activations: ln1");
-  a.ln1_mean = DeviceBuffer<float>(arena_, R, "activations: ln1 mean");
+  if (!rms_norm_) a.ln1_mean = DeviceBuffer<float>(arena_, R, "activations: ln1 mean");
   a.ln1_rstd = DeviceBuffer<float>(arena_, R, "activations: ln1 rstd");
-  a.qkv = DeviceBuffer<bf16>(arena_, T * 3 * al, "activations: qkv");
+  a.qkv = DeviceBuffer<bf16>(arena_, T * qkv_local_, "activations: qkv");
   a.attn = DeviceBuffer<bf16>(arena_, T * al, "activations: attention output");
   a.lse = DeviceBuffer<float>(arena_, micro_batch_ * heads_local_ * seq_, "activations: attention lse");
   a.x_mid = DeviceBuffer<bf16>(arena_, R * h, "activations: residual");
   a.ln2 = DeviceBuffer<bf16>(arena_, R * h, "activations: ln2");
-  a.ln2_mean = DeviceBuffer<float>(arena_, R, "activations: ln2 mean");
+  if (!rms_norm_) a.ln2_mean = DeviceBuffer<float>(arena_, R, "activations: ln2 mean");
   a.ln2_rstd = DeviceBuffer<float>(arena_, R, "activations: ln2 rstd");
-  a.fc1 = DeviceBuffer<bf16>(arena_, T * f, "activations: fc1");
-  a.fc1_act = DeviceBuffer<bf16>(arena_, T * f, "activations: gelu");
+  a.fc1 = DeviceBuffer<bf16>(arena_, T * fc1_local_, "activations: fc1");
+  a.fc1_act = DeviceBuffer<bf16>(arena_, T * f, swiglu_ ? "activations: swiglu" : "activations: gelu");
   if (sp_) {
     a.ln1_full = DeviceBuffer<bf16>(arena_, T * h, "activations: ln1 gathered");
     a.ln2_full = DeviceBuffer<bf16>(arena_, T * h, "activations: ln2 gathered");
@@ -120,7 +124,7 @@ std::unique_ptr<ActivationSlot> CudaStage::allocate_slot() {
   if (layout_.head) {
     s->xf = DeviceBuffer<bf16>(arena_, R * h, "activations: final norm");
     if (sp_) s->final_full = DeviceBuffer<bf16>(arena_, T * h, "activations: final norm gathered");
-    s->final_mean = DeviceBuffer<float>(arena_, R, "activations: final norm mean");
+    if (!rms_norm_) s->final_mean = DeviceBuffer<float>(arena_, R, "activations: final norm mean");
     s->final_rstd = DeviceBuffer<float>(arena_, R, "activations: final norm rstd");
     s->dlogits = DeviceBuffer<bf16>(arena_, T * vocab_, "logit gradients");
   } else {
@@ -150,28 +154,57 @@ bf16* CudaStage::leave_tp(bf16* partial, bf16* rows) {
   return rows;
 }
 
+void CudaStage::norm_forward(const bf16* x, const bf16* gamma, const bf16* beta, bf16* y, float* mean, float* rstd) {
+  if (rms_norm_) {
+    rms_norm_forward(x, gamma, y, rstd, rows_, hidden_, stream_);
+  } else {
+    layer_norm_forward(x, gamma, beta, y, mean, rstd, rows_, hidden_, stream_);
+  }
+}
+
+void CudaStage::norm_backward(const bf16* dy, const bf16* x, const bf16* gamma, const float* mean, const float* rstd, bf16* dx,
+                              float* dgamma, float* dbeta) {
+  if (rms_norm_) {
+    rms_norm_backward(dy, x, gamma, rstd, dx, dgamma, rows_, hidden_, stream_);
+  } else {
+    layer_norm_backward(dy, x, gamma, mean, rstd, dx, dgamma, dbeta, rows_, hidden_, stream_);
+  }
+}
+
+void CudaStage::bias_forward(bf16* y, const bf16* bias, int64_t rows, int64_t cols) {
+  if (bias != nullptr) add_bias(y, bias, rows, cols, stream_);
+}
+
+void CudaStage::bias_backward(const bf16* dy, float* dbias, int64_t rows, int64_t cols) {
+  if (dbias != nullptr) bias_grad(dy, dbias, rows, cols, stream_);
+}
+
 // cpu_model.cpp StageModel::layer_forward.
 void CudaStage::layer_forward(int64_t l, const bf16* x, LayerActivations& a, bf16* y) {
   const Weights& w = w_[static_cast<size_t>(l)];
-  const int64_t T = tokens_, R = rows_, h = hidden_, al = heads_local_ * head_dim_, f = ffn_local_;
-  layer_norm_forward(x, w.ln1_g, w.ln1_b, a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), R, h, stream_);
+  const int64_t T = tokens_, R = rows_, h = hidden_, al = heads_local_ * head_dim_, f = ffn_local_, q = qkv_local_, u = fc1_local_;
+  norm_forward(x, w.ln1_g, w.ln1_b, a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data());
   const bf16* ln1 = enter_tp(a.ln1.data(), a.ln1_full.data());
-  gemm_.matmul(ln1, false, w.w_qkv, false, a.qkv.data(), kBf16, T, 3 * al, h, 1.0f, 0.0f, stream_);
-  add_bias(a.qkv.data(), w.b_qkv, T, 3 * al, stream_);
-  const AttentionShape shape{micro_batch_, seq_, heads_local_, heads_local_, head_dim_};
-  flash_attention_forward(a.qkv.data(), a.attn.data(), a.lse.data(), shape, stream_);
+  gemm_.matmul(ln1, false, w.w_qkv, false, a.qkv.data(), kBf16, T, q, h, 1.0f, 0.0f, stream_);
+  bias_forward(a.qkv.data(), w.b_qkv, T, q);
+  if (rope_) rotary_embedding(a.qkv.data(), T, seq_, heads_local_, kv_heads_local_, head_dim_, rope_theta_, false, stream_);
+  flash_attention_forward(a.qkv.data(), a.attn.data(), a.lse.data(), attention_shape(), stream_);
   gemm_.matmul(a.attn.data(), false, w.w_o, false, partial_.data(), kBf16, T, h, al, 1.0f, 0.0f, stream_);
   bf16* o = leave_tp(partial_.data(), rows_tmp_.data());
-  add_bias(o, w.b_o, R, h, stream_);
+  bias_forward(o, w.b_o, R, h);
   add(x, o, a.x_mid.data(), R * h, stream_);
-  layer_norm_forward(a.x_mid.data(), w.ln2_g, w.ln2_b, a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), R, h, stream_);
+  norm_forward(a.x_mid.data(), w.ln2_g, w.ln2_b, a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data());
   const bf16* ln2 = enter_tp(a.ln2.data(), a.ln2_full.data());
-  gemm_.matmul(ln2, false, w.w_1, false, a.fc1.data(), kBf16, T, f, h, 1.0f, 0.0f, stream_);
-  add_bias(a.fc1.data(), w.b_1, T, f, stream_);
-  gelu_forward(a.fc1.data(), a.fc1_act.data(), T * f, stream_);
+  gemm_.matmul(ln2, false, w.w_1, false, a.fc1.data(), kBf16, T, u, h, 1.0f, 0.0f, stream_);
+  bias_forward(a.fc1.data(), w.b_1, T, u);
+  if (swiglu_) {
+    swiglu_forward(a.fc1.data(), a.fc1_act.data(), T, f, stream_);
+  } else {
+    gelu_forward(a.fc1.data(), a.fc1_act.data(), T * f, stream_);
+  }
   gemm_.matmul(a.fc1_act.data(), false, w.w_2, false, partial_.data(), kBf16, T, h, f, 1.0f, 0.0f, stream_);
   bf16* mlp = leave_tp(partial_.data(), rows_tmp_.data());
-  add_bias(mlp, w.b_2, R, h, stream_);
+  bias_forward(mlp, w.b_2, R, h);
   add(a.x_mid.data(), mlp, y, R * h, stream_);
 }
 
@@ -179,45 +212,48 @@ void CudaStage::layer_forward(int64_t l, const bf16* x, LayerActivations& a, bf1
 void CudaStage::layer_backward(int64_t l, const bf16* dy, const bf16* x, const LayerActivations& a, bf16* dx) {
   const Weights& w = w_[static_cast<size_t>(l)];
   const Grads& g = g_[static_cast<size_t>(l)];
-  const int64_t T = tokens_, R = rows_, h = hidden_, al = heads_local_ * head_dim_, f = ffn_local_;
-  // MLP: y = x_mid + reduce(gelu(fc1) W2) + b2
-  bias_grad(dy, g.b_2, R, h, stream_);
+  const int64_t T = tokens_, R = rows_, h = hidden_, al = heads_local_ * head_dim_, f = ffn_local_, q = qkv_local_, u = fc1_local_;
+  // MLP: y = x_mid + reduce(act(fc1) W2) + b2
+  bias_backward(dy, g.b_2, R, h);
   const bf16* dm = enter_tp(dy, dfull_.data());                                                     // (T, h)
   gemm_.matmul(a.fc1_act.data(), true, dm, false, g.w_2, kFp32, f, h, T, 1.0f, 1.0f, stream_);     // dW2 += act^T dm
   gemm_.matmul(dm, false, w.w_2, true, d_act_.data(), kBf16, T, f, h, 1.0f, 0.0f, stream_);        // dm W2^T
-  gelu_backward(d_act_.data(), a.fc1.data(), dfc1_.data(), T * f, stream_);
+  if (swiglu_) {
+    swiglu_backward(d_act_.data(), a.fc1.data(), dfc1_.data(), T, f, stream_);
+  } else {
+    gelu_backward(d_act_.data(), a.fc1.data(), dfc1_.data(), T * f, stream_);
+  }
   const bf16* ln2 = sp_ ? a.ln2_full.data() : a.ln2.data();
-  gemm_.matmul(ln2, true, dfc1_.data(), false, g.w_1, kFp32, h, f, T, 1.0f, 1.0f, stream_);        // dW1 += ln2^T dfc1
-  bias_grad(dfc1_.data(), g.b_1, T, f, stream_);
-  gemm_.matmul(dfc1_.data(), false, w.w_1, true, partial_.data(), kBf16, T, h, f, 1.0f, 0.0f, stream_);
+  gemm_.matmul(ln2, true, dfc1_.data(), false, g.w_1, kFp32, h, u, T, 1.0f, 1.0f, stream_);        // dW1 += ln2^T dfc1
+  bias_backward(dfc1_.data(), g.b_1, T, u);
+  gemm_.matmul(dfc1_.data(), false, w.w_1, true, partial_.data(), kBf16, T, h, u, 1.0f, 0.0f, stream_);
   const bf16* dln2 = leave_tp(partial_.data(), rows_tmp_.data());
-  layer_norm_backward(dln2, a.x_mid.data(), w.ln2_g, a.ln2_mean.data(), a.ln2_rstd.data(), dx_ln_.data(), g.ln2_g, g.ln2_b, R, h,
-                      stream_);
+  norm_backward(dln2, a.x_mid.data(), w.ln2_g, a.ln2_mean.data(), a.ln2_rstd.data(), dx_ln_.data(), g.ln2_g, g.ln2_b);
   add(dy, dx_ln_.data(), dx_mid_.data(), R * h, stream_);
   // Attention: x_mid = x + reduce(attn W_o) + b_o
-  bias_grad(dx_mid_.data(), g.b_o, R, h, stream_);
+  bias_backward(dx_mid_.data(), g.b_o, R, h);
   const bf16* dout = enter_tp(dx_mid_.data(), dfull_.data());
   gemm_.matmul(a.attn.data(), true, dout, false, g.w_o, kFp32, al, h, T, 1.0f, 1.0f, stream_);     // dWo += attn^T dout
   gemm_.matmul(dout, false, w.w_o, true, dattn_.data(), kBf16, T, al, h, 1.0f, 0.0f, stream_);
-  const AttentionShape shape{micro_batch_, seq_, heads_local_, heads_local_, head_dim_};
-  flash_attention_backward(dattn_.data(), a.qkv.data(), a.attn.data(), a.lse.data(), dqkv_.data(), flash_scratch_.data(), shape,
-                           stream_);
+  flash_attention_backward(dattn_.data(), a.qkv.data(), a.attn.data(), a.lse.data(), dqkv_.data(), flash_scratch_.data(),
+                           attention_shape(), stream_);
+  if (rope_) rotary_embedding(dqkv_.data(), T, seq_, heads_local_, kv_heads_local_, head_dim_, rope_theta_, true, stream_);
   const bf16* ln1 = sp_ ? a.ln1_full.data() : a.ln1.data();
-  gemm_.matmul(ln1, true, dqkv_.data(), false, g.w_qkv, kFp32, h, 3 * al, T, 1.0f, 1.0f, stream_);
-  bias_grad(dqkv_.data(), g.b_qkv, T, 3 * al, stream_);
-  gemm_.matmul(dqkv_.data(), false, w.w_qkv, true, partial_.data(), kBf16, T, h, 3 * al, 1.0f, 0.0f, stream_);
+  gemm_.matmul(ln1, true, dqkv_.data(), false, g.w_qkv, kFp32, h, q, T, 1.0f, 1.0f, stream_);
+  bias_backward(dqkv_.data(), g.b_qkv, T, q);
+  gemm_.matmul(dqkv_.data(), false, w.w_qkv, true, partial_.data(), kBf16, T, h, q, 1.0f, 0.0f, stream_);
   const bf16* dln1 = leave_tp(partial_.data(), rows_tmp_.data());
-  layer_norm_backward(dln1, x, w.ln1_g, a.ln1_mean.data(), a.ln1_rstd.data(), dx_ln_.data(), g.ln1_g, g.ln1_b, R, h, stream_);
+  norm_backward(dln1, x, w.ln1_g, a.ln1_mean.data(), a.ln1_rstd.data(), dx_ln_.data(), g.ln1_g, g.ln1_b);
   add(dx_mid_.data(), dx_ln_.data(), dx, R * h, stream_);
 }
 
 void CudaStage::head_forward(ActivationSlot& s, float loss_scale) {
   const ParamStore& p = *params_;
-  const int64_t T = tokens_, R = rows_, h = hidden_;
-  layer_norm_forward(s.x[w_.size()].data(), p.weight("lnf_g"), p.weight("lnf_b"), s.xf.data(), s.final_mean.data(),
-                     s.final_rstd.data(), R, h, stream_);
+  const int64_t T = tokens_, h = hidden_;
+  norm_forward(s.x[w_.size()].data(), p.weight("lnf_g"), p.weight_if_any("lnf_b"), s.xf.data(), s.final_mean.data(),
+               s.final_rstd.data());
   const bf16* full = enter_tp(s.xf.data(), s.final_full.data());
-  gemm_.matmul(full, false, p.weight("wte"), true, logits_.data(), kBf16, T, vocab_, h, 1.0f, 0.0f, stream_);  // (T, V)
+  gemm_.matmul(full, false, p.weight(head_weight_), true, logits_.data(), kBf16, T, vocab_, h, 1.0f, 0.0f, stream_);  // (T, V)
   cross_entropy(logits_.data(), s.targets, s.dlogits.data(), loss_sum_.data(), T, vocab_, loss_scale, stream_);
 }
 
@@ -225,11 +261,11 @@ void CudaStage::head_backward(ActivationSlot& s, bf16* dx) {
   const ParamStore& p = *params_;
   const int64_t T = tokens_, R = rows_, h = hidden_;
   const bf16* full = sp_ ? s.final_full.data() : s.xf.data();
-  gemm_.matmul(s.dlogits.data(), true, full, false, p.grad("wte"), kFp32, vocab_, h, T, 1.0f, 1.0f, stream_);  // same on every TP rank
-  gemm_.matmul(s.dlogits.data(), false, p.weight("wte"), false, dxf_full_.data(), kBf16, T, h, vocab_, 1.0f, 0.0f, stream_);
+  gemm_.matmul(s.dlogits.data(), true, full, false, p.grad(head_weight_), kFp32, vocab_, h, T, 1.0f, 1.0f, stream_);  // same on every TP rank
+  gemm_.matmul(s.dlogits.data(), false, p.weight(head_weight_), false, dxf_full_.data(), kBf16, T, h, vocab_, 1.0f, 0.0f, stream_);
   const bf16* dxf = dxf_full_.data() + (sp_ ? tp_.rank() * R * h : 0);  // this rank's rows
-  layer_norm_backward(dxf, s.x[w_.size()].data(), p.weight("lnf_g"), s.final_mean.data(), s.final_rstd.data(), dx, p.grad("lnf_g"),
-                      p.grad("lnf_b"), R, h, stream_);
+  norm_backward(dxf, s.x[w_.size()].data(), p.weight("lnf_g"), s.final_mean.data(), s.final_rstd.data(), dx, p.grad("lnf_g"),
+                p.grad_if_any("lnf_b"));
 }
 
 void CudaStage::forward(ActivationSlot& s, float loss_scale) {
@@ -238,7 +274,7 @@ void CudaStage::forward(ActivationSlot& s, float loss_scale) {
   if (layout_.embedding) {  // every TP rank embeds all T tokens; with SP it keeps its rows
     const ParamStore& p = *params_;
     bf16* out = sp_ ? embedded_.data() : s.x[0].data();
-    embedding_forward(s.tokens, p.weight("wte"), p.weight("wpe"), out, tokens_, seq_, h, stream_);
+    embedding_forward(s.tokens, p.weight("wte"), p.weight_if_any("wpe"), out, tokens_, seq_, h, stream_);
     if (sp_) {
       check_cuda(cudaMemcpyAsync(s.x[0].data(), out + tp_.rank() * R * h, static_cast<size_t>(R * h) * sizeof(bf16),
                                  cudaMemcpyDeviceToDevice, stream_),
@@ -276,7 +312,7 @@ void CudaStage::backward(ActivationSlot& s, const std::function<void(int64_t)>& 
       tp_.all_gather_rows(dy, dfull_.data(), R * h);
       full = dfull_.data();
     }
-    embedding_backward(s.tokens, full, p.grad("wte"), p.grad("wpe"), tokens_, seq_, h, stream_);
+    embedding_backward(s.tokens, full, p.grad("wte"), p.grad_if_any("wpe"), tokens_, seq_, h, stream_);
   } else if (w_.empty()) {
     check_cuda(cudaMemcpyAsync(s.grad_out.data(), dy, static_cast<size_t>(R * h) * sizeof(bf16), cudaMemcpyDeviceToDevice, stream_),
                "cudaMemcpyAsync (stage without layers)");

@@ -1,13 +1,15 @@
-// One pipeline stage of the GPT-2-style decoder on one TP rank, on the GPU: the CUDA twin of
-// runtime/cpu_model.hpp (learned positions, pre-norm blocks with causal multi-head attention and a
-// GELU MLP, final norm, LM head tied to the token embedding, cross-entropy; Megatron column/row
-// splits with TP all-reduces, or with sequence parallelism all-gather / reduce-scatter of token
-// rows). bf16 weights and activations, fp32 gradients accumulated over micro-batches. Kernels and
+// One pipeline stage of the decoder on one TP rank, on the GPU: the CUDA twin of
+// runtime/cpu_model.hpp (GPT-2- or Llama-style: learned positions or RoPE, pre-norm blocks with
+// LayerNorm or RMSNorm, causal multi-head or grouped-query attention, a GELU or SwiGLU MLP, biases
+// everywhere, on Q/K/V only or nowhere, final norm, LM head tied to the token embedding or its own,
+// cross-entropy; Megatron column/row splits with TP all-reduces, or with sequence parallelism
+// all-gather / reduce-scatter of token rows). bf16 weights and activations, fp32 gradients accumulated over micro-batches. Kernels and
 // GEMMs come from runtime/cuda_kernels/. Everything is enqueued on one compute stream.
 // Recomputation: full keeps only each layer's input and runs the layer's forward again before its
 // backward; attention is fused (flash) in every mode, so the softmax is always recomputed from Q, K
 // (selective and none store the same). Shapes: T tokens of a micro-batch, R = T (or T / tp with
-// SP) rows outside the TP region, h hidden, q_l = 3h / tp, a_l = h / tp, f_l = ffn / tp.
+// SP) rows outside the TP region, h hidden, a_l = heads x d / tp, q_l = (heads + 2 kv_heads) x d / tp
+// (the fused [Q | K | V]), f_l = ffn / tp, u_l = f_l (GELU) or 2 f_l (SwiGLU's [gate | up]).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -16,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "model/model_spec.hpp"
@@ -31,14 +34,14 @@ namespace trainsim::cuda {
 // One layer's activations of one micro-batch, kept for its backward.
 struct LayerActivations {
   DeviceBuffer<bf16> ln1, ln1_full;         // (R, h); (T, h) gathered, SP only
-  DeviceBuffer<float> ln1_mean, ln1_rstd;   // (R)
+  DeviceBuffer<float> ln1_mean, ln1_rstd;   // (R); no mean with RMSNorm
   DeviceBuffer<bf16> qkv;                   // (T, q_l) [Q | K | V] of this rank's heads
   DeviceBuffer<bf16> attn;                  // (T, a_l)
   DeviceBuffer<float> lse;                  // (B * heads / tp * s) softmax log-sum-exp
   DeviceBuffer<bf16> x_mid;                 // (R, h) residual after attention
   DeviceBuffer<bf16> ln2, ln2_full;         // (R, h); (T, h) SP only
   DeviceBuffer<float> ln2_mean, ln2_rstd;   // (R)
-  DeviceBuffer<bf16> fc1, fc1_act;          // (T, f_l) before and after GELU
+  DeviceBuffer<bf16> fc1, fc1_act;          // (T, u_l) before and (T, f_l) after GELU or SwiGLU
 };
 
 // Everything one micro-batch holds between its forward and its backward, reused once released.
@@ -95,12 +98,20 @@ class CudaStage {
   void finish_gradients();
 
  private:
+  // Biases and norm betas are null where the model has none.
   struct Weights {
     const bf16 *ln1_g, *ln1_b, *w_qkv, *b_qkv, *w_o, *b_o, *ln2_g, *ln2_b, *w_1, *b_1, *w_2, *b_2;
   };
   struct Grads {
     float *ln1_g, *ln1_b, *w_qkv, *b_qkv, *w_o, *b_o, *ln2_g, *ln2_b, *w_1, *b_1, *w_2, *b_2;
   };
+  // LayerNorm or RMSNorm (mean unused), as the model has.
+  void norm_forward(const bf16* x, const bf16* gamma, const bf16* beta, bf16* y, float* mean, float* rstd);
+  void norm_backward(const bf16* dy, const bf16* x, const bf16* gamma, const float* mean, const float* rstd, bf16* dx, float* dgamma,
+                     float* dbeta);
+  void bias_forward(bf16* y, const bf16* bias, int64_t rows, int64_t cols);   // nothing without a bias
+  void bias_backward(const bf16* dy, float* dbias, int64_t rows, int64_t cols);
+  AttentionShape attention_shape() const { return {micro_batch_, seq_, heads_local_, kv_heads_local_, head_dim_}; }
   void allocate_layer(LayerActivations& a);
   std::unique_ptr<ActivationSlot> allocate_slot();
   const bf16* enter_tp(const bf16* rows, bf16* full);
@@ -111,8 +122,11 @@ class CudaStage {
   void head_backward(ActivationSlot& s, bf16* dx);
 
   cpu::StageLayout layout_;
-  int64_t micro_batch_, seq_, hidden_, heads_local_, head_dim_, ffn_local_, vocab_, tokens_, rows_;
-  bool sp_;
+  int64_t micro_batch_, seq_, hidden_, heads_local_, kv_heads_local_, head_dim_, ffn_local_, vocab_, tokens_, rows_;
+  int64_t qkv_local_, fc1_local_;  // q_l, u_l
+  bool sp_, rms_norm_, rope_, swiglu_;
+  double rope_theta_;
+  std::string head_weight_;  // "wte" (tied) or "lm_head"
   DeviceArena& arena_;
   TpCollectives& tp_;
   Gemm& gemm_;

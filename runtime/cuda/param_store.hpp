@@ -67,6 +67,9 @@ class ParamStore {
   float* grads() const { return grads_.data(); }              // (padded_count)
   __nv_bfloat16* weight(const std::string& name) const { return weights_.data() + view(name).offset; }
   float* grad(const std::string& name) const { return grads_.data() + view(name).offset; }
+  // The same, or null for a tensor the model does not have (biases of bias-free models, wpe with RoPE).
+  __nv_bfloat16* weight_if_any(const std::string& name) const { return has(name) ? weight(name) : nullptr; }
+  float* grad_if_any(const std::string& name) const { return has(name) ? grad(name) : nullptr; }
 
   // The initial fp32 values, flat and padded, for the optimizer's master copy (host memory).
   const std::vector<float>& initial_values() const { return initial_values_; }

@@ -1,4 +1,4 @@
-// Token + position embedding of kernels.cuh: out[r] = wte[tokens[r]] + wpe[r % seq]. The backward
+// Token + position embedding of kernels.cuh: out[r] = wte[tokens[r]] + wpe[r % seq] (no wpe: RoPE). The backward
 // adds into fp32 gradients: dwte with atomics (a token may appear in many rows), dwpe by one
 // thread per (position, column) summing its rows r = pos, pos + seq, ... (deterministic).
 #include "runtime/cuda_kernels/cuda_check.cuh"
@@ -16,8 +16,16 @@ __global__ void embedding_forward_kernel(const int32_t* tokens, const bf16* wte,
   for (int64_t i = global_thread(); i < total; i += grid_threads()) {
     const int64_t r = i / groups, c = (i % groups) * kVec;
     const bf16* t = wte + static_cast<int64_t>(tokens[r]) * hidden + c;
-    const bf16* p = wpe + (r % seq) * hidden + c;
     bf16* o = out + r * hidden + c;
+    if (wpe == nullptr) {  // RoPE models: the token embedding alone
+      if constexpr (kVec == 8) {
+        *reinterpret_cast<Bf16x8*>(o) = *reinterpret_cast<const Bf16x8*>(t);
+      } else {
+        *o = *t;
+      }
+      continue;
+    }
+    const bf16* p = wpe + (r % seq) * hidden + c;
     if constexpr (kVec == 8) {
       const Bf16x8 a = *reinterpret_cast<const Bf16x8*>(t), b = *reinterpret_cast<const Bf16x8*>(p);
       Bf16x8 s;
@@ -67,6 +75,7 @@ void embedding_backward(const int32_t* tokens, const bf16* dout, float* dwte, fl
   if (rows <= 0 || hidden <= 0) return;
   embedding_token_grad_kernel<<<grid_for(rows * hidden), kThreads, 0, stream>>>(tokens, dout, dwte, rows, hidden);
   check_launch("embedding_backward (tokens)");
+  if (dwpe == nullptr) return;
   embedding_position_grad_kernel<<<grid_for((rows < seq ? rows : seq) * hidden), kThreads, 0, stream>>>(dout, dwpe, rows,
                                                                                                         seq, hidden);
   check_launch("embedding_backward (positions)");

@@ -23,10 +23,10 @@ void add(const bf16* a, const bf16* b, bf16* out, int64_t count, cudaStream_t st
 void scale_fp32(float* x, float factor, int64_t count, cudaStream_t stream);
 void fill_fp32(float* x, float value, int64_t count, cudaStream_t stream);
 
-// ---- embedding: out[r] = wte[tokens[r]] + wpe[r % seq] ----
+// ---- embedding: out[r] = wte[tokens[r]] + wpe[r % seq] (wpe null: no position table, RoPE models) ----
 void embedding_forward(const int32_t* tokens, const bf16* wte, const bf16* wpe, bf16* out, int64_t rows, int64_t seq,
                        int64_t hidden, cudaStream_t stream);
-// Accumulates dwte (vocab, hidden) and dwpe (seq, hidden).
+// Accumulates dwte (vocab, hidden) and dwpe (seq, hidden; skipped when null).
 void embedding_backward(const int32_t* tokens, const bf16* dout, float* dwte, float* dwpe, int64_t rows, int64_t seq,
                         int64_t hidden, cudaStream_t stream);
 
@@ -40,6 +40,19 @@ void layer_norm_forward(const bf16* x, const bf16* gamma, const bf16* beta, bf16
 // Writes dx; accumulates dgamma, dbeta.
 void layer_norm_backward(const bf16* dy, const bf16* x, const bf16* gamma, const float* mean, const float* rstd, bf16* dx,
                          float* dgamma, float* dbeta, int64_t rows, int64_t cols, cudaStream_t stream);
+
+// ---- RMSNorm (Llama; eps 1e-5 as the CPU backend): y = x * rstd * gamma, rstd kept ----
+void rms_norm_forward(const bf16* x, const bf16* gamma, bf16* y, float* rstd, int64_t rows, int64_t cols, cudaStream_t stream);
+// Writes dx; accumulates dgamma.
+void rms_norm_backward(const bf16* dy, const bf16* x, const bf16* gamma, const float* rstd, bf16* dx, float* dgamma, int64_t rows,
+                       int64_t cols, cudaStream_t stream);
+
+// ---- rotary position embedding, in place on the Q and K blocks of qkv (layout of the attention
+// below; V untouched), as runtime/cpu_kernels.hpp rotary_embedding: row r is position r % seq, and
+// each head's dimension i < d/2 pairs with i + d/2, turning by position x theta^(-2i/d). `inverse`
+// turns back (the backward). Angles in double, as the CPU backend. ----
+void rotary_embedding(bf16* qkv, int64_t rows, int64_t seq, int64_t heads, int64_t kv_heads, int64_t head_dim, double theta,
+                      bool inverse, cudaStream_t stream);
 
 // ---- activations ----
 void gelu_forward(const bf16* x, bf16* y, int64_t count, cudaStream_t stream);  // tanh form, as GPT-2

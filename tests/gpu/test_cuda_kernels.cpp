@@ -260,6 +260,75 @@ TEST_CASE("CUDA layer norm matches the CPU layer norm, forward and backward", "[
   }
 }
 
+TEST_CASE("CUDA RMSNorm matches the CPU RMSNorm, forward and backward", "[cuda_kernels]") {
+  SKIP_WITHOUT_GPU();
+  for (const int64_t cols : {4096, 100}) {  // vector and scalar paths
+    const int64_t rows = 29;
+    const auto x = random_values(static_cast<size_t>(rows * cols), 25, -2.0f, 3.0f);
+    const auto gamma = random_values(static_cast<size_t>(cols), 26);
+    const auto dy = random_values(static_cast<size_t>(rows * cols), 27);
+    DeviceArray<bf16> xd(to_bf16(x)), gd(to_bf16(gamma)), dyd(to_bf16(dy));
+    DeviceArray<bf16> y(static_cast<size_t>(rows * cols)), dx(static_cast<size_t>(rows * cols));
+    DeviceArray<float> rstd(static_cast<size_t>(rows));
+    DeviceArray<float> dgamma(std::vector<float>(static_cast<size_t>(cols), 0.5f));
+    trainsim::cuda::rms_norm_forward(xd.get(), gd.get(), y.get(), rstd.get(), rows, cols, nullptr);
+    trainsim::cuda::rms_norm_backward(dyd.get(), xd.get(), gd.get(), rstd.get(), dx.get(), dgamma.get(), rows, cols, nullptr);
+    trainsim::cpu::LayerNormCache cache;
+    const trainsim::cpu::Vector g = to_matrix(gamma, 1, cols);
+    const Matrix want_y = trainsim::cpu::rms_norm(to_matrix(x, rows, cols), g, cache);
+    trainsim::cpu::Vector want_dgamma = trainsim::cpu::Vector::Constant(cols, 0.5f);
+    const Matrix want_dx = trainsim::cpu::rms_norm_backward(to_matrix(dy, rows, cols), g, cache, want_dgamma);
+    CHECK(relative_error(download_float(y), want_y) < kBf16Tolerance);
+    CHECK(relative_error(download_float(dx), want_dx) < kBf16Tolerance);
+    CHECK(relative_error(dgamma.download(), Matrix(want_dgamma)) < kFp32Tolerance);
+    std::vector<float> want_rstd(cache.rstd.data(), cache.rstd.data() + rows);
+    CHECK(relative_error(rstd.download(), want_rstd) < kFp32Tolerance);
+  }
+}
+
+TEST_CASE("CUDA rotary embedding matches the CPU's on Q and K, leaves V alone, and its inverse turns back", "[cuda_kernels]") {
+  SKIP_WITHOUT_GPU();
+  // GQA (8 query heads, 2 kv heads), head_dim 128, two sequences of 300 positions; Llama 3's base.
+  const int64_t seq = 300, rows = 2 * seq, heads = 8, kv = 2, d = 128, width = (heads + 2 * kv) * d;
+  const auto x = random_values(static_cast<size_t>(rows * width), 28);
+  DeviceArray<bf16> qkv(to_bf16(x));
+  trainsim::cuda::rotary_embedding(qkv.get(), rows, seq, heads, kv, d, 500000.0, false, nullptr);
+  Matrix want = to_matrix(x, rows, width);
+  trainsim::cpu::rotary_embedding(want, seq, heads, kv, d, 500000.0, false);
+  const std::vector<float> got = download_float(qkv);
+  CHECK(relative_error(got, want) < kBf16Tolerance);
+  bool v_untouched = true;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = (heads + kv) * d; c < width; ++c) v_untouched &= got[static_cast<size_t>(r * width + c)] == x[static_cast<size_t>(r * width + c)];
+  }
+  CHECK(v_untouched);
+  trainsim::cuda::rotary_embedding(qkv.get(), rows, seq, heads, kv, d, 500000.0, true, nullptr);
+  CHECK(relative_error(download_float(qkv), x) < kBf16Tolerance);
+}
+
+TEST_CASE("CUDA embedding without a position table (RoPE models) is the token embedding alone", "[cuda_kernels]") {
+  SKIP_WITHOUT_GPU();
+  const int64_t vocab = 50, seq = 12, rows = 2 * seq, hidden = 64;
+  std::vector<int32_t> tokens(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) tokens[static_cast<size_t>(r)] = static_cast<int32_t>((r * 5) % 11);
+  const auto wte = random_values(static_cast<size_t>(vocab * hidden), 29), dout = random_values(static_cast<size_t>(rows * hidden), 30);
+  DeviceArray<int32_t> tok(tokens);
+  DeviceArray<bf16> wted(to_bf16(wte)), out(static_cast<size_t>(rows * hidden)), doutd(to_bf16(dout));
+  DeviceArray<float> dwte(std::vector<float>(static_cast<size_t>(vocab * hidden), 0.0f));
+  trainsim::cuda::embedding_forward(tok.get(), wted.get(), nullptr, out.get(), rows, seq, hidden, nullptr);
+  trainsim::cuda::embedding_backward(tok.get(), doutd.get(), dwte.get(), nullptr, rows, seq, hidden, nullptr);
+  std::vector<float> want(static_cast<size_t>(rows * hidden)), want_dwte(wte.size(), 0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < hidden; ++c) {
+      const size_t t = static_cast<size_t>(tokens[static_cast<size_t>(r)] * hidden + c), i = static_cast<size_t>(r * hidden + c);
+      want[i] = wte[t];
+      want_dwte[t] += dout[i];
+    }
+  }
+  CHECK(relative_error(download_float(out), want) < kBf16Tolerance);
+  CHECK(relative_error(dwte.download(), want_dwte) < kFp32Tolerance);
+}
+
 TEST_CASE("CUDA causal softmax matches the CPU's on rows of several sequences, seq not a multiple of the block",
           "[cuda_kernels]") {
   SKIP_WITHOUT_GPU();

@@ -56,8 +56,8 @@ TEST_CASE("the CUDA runtime refuses an fp32 plan, naming the precision key and b
 
 TEST_CASE("the CUDA runtime reports every unsupported key at once", "[cuda_runtime]") {
   ModelSpec m = resolve_model("gpt-tiny");
-  m.ffn_kind = FfnKind::kSwiglu;
-  m.kv_heads = 2;
+  m.position = PositionKind::kAlibi;
+  m.dropout = true;
   ParallelPlan p;
   p.dp = 2;
   p.zero_stage = 3;
@@ -65,12 +65,26 @@ TEST_CASE("the CUDA runtime reports every unsupported key at once", "[cuda_runti
   cpu::RunOptions o;
   o.checkpoint_every = 5;
   const std::string message = refusal(m, p, 4, o);
-  CHECK_THAT(message, Catch::Contains("ffn_kind"));
-  CHECK_THAT(message, Catch::Contains("kv_heads 2"));
+  CHECK_THAT(message, Catch::Contains("positions alibi"));
+  CHECK_THAT(message, Catch::Contains("dropout"));
   CHECK_THAT(message, Catch::Contains("zero_stage 3"));
   CHECK_THAT(message, Catch::Contains("attention unfused"));
   CHECK_THAT(message, Catch::Contains("mpirun started 4"));
   CHECK_THAT(message, Catch::Contains("--checkpoint-every"));
+}
+
+TEST_CASE("the CUDA runtime takes Llama-style models: RMSNorm, RoPE, SwiGLU, GQA, untied head, no biases", "[cuda_runtime]") {
+  ModelSpec m = resolve_model("gpt-tiny");
+  m.norm = NormKind::kRmsNorm;
+  m.position = PositionKind::kRope;
+  m.ffn_kind = FfnKind::kSwiglu;
+  m.kv_heads = 2;
+  m.tied_embeddings = false;
+  m.linear_bias = false;
+  CHECK(refusal(m, ParallelPlan{}, 1).empty());
+  m.head_dim = 31;
+  m.hidden = m.heads * m.head_dim;
+  CHECK_THAT(refusal(m, ParallelPlan{}, 1), Catch::Contains("head_dim 31 is odd"));
 }
 
 TEST_CASE("the CUDA runtime refuses heads wider than its flash attention takes", "[cuda_runtime]") {

@@ -6,7 +6,8 @@
 #      GPU is enough: each rank gets its own NCCL_HOSTID, so NCCL treats them as separate hosts and
 #      uses sockets), against the one-GPU CUDA run (relative 1e-2) and the CPU run (3e-2).
 # Usage: parity.sh TRAINSIM RANKS [plan flags...]    e.g. parity.sh build/trainsim 2 --tp 2 --sequence-parallel
-# TRAINSIM_DATA: the text to train on (default: the build's corpus).
+# TRAINSIM_DATA: the text to train on (default: the build's corpus). PARITY_MODEL: the model (default
+# gpt-tiny; tests/data/models/llama-tiny.json checks the Llama-style path).
 # Exit 77 (ctest: skipped) when nvidia-smi -L lists no GPU; each run is killed after 300 s (a hang fails).
 set -u
 trainsim=$1
@@ -20,7 +21,7 @@ fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-common=(--model gpt-tiny --micro-batch 2 --global-batch 8 --seed 11 --steps 5 --warmup 1)
+common=(--model "${PARITY_MODEL:-gpt-tiny}" --micro-batch 2 --global-batch 8 --seed 11 --steps 5 --warmup 1)
 [ -n "${TRAINSIM_DATA:-}" ] && common+=(--data "$TRAINSIM_DATA")  # e.g. the device kit's corpus
 
 run() {  # NAME COMMAND...: runs, keeps the log, prints it on failure
