@@ -4,7 +4,7 @@
 #   check      nvidia-smi, the libraries the kit resolved, the kit's commit
 #   tests      the GPU Catch2 tests: [cuda_kernels], [cuda_runtime], the quick GPU calibration
 #   parity     CUDA-vs-CPU loss parity on one GPU, then DP2, TP2, PP2 (NCCL sockets, NCCL_HOSTID per rank),
-#              and a Llama-style toy on one GPU and TP2+SP
+#              a Llama-style toy on one GPU and TP2+SP, checkpoint resume on 1 and 2 ranks
 #   calibrate  trainsim calibrate gpu (CALIBRATE_FLAGS, e.g. --quick) -> profile.json
 #   sweep      every plan of bench/gpu_validation/runs.txt (RUNS="id ..." picks some) -> runs/ID.json
 # Everything lands in OUT (the device tool's $OUT): session.log, profile.json and results.tar.gz
@@ -65,6 +65,8 @@ stage_parity() {
     step "parity-llama-$(echo "$layout" | tr -d ' -')" 300 env TRAINSIM_DATA="$TRAINSIM_CORPUS" \
       PARITY_MODEL="$root/tests/data/models/llama-tiny.json" "$root/tests/runtime_gpu/parity.sh" "$TRAINSIM_KIT/bin/trainsim" $layout
   done
+  step resume-1 300 env TRAINSIM_DATA="$TRAINSIM_CORPUS" "$root/tests/runtime_gpu/resume.sh" "$TRAINSIM_KIT/bin/trainsim" 1
+  step resume-2 300 env TRAINSIM_DATA="$TRAINSIM_CORPUS" "$root/tests/runtime_gpu/resume.sh" "$TRAINSIM_KIT/bin/trainsim" 2
 }
 
 stage_calibrate() {

@@ -44,7 +44,7 @@ Measurement train(const RunArgs& a, const ModelSpec& model, const ParallelPlan& 
   };
   if (a.backend == "cuda") {
 #ifdef TRAINSIM_HAVE_CUDA_RUNTIME
-    cuda::check_cuda_plan(model, plan, world_size, options);
+    cuda::check_cuda_plan(model, plan, world_size);
     cuda::CudaTrainer trainer(model, plan, options, MPI_COMM_WORLD);
     Measurement m = trainer.run(print);
     const cuda::DeviceReport& d = trainer.device_report();

@@ -3,12 +3,29 @@
 #include "runtime/mpi_groups.hpp"
 
 #include <chrono>
+#include <climits>
 
 #include "plan/rank_grid.hpp"
 
 namespace trainsim::cpu {
 
 double wall_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+std::optional<RankError> first_error(MPI_Comm world, const std::optional<std::string>& error) {
+  int rank = 0;
+  MPI_Comm_rank(world, &rank);
+  int mine = error ? rank : INT_MAX, first = INT_MAX;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, world);
+  if (first == INT_MAX) return std::nullopt;
+  RankError out;
+  out.rank = first;
+  out.message = error ? *error : std::string();
+  int length = static_cast<int>(out.message.size());
+  MPI_Bcast(&length, 1, MPI_INT, first, world);
+  out.message.resize(static_cast<size_t>(length));
+  MPI_Bcast(out.message.data(), length, MPI_CHAR, first, world);
+  return out;
+}
 
 RankGrid RankGrid::build(const ParallelPlan& p, MPI_Comm world, bool tied_embeddings) {
   RankGrid g;

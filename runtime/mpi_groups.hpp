@@ -5,10 +5,21 @@
 
 #include <mpi.h>
 
+#include <optional>
+#include <string>
+
 #include "plan/parallel_plan.hpp"
 #include "runtime/tp_group.hpp"
 
 namespace trainsim::cpu {
+
+// Every rank of `world` learns whether any failed: the lowest failing rank and its message, or
+// nothing when none did. Collective (every rank must call it).
+struct RankError {
+  int rank = -1;
+  std::string message;
+};
+std::optional<RankError> first_error(MPI_Comm world, const std::optional<std::string>& error);
 
 struct RankGrid {
   MPI_Comm world = MPI_COMM_WORLD;  // the job's ranks (a sub-communicator in parity tests)

@@ -6,12 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <climits>
-#include <filesystem>
 #include <cstdio>
 #include <fstream>
-#include <optional>
-#include <map>
 
 #include "common/errors.hpp"
 #include "common/units.hpp"
@@ -202,11 +198,7 @@ struct Trainer::Impl {
   }
 
   CheckpointHeader header(int64_t iteration) const {
-    CheckpointHeader h;
-    h.world_size = grid.world_size;
-    h.dp = plan.dp, h.tp = plan.tp, h.pp = plan.pp, h.zero_stage = plan.zero_stage, h.vpp = grid.chunks;
-    h.layers = model.layers, h.hidden = model.hidden, h.vocab = model.vocab, h.seq_len = model.seq_len;
-    h.seed = options.seed;
+    CheckpointHeader h = checkpoint_header(model, plan, grid.world_size, options.seed, 0);
     h.iteration = iteration;
     h.optimizer_step = adam_step;
     return h;
@@ -219,65 +211,18 @@ struct Trainer::Impl {
     CheckpointData data;
     data.header = header(iteration);
     for (const auto& [ptr, n] : state_tensors()) data.tensors.emplace_back(ptr, ptr + n);
-    std::optional<std::string> error;
-    try {
-      std::error_code ignored;
-      std::filesystem::create_directories(options.checkpoint_dir, ignored);
-      write_checkpoint(checkpoint_path(options.checkpoint_dir, grid.world_rank, iteration), data);
-    } catch (const InputError& e) {
-      error = e.what();
-    }
-    agree(error);
-    if (grid.world_rank == 0) {  // every rank has written: move the marker, drop the set before
-      std::ofstream(latest_marker_path(options.checkpoint_dir) + ".tmp") << iteration << "\n";
-      std::rename((latest_marker_path(options.checkpoint_dir) + ".tmp").c_str(), latest_marker_path(options.checkpoint_dir).c_str());
-    }
-    MPI_Barrier(grid.world);
-    const int64_t previous = iteration - options.checkpoint_every;
-    if (previous >= 0) std::remove(checkpoint_path(options.checkpoint_dir, grid.world_rank, previous).c_str());
+    save_checkpoint_set(grid.world, options.checkpoint_dir, options.checkpoint_every, data);
   }
 
   // Loads the latest complete checkpoint; returns its iteration.
   int64_t load_checkpoint() {
-    std::optional<std::string> error;
-    int64_t iteration = -1;
-    try {
-      std::ifstream marker(latest_marker_path(options.checkpoint_dir));
-      if (!(marker >> iteration)) {
-        throw InputError("--resume: " + latest_marker_path(options.checkpoint_dir) + " is missing or unreadable",
-                         "--resume needs the --checkpoint-dir of an earlier run that saved at least once");
-      }
-      const std::string path = checkpoint_path(options.checkpoint_dir, grid.world_rank, iteration);
-      const CheckpointData data = read_checkpoint(path);
-      if (!(data.header == header(iteration))) {
-        throw InputError(path + ": the checkpoint is of another run (model, plan, rank count or seed differ)",
-                         "resume with the same model, plan, mpirun -np and --seed");
-      }
-      std::vector<std::pair<float*, size_t>> tensors = state_tensors();
-      if (tensors.size() != data.tensors.size()) throw InputError(path + ": corrupt checkpoint: wrong number of tensors");
-      for (size_t i = 0; i < tensors.size(); ++i) {
-        if (tensors[i].second != data.tensors[i].size()) throw InputError(path + ": corrupt checkpoint: tensor " + std::to_string(i) + " has the wrong size");
-        std::copy(data.tensors[i].begin(), data.tensors[i].end(), tensors[i].first);
-      }
-      adam_step = data.header.optimizer_step;
-    } catch (const InputError& e) {
-      error = std::string(e.what()) + (e.hint().empty() ? "" : "\nhint: " + e.hint());
-    }
-    agree(error);
-    return iteration;
-  }
-
-  // Every rank learns whether any failed; the first failure is raised on every rank (rank 0 prints).
-  void agree(const std::optional<std::string>& error) {
-    int mine = error ? grid.world_rank : INT_MAX, first = INT_MAX;
-    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, grid.world);
-    if (first == INT_MAX) return;
-    std::string message = error ? *error : std::string();
-    int length = static_cast<int>(message.size());
-    MPI_Bcast(&length, 1, MPI_INT, first, grid.world);
-    message.resize(static_cast<size_t>(length));
-    MPI_Bcast(message.data(), length, MPI_CHAR, first, grid.world);
-    throw InputError("rank " + std::to_string(first) + ": " + message);
+    std::vector<std::pair<float*, size_t>> tensors = state_tensors();
+    std::vector<size_t> sizes;
+    for (const auto& t : tensors) sizes.push_back(t.second);
+    const CheckpointData data = load_checkpoint_set(grid.world, options.checkpoint_dir, header(0), sizes);
+    for (size_t i = 0; i < tensors.size(); ++i) std::copy(data.tensors[i].begin(), data.tensors[i].end(), tensors[i].first);
+    adam_step = data.header.optimizer_step;
+    return data.header.iteration;
   }
 
   IterationRecord step(int64_t iteration, const PipelineSchedule& schedule) {

@@ -3,26 +3,16 @@
 
 #include <cuda_runtime.h>
 
-#include <climits>
 #include <cstdlib>
 
 #include "common/errors.hpp"
+#include "runtime/mpi_groups.hpp"
 #include "runtime/cuda_kernels/cuda_check.cuh"
 
 namespace trainsim::cuda {
 
 void agree_on_device_error(MPI_Comm world, const std::optional<std::string>& error) {
-  int rank = 0;
-  MPI_Comm_rank(world, &rank);
-  int mine = error ? rank : INT_MAX, first = INT_MAX;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, world);
-  if (first == INT_MAX) return;
-  std::string message = error ? *error : std::string();
-  int length = static_cast<int>(message.size());
-  MPI_Bcast(&length, 1, MPI_INT, first, world);
-  message.resize(static_cast<size_t>(length));
-  MPI_Bcast(message.data(), length, MPI_CHAR, first, world);
-  throw DeviceError(message);
+  if (const std::optional<cpu::RankError> first = cpu::first_error(world, error)) throw DeviceError(first->message);
 }
 
 CudaDevice select_device(MPI_Comm world) {

@@ -58,6 +58,29 @@ CudaOptimizer::CudaOptimizer(const ParamStore& params, int64_t begin, int64_t en
   check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (optimizer states)");
 }
 
+std::vector<std::vector<float>> CudaOptimizer::state_to_host(cudaStream_t stream) const {
+  std::vector<std::vector<float>> out;
+  for (const DeviceBuffer<float>* b : {&master_, &m_, &v_}) {
+    out.emplace_back(static_cast<size_t>(b->count()));
+    check_cuda(cudaMemcpyAsync(out.back().data(), b->data(), b->bytes(), cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync (checkpoint)");
+  }
+  check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (checkpoint)");
+  return out;
+}
+
+void CudaOptimizer::state_from_host(const std::vector<std::vector<float>>& state, int64_t steps, cudaStream_t stream) {
+  TRAINSIM_ASSERT(state.size() == 3, "CudaOptimizer::state_from_host: master, m and v");
+  const DeviceBuffer<float>* buffers[3] = {&master_, &m_, &v_};
+  for (size_t i = 0; i < 3; ++i) {
+    TRAINSIM_ASSERT(static_cast<int64_t>(state[i].size()) == buffers[i]->count(), "CudaOptimizer::state_from_host: sizes");
+    check_cuda(cudaMemcpyAsync(buffers[i]->data(), state[i].data(), buffers[i]->bytes(), cudaMemcpyHostToDevice, stream),
+               "cudaMemcpyAsync (resume)");
+  }
+  if (end_ > begin_) fp32_to_bf16(master_.data(), params_.weights() + begin_, end_ - begin_, stream);
+  check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (resume)");
+  step_ = steps;
+}
+
 double CudaOptimizer::step(const float* grads, MPI_Comm norm_comm, float learning_rate, double grad_clip, cudaStream_t stream) {
   check_cuda(cudaMemsetAsync(norm_sq_.data(), 0, sizeof(double), stream), "cudaMemsetAsync (norm)");
   for (const auto& [from, to] : norm_runs_) sum_of_squares(grads + from, nullptr, to - from, norm_sq_.data(), stream);

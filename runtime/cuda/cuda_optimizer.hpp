@@ -40,6 +40,13 @@ class CudaOptimizer {
   // returns the norm before clipping. Synchronises `stream` once (for the norm).
   double step(const float* grads, MPI_Comm norm_comm, float learning_rate, double grad_clip, cudaStream_t stream);
 
+  // Checkpoints: the fp32 master weights and both AdamW moments of [begin, end), copied to the host
+  // once `stream` has finished its work.
+  std::vector<std::vector<float>> state_to_host(cudaStream_t stream) const;
+  // Restores them (sizes as state_to_host gives) and the steps taken, and rewrites the bf16 working
+  // weights of [begin, end) from the master (with ZeRO the caller all-gathers the other shards).
+  void state_from_host(const std::vector<std::vector<float>>& state, int64_t steps, cudaStream_t stream);
+
   int64_t steps_taken() const { return step_; }
   int64_t begin() const { return begin_; }
   int64_t count() const { return end_ - begin_; }

@@ -7,7 +7,7 @@
 
 namespace trainsim::cuda {
 
-void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size, const cpu::RunOptions& options) {
+void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) {
   ProblemList problems;
   const std::string where = "model \"" + m.name + "\"";
   if (m.position == PositionKind::kAlibi) problems.add(where + ": positions alibi (the CUDA runtime implements learned positions and RoPE)");
@@ -43,11 +43,8 @@ void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size, 
     problems.add("plan: micro_batch x heads / tp (" + std::to_string(p.micro_batch * (m.heads / p.tp)) +
                  ") must be at most 65535 (one grid row of the flash attention kernels per sequence and head)");
   }
-  if (options.checkpoint_every > 0 || options.resume) {
-    problems.add("--checkpoint-every / --resume: checkpoints are not implemented in the CUDA runtime yet (the CPU runtime has them)");
-  }
   problems.throw_if_any("the CUDA runtime trains GPT-2- and Llama-style dense models (e.g. gpt-tiny) in bf16 with DP, TP (+SP), PP (GPipe, 1F1B), "
-                        "ZeRO-0/1/2 and recomputation (none, selective, full)");
+                        "ZeRO-0/1/2, recomputation (none, selective, full) and checkpoints");
 }
 
 }  // namespace trainsim::cuda

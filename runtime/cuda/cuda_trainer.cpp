@@ -21,6 +21,7 @@
 #include "runtime/cuda/event_clock.hpp"
 #include "runtime/cuda/gradient_buckets.hpp"
 #include "runtime/cuda/nccl_groups.hpp"
+#include "runtime/checkpoint.hpp"
 #include "runtime/cuda_kernels/cuda_check.cuh"
 #include "runtime/mpi_groups.hpp"
 #include "runtime/token_data.hpp"
@@ -250,6 +251,42 @@ struct CudaTrainer::Impl {
     clock.end(span, SpanKind::kDpExposed, compute);
   }
 
+  // All-gathers every DP rank's shard of the bf16 working weights (ZeRO), in place.
+  void gather_zero_weights() {
+    ParamStore& params = stage->params();
+    check_nccl(ncclAllGather(params.weights() + optimizer->begin(), params.weights(), static_cast<size_t>(optimizer->count()),
+                             ncclBfloat16, nccl.dp.get(), compute),
+               "ncclAllGather (ZeRO weights)");
+  }
+
+  // Checkpoints (runtime/checkpoint.hpp, backend 1): per rank the optimizer's fp32 master weights
+  // and AdamW moments of its range; the bf16 working weights are rebuilt from them on resume.
+  cpu::CheckpointHeader header(int64_t iteration) const {
+    cpu::CheckpointHeader h = cpu::checkpoint_header(model, plan, grid.world_size, options.seed, 1);
+    h.iteration = iteration;
+    h.optimizer_step = optimizer->steps_taken();
+    return h;
+  }
+
+  void save_checkpoint(int64_t iteration) {
+    cpu::CheckpointData data;
+    data.header = header(iteration);
+    data.tensors = optimizer->state_to_host(compute);
+    cpu::save_checkpoint_set(grid.world, options.checkpoint_dir, options.checkpoint_every, data);
+  }
+
+  // Loads the latest complete checkpoint; returns its iteration.
+  int64_t load_checkpoint() {
+    const size_t n = static_cast<size_t>(optimizer->count());
+    const cpu::CheckpointData data = cpu::load_checkpoint_set(grid.world, options.checkpoint_dir, header(0), {n, n, n});
+    optimizer->state_from_host(data.tensors, data.header.optimizer_step, compute);
+    if (zero) {
+      gather_zero_weights();
+      check_cuda(cudaStreamSynchronize(compute), "cudaStreamSynchronize (resume)");
+    }
+    return data.header.iteration;
+  }
+
   void optimizer_step() {
     ParamStore& params = stage->params();
     // GPU-CHECK: this span holds the host's wait in the norm's MPI_Allreduce for the last rank to
@@ -267,9 +304,7 @@ struct CudaTrainer::Impl {
     clock.end(span, SpanKind::kOptimizer, compute);
     if (zero) {  // every rank's updated shard of the bf16 working weights, in place
       span = clock.begin(compute);
-      check_nccl(ncclAllGather(params.weights() + optimizer->begin(), params.weights(), static_cast<size_t>(optimizer->count()),
-                               ncclBfloat16, nccl.dp.get(), compute),
-                 "ncclAllGather (ZeRO weights)");
+      gather_zero_weights();
       clock.end(span, SpanKind::kDpExposed, compute);
     }
   }
@@ -334,8 +369,9 @@ Measurement CudaTrainer::run(const std::function<void(const IterationRecord&)>& 
   Measurement m;
   m.backend = "cuda";
   m.ranks = t.grid.world_size;
-  m.warmup_iterations = std::min(t.options.warmup_iterations, std::max<int64_t>(0, t.options.steps - 1));
-  for (int64_t i = 0; i < t.options.steps; ++i) {
+  const int64_t first = t.options.resume ? t.load_checkpoint() + 1 : 0;
+  m.warmup_iterations = std::min(t.options.warmup_iterations, std::max<int64_t>(0, t.options.steps - first - 1));
+  for (int64_t i = first; i < t.options.steps; ++i) {
     try {
       m.iterations.push_back(t.step(i, schedule));
     } catch (const std::exception& e) {
@@ -343,6 +379,11 @@ Measurement CudaTrainer::run(const std::function<void(const IterationRecord&)>& 
       throw;
     }
     if (t.grid.world_rank == 0 && on_iteration) on_iteration(m.iterations.back());
+    if (t.options.checkpoint_every > 0 && (i + 1) % t.options.checkpoint_every == 0) t.save_checkpoint(i);
+  }
+  if (m.iterations.empty()) {
+    throw InputError("--resume: the checkpoint is already at step " + std::to_string(first) + " of " + std::to_string(t.options.steps),
+                     "ask for more --steps");
   }
   summarize_iterations(m);
   // Memory: the largest over ranks of the runtime's own peak (what predict models), the device's

@@ -22,7 +22,7 @@
 namespace trainsim::cuda {
 
 // Throws InputError, naming the key, for what the CUDA runtime cannot run (precision must be bf16).
-void check_cuda_plan(const ModelSpec& model, const ParallelPlan& plan, int world_size, const cpu::RunOptions& options);
+void check_cuda_plan(const ModelSpec& model, const ParallelPlan& plan, int world_size);
 
 // What the measurement's memory figure is, and the device's own view, for the output's inputs.
 struct DeviceReport {

@@ -1,5 +1,6 @@
-// Checkpoint files: the header round-trips (vpp included), a format-01 file (before vpp) reads as
-// one chunk per stage, and runs that differ only in vpp do not match.
+// Checkpoint files: the header round-trips (vpp and backend included), a format-01 file (before
+// them) reads as one chunk per stage of the CPU backend, and runs that differ only in vpp or
+// backend do not match.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -16,7 +17,7 @@ namespace {
 
 CheckpointHeader header() {
   CheckpointHeader h;
-  h.world_size = 4, h.dp = 2, h.tp = 1, h.pp = 2, h.zero_stage = 1, h.vpp = 2;
+  h.world_size = 4, h.dp = 2, h.tp = 1, h.pp = 2, h.zero_stage = 1, h.vpp = 2, h.backend = 1;
   h.layers = 4, h.hidden = 128, h.vocab = 256, h.seq_len = 32;
   h.seed = 7, h.iteration = 3, h.optimizer_step = 4;
   return h;
@@ -36,15 +37,37 @@ TEST_CASE("a checkpoint's header and tensors round-trip, vpp included") {
   std::remove(path.c_str());
   CHECK(back.header == data.header);
   CHECK(back.header.vpp == 2);
+  CHECK(back.header.backend == 1);
   CHECK(back.header.iteration == 3);
   CHECK(back.header.optimizer_step == 4);
   CHECK(back.tensors == data.tensors);
 }
 
-TEST_CASE("runs that differ only in model chunks per stage are different runs") {
+TEST_CASE("runs that differ only in model chunks per stage, or in backend, are different runs") {
   CheckpointHeader other = header();
   other.vpp = 1;
   CHECK_FALSE(other == header());
+  other = header();
+  other.backend = 0;
+  CHECK_FALSE(other == header());
+  other = header();
+  other.iteration = 9;
+  other.optimizer_step = 10;
+  CHECK(other == header());  // where a run is, not which run
+}
+
+TEST_CASE("the header of a plan names its shape; vpp only with the interleaved schedule") {
+  trainsim::ModelSpec m;
+  m.layers = 8, m.hidden = 64, m.vocab = 256, m.seq_len = 32;
+  trainsim::ParallelPlan p;
+  p.pp = 2, p.vpp = 2, p.schedule = trainsim::Schedule::kInterleaved;
+  const CheckpointHeader h = checkpoint_header(m, p, 2, 5, 1);
+  CHECK(h.vpp == 2);
+  CHECK(h.backend == 1);
+  CHECK(h.layers == 8);
+  CHECK(h.seed == 5);
+  p.vpp = 1, p.schedule = trainsim::Schedule::k1F1B;
+  CHECK(checkpoint_header(m, p, 2, 5, 0).vpp == 1);
 }
 
 TEST_CASE("a format-01 checkpoint (no vpp field) reads as one chunk per stage") {
@@ -65,6 +88,7 @@ TEST_CASE("a format-01 checkpoint (no vpp field) reads as one chunk per stage") 
   const CheckpointData data = read_checkpoint(path);
   std::remove(path.c_str());
   CHECK(data.header.vpp == 1);
+  CHECK(data.header.backend == 0);
   CHECK(data.header.dp == 2);
   CHECK(data.header.layers == 2);
   CHECK(data.header.seed == 7);

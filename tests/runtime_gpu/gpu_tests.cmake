@@ -29,4 +29,10 @@ if(TARGET trainsim_cuda_runtime)
     set_tests_properties("${test_name}" PROPERTIES SKIP_RETURN_CODE 77 RUN_SERIAL TRUE TIMEOUT 900
                          ENVIRONMENT "PARITY_MODEL=${PROJECT_SOURCE_DIR}/tests/data/models/llama-tiny.json")
   endforeach()
+  # Checkpoints: save, resume, same losses (one GPU; DP2 ZeRO-1 on it).
+  foreach(ranks 1 2)
+    set(test_name "cuda runtime: a resumed run (${ranks} rank(s)) continues the uninterrupted loss curve")
+    add_test(NAME "${test_name}" COMMAND ${CMAKE_CURRENT_LIST_DIR}/resume.sh $<TARGET_FILE:trainsim> ${ranks})
+    set_tests_properties("${test_name}" PROPERTIES SKIP_RETURN_CODE 77 RUN_SERIAL TRUE TIMEOUT 900)
+  endforeach()
 endif()
