@@ -1,34 +1,32 @@
-# GPU loss parity of the CUDA runtime (tests/runtime_gpu/parity.sh): skipped (exit 77) without a GPU.
+# GPU tests of the CUDA runtime (tests/runtime_gpu/*.sh): skipped (exit 77) without a GPU.
 # Multi-rank layouts run on one GPU with a NCCL_HOSTID per rank (slow: NCCL's socket transport).
 if(TARGET trainsim_cuda_runtime)
-  foreach(layout "1" "2;--dp;2" "2;--tp;2" "2;--tp;2;--sequence-parallel" "2;--pp;2" "2;--pp;2;--schedule;gpipe"
-                 "2;--dp;2;--no-dp-overlap" "2;--dp;2;--zero;1" "2;--dp;2;--zero;2" "2;--tp;2;--sequence-parallel;--recompute;full"
-                 "4;--dp;2;--pp;2" "4;--tp;2;--pp;2;--sequence-parallel")
-    list(GET layout 0 ranks)
-    set(args "")
-    set(name "one GPU")
-    if(ranks GREATER 1)
-      list(SUBLIST layout 1 -1 args)
-      string(REPLACE ";" " " name "${args}")
-    endif()
-    set(test_name "cuda runtime parity: ${name} matches the CPU backend")
-    add_test(NAME "${test_name}" COMMAND ${CMAKE_CURRENT_LIST_DIR}/parity.sh $<TARGET_FILE:trainsim> ${ranks} ${args})
-    set_tests_properties("${test_name}" PROPERTIES SKIP_RETURN_CODE 77 RUN_SERIAL TRUE TIMEOUT 900)
-  endforeach()
+  # Loss parity with the CPU backend of `model` (a tests/data/models file, or gpt-tiny when empty) on
+  # each layout: "RANKS;FLAGS...".
+  function(cuda_parity_tests label model)
+    foreach(layout ${ARGN})
+      string(REPLACE " " ";" layout "${layout}")
+      list(GET layout 0 ranks)
+      set(args "")
+      set(name "one GPU")
+      if(ranks GREATER 1)
+        list(SUBLIST layout 1 -1 args)
+        string(REPLACE ";" " " name "${args}")
+      endif()
+      set(test_name "cuda runtime parity${label}: ${name} matches the CPU backend")
+      add_test(NAME "${test_name}" COMMAND ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/parity.sh $<TARGET_FILE:trainsim> ${ranks} ${args})
+      set_tests_properties("${test_name}" PROPERTIES SKIP_RETURN_CODE 77 RUN_SERIAL TRUE TIMEOUT 900)
+      if(model)
+        set_tests_properties("${test_name}" PROPERTIES ENVIRONMENT "PARITY_MODEL=${model}")
+      endif()
+    endforeach()
+  endfunction()
+  cuda_parity_tests("" "" "1" "2 --dp 2" "2 --tp 2" "2 --tp 2 --sequence-parallel" "2 --pp 2" "2 --pp 2 --schedule gpipe"
+                    "2 --dp 2 --no-dp-overlap" "2 --dp 2 --zero 1" "2 --dp 2 --zero 2" "2 --tp 2 --sequence-parallel --recompute full"
+                    "4 --dp 2 --pp 2" "4 --tp 2 --pp 2 --sequence-parallel")
   # The Llama-style path (RMSNorm, RoPE, GQA, SwiGLU, untied head, no biases).
-  foreach(layout "1" "2;--tp;2;--sequence-parallel" "2;--pp;2")
-    list(GET layout 0 ranks)
-    set(args "")
-    set(name "one GPU")
-    if(ranks GREATER 1)
-      list(SUBLIST layout 1 -1 args)
-      string(REPLACE ";" " " name "${args}")
-    endif()
-    set(test_name "cuda runtime parity, llama-tiny: ${name} matches the CPU backend")
-    add_test(NAME "${test_name}" COMMAND ${CMAKE_CURRENT_LIST_DIR}/parity.sh $<TARGET_FILE:trainsim> ${ranks} ${args})
-    set_tests_properties("${test_name}" PROPERTIES SKIP_RETURN_CODE 77 RUN_SERIAL TRUE TIMEOUT 900
-                         ENVIRONMENT "PARITY_MODEL=${PROJECT_SOURCE_DIR}/tests/data/models/llama-tiny.json")
-  endforeach()
+  cuda_parity_tests(", llama-tiny" "${PROJECT_SOURCE_DIR}/tests/data/models/llama-tiny.json"
+                    "1" "2 --tp 2 --sequence-parallel" "2 --pp 2")
   # Checkpoints: save, resume, same losses (one GPU; DP2 ZeRO-1 on it).
   foreach(ranks 1 2)
     set(test_name "cuda runtime: a resumed run (${ranks} rank(s)) continues the uninterrupted loss curve")

@@ -14,13 +14,7 @@ trainsim=$1
 ranks=$2
 shift 2
 layout=("$@")
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
-  echo "no GPU (nvidia-smi -L lists none): skipped"
-  exit 77
-fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/prelude.sh"  # the GPU check (exit 77), $work, mpirun's root settings
 common=(--model "${PARITY_MODEL:-gpt-tiny}" --micro-batch 2 --global-batch 8 --seed 11 --steps 5 --warmup 1)
 [ -n "${TRAINSIM_DATA:-}" ] && common+=(--data "$TRAINSIM_DATA")  # e.g. the device kit's corpus
 
@@ -52,15 +46,7 @@ run cuda "$trainsim" run "${common[@]}" --backend cuda --precision bf16 --out "$
 compare "$work/cuda.json" "$work/cpu.json" 3e-2 "cuda (1 GPU, bf16) vs cpu (fp32)"
 
 if [ "$ranks" -gt 1 ]; then
-  cat >"$work/own_host.sh" <<'WRAP'
-#!/usr/bin/env bash
-# Several ranks on one GPU: NCCL refuses two ranks of one host on one GPU, so each claims its own host.
-export NCCL_HOSTID=trainsim-host-${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}
-export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} NCCL_IB_DISABLE=1
-exec "$@"
-WRAP
-  chmod +x "$work/own_host.sh"
-  run layout mpirun --allow-run-as-root --oversubscribe -np "$ranks" "$work/own_host.sh" "$trainsim" run "${common[@]}" "${layout[@]}" \
+  run layout mpirun --allow-run-as-root --oversubscribe -np "$ranks" "$(dirname "$0")/own_host.sh" "$trainsim" run "${common[@]}" "${layout[@]}" \
     --backend cuda --precision bf16 --out "$work/layout.json"
   compare "$work/layout.json" "$work/cuda.json" 1e-2 "cuda ${layout[*]} vs cuda (1 GPU)"
   compare "$work/layout.json" "$work/cpu.json" 3e-2 "cuda ${layout[*]} vs cpu (fp32)"

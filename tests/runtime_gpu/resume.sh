@@ -7,24 +7,12 @@
 set -u
 trainsim=$1
 ranks=${2:-1}
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
-  echo "no GPU (nvidia-smi -L lists none): skipped"
-  exit 77
-fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cat >"$work/own_host.sh" <<'WRAP'
-#!/usr/bin/env bash
-export NCCL_HOSTID=trainsim-host-${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}
-export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} NCCL_IB_DISABLE=1
-exec "$@"
-WRAP
-chmod +x "$work/own_host.sh"
+# The GPU check, the work folder and mpirun's root settings, as parity.sh.
+source "$(dirname "$0")/prelude.sh"
 common=(--model gpt-tiny --backend cuda --micro-batch 2 --global-batch 8 --seed 5 --warmup 0)
 [ "$ranks" -gt 1 ] && common+=(--dp "$ranks" --zero 1)
 [ -n "${TRAINSIM_DATA:-}" ] && common+=(--data "$TRAINSIM_DATA")
-run() { timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$ranks" "$work/own_host.sh" "$trainsim" run "${common[@]}" "$@" \
+run() { timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$ranks" "$(dirname "$0")/own_host.sh" "$trainsim" run "${common[@]}" "$@" \
   >"$work/log" 2>&1 || { echo "FAILED: $*"; cat "$work/log"; exit 1; }; }
 run --steps 20 --out "$work/full.json"
 run --steps 12 --checkpoint-every 4 --checkpoint-dir "$work/ck" --out "$work/first.json"
