@@ -16,20 +16,26 @@ export OMPI_MCA_mpi_yield_when_idle=1
 mpirun="mpirun --allow-run-as-root --oversubscribe -np"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-common=(--model gpt-tiny --micro-batch 4 --global-batch 16 --precision fp32 --attention unfused)
+common=(--micro-batch 4 --global-batch 16 --precision fp32 --attention unfused)
+models=$(cd "$(dirname "$0")" && pwd)/../tests/data/models
+cpu_models=$(cd "$(dirname "$0")" && pwd)/cpu_models
 # A profile per rank count: ranks share the cores (oversubscribed beyond them), as in the run.
 for ranks in $ranks_list; do
   $mpirun $ranks "$trainsim" calibrate cpu $quick --out "$work/cpu$ranks.json" >/dev/null 2>&1 || { echo "calibration failed"; exit 1; }
 done
 status=0
-printf '%-22s %12s %12s %8s\n' plan predicted_s measured_s error
-for entry in "2|--dp 2" "2|--tp 2" "2|--tp 2 --sequence-parallel" "2|--pp 2" "4|--dp 2 --tp 2"; do
-  ranks=${entry%%|*}; layout=${entry#*|}
+printf '%-48s %12s %12s %8s\n' plan predicted_s measured_s error
+# RANKS|MODEL|LAYOUT: gpt-tiny (GPT-2 style), llama-tiny (RMSNorm, RoPE, GQA, SwiGLU, untied head),
+# gpt-4l (gpt-tiny with 4 layers, for the interleaved schedule).
+for entry in "2|gpt-tiny|--dp 2" "2|gpt-tiny|--tp 2" "2|gpt-tiny|--tp 2 --sequence-parallel" "2|gpt-tiny|--pp 2" \
+             "2|$cpu_models/gpt-4l.json|--pp 2 --schedule interleaved --vpp 2" "2|$models/llama-tiny.json|--tp 2 --sequence-parallel" \
+             "4|gpt-tiny|--dp 2 --tp 2"; do
+  ranks=${entry%%|*}; rest=${entry#*|}; model=${rest%%|*}; layout=${rest#*|}
   [[ " $ranks_list " == *" $ranks "* ]] || continue
   # shellcheck disable=SC2086
-  $mpirun "$ranks" "$trainsim" run "${common[@]}" $layout --steps 8 --out "$work/m.json" >/dev/null 2>&1 || { echo "run $layout failed"; status=1; continue; }
+  $mpirun "$ranks" "$trainsim" run --model "$model" "${common[@]}" $layout --steps 8 --out "$work/m.json" >/dev/null 2>&1 || { echo "run $layout failed"; status=1; continue; }
   # shellcheck disable=SC2086
-  "$trainsim" predict "${common[@]}" $layout --gpus "$ranks" --gpu cpu --profile "$work/cpu$ranks.json" --allow-extrapolation \
+  "$trainsim" predict --model "$model" "${common[@]}" $layout --gpus "$ranks" --gpu cpu --profile "$work/cpu$ranks.json" --allow-extrapolation \
     --format json >"$work/p.json" 2>/dev/null || { echo "predict $layout failed"; status=1; continue; }
   "$trainsim" compare --predicted "$work/p.json" --measured "$work/m.json" --tolerance "$tolerance" --format json >"$work/c.json" 2>/dev/null
   rc=$?
@@ -37,6 +43,6 @@ for entry in "2|--dp 2" "2|--tp 2" "2|--tp 2 --sequence-parallel" "2|--pp 2" "4|
   figure() { grep -A3 '"iteration_time_s": {' "$work/c.json" | grep "\"$1\"" | head -1 | tr -d ' ,' | cut -d: -f2; }
   pred=$(figure predicted); meas=$(figure measured)
   err=$(grep '"iteration_time_error"' "$work/c.json" | tr -d ' ,' | cut -d: -f2)
-  printf '%-22s %12.4f %12.4f %7.1f%%\n' "$layout" "$pred" "$meas" "$(awk -v e="$err" 'BEGIN{print 100*e}')"
+  printf '%-48s %12.4f %12.4f %7.1f%%\n' "$(basename "$model" .json) $layout" "$pred" "$meas" "$(awk -v e="$err" 'BEGIN{print 100*e}')"
 done
 exit $status
