@@ -44,11 +44,17 @@ DataParallel::DataParallel(StageModel& stage, TpGroup& tp, const DataParallelCom
     b.padded = (b.size + parts - 1) / parts * parts;
     b.shard = b.padded / parts;
     b.flat.assign(b.padded, 0.0f);
-    b.weight.assign(b.padded, 0.0f);
     size_t at = 0;
     for (size_t i : b.params) {
-      if (counts_in_norm[i]) std::fill_n(b.weight.begin() + static_cast<std::ptrdiff_t>(at), elements(params[i]), 1.0f);
-      at += elements(params[i]);
+      const size_t n = elements(params[i]);
+      if (counts_in_norm[i]) {
+        if (!b.norm_runs.empty() && b.norm_runs.back().second == at) {
+          b.norm_runs.back().second = at + n;  // joins the run before
+        } else {
+          b.norm_runs.emplace_back(at, at + n);
+        }
+      }
+      at += n;
     }
     const size_t states = config.zero_stage == 0 ? b.padded : b.shard;
     b.m.assign(states, 0.0f);
@@ -197,7 +203,11 @@ double DataParallel::global_norm() {
     const size_t begin = config_.zero_stage == 0 ? 0 : static_cast<size_t>(dp_rank_) * b.shard;
     const size_t count = config_.zero_stage == 0 ? b.padded : b.shard;
     const float* g = config_.zero_stage >= 2 ? b.grad_shard.data() : b.flat.data() + begin;
-    for (size_t i = 0; i < count; ++i) local += static_cast<double>(b.weight[begin + i]) * g[i] * g[i];
+    for (const auto& [from, to] : b.norm_runs) {  // the part of each run inside [begin, begin + count)
+      for (size_t i = std::max(from, begin); i < std::min(to, begin + count); ++i) {
+        local += static_cast<double>(g[i - begin]) * g[i - begin];
+      }
+    }
   }
   double replica = local, total = 0;
   if (config_.zero_stage >= 1) MPI_Allreduce(&local, &replica, 1, MPI_DOUBLE, MPI_SUM, comms_.dp);

@@ -77,7 +77,7 @@ class DataParallel final : public LayerHooks {
     std::vector<float> flat;        // packed gradients (ZeRO-0/1: the reduced result)
     std::vector<float> grad_shard;  // ZeRO-2/3: the reduced gradients of this rank's shard
     std::vector<float> master;      // ZeRO-3: this rank's shard of the weights
-    std::vector<float> weight;      // 1 where an element counts in the global norm
+    std::vector<std::pair<size_t, size_t>> norm_runs;  // [from, to) elements that count in the global norm
     std::vector<float> m, v;        // AdamW states (the whole bucket for ZeRO-0, else the shard)
     MPI_Request request = MPI_REQUEST_NULL;
     bool launched = false;
