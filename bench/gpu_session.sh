@@ -54,7 +54,7 @@ stage_tests() {
 
 stage_parity() {
   local layout
-  for layout in "1" "2 --dp 2" "2 --tp 2 --sequence-parallel" "2 --pp 2" "2 --dp 2 --zero 2"; do
+  for layout in "1" "2 --dp 2" "2 --tp 2 --sequence-parallel" "2 --pp 2" "2 --dp 2 --zero 2" "2 --tp 2 --attention unfused"; do
     # shellcheck disable=SC2086
     step "parity-$(echo "$layout" | tr -d ' -')" 300 env TRAINSIM_DATA="$TRAINSIM_CORPUS" "$root/tests/runtime_gpu/parity.sh" \
       "$TRAINSIM_KIT/bin/trainsim" $layout

@@ -17,8 +17,10 @@ void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) 
   if (m.moe) problems.add(where + ": MoE layers are not implemented in the CUDA runtime");
   if (m.dropout) problems.add(where + ": dropout is not implemented in the CUDA runtime (describe the model with \"dropout\": false)");
   if (m.head_dim * m.heads != m.hidden) problems.add(where + ": head_dim x heads (" + std::to_string(m.head_dim * m.heads) + ") must equal hidden (" + std::to_string(m.hidden) + ")");
-  if (m.head_dim > 128) {
-    problems.add(where + ": head_dim " + std::to_string(m.head_dim) + " > 128 (the CUDA runtime's flash attention takes heads up to 128 wide)");
+  const bool flash = p.attention == AttentionKernel::kFlash;
+  if (flash && m.head_dim > 128) {
+    problems.add(where + ": head_dim " + std::to_string(m.head_dim) +
+                 " > 128 (the CUDA runtime's flash attention takes heads up to 128 wide; --attention unfused takes any)");
   }
   if (m.vocab < 256) problems.add(where + ": vocab " + std::to_string(m.vocab) + " < 256 (the runtime feeds byte tokens 0-255)");
   if (p.gpus() != world_size) {
@@ -32,19 +34,16 @@ void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) 
   if (p.zero_stage > 2) problems.add("plan: zero_stage " + std::to_string(p.zero_stage) + " is not implemented in the CUDA runtime (ZeRO-1 and ZeRO-2 are)");
   if (p.schedule == Schedule::kInterleaved) problems.add("plan: schedule interleaved is not implemented in the CUDA runtime (1f1b and gpipe are)");
   if (p.cp > 1 || p.ep > 1) problems.add("plan: cp " + std::to_string(p.cp) + ", ep " + std::to_string(p.ep) + ": context and expert parallelism are not implemented (must be 1)");
-  if (p.attention != AttentionKernel::kFlash) {
-    problems.add(std::string("plan: attention ") + to_string(p.attention) + " (the CUDA runtime runs fused flash attention only: --attention flash)");
-  }
   if (p.sequence_parallel && p.tp > 0 && (p.micro_batch * m.seq_len) % p.tp != 0) {
     problems.add("plan: sequence parallelism needs micro_batch x seq_len (" + std::to_string(p.micro_batch * m.seq_len) +
                  ") divisible by tp (" + std::to_string(p.tp) + ")");
   }
-  if (p.tp > 0 && p.micro_batch * (m.heads / p.tp) > 65535) {
+  if (flash && p.tp > 0 && p.micro_batch * (m.heads / p.tp) > 65535) {
     problems.add("plan: micro_batch x heads / tp (" + std::to_string(p.micro_batch * (m.heads / p.tp)) +
                  ") must be at most 65535 (one grid row of the flash attention kernels per sequence and head)");
   }
   problems.throw_if_any("the CUDA runtime trains GPT-2- and Llama-style dense models (e.g. gpt-tiny) in bf16 with DP, TP (+SP), PP (GPipe, 1F1B), "
-                        "ZeRO-0/1/2, recomputation (none, selective, full) and checkpoints");
+                        "ZeRO-0/1/2, recomputation (none, selective, full), flash or unfused attention, and checkpoints");
 }
 
 }  // namespace trainsim::cuda

@@ -17,8 +17,8 @@ ActivationSlot::~ActivationSlot() {
   if (sends_done != nullptr) cudaEventDestroy(sends_done);
 }
 
-CudaStage::CudaStage(const ModelSpec& m, const cpu::StageLayout& layout, int64_t micro_batch, uint64_t seed, int64_t shards,
-                     DeviceArena& arena, TpCollectives& tp, Gemm& gemm, cudaStream_t stream)
+CudaStage::CudaStage(const ModelSpec& m, const cpu::StageLayout& layout, AttentionKernel attention, int64_t micro_batch, uint64_t seed,
+                     int64_t shards, DeviceArena& arena, TpCollectives& tp, Gemm& gemm, cudaStream_t stream)
     : layout_(layout), micro_batch_(micro_batch), seq_(m.seq_len), hidden_(m.hidden), heads_local_(m.heads / layout.tp),
       kv_heads_local_(m.kv_heads / layout.tp), head_dim_(m.head_dim), ffn_local_(m.ffn_hidden / layout.tp), vocab_(m.vocab),
       tokens_(micro_batch * m.seq_len),
@@ -26,8 +26,8 @@ CudaStage::CudaStage(const ModelSpec& m, const cpu::StageLayout& layout, int64_t
       qkv_local_((m.heads + 2 * m.kv_heads) * m.head_dim / layout.tp),
       fc1_local_((m.ffn_kind == FfnKind::kSwiglu ? 2 : 1) * (m.ffn_hidden / layout.tp)), sp_(layout.sequence_parallel),
       rms_norm_(m.norm == NormKind::kRmsNorm), rope_(m.position == PositionKind::kRope), swiglu_(m.ffn_kind == FfnKind::kSwiglu),
-      rope_theta_(m.rope_theta), head_weight_(m.tied_embeddings ? "wte" : "lm_head"), arena_(arena), tp_(tp), gemm_(gemm),
-      stream_(stream) {
+      unfused_(attention == AttentionKernel::kUnfused), rope_theta_(m.rope_theta), head_weight_(m.tied_embeddings ? "wte" : "lm_head"),
+      arena_(arena), tp_(tp), gemm_(gemm), stream_(stream) {
   {
     cpu::StageModel initial(m, layout, seed);  // the CPU backend's initial model, same layout and seed
     params_ = std::make_unique<ParamStore>(initial, shards, arena, stream);
@@ -60,8 +60,18 @@ CudaStage::CudaStage(const ModelSpec& m, const cpu::StageLayout& layout, int64_t
     dx_mid_ = DeviceBuffer<bf16>(arena, R * h, "residual gradient");
     dattn_ = DeviceBuffer<bf16>(arena, T * a, "attention output gradient");
     dqkv_ = DeviceBuffer<bf16>(arena, T * qkv_local_, "QKV gradient");
-    flash_scratch_ = DeviceBuffer<unsigned char>(arena, static_cast<int64_t>(flash_attention_backward_scratch_bytes(attention_shape())),
-                                                 "flash attention backward scratch");
+    if (unfused_) {
+      check_cublas(cublasCreate(&blas_), "cublasCreate (unfused attention)");
+      unfused_scratch_ = DeviceBuffer<unsigned char>(arena, static_cast<int64_t>(unfused_attention_scratch_bytes(attention_shape())),
+                                                     "unfused attention scratch");
+      if (layout.recompute == Recompute::kSelective) {
+        recomputed_probs_ = DeviceBuffer<bf16>(arena, micro_batch_ * heads_local_ * seq_ * seq_, "recomputed attention probabilities");
+        recomputed_attn_ = DeviceBuffer<bf16>(arena, T * a, "recomputed attention output");
+      }
+    } else {
+      flash_scratch_ = DeviceBuffer<unsigned char>(arena, static_cast<int64_t>(flash_attention_backward_scratch_bytes(attention_shape())),
+                                                   "flash attention backward scratch");
+    }
     if (layout.recompute == Recompute::kFull) {
       allocate_layer(recompute_);
       recompute_out_ = DeviceBuffer<bf16>(arena, R * h, "recomputed layer output");
@@ -75,7 +85,9 @@ CudaStage::CudaStage(const ModelSpec& m, const cpu::StageLayout& layout, int64_t
   grad_b_ = DeviceBuffer<bf16>(arena, R * h, "activation gradient (pong)");
 }
 
-CudaStage::~CudaStage() = default;
+CudaStage::~CudaStage() {
+  if (blas_ != nullptr) cublasDestroy(blas_);
+}
 
 void CudaStage::allocate_layer(LayerActivations& a) {
   const int64_t T = tokens_, R = rows_, h = hidden_, al = heads_local_ * head_dim_, f = ffn_local_;
@@ -84,7 +96,11 @@ void CudaStage::allocate_layer(LayerActivations& a) {
   a.ln1_rstd = DeviceBuffer<float>(arena_, R, "activations: ln1 rstd");
   a.qkv = DeviceBuffer<bf16>(arena_, T * qkv_local_, "activations: qkv");
   a.attn = DeviceBuffer<bf16>(arena_, T * al, "activations: attention output");
-  a.lse = DeviceBuffer<float>(arena_, micro_batch_ * heads_local_ * seq_, "activations: attention lse");
+  if (!unfused_) {
+    a.lse = DeviceBuffer<float>(arena_, micro_batch_ * heads_local_ * seq_, "activations: attention lse");
+  } else if (layout_.recompute != Recompute::kSelective) {  // full: the one recomputed layer's
+    a.probs = DeviceBuffer<bf16>(arena_, micro_batch_ * heads_local_ * seq_ * seq_, "activations: attention probabilities");
+  }
   a.x_mid = DeviceBuffer<bf16>(arena_, R * h, "activations: residual");
   a.ln2 = DeviceBuffer<bf16>(arena_, R * h, "activations: ln2");
   if (!rms_norm_) a.ln2_mean = DeviceBuffer<float>(arena_, R, "activations: ln2 mean");
@@ -188,7 +204,7 @@ void CudaStage::layer_forward(int64_t l, const bf16* x, LayerActivations& a, bf1
   gemm_.matmul(ln1, false, w.w_qkv, false, a.qkv.data(), kBf16, T, q, h, 1.0f, 0.0f, stream_);
   bias_forward(a.qkv.data(), w.b_qkv, T, q);
   if (rope_) rotary_embedding(a.qkv.data(), T, seq_, heads_local_, kv_heads_local_, head_dim_, rope_theta_, false, stream_);
-  flash_attention_forward(a.qkv.data(), a.attn.data(), a.lse.data(), attention_shape(), stream_);
+  attention_forward(a);
   gemm_.matmul(a.attn.data(), false, w.w_o, false, partial_.data(), kBf16, T, h, al, 1.0f, 0.0f, stream_);
   bf16* o = leave_tp(partial_.data(), rows_tmp_.data());
   bias_forward(o, w.b_o, R, h);
@@ -235,8 +251,7 @@ void CudaStage::layer_backward(int64_t l, const bf16* dy, const bf16* x, const L
   const bf16* dout = enter_tp(dx_mid_.data(), dfull_.data());
   gemm_.matmul(a.attn.data(), true, dout, false, g.w_o, kFp32, al, h, T, 1.0f, 1.0f, stream_);     // dWo += attn^T dout
   gemm_.matmul(dout, false, w.w_o, true, dattn_.data(), kBf16, T, al, h, 1.0f, 0.0f, stream_);
-  flash_attention_backward(dattn_.data(), a.qkv.data(), a.attn.data(), a.lse.data(), dqkv_.data(), flash_scratch_.data(),
-                           attention_shape(), stream_);
+  attention_backward(a);
   if (rope_) rotary_embedding(dqkv_.data(), T, seq_, heads_local_, kv_heads_local_, head_dim_, rope_theta_, true, stream_);
   const bf16* ln1 = sp_ ? a.ln1_full.data() : a.ln1.data();
   gemm_.matmul(ln1, true, dqkv_.data(), false, g.w_qkv, kFp32, h, q, T, 1.0f, 1.0f, stream_);
@@ -245,6 +260,33 @@ void CudaStage::layer_backward(int64_t l, const bf16* dy, const bf16* x, const L
   const bf16* dln1 = leave_tp(partial_.data(), rows_tmp_.data());
   norm_backward(dln1, x, w.ln1_g, a.ln1_mean.data(), a.ln1_rstd.data(), dx_ln_.data(), g.ln1_g, g.ln1_b);
   add(dx_mid_.data(), dx_ln_.data(), dx, R * h, stream_);
+}
+
+void CudaStage::attention_forward(LayerActivations& a) {
+  if (!unfused_) {
+    flash_attention_forward(a.qkv.data(), a.attn.data(), a.lse.data(), attention_shape(), stream_);
+  } else if (a.probs.data() != nullptr) {
+    unfused_attention_forward(blas_, a.qkv.data(), a.attn.data(), a.probs.data(), unfused_scratch_.data(), attention_shape(), stream_);
+  } else {  // selective: the probabilities are not kept (recomputed before the backward)
+    unfused_attention_forward(blas_, a.qkv.data(), a.attn.data(), recomputed_probs_.data(), unfused_scratch_.data(), attention_shape(),
+                              stream_);
+  }
+}
+
+void CudaStage::attention_backward(const LayerActivations& a) {
+  if (!unfused_) {
+    flash_attention_backward(dattn_.data(), a.qkv.data(), a.attn.data(), a.lse.data(), dqkv_.data(), flash_scratch_.data(),
+                             attention_shape(), stream_);
+    return;
+  }
+  const bf16* probs = a.probs.data();
+  if (probs == nullptr) {  // selective recomputation: the softmax again from Q and K (cpu_model.cpp's)
+    unfused_attention_forward(blas_, a.qkv.data(), recomputed_attn_.data(), recomputed_probs_.data(), unfused_scratch_.data(),
+                              attention_shape(), stream_);
+    probs = recomputed_probs_.data();
+  }
+  unfused_attention_backward(blas_, dattn_.data(), a.qkv.data(), probs, dqkv_.data(), unfused_scratch_.data(), attention_shape(),
+                             stream_);
 }
 
 void CudaStage::head_forward(ActivationSlot& s, float loss_scale) {

@@ -6,12 +6,14 @@
 // all-gather / reduce-scatter of token rows). bf16 weights and activations, fp32 gradients accumulated over micro-batches. Kernels and
 // GEMMs come from runtime/cuda_kernels/. Everything is enqueued on one compute stream.
 // Recomputation: full keeps only each layer's input and runs the layer's forward again before its
-// backward; attention is fused (flash) in every mode, so the softmax is always recomputed from Q, K
-// (selective and none store the same). Shapes: T tokens of a micro-batch, R = T (or T / tp with
+// backward. Attention is fused (flash: the softmax is always recomputed from Q, K, so selective and
+// none store the same) or, with --attention unfused, the bmm + softmax path that keeps the s x s
+// probabilities per layer (none) or recomputes them before the layer's backward (selective). Shapes: T tokens of a micro-batch, R = T (or T / tp with
 // SP) rows outside the TP region, h hidden, a_l = heads x d / tp, q_l = (heads + 2 kv_heads) x d / tp
 // (the fused [Q | K | V]), f_l = ffn / tp, u_l = f_l (GELU) or 2 f_l (SwiGLU's [gate | up]).
 #pragma once
 
+#include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -37,7 +39,8 @@ struct LayerActivations {
   DeviceBuffer<float> ln1_mean, ln1_rstd;   // (R); no mean with RMSNorm
   DeviceBuffer<bf16> qkv;                   // (T, q_l) [Q | K | V] of this rank's heads
   DeviceBuffer<bf16> attn;                  // (T, a_l)
-  DeviceBuffer<float> lse;                  // (B * heads / tp * s) softmax log-sum-exp
+  DeviceBuffer<float> lse;                  // flash: (B * heads / tp * s) softmax log-sum-exp
+  DeviceBuffer<bf16> probs;                 // unfused, recompute none: (B * heads / tp, s, s) probabilities
   DeviceBuffer<bf16> x_mid;                 // (R, h) residual after attention
   DeviceBuffer<bf16> ln2, ln2_full;         // (R, h); (T, h) SP only
   DeviceBuffer<float> ln2_mean, ln2_rstd;   // (R)
@@ -67,7 +70,8 @@ struct ActivationSlot {
 
 class CudaStage {
  public:
-  CudaStage(const ModelSpec& model, const cpu::StageLayout& layout, int64_t micro_batch, uint64_t seed, int64_t shards,
+  CudaStage(const ModelSpec& model, const cpu::StageLayout& layout, AttentionKernel attention, int64_t micro_batch, uint64_t seed,
+            int64_t shards,
             DeviceArena& arena, TpCollectives& tp, Gemm& gemm, cudaStream_t stream);
   ~CudaStage();
   CudaStage(const CudaStage&) = delete;
@@ -118,13 +122,15 @@ class CudaStage {
   bf16* leave_tp(bf16* partial, bf16* rows);
   void layer_forward(int64_t l, const bf16* x, LayerActivations& a, bf16* y);
   void layer_backward(int64_t l, const bf16* dy, const bf16* x, const LayerActivations& a, bf16* dx);
+  void attention_forward(LayerActivations& a);
+  void attention_backward(const LayerActivations& a);  // dattn_ -> dqkv_
   void head_forward(ActivationSlot& s, float loss_scale);
   void head_backward(ActivationSlot& s, bf16* dx);
 
   cpu::StageLayout layout_;
   int64_t micro_batch_, seq_, hidden_, heads_local_, kv_heads_local_, head_dim_, ffn_local_, vocab_, tokens_, rows_;
   int64_t qkv_local_, fc1_local_;  // q_l, u_l
-  bool sp_, rms_norm_, rope_, swiglu_;
+  bool sp_, rms_norm_, rope_, swiglu_, unfused_;
   double rope_theta_;
   std::string head_weight_;  // "wte" (tied) or "lm_head"
   DeviceArena& arena_;
@@ -140,6 +146,11 @@ class CudaStage {
   DeviceBuffer<bf16> embedded_, partial_, rows_tmp_, dfull_, d_act_, dfc1_, dx_ln_, dx_mid_, dattn_, dqkv_, logits_, dxf_full_;
   DeviceBuffer<bf16> grad_a_, grad_b_, recompute_out_;
   DeviceBuffer<unsigned char> flash_scratch_;
+  // Unfused attention: cuBLAS handle (strided batched GEMMs), scratch, and with selective
+  // recomputation the probabilities and output of the one layer being recomputed.
+  cublasHandle_t blas_ = nullptr;
+  DeviceBuffer<unsigned char> unfused_scratch_;
+  DeviceBuffer<bf16> recomputed_probs_, recomputed_attn_;
   LayerActivations recompute_;  // full recomputation: the one layer whose activations exist
 };
 

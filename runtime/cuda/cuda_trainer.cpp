@@ -83,7 +83,8 @@ struct CudaTrainer::Impl {
     tp = std::make_unique<TpCollectives>(nccl.tp, clock, compute);
     const cpu::StageLayout layout = cpu::stage_layout(model, plan, grid.pp_rank, grid.tp_rank);  // the simulator's split
     zero = plan.zero_stage >= 1 && plan.dp > 1;
-    stage = std::make_unique<CudaStage>(model, layout, plan.micro_batch, options.seed, zero ? plan.dp : 1, arena, *tp, *gemm, compute);
+    stage = std::make_unique<CudaStage>(model, layout, plan.attention, plan.micro_batch, options.seed, zero ? plan.dp : 1, arena, *tp, *gemm,
+                                        compute);
     ParamStore& params = stage->params();
     std::vector<bool> counts;
     for (const ParamView& v : params.views()) counts.push_back(counts_in_norm(v, plan.pp, grid.pp_rank, grid.tp_rank));

@@ -61,13 +61,15 @@ TEST_CASE("the CUDA runtime reports every unsupported key at once", "[cuda_runti
   ParallelPlan p;
   p.dp = 2;
   p.zero_stage = 3;
-  p.attention = AttentionKernel::kUnfused;
-  const std::string message = refusal(m, p, 4);
+  p.schedule = Schedule::kInterleaved;
+  p.pp = 2;
+  p.vpp = 2;
+  const std::string message = refusal(m, p, 3);
   CHECK_THAT(message, Catch::Contains("positions alibi"));
   CHECK_THAT(message, Catch::Contains("dropout"));
   CHECK_THAT(message, Catch::Contains("zero_stage 3"));
-  CHECK_THAT(message, Catch::Contains("attention unfused"));
-  CHECK_THAT(message, Catch::Contains("mpirun started 4"));
+  CHECK_THAT(message, Catch::Contains("schedule interleaved"));
+  CHECK_THAT(message, Catch::Contains("mpirun started 3"));
 }
 
 TEST_CASE("the CUDA runtime takes Llama-style models: RMSNorm, RoPE, SwiGLU, GQA, untied head, no biases", "[cuda_runtime]") {
@@ -90,6 +92,9 @@ TEST_CASE("the CUDA runtime refuses heads wider than its flash attention takes",
   m.hidden = m.heads * m.head_dim;
   ParallelPlan p;
   CHECK_THAT(refusal(m, p, 1), Catch::Contains("head_dim 160 > 128"));
+  p.attention = AttentionKernel::kUnfused;  // the unfused path takes any head width
+  CHECK(refusal(m, p, 1).empty());
+  p.attention = AttentionKernel::kFlash;
   m = resolve_model("gpt-tiny");
   p.micro_batch = 65536 / m.heads * 2;
   p.global_batch = p.micro_batch;

@@ -23,7 +23,8 @@ if(TARGET trainsim_cuda_runtime)
   endfunction()
   cuda_parity_tests("" "" "1" "2 --dp 2" "2 --tp 2" "2 --tp 2 --sequence-parallel" "2 --pp 2" "2 --pp 2 --schedule gpipe"
                     "2 --dp 2 --no-dp-overlap" "2 --dp 2 --zero 1" "2 --dp 2 --zero 2" "2 --tp 2 --sequence-parallel --recompute full"
-                    "4 --dp 2 --pp 2" "4 --tp 2 --pp 2 --sequence-parallel")
+                    "4 --dp 2 --pp 2" "4 --tp 2 --pp 2 --sequence-parallel" "2 --tp 2 --attention unfused"
+                    "2 --pp 2 --attention unfused --recompute selective")
   # The Llama-style path (RMSNorm, RoPE, GQA, SwiGLU, untied head, no biases).
   cuda_parity_tests(", llama-tiny" "${PROJECT_SOURCE_DIR}/tests/data/models/llama-tiny.json"
                     "1" "2 --tp 2 --sequence-parallel" "2 --pp 2")
