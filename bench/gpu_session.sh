@@ -54,7 +54,8 @@ stage_tests() {
 
 stage_parity() {
   local layout
-  for layout in "1" "2 --dp 2" "2 --tp 2 --sequence-parallel" "2 --pp 2" "2 --dp 2 --zero 2" "2 --tp 2 --attention unfused"; do
+  for layout in "1" "2 --dp 2" "2 --tp 2 --sequence-parallel" "2 --pp 2" "2 --dp 2 --zero 2" "2 --dp 2 --zero 3" \
+                "2 --tp 2 --attention unfused"; do
     # shellcheck disable=SC2086
     step "parity-$(echo "$layout" | tr -d ' -')" 300 env TRAINSIM_DATA="$TRAINSIM_CORPUS" "$root/tests/runtime_gpu/parity.sh" \
       "$TRAINSIM_KIT/bin/trainsim" $layout
@@ -67,6 +68,7 @@ stage_parity() {
   done
   step resume-1 300 env TRAINSIM_DATA="$TRAINSIM_CORPUS" "$root/tests/runtime_gpu/resume.sh" "$TRAINSIM_KIT/bin/trainsim" 1
   step resume-2 300 env TRAINSIM_DATA="$TRAINSIM_CORPUS" "$root/tests/runtime_gpu/resume.sh" "$TRAINSIM_KIT/bin/trainsim" 2
+  step resume-zero3 300 env TRAINSIM_DATA="$TRAINSIM_CORPUS" "$root/tests/runtime_gpu/resume.sh" "$TRAINSIM_KIT/bin/trainsim" 2 3
 }
 
 stage_calibrate() {

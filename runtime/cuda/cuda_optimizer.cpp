@@ -40,18 +40,31 @@ std::vector<std::pair<int64_t, int64_t>> norm_runs(const std::vector<ParamView>&
 
 CudaOptimizer::CudaOptimizer(const ParamStore& params, int64_t begin, int64_t end, const std::vector<bool>& counts,
                              DeviceArena& arena, cudaStream_t stream)
-    : params_(params), begin_(begin), end_(end) {
+    : begin_(begin), end_(end), weights_(params.weights() + begin) {
   TRAINSIM_ASSERT(counts.size() == params.views().size(), "CudaOptimizer: one norm flag per parameter");
   TRAINSIM_ASSERT(0 <= begin && begin <= end && end <= params.padded_count(), "CudaOptimizer: range inside the buffers");
   norm_runs_ = norm_runs(params.views(), counts, begin, end);
-  const int64_t n = end - begin;
+  const std::vector<float>& initial = params.initial_values();
+  TRAINSIM_ASSERT(static_cast<int64_t>(initial.size()) == params.padded_count(), "CudaOptimizer: initial values still held");
+  allocate(initial.data() + begin, arena, stream);
+}
+
+CudaOptimizer::CudaOptimizer(const ParamStore& params, const std::vector<bool>& counts, DeviceArena& arena, cudaStream_t stream)
+    : begin_(0), end_(params.shard_space().count), weights_(params.weight_shards()) {
+  TRAINSIM_ASSERT(params.zero3(), "CudaOptimizer: the shard-space optimizer is for ZeRO-3");
+  norm_runs_ = params.shard_space().norm_runs(params.layout(), counts);
+  TRAINSIM_ASSERT(static_cast<int64_t>(params.initial_values().size()) == params.padded_count(), "CudaOptimizer: initial values still held");
+  const std::vector<float> mine = params.shard_space().take(params.layout(), params.initial_values());
+  allocate(mine.data(), arena, stream);
+}
+
+void CudaOptimizer::allocate(const float* initial, DeviceArena& arena, cudaStream_t stream) {
+  const int64_t n = end_ - begin_;
   master_ = DeviceBuffer<float>(arena, n, "fp32 master weights");
   m_ = DeviceBuffer<float>(arena, n, "AdamW first moment");
   v_ = DeviceBuffer<float>(arena, n, "AdamW second moment");
   norm_sq_ = DeviceBuffer<double>(arena, 1, "gradient norm");
-  const std::vector<float>& initial = params.initial_values();
-  TRAINSIM_ASSERT(static_cast<int64_t>(initial.size()) == params.padded_count(), "CudaOptimizer: initial values still held");
-  check_cuda(cudaMemcpyAsync(master_.data(), initial.data() + begin, master_.bytes(), cudaMemcpyHostToDevice, stream),
+  check_cuda(cudaMemcpyAsync(master_.data(), initial, master_.bytes(), cudaMemcpyHostToDevice, stream),
              "cudaMemcpyAsync (master weights)");
   check_cuda(cudaMemsetAsync(m_.data(), 0, m_.bytes(), stream), "cudaMemsetAsync (AdamW m)");
   check_cuda(cudaMemsetAsync(v_.data(), 0, v_.bytes(), stream), "cudaMemsetAsync (AdamW v)");
@@ -76,7 +89,7 @@ void CudaOptimizer::state_from_host(const std::vector<std::vector<float>>& state
     check_cuda(cudaMemcpyAsync(buffers[i]->data(), state[i].data(), buffers[i]->bytes(), cudaMemcpyHostToDevice, stream),
                "cudaMemcpyAsync (resume)");
   }
-  if (end_ > begin_) fp32_to_bf16(master_.data(), params_.weights() + begin_, end_ - begin_, stream);
+  if (end_ > begin_) fp32_to_bf16(master_.data(), weights_, end_ - begin_, stream);
   check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (resume)");
   step_ = steps;
 }
@@ -98,7 +111,7 @@ double CudaOptimizer::step(const float* grads, MPI_Comm norm_comm, float learnin
   settings.weight_decay = 0.0f;
   settings.step = ++step_;
   if (end_ > begin_) {
-    adamw(master_.data(), grads, m_.data(), v_.data(), params_.weights() + begin_, end_ - begin_, settings, clip, stream);
+    adamw(master_.data(), grads, m_.data(), v_.data(), weights_, end_ - begin_, settings, clip, stream);
   }
   return norm;
 }

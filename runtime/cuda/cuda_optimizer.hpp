@@ -1,7 +1,7 @@
 // AdamW for a GPU stage (as the CPU trainer: beta 0.9 / 0.95, eps 1e-8, no weight decay) with
 // global-norm clipping. It owns the fp32 master weights and both moments over a range of the flat
-// parameter buffer: all of it, or with ZeRO-1/2 this DP rank's shard; the update writes the bf16
-// working copy of that range. The norm: sum of squares on the device over the gradients that
+// parameter buffer (all of it, or with ZeRO-1/2 this DP rank's shard) or, with ZeRO-3, over the
+// rank's shard space; the update writes the bf16 working copy of what it owns. The norm: sum of squares on the device over the gradients that
 // count (each TP slice once, replicated tensors once, the tied embedding once), then a host
 // all-reduce of one double over `norm_comm`.
 #pragma once
@@ -35,6 +35,8 @@ class CudaOptimizer {
   // params.views()[i] counts in the global norm. Uploads the master copy from the initial values.
   CudaOptimizer(const ParamStore& params, int64_t begin, int64_t end, const std::vector<bool>& counts, DeviceArena& arena,
                 cudaStream_t stream);
+  // ZeRO-3 (params.zero3()): the rank's shard space, its weight shards updated.
+  CudaOptimizer(const ParamStore& params, const std::vector<bool>& counts, DeviceArena& arena, cudaStream_t stream);
 
   // grads: the gradients of [begin, end). Clips by the global norm (grad_clip), updates, and
   // returns the norm before clipping. Synchronises `stream` once (for the norm).
@@ -52,8 +54,11 @@ class CudaOptimizer {
   int64_t count() const { return end_ - begin_; }
 
  private:
-  const ParamStore& params_;
+  // Master copy from `initial` (host, end - begin values), moments zeroed.
+  void allocate(const float* initial, DeviceArena& arena, cudaStream_t stream);
+
   int64_t begin_, end_;
+  __nv_bfloat16* weights_;  // the bf16 working copy of [begin, end)
   int64_t step_ = 0;
   std::vector<std::pair<int64_t, int64_t>> norm_runs_;  // [from, to) relative to begin
   DeviceBuffer<float> master_, m_, v_;

@@ -18,7 +18,7 @@ ActivationSlot::~ActivationSlot() {
 }
 
 CudaStage::CudaStage(const ModelSpec& m, const cpu::StageLayout& layout, AttentionKernel attention, int64_t micro_batch, uint64_t seed,
-                     int64_t shards, DeviceArena& arena, TpCollectives& tp, Gemm& gemm, cudaStream_t stream)
+                     int64_t shards, DeviceArena& arena, TpCollectives& tp, Gemm& gemm, cudaStream_t stream, int64_t zero3_rank)
     : layout_(layout), micro_batch_(micro_batch), seq_(m.seq_len), hidden_(m.hidden), heads_local_(m.heads / layout.tp),
       kv_heads_local_(m.kv_heads / layout.tp), head_dim_(m.head_dim), ffn_local_(m.ffn_hidden / layout.tp), vocab_(m.vocab),
       tokens_(micro_batch * m.seq_len),
@@ -30,7 +30,7 @@ CudaStage::CudaStage(const ModelSpec& m, const cpu::StageLayout& layout, Attenti
       arena_(arena), tp_(tp), gemm_(gemm), stream_(stream) {
   {
     cpu::StageModel initial(m, layout, seed);  // the CPU backend's initial model, same layout and seed
-    params_ = std::make_unique<ParamStore>(initial, shards, arena, stream);
+    params_ = std::make_unique<ParamStore>(initial, shards, arena, stream, zero3_rank);
   }
   const ParamStore& p = *params_;
   TRAINSIM_ASSERT(layout.chunks.size() == 1, "CudaStage runs one model chunk per stage");
@@ -325,6 +325,7 @@ void CudaStage::forward(ActivationSlot& s, float loss_scale) {
   }
   for (size_t l = 0; l < w_.size(); ++l) {
     LayerActivations& a = layout_.recompute == Recompute::kFull ? recompute_ : s.layers[l];
+    if (before_layer_) before_layer_(static_cast<int64_t>(l), false);
     layer_forward(static_cast<int64_t>(l), s.x[l].data(), a, s.x[l + 1].data());
   }
   if (layout_.head) head_forward(s, loss_scale);
@@ -340,6 +341,7 @@ void CudaStage::backward(ActivationSlot& s, const std::function<void(int64_t)>& 
   }
   for (size_t l = w_.size(); l-- > 0;) {
     const bool full = layout_.recompute == Recompute::kFull;
+    if (before_layer_) before_layer_(static_cast<int64_t>(l), true);
     if (full) layer_forward(static_cast<int64_t>(l), s.x[l].data(), recompute_, recompute_out_.data());
     bf16* dx = l == 0 && !layout_.embedding ? s.grad_out.data() : (dy == grad_a_.data() ? grad_b_.data() : grad_a_.data());
     layer_backward(static_cast<int64_t>(l), dy, s.x[l].data(), full ? recompute_ : s.layers[l], dx);
@@ -361,14 +363,28 @@ void CudaStage::backward(ActivationSlot& s, const std::function<void(int64_t)>& 
   }
 }
 
-void CudaStage::finish_gradients() {
+void CudaStage::finish_views(const std::function<bool(const ParamView&)>& which) {
   if (!sp_) return;
   std::vector<TpCollectives::Fp32Range> ranges;
   for (const ParamView& v : params_->views()) {
-    if (v.sp_partial) ranges.push_back({params_->grads() + v.offset, v.count()});
+    if (v.sp_partial && which(v)) ranges.push_back({params_->grad_of(v), v.count()});
   }
+  const SpanKind previous = tp_.kind();
   tp_.set_kind(SpanKind::kTpOther);
   tp_.all_reduce_fp32(ranges);
+  tp_.set_kind(previous);
+}
+
+void CudaStage::finish_gradients() {
+  finish_views([](const ParamView&) { return true; });
+}
+
+void CudaStage::finish_layer_gradients(int64_t layer) {
+  finish_views([layer](const ParamView& v) { return v.layer == layer; });
+}
+
+void CudaStage::finish_outer_gradients() {
+  finish_views([](const ParamView& v) { return v.layer < 0; });
 }
 
 }  // namespace trainsim::cuda

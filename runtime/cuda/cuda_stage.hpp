@@ -70,9 +70,10 @@ struct ActivationSlot {
 
 class CudaStage {
  public:
+  // `shards`: DP ranks the parameters are padded for (ZeRO); `zero3_rank` >= 0: ZeRO-3, the store
+  // keeps that rank's shard space (param_store.hpp).
   CudaStage(const ModelSpec& model, const cpu::StageLayout& layout, AttentionKernel attention, int64_t micro_batch, uint64_t seed,
-            int64_t shards,
-            DeviceArena& arena, TpCollectives& tp, Gemm& gemm, cudaStream_t stream);
+            int64_t shards, DeviceArena& arena, TpCollectives& tp, Gemm& gemm, cudaStream_t stream, int64_t zero3_rank = -1);
   ~CudaStage();
   CudaStage(const CudaStage&) = delete;
   CudaStage& operator=(const CudaStage&) = delete;
@@ -100,6 +101,13 @@ class CudaStage {
   // After the iteration's last backward: with SP, sums over TP the gradients that cover only this
   // rank's tokens (layer norms, row-parallel biases, final norm).
   void finish_gradients();
+  // The same for one layer (ZeRO-3: right after its backward, before its reduce-scatter), and for
+  // the tensors outside the layers.
+  void finish_layer_gradients(int64_t layer);
+  void finish_outer_gradients();
+  // ZeRO-3: called before layer l's forward (backward false) and before its backward and
+  // recomputation (backward true), to make its weights present.
+  void set_before_layer(std::function<void(int64_t layer, bool backward)> hook) { before_layer_ = std::move(hook); }
 
  private:
   // Biases and norm betas are null where the model has none.
@@ -117,6 +125,7 @@ class CudaStage {
   void bias_backward(const bf16* dy, float* dbias, int64_t rows, int64_t cols);
   AttentionShape attention_shape() const { return {micro_batch_, seq_, heads_local_, kv_heads_local_, head_dim_}; }
   void allocate_layer(LayerActivations& a);
+  void finish_views(const std::function<bool(const ParamView&)>& which);
   std::unique_ptr<ActivationSlot> allocate_slot();
   const bf16* enter_tp(const bf16* rows, bf16* full);
   bf16* leave_tp(bf16* partial, bf16* rows);
@@ -152,6 +161,7 @@ class CudaStage {
   DeviceBuffer<unsigned char> unfused_scratch_;
   DeviceBuffer<bf16> recomputed_probs_, recomputed_attn_;
   LayerActivations recompute_;  // full recomputation: the one layer whose activations exist
+  std::function<void(int64_t, bool)> before_layer_;
 };
 
 }  // namespace trainsim::cuda

@@ -1,7 +1,8 @@
-// The CUDA training loop: schedule walk with NCCL send/recv, bucketed DP reduction, ZeRO-1/2,
+// The CUDA training loop: schedule walk with NCCL send/recv, bucketed DP reduction, ZeRO-1/2/3,
 // clipped AdamW, event timing. Streams: `compute` (kernels, GEMMs, TP collectives, the exposed
 // reductions), `send` and `recv` (pipeline; each pipeline communicator is used on one of them in
-// one order), `reduce` (DP buckets that overlap the backward). Cross-stream order is by events only.
+// one order), `reduce` (DP buckets that overlap the backward; ZeRO-3's reduce-scatters), `gather`
+// (ZeRO-3's weight all-gathers, one layer ahead). Cross-stream order is by events only.
 #include "runtime/cuda/cuda_trainer.hpp"
 
 #include <sys/resource.h>
@@ -55,7 +56,7 @@ struct CudaTrainer::Impl {
   CudaDevice device;
   NcclGroups nccl;
   DeviceArena arena;
-  Stream compute, send, recv, reduce;
+  Stream compute, send, recv, reduce, gather;
   EventClock clock;
   EventPool events;
   std::unique_ptr<Gemm> gemm;
@@ -63,6 +64,18 @@ struct CudaTrainer::Impl {
   std::unique_ptr<CudaStage> stage;
   std::unique_ptr<CudaOptimizer> optimizer;
   bool zero = false;                  // ZeRO-1/2 with dp > 1: reduce-scatter, sharded AdamW, all-gather
+  // ZeRO-3 with dp > 1 (pp is 1): the store keeps the shard space; each layer's weights are
+  // all-gathered into buffer l % 2 before its use (the next layer's while it runs) and its
+  // gradients reduce-scattered into the shards after every backward; the units outside the layers
+  // are gathered at the start of the iteration and reduced at its end.
+  bool zero3 = false;
+  struct Zero3 {
+    int64_t held[2] = {-1, -1};             // the layer each gather buffer holds (this iteration)
+    cudaEvent_t gathered[2] = {nullptr, nullptr};  // gather stream: that gather done
+    cudaEvent_t grads_free[2] = {nullptr, nullptr};  // reduce stream: that gradient buffer reduced
+    DeviceBuffer<float> piece[2];           // a reduce-scatter's result, added to the shard after
+    std::vector<int64_t> outer_units;
+  } z;
   DeviceBuffer<float> shard_grads;    // ZeRO: this rank's shard of the summed gradients
   DeviceBuffer<int32_t> tokens, targets;  // (micro-batches x T) of this iteration
   std::vector<uint8_t> corpus;
@@ -82,23 +95,29 @@ struct CudaTrainer::Impl {
     gemm = std::make_unique<Gemm>();
     tp = std::make_unique<TpCollectives>(nccl.tp, clock, compute);
     const cpu::StageLayout layout = cpu::stage_layout(model, plan, grid.pp_rank, grid.tp_rank);  // the simulator's split
-    zero = plan.zero_stage >= 1 && plan.dp > 1;
-    stage = std::make_unique<CudaStage>(model, layout, plan.attention, plan.micro_batch, options.seed, zero ? plan.dp : 1, arena, *tp, *gemm,
-                                        compute);
+    zero3 = plan.zero_stage >= 3 && plan.dp > 1;
+    zero = plan.zero_stage >= 1 && plan.dp > 1 && !zero3;
+    stage = std::make_unique<CudaStage>(model, layout, plan.attention, plan.micro_batch, options.seed, zero || zero3 ? plan.dp : 1,
+                                        arena, *tp, *gemm, compute, zero3 ? nccl.dp.rank() : -1);
     ParamStore& params = stage->params();
     std::vector<bool> counts;
     for (const ParamView& v : params.views()) counts.push_back(counts_in_norm(v, plan.pp, grid.pp_rank, grid.tp_rank));
-    std::pair<int64_t, int64_t> range = params.layout().shard(1, 0);  // [begin, end) this rank updates
-    if (zero) {
-      range = params.layout().shard(plan.dp, nccl.dp.rank());
-      shard_grads = DeviceBuffer<float>(arena, range.second - range.first, "ZeRO gradient shard");
+    if (zero3) {
+      optimizer = std::make_unique<CudaOptimizer>(params, counts, arena, compute);
+      setup_zero3();
+    } else {
+      std::pair<int64_t, int64_t> range = params.layout().shard(1, 0);  // [begin, end) this rank updates
+      if (zero) {
+        range = params.layout().shard(plan.dp, nccl.dp.rank());
+        shard_grads = DeviceBuffer<float>(arena, range.second - range.first, "ZeRO gradient shard");
+      }
+      optimizer = std::make_unique<CudaOptimizer>(params, range.first, range.second, counts, arena, compute);
     }
-    optimizer = std::make_unique<CudaOptimizer>(params, range.first, range.second, counts, arena, compute);
     params.drop_initial_values();
     corpus = runtime::load_corpus(options.data_path, model.seq_len + 1);
     tokens = DeviceBuffer<int32_t>(arena, plan.micro_batches() * stage->tokens(), "tokens");
     targets = DeviceBuffer<int32_t>(arena, plan.micro_batches() * stage->tokens(), "targets");
-    reduction = plan_gradient_buckets(params.layout().layer_ranges, params.padded_count(), kBucketBytes);
+    if (!zero3) reduction = plan_gradient_buckets(params.layout().layer_ranges, params.padded_count(), kBucketBytes);
     // Every activation slot the schedule holds at once, now: running out of memory here is agreed
     // between the ranks, while in the middle of an iteration the others would be waiting for this
     // rank inside NCCL operations.
@@ -130,6 +149,101 @@ struct CudaTrainer::Impl {
     check_cuda(cudaMemcpy(targets.data(), batch.targets.data(), targets.bytes(), cudaMemcpyHostToDevice), "cudaMemcpy (targets)");
   }
 
+  // ---- ZeRO-3 ----
+  void setup_zero3() {
+    ParamStore& params = stage->params();
+    const ParamLayout& layout = params.layout();
+    const ShardSpace& space = params.shard_space();
+    int64_t largest = 0;
+    for (size_t u = 0; u < layout.units.size(); ++u) {
+      largest = std::max(largest, space.piece(layout, static_cast<int64_t>(u)));
+      if (std::find(layout.unit_of_layer.begin(), layout.unit_of_layer.end(), static_cast<int64_t>(u)) == layout.unit_of_layer.end()) {
+        z.outer_units.push_back(static_cast<int64_t>(u));
+      }
+    }
+    for (DeviceBuffer<float>& piece : z.piece) piece = DeviceBuffer<float>(arena, largest, "ZeRO-3 reduce-scatter result");
+    stage->set_before_layer([this](int64_t layer, bool backward) { zero3_before_layer(layer, backward); });
+  }
+
+  // All-gathers unit u's pieces into its whole buffer on the gather stream.
+  void gather_unit(int64_t unit) {
+    const ParamStore& p = stage->params();
+    const ShardSpace& space = p.shard_space();
+    check_nccl(ncclAllGather(p.weight_shards() + space.shard_offset[static_cast<size_t>(unit)], p.unit_weights(unit),
+                             static_cast<size_t>(space.piece(p.layout(), unit)), ncclBfloat16, nccl.dp_gather.get(), gather),
+               "ncclAllGather (ZeRO-3 weights)");
+  }
+
+  // Reduce-scatters unit u's whole gradients on the reduce stream and adds this rank's piece to its
+  // shard, through result buffer k.
+  void reduce_unit(int64_t unit, size_t k) {
+    const ParamStore& p = stage->params();
+    const ShardSpace& space = p.shard_space();
+    const int64_t n = space.piece(p.layout(), unit);
+    check_nccl(ncclReduceScatter(p.unit_grads(unit), z.piece[k].data(), static_cast<size_t>(n), ncclFloat, ncclSum, nccl.dp.get(), reduce),
+               "ncclReduceScatter (ZeRO-3 gradients)");
+    accumulate_fp32(p.grad_shards() + space.shard_offset[static_cast<size_t>(unit)], z.piece[k].data(), n, reduce);
+  }
+
+  // Issues layer l's gather into buffer l % 2 unless that buffer holds it already.
+  void fetch_layer(int64_t layer) {
+    const size_t k = static_cast<size_t>(layer % 2);
+    if (z.held[k] == layer) return;
+    events.order(compute, gather);  // the layer using this buffer before is done with it
+    gather_unit(stage->params().layout().unit_of_layer[static_cast<size_t>(layer)]);
+    z.gathered[k] = events.record(gather);
+    z.held[k] = layer;
+  }
+
+  // Before layer l's forward or backward: its weights present (the next layer's gather issued to
+  // overlap this one), and for the backward its gradient buffer reduced and zeroed. The waits are
+  // timed as DP spans inside the forward / backward.
+  void zero3_before_layer(int64_t layer, bool backward) {
+    const size_t k = static_cast<size_t>(layer % 2);
+    fetch_layer(layer);
+    const int span = clock.begin(compute);
+    check_cuda(cudaStreamWaitEvent(compute, z.gathered[k], 0), "cudaStreamWaitEvent (ZeRO-3 gather)");
+    if (backward && z.grads_free[k] != nullptr) {
+      check_cuda(cudaStreamWaitEvent(compute, z.grads_free[k], 0), "cudaStreamWaitEvent (ZeRO-3 gradient buffer)");
+    }
+    clock.end(span, backward ? SpanKind::kDpInBackward : SpanKind::kDpInForward, compute);
+    const int64_t next = backward ? layer - 1 : layer + 1;
+    if (next >= 0 && next < stage->params().layer_count()) fetch_layer(next);
+    if (backward) {
+      const ParamStore& p = stage->params();
+      const int64_t unit = p.layout().unit_of_layer[static_cast<size_t>(layer)];
+      const auto [begin, end] = p.layout().units[static_cast<size_t>(unit)];
+      check_cuda(cudaMemsetAsync(p.unit_grads(unit), 0, static_cast<size_t>(end - begin) * sizeof(float), compute),
+                 "cudaMemsetAsync (ZeRO-3 layer gradients)");
+    }
+  }
+
+  // After layer l's backward: its SP sums, then its reduce-scatter behind the next layer's backward.
+  void zero3_after_layer_backward(int64_t layer) {
+    const size_t k = static_cast<size_t>(layer % 2);
+    stage->finish_layer_gradients(layer);
+    events.order(compute, reduce);
+    reduce_unit(stage->params().layout().unit_of_layer[static_cast<size_t>(layer)], k);
+    z.grads_free[k] = events.record(reduce);
+  }
+
+  // Start of an iteration: the embeddings and final norm gathered, their gradients zeroed.
+  void zero3_begin_iteration() {
+    z.held[0] = z.held[1] = -1;  // the weights changed at the last step
+    z.gathered[0] = z.gathered[1] = z.grads_free[0] = z.grads_free[1] = nullptr;
+    const ParamStore& p = stage->params();
+    events.order(compute, gather);
+    for (int64_t unit : z.outer_units) {
+      gather_unit(unit);
+      const auto [begin, end] = p.layout().units[static_cast<size_t>(unit)];
+      check_cuda(cudaMemsetAsync(p.unit_grads(unit), 0, static_cast<size_t>(end - begin) * sizeof(float), compute),
+                 "cudaMemsetAsync (ZeRO-3 outer gradients)");
+    }
+    const int span = clock.begin(compute);
+    events.order(gather, compute);
+    clock.end(span, SpanKind::kDpExposed, compute);
+  }
+
   void launch_bucket(GradientBucket& b) {
     // GPU-CHECK: with overlap this DP all-reduce (reduce stream) runs while the backward's TP
     // collectives run on the compute stream: two communicators' kernels at once on one GPU, enqueued
@@ -149,7 +263,7 @@ struct CudaTrainer::Impl {
     for (size_t i = 0; i < steps.size(); ++i) {
       if (steps[i].kind == StepKind::kBackward) last_backward = i;
     }
-    const bool overlap = plan.dp_overlap && plan.dp > 1 && !zero;
+    const bool overlap = plan.dp_overlap && plan.dp > 1 && !zero && !zero3;
     for (GradientBucket& b : reduction.buckets) b.launched = false;
     const std::function<void(int64_t)> bucket_hook = [&](int64_t layer) {
       for (GradientBucket& b : reduction.buckets) {
@@ -196,7 +310,13 @@ struct CudaTrainer::Impl {
           events.order(recv, compute);
         }
         const int span = clock.begin(compute);
-        stage->backward(s, overlap && i == last_backward ? bucket_hook : std::function<void(int64_t)>());
+        std::function<void(int64_t)> after_layer;
+        if (zero3) {
+          after_layer = [this](int64_t layer) { zero3_after_layer_backward(layer); };
+        } else if (overlap && i == last_backward) {
+          after_layer = bucket_hook;
+        }
+        stage->backward(s, after_layer);
         clock.end(span, SpanKind::kBackward, compute);
         if (grid.prev_stage >= 0) {
           events.order(compute, send);
@@ -217,6 +337,15 @@ struct CudaTrainer::Impl {
 
   void reduce_gradients() {
     ParamStore& params = stage->params();
+    if (zero3) {  // the layers were reduced after each backward; now the units outside them
+      stage->finish_outer_gradients();
+      const int span = clock.begin(compute);
+      events.order(compute, reduce);
+      for (int64_t unit : z.outer_units) reduce_unit(unit, 0);
+      events.order(reduce, compute);
+      clock.end(span, SpanKind::kDpExposed, compute);
+      return;
+    }
     if (plan.dp > 1 && !zero) {  // buckets not yet started, then wait for all of them
       const int span = clock.begin(compute);
       for (GradientBucket& b : reduction.buckets) {
@@ -295,6 +424,13 @@ struct CudaTrainer::Impl {
     // pipeline's drain skew is counted as optimizer time, not bubble. Compare with the simulator.
     int span = clock.begin(compute);
     const float lr = static_cast<float>(options.learning_rate);
+    if (zero3) {  // as ZeRO-1/2 below, the shard space's gradients
+      optimizer->step(params.grad_shards(), grid.world, lr, options.grad_clip, compute);
+      check_cuda(cudaMemsetAsync(params.grad_shards(), 0, static_cast<size_t>(params.shard_space().count) * sizeof(float), compute),
+                 "cudaMemsetAsync (zero gradient shards)");
+      clock.end(span, SpanKind::kOptimizer, compute);
+      return;
+    }
     if (zero) {  // shard sums over the whole job: each element of a replica lies in one DP rank's shard
       optimizer->step(shard_grads.data(), grid.world, lr, options.grad_clip, compute);
     } else {
@@ -318,6 +454,7 @@ struct CudaTrainer::Impl {
     MPI_Barrier(grid.world);
     const double start = cpu::wall_s();
     check_cuda(cudaMemsetAsync(stage->loss_sum(), 0, sizeof(float), compute), "cudaMemsetAsync (loss)");
+    if (zero3) zero3_begin_iteration();
     run_schedule(schedule);
     reduce_gradients();
     optimizer_step();
@@ -332,9 +469,9 @@ struct CudaTrainer::Impl {
     r.iteration = iteration;
     r.time_s = time;
     r.phases.tp_comm_s = at(SpanKind::kTpInForward) + at(SpanKind::kTpInBackward) + at(SpanKind::kTpOther);
-    r.phases.forward_s = std::max(0.0, at(SpanKind::kForward) - at(SpanKind::kTpInForward));
-    r.phases.backward_s = std::max(0.0, at(SpanKind::kBackward) - at(SpanKind::kTpInBackward));
-    r.phases.dp_comm_s = at(SpanKind::kDpExposed);
+    r.phases.forward_s = std::max(0.0, at(SpanKind::kForward) - at(SpanKind::kTpInForward) - at(SpanKind::kDpInForward));
+    r.phases.backward_s = std::max(0.0, at(SpanKind::kBackward) - at(SpanKind::kTpInBackward) - at(SpanKind::kDpInBackward));
+    r.phases.dp_comm_s = at(SpanKind::kDpExposed) + at(SpanKind::kDpInForward) + at(SpanKind::kDpInBackward);
     r.phases.pp_comm_s = at(SpanKind::kPpExposed);
     r.phases.optimizer_s = at(SpanKind::kOptimizer);
     // As the CPU trainer: what is left of the wall time is waiting on other stages (and launch gaps).

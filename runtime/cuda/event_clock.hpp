@@ -19,6 +19,8 @@ enum class SpanKind {
   kTpInBackward,   // ... inside backward spans
   kTpOther,        // ... elsewhere (gradient sums over TP after the backward)
   kDpExposed,      // the compute stream waiting for, or running, DP / ZeRO / tied-embedding reductions
+  kDpInForward,    // ZeRO-3: a forward span waiting for a layer's weight all-gather
+  kDpInBackward,   // ... a backward span waiting for a gather, or for a layer's gradient buffer
   kPpExposed,      // the compute stream waiting for the last pipeline sends
   kOptimizer,      // norm, clipping, AdamW (the host's norm all-reduce included)
   kCount

@@ -42,6 +42,7 @@ class NcclComm {
 // has no cycle over the pipeline, but a teardown with pp >= 3 has not been seen to finish yet.
 struct NcclGroups {
   NcclComm tp, dp, embedding;
+  NcclComm dp_gather;  // ZeRO-3: the weight all-gathers, on their own stream (dp: the reduce-scatters)
   // Pipeline pairs: in each, the lower stage is rank 0 and the upper stage rank 1.
   NcclComm activations_to_next, gradients_from_next;  // with the next stage (this rank is 0)
   NcclComm activations_from_prev, gradients_to_prev;  // with the previous stage (this rank is 1)

@@ -22,6 +22,7 @@ class TpCollectives {
   int size() const { return comm_.size(); }
   int rank() const { return comm_.rank(); }
   void set_kind(SpanKind kind) { kind_ = kind; }  // what the following spans count as
+  SpanKind kind() const { return kind_; }
 
   void all_reduce(__nv_bfloat16* x, int64_t count);
   // shard: (rows, cols) -> full: (size * rows, cols)

@@ -46,6 +46,10 @@ __global__ void fill_fp32_kernel(float* x, float value, int64_t count) {
   for (int64_t i = global_thread(); i < count; i += grid_threads()) x[i] = value;
 }
 
+__global__ void accumulate_fp32_kernel(float* y, const float* x, int64_t count) {
+  for (int64_t i = global_thread(); i < count; i += grid_threads()) y[i] += x[i];
+}
+
 // y (rows, cols) += bias (cols); 8 columns per thread when cols % 8 == 0 and aligned.
 __global__ void add_bias_kernel(bf16* y, const bf16* bias, int64_t rows, int64_t cols, bool vec) {
   if (vec) {
@@ -112,6 +116,12 @@ void fill_fp32(float* x, float value, int64_t count, cudaStream_t stream) {
   if (count <= 0) return;
   fill_fp32_kernel<<<grid_for(count), kThreads, 0, stream>>>(x, value, count);
   check_launch("fill_fp32");
+}
+
+void accumulate_fp32(float* y, const float* x, int64_t count, cudaStream_t stream) {
+  if (count <= 0) return;
+  accumulate_fp32_kernel<<<grid_for(count), kThreads, 0, stream>>>(y, x, count);
+  check_launch("accumulate_fp32");
 }
 
 void add_bias(bf16* y, const bf16* bias, int64_t rows, int64_t cols, cudaStream_t stream) {

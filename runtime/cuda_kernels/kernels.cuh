@@ -22,6 +22,7 @@ void bf16_to_fp32(const bf16* x, float* y, int64_t count, cudaStream_t stream);
 void add(const bf16* a, const bf16* b, bf16* out, int64_t count, cudaStream_t stream);  // out may alias a or b
 void scale_fp32(float* x, float factor, int64_t count, cudaStream_t stream);
 void fill_fp32(float* x, float value, int64_t count, cudaStream_t stream);
+void accumulate_fp32(float* y, const float* x, int64_t count, cudaStream_t stream);  // y += x
 
 // ---- embedding: out[r] = wte[tokens[r]] + wpe[r % seq] (wpe null: no position table, RoPE models) ----
 void embedding_forward(const int32_t* tokens, const bf16* wte, const bf16* wpe, bf16* out, int64_t rows, int64_t seq,

@@ -162,6 +162,11 @@ TEST_CASE("CUDA element-wise kernels: conversions, add, scale, fill, bias and it
   CHECK(filled[0] == 3.0f);
   CHECK(filled[static_cast<size_t>(n - 2)] == 3.0f);
   CHECK(filled[static_cast<size_t>(n - 1)] == half[static_cast<size_t>(n - 1)]);
+  DeviceArray<float> addend(b);
+  trainsim::cuda::accumulate_fp32(af.get(), addend.get(), n - 1, nullptr);
+  const auto accumulated = af.download();
+  CHECK(accumulated[0] == 3.0f + b[0]);
+  CHECK(accumulated[static_cast<size_t>(n - 1)] == half[static_cast<size_t>(n - 1)]);  // past the count: untouched
 
   DeviceArray<bf16> y(to_bf16(b));
   trainsim::cuda::add_bias(y.get(), biasb.get(), rows, cols, nullptr);

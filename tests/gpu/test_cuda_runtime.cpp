@@ -60,14 +60,12 @@ TEST_CASE("the CUDA runtime reports every unsupported key at once", "[cuda_runti
   m.dropout = true;
   ParallelPlan p;
   p.dp = 2;
-  p.zero_stage = 3;
   p.schedule = Schedule::kInterleaved;
   p.pp = 2;
   p.vpp = 2;
   const std::string message = refusal(m, p, 3);
   CHECK_THAT(message, Catch::Contains("positions alibi"));
   CHECK_THAT(message, Catch::Contains("dropout"));
-  CHECK_THAT(message, Catch::Contains("zero_stage 3"));
   CHECK_THAT(message, Catch::Contains("schedule interleaved"));
   CHECK_THAT(message, Catch::Contains("mpirun started 3"));
 }
@@ -153,6 +151,86 @@ TEST_CASE("a stage's parameters lie 256-byte aligned without overlap, whole laye
         CHECK(inside == 12);
       }
     }
+  }
+}
+
+TEST_CASE("ZeRO-3 units: embeddings, each layer, final norm; padded for the shards; layers alike inside", "[cuda_runtime]") {
+  for (const char* name : {"gpt-tiny", "llama"}) {
+    ModelSpec m = resolve_model("gpt-tiny");
+    m.layers = 3;
+    if (std::string(name) == "llama") {  // untied head: lm_head in the last unit; no wpe
+      m.norm = NormKind::kRmsNorm, m.position = PositionKind::kRope, m.tied_embeddings = false, m.linear_bias = false;
+    }
+    for (const int64_t shards : {2, 3}) {
+      INFO(name << ", " << shards << " shards");
+      const cpu::StageLayout stage = stage_layout(m, 1, 0, 1, 0, false);
+      cpu::StageModel model(m, stage, 3);
+      const cuda::ParamLayout layout = cuda::layout_params(model.params(), stage, shards, true);
+      REQUIRE(layout.units.size() == static_cast<size_t>(m.layers + 2));
+      int64_t at = 0;
+      for (const auto& [begin, end] : layout.units) {
+        CHECK(begin == at);  // contiguous, covering the buffer
+        CHECK((end - begin) % (shards * cuda::ParamLayout::kAlignElements) == 0);
+        at = end;
+      }
+      CHECK(at == layout.padded_count);
+      REQUIRE(layout.unit_of_layer.size() == static_cast<size_t>(m.layers));
+      for (size_t l = 0; l < layout.unit_of_layer.size(); ++l) CHECK(layout.unit_of_layer[l] == static_cast<int64_t>(l + 1));
+      // Every tensor in its unit; a layer's tensors at the same offsets from its unit's start.
+      std::vector<int64_t> offsets_in_layer0;
+      for (const cuda::ParamView& v : layout.views) {
+        const int64_t u = layout.unit_at(v.offset);
+        CHECK(v.offset + v.count() <= layout.units[static_cast<size_t>(u)].second);
+        if (v.layer >= 0) {
+          CHECK(u == layout.unit_of_layer[static_cast<size_t>(v.layer)]);
+          const int64_t relative = v.offset - layout.units[static_cast<size_t>(u)].first;
+          if (v.layer == 0) offsets_in_layer0.push_back(relative);
+          if (v.layer == 2) CHECK(std::find(offsets_in_layer0.begin(), offsets_in_layer0.end(), relative) != offsets_in_layer0.end());
+        } else {
+          const bool first = v.name == "wte" || v.name == "wpe";
+          CHECK(u == (first ? 0 : m.layers + 1));
+        }
+      }
+      CHECK(layout.units[1].second - layout.units[1].first == layout.units[3].second - layout.units[3].first);
+    }
+  }
+}
+
+TEST_CASE("ZeRO-3 shard spaces: each element of the buffer is kept by one rank, each counting gradient normed by one", "[cuda_runtime]") {
+  const ModelSpec m = resolve_model("gpt-tiny");
+  const int64_t shards = 3;
+  const cpu::StageLayout stage = stage_layout(m, 1, 0, 1, 0, false);
+  cpu::StageModel model(m, stage, 3);
+  const cuda::ParamLayout layout = cuda::layout_params(model.params(), stage, shards, true);
+  std::vector<float> flat(static_cast<size_t>(layout.padded_count));
+  for (size_t i = 0; i < flat.size(); ++i) flat[i] = static_cast<float>(i);
+  std::vector<bool> counts;
+  int64_t counting = 0;
+  for (const cuda::ParamView& v : layout.views) {
+    counts.push_back(v.name.find("ln") == std::string::npos);  // norms do not count, say
+    counting += counts.back() ? v.count() : 0;
+  }
+  std::vector<int> kept(flat.size(), 0), normed(flat.size(), 0);
+  int64_t total = 0;
+  for (int64_t rank = 0; rank < shards; ++rank) {
+    const cuda::ShardSpace space = cuda::ShardSpace::of(layout, shards, rank);
+    CHECK(space.count * shards == layout.padded_count);
+    const std::vector<float> mine = space.take(layout, flat);
+    REQUIRE(static_cast<int64_t>(mine.size()) == space.count);
+    for (float value : mine) ++kept[static_cast<size_t>(value)];
+    for (const auto& [from, to] : space.norm_runs(layout, counts)) {
+      CHECK(0 <= from);
+      CHECK(from < to);
+      CHECK(to <= space.count);
+      for (int64_t i = from; i < to; ++i) ++normed[static_cast<size_t>(mine[static_cast<size_t>(i)])];
+      total += to - from;
+    }
+  }
+  CHECK(std::all_of(kept.begin(), kept.end(), [](int k) { return k == 1; }));
+  CHECK(total == counting);
+  for (size_t i = 0; i < layout.views.size(); ++i) {  // the counting tensors' elements exactly
+    const cuda::ParamView& v = layout.views[i];
+    for (int64_t e = v.offset; e < v.offset + v.count(); e += 97) CHECK(normed[static_cast<size_t>(e)] == (counts[i] ? 1 : 0));
   }
 }
 

@@ -24,14 +24,18 @@ if(TARGET trainsim_cuda_runtime)
   cuda_parity_tests("" "" "1" "2 --dp 2" "2 --tp 2" "2 --tp 2 --sequence-parallel" "2 --pp 2" "2 --pp 2 --schedule gpipe"
                     "2 --dp 2 --no-dp-overlap" "2 --dp 2 --zero 1" "2 --dp 2 --zero 2" "2 --tp 2 --sequence-parallel --recompute full"
                     "4 --dp 2 --pp 2" "4 --tp 2 --pp 2 --sequence-parallel" "2 --tp 2 --attention unfused"
-                    "2 --pp 2 --attention unfused --recompute selective")
+                    "2 --pp 2 --attention unfused --recompute selective" "2 --dp 2 --zero 3" "2 --dp 2 --zero 3 --recompute full"
+                    "4 --dp 2 --tp 2 --sequence-parallel --zero 3")
   # The Llama-style path (RMSNorm, RoPE, GQA, SwiGLU, untied head, no biases).
   cuda_parity_tests(", llama-tiny" "${PROJECT_SOURCE_DIR}/tests/data/models/llama-tiny.json"
-                    "1" "2 --tp 2 --sequence-parallel" "2 --pp 2")
-  # Checkpoints: save, resume, same losses (one GPU; DP2 ZeRO-1 on it).
-  foreach(ranks 1 2)
-    set(test_name "cuda runtime: a resumed run (${ranks} rank(s)) continues the uninterrupted loss curve")
-    add_test(NAME "${test_name}" COMMAND ${CMAKE_CURRENT_LIST_DIR}/resume.sh $<TARGET_FILE:trainsim> ${ranks})
+                    "1" "2 --tp 2 --sequence-parallel" "2 --pp 2" "2 --dp 2 --zero 3")
+  # Checkpoints: save, resume, same losses (one GPU; DP2 ZeRO-1 and ZeRO-3 on it).
+  foreach(case "1 1" "2 1" "2 3")
+    string(REPLACE " " ";" case "${case}")
+    list(GET case 0 ranks)
+    list(GET case 1 zero)
+    set(test_name "cuda runtime: a resumed run (${ranks} rank(s), ZeRO-${zero}) continues the uninterrupted loss curve")
+    add_test(NAME "${test_name}" COMMAND ${CMAKE_CURRENT_LIST_DIR}/resume.sh $<TARGET_FILE:trainsim> ${ranks} ${zero})
     set_tests_properties("${test_name}" PROPERTIES SKIP_RETURN_CODE 77 RUN_SERIAL TRUE TIMEOUT 900)
   endforeach()
 endif()

@@ -2,15 +2,17 @@
 # CUDA checkpoints: a one-GPU run of 12 steps saving every 4, resumed to 20 steps, must give the
 # losses of an uninterrupted 20-step run (relative 1e-3: the embedding gradient's atomics make two
 # CUDA runs differ in the last bits). With RANKS 2 (--dp 2 --zero 1, one NCCL_HOSTID per rank on one
-# GPU) the resume also rebuilds the working weights from every rank's ZeRO shard.
-# Usage: resume.sh TRAINSIM [RANKS]. Exit 77 (skipped) without a GPU.
+# GPU) the resume also rebuilds the working weights from every rank's ZeRO shard (ZERO 1, default)
+# or starts from the shards alone (ZERO 3).
+# Usage: resume.sh TRAINSIM [RANKS [ZERO]]. Exit 77 (skipped) without a GPU.
 set -u
 trainsim=$1
 ranks=${2:-1}
+zero=${3:-1}
 # The GPU check, the work folder and mpirun's root settings, as parity.sh.
 source "$(dirname "$0")/prelude.sh"
 common=(--model gpt-tiny --backend cuda --micro-batch 2 --global-batch 8 --seed 5 --warmup 0)
-[ "$ranks" -gt 1 ] && common+=(--dp "$ranks" --zero 1)
+[ "$ranks" -gt 1 ] && common+=(--dp "$ranks" --zero "$zero")
 [ -n "${TRAINSIM_DATA:-}" ] && common+=(--data "$TRAINSIM_DATA")
 run() { timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$ranks" "$(dirname "$0")/own_host.sh" "$trainsim" run "${common[@]}" "$@" \
   >"$work/log" 2>&1 || { echo "FAILED: $*"; cat "$work/log"; exit 1; }; }
