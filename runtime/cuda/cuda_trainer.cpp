@@ -186,6 +186,10 @@ struct CudaTrainer::Impl {
   }
 
   // Issues layer l's gather into buffer l % 2 unless that buffer holds it already.
+  // GPU-CHECK: three communicators run at once here (dp_gather on `gather`, dp on `reduce`, tp on
+  // `compute`), each on one stream and launched in the same program order on every rank, as NCCL
+  // asks. Run DP2 x TP2 ZeRO-3 with a timeout: a hang would mean serialising the gathers and
+  // reduce-scatters on one stream (as PyTorch's process group does), at the cost of overlap.
   void fetch_layer(int64_t layer) {
     const size_t k = static_cast<size_t>(layer % 2);
     if (z.held[k] == layer) return;
