@@ -66,6 +66,9 @@ stage_parity() {
     step "parity-llama-$(echo "$layout" | tr -d ' -')" 300 env TRAINSIM_DATA="$TRAINSIM_CORPUS" \
       PARITY_MODEL="$root/tests/data/models/llama-tiny.json" "$root/tests/runtime_gpu/parity.sh" "$TRAINSIM_KIT/bin/trainsim" $layout
   done
+  # shellcheck disable=SC2086
+  step parity-interleaved 300 env TRAINSIM_DATA="$TRAINSIM_CORPUS" PARITY_MODEL="$root/bench/cpu_models/gpt-4l.json" \
+    "$root/tests/runtime_gpu/parity.sh" "$TRAINSIM_KIT/bin/trainsim" 2 --pp 2 --schedule interleaved --vpp 2
   step resume-1 300 env TRAINSIM_DATA="$TRAINSIM_CORPUS" "$root/tests/runtime_gpu/resume.sh" "$TRAINSIM_KIT/bin/trainsim" 1
   step resume-2 300 env TRAINSIM_DATA="$TRAINSIM_CORPUS" "$root/tests/runtime_gpu/resume.sh" "$TRAINSIM_KIT/bin/trainsim" 2
   step resume-zero3 300 env TRAINSIM_DATA="$TRAINSIM_CORPUS" "$root/tests/runtime_gpu/resume.sh" "$TRAINSIM_KIT/bin/trainsim" 2 3

@@ -118,13 +118,14 @@ PipelineSchedule make_pipeline_schedule(Schedule kind, int64_t stages, int64_t c
   return schedule;
 }
 
-int64_t max_in_flight(const PipelineSchedule& schedule, int64_t stage) {
+int64_t max_in_flight(const PipelineSchedule& schedule, int64_t stage, int64_t chunk) {
   TRAINSIM_ASSERT(stage >= 0 && stage < static_cast<int64_t>(schedule.steps.size()),
                   "stage " + s(stage) + " outside the schedule's " + s(static_cast<int64_t>(schedule.steps.size())) +
                       " stages");
   std::set<std::pair<int64_t, int64_t>> in_flight;  // (micro-batch, chunk)
   size_t peak = 0;
   for (const PipelineStep& step : schedule.steps[static_cast<size_t>(stage)]) {
+    if (chunk >= 0 && step.chunk != chunk) continue;
     if (step.kind == StepKind::kForward) {
       in_flight.insert({step.micro_batch, step.chunk});
       peak = std::max(peak, in_flight.size());

@@ -34,7 +34,7 @@ struct PipelineSchedule {
 PipelineSchedule make_pipeline_schedule(Schedule kind, int64_t stages, int64_t chunks, int64_t micro_batches);
 
 // Largest number of (micro-batch, chunk) forwards whose backward has not run yet, over the
-// stage's step list.
-int64_t max_in_flight(const PipelineSchedule& schedule, int64_t stage);
+// stage's step list; with `chunk` >= 0, of that chunk's only.
+int64_t max_in_flight(const PipelineSchedule& schedule, int64_t stage, int64_t chunk = -1);
 
 }  // namespace trainsim

@@ -31,7 +31,6 @@ void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) 
     problems.add(std::string("plan: precision ") + to_string(p.precision) +
                  " must be bf16 for --backend cuda (bf16 weights and activations, fp32 master weights, gradients and AdamW states: --precision bf16)");
   }
-  if (p.schedule == Schedule::kInterleaved) problems.add("plan: schedule interleaved is not implemented in the CUDA runtime (1f1b and gpipe are)");
   if (p.cp > 1 || p.ep > 1) problems.add("plan: cp " + std::to_string(p.cp) + ", ep " + std::to_string(p.ep) + ": context and expert parallelism are not implemented (must be 1)");
   if (p.sequence_parallel && p.tp > 0 && (p.micro_batch * m.seq_len) % p.tp != 0) {
     problems.add("plan: sequence parallelism needs micro_batch x seq_len (" + std::to_string(p.micro_batch * m.seq_len) +
@@ -41,7 +40,7 @@ void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) 
     problems.add("plan: micro_batch x heads / tp (" + std::to_string(p.micro_batch * (m.heads / p.tp)) +
                  ") must be at most 65535 (one grid row of the flash attention kernels per sequence and head)");
   }
-  problems.throw_if_any("the CUDA runtime trains GPT-2- and Llama-style dense models (e.g. gpt-tiny) in bf16 with DP, TP (+SP), PP (GPipe, 1F1B), "
+  problems.throw_if_any("the CUDA runtime trains GPT-2- and Llama-style dense models (e.g. gpt-tiny) in bf16 with DP, TP (+SP), PP (GPipe, 1F1B, interleaved), "
                         "ZeRO-0/1/2/3, recomputation (none, selective, full), flash or unfused attention, and checkpoints");
 }
 

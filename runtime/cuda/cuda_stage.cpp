@@ -33,16 +33,18 @@ CudaStage::CudaStage(const ModelSpec& m, const cpu::StageLayout& layout, Attenti
     params_ = std::make_unique<ParamStore>(initial, shards, arena, stream, zero3_rank);
   }
   const ParamStore& p = *params_;
-  TRAINSIM_ASSERT(layout.chunks.size() == 1, "CudaStage runs one model chunk per stage");
-  for (int64_t l = layout.chunks[0].first; l < layout.chunks[0].last; ++l) {
-    const std::string n = "layer" + std::to_string(l) + ".";
-    auto wt = [&](const char* name) -> const bf16* { return p.weight_if_any(n + name); };
-    auto gr = [&](const char* name) { return p.grad_if_any(n + name); };
-    w_.push_back({wt("ln1_g"), wt("ln1_b"), wt("w_qkv"), wt("b_qkv"), wt("w_o"), wt("b_o"), wt("ln2_g"), wt("ln2_b"), wt("w_1"),
-                  wt("b_1"), wt("w_2"), wt("b_2")});
-    g_.push_back({gr("ln1_g"), gr("ln1_b"), gr("w_qkv"), gr("b_qkv"), gr("w_o"), gr("b_o"), gr("ln2_g"), gr("ln2_b"), gr("w_1"),
-                  gr("b_1"), gr("w_2"), gr("b_2")});
+  for (const LayerRange& chunk : layout.chunks) {  // local layers: the chunks' layers in order
+    for (int64_t l = chunk.first; l < chunk.last; ++l) {
+      const std::string n = "layer" + std::to_string(l) + ".";
+      auto wt = [&](const char* name) -> const bf16* { return p.weight_if_any(n + name); };
+      auto gr = [&](const char* name) { return p.grad_if_any(n + name); };
+      w_.push_back({wt("ln1_g"), wt("ln1_b"), wt("w_qkv"), wt("b_qkv"), wt("w_o"), wt("b_o"), wt("ln2_g"), wt("ln2_b"), wt("w_1"),
+                    wt("b_1"), wt("w_2"), wt("b_2")});
+      g_.push_back({gr("ln1_g"), gr("ln1_b"), gr("w_qkv"), gr("b_qkv"), gr("w_o"), gr("b_o"), gr("ln2_g"), gr("ln2_b"), gr("w_1"),
+                    gr("b_1"), gr("w_2"), gr("b_2")});
+    }
   }
+  slots_.resize(layout.chunks.size());
   loss_sum_ = DeviceBuffer<float>(arena, 1, "loss sum");
   check_cuda(cudaMemsetAsync(loss_sum_.data(), 0, sizeof(float), stream), "cudaMemsetAsync (loss sum)");
   const int64_t T = tokens_, R = rows_, h = hidden_, a = heads_local_ * head_dim_, f = ffn_local_;
@@ -113,31 +115,40 @@ void CudaStage::allocate_layer(LayerActivations& a) {
   }
 }
 
-void CudaStage::reserve_slots(int64_t count) {
-  while (slots_allocated() < count) slots_.push_back(allocate_slot());
+void CudaStage::reserve_slots(int64_t chunk, int64_t count) {
+  auto& pool = slots_[static_cast<size_t>(chunk)];
+  while (static_cast<int64_t>(pool.size()) < count) pool.push_back(allocate_slot(chunk));
 }
 
-ActivationSlot& CudaStage::acquire_slot() {
-  for (auto& s : slots_) {
+int64_t CudaStage::slots_allocated() const {
+  int64_t n = 0;
+  for (const auto& pool : slots_) n += static_cast<int64_t>(pool.size());
+  return n;
+}
+
+ActivationSlot& CudaStage::acquire_slot(int64_t chunk) {
+  auto& pool = slots_[static_cast<size_t>(chunk)];
+  for (auto& s : pool) {
     if (!s->busy) {
       s->busy = true;
       return *s;
     }
   }
-  slots_.push_back(allocate_slot());
-  slots_.back()->busy = true;
-  return *slots_.back();
+  pool.push_back(allocate_slot(chunk));
+  pool.back()->busy = true;
+  return *pool.back();
 }
 
-std::unique_ptr<ActivationSlot> CudaStage::allocate_slot() {
+std::unique_ptr<ActivationSlot> CudaStage::allocate_slot(int64_t chunk) {
   auto s = std::make_unique<ActivationSlot>();
-  const int64_t T = tokens_, R = rows_, h = hidden_;
-  for (size_t l = 0; l <= w_.size(); ++l) s->x.emplace_back(arena_, R * h, "activations: layer input");
+  s->chunk = chunk;
+  const int64_t T = tokens_, R = rows_, h = hidden_, layers = layout_.chunks[static_cast<size_t>(chunk)].size();
+  for (int64_t i = 0; i <= layers; ++i) s->x.emplace_back(arena_, R * h, "activations: layer input");
   if (layout_.recompute != Recompute::kFull) {
-    s->layers.resize(w_.size());
+    s->layers.resize(static_cast<size_t>(layers));
     for (LayerActivations& a : s->layers) allocate_layer(a);
   }
-  if (layout_.head) {
+  if (has_head(chunk)) {
     s->xf = DeviceBuffer<bf16>(arena_, R * h, "activations: final norm");
     if (sp_) s->final_full = DeviceBuffer<bf16>(arena_, T * h, "activations: final norm gathered");
     if (!rms_norm_) s->final_mean = DeviceBuffer<float>(arena_, R, "activations: final norm mean");
@@ -146,7 +157,7 @@ std::unique_ptr<ActivationSlot> CudaStage::allocate_slot() {
   } else {
     s->grad_in = DeviceBuffer<bf16>(arena_, R * h, "pipeline: gradient from the next stage");
   }
-  if (!layout_.embedding) s->grad_out = DeviceBuffer<bf16>(arena_, R * h, "pipeline: gradient to the previous stage");
+  if (!embeds(chunk)) s->grad_out = DeviceBuffer<bf16>(arena_, R * h, "pipeline: gradient to the previous stage");
   check_cuda(cudaEventCreateWithFlags(&s->released, cudaEventDisableTiming), "cudaEventCreateWithFlags");
   check_cuda(cudaEventCreateWithFlags(&s->sends_done, cudaEventDisableTiming), "cudaEventCreateWithFlags");
   return s;
@@ -292,7 +303,7 @@ void CudaStage::attention_backward(const LayerActivations& a) {
 void CudaStage::head_forward(ActivationSlot& s, float loss_scale) {
   const ParamStore& p = *params_;
   const int64_t T = tokens_, h = hidden_;
-  norm_forward(s.x[w_.size()].data(), p.weight("lnf_g"), p.weight_if_any("lnf_b"), s.xf.data(), s.final_mean.data(),
+  norm_forward(s.x.back().data(), p.weight("lnf_g"), p.weight_if_any("lnf_b"), s.xf.data(), s.final_mean.data(),
                s.final_rstd.data());
   const bf16* full = enter_tp(s.xf.data(), s.final_full.data());
   gemm_.matmul(full, false, p.weight(head_weight_), true, logits_.data(), kBf16, T, vocab_, h, 1.0f, 0.0f, stream_);  // (T, V)
@@ -306,14 +317,15 @@ void CudaStage::head_backward(ActivationSlot& s, bf16* dx) {
   gemm_.matmul(s.dlogits.data(), true, full, false, p.grad(head_weight_), kFp32, vocab_, h, T, 1.0f, 1.0f, stream_);  // same on every TP rank
   gemm_.matmul(s.dlogits.data(), false, p.weight(head_weight_), false, dxf_full_.data(), kBf16, T, h, vocab_, 1.0f, 0.0f, stream_);
   const bf16* dxf = dxf_full_.data() + (sp_ ? tp_.rank() * R * h : 0);  // this rank's rows
-  norm_backward(dxf, s.x[w_.size()].data(), p.weight("lnf_g"), s.final_mean.data(), s.final_rstd.data(), dx, p.grad("lnf_g"),
+  norm_backward(dxf, s.x.back().data(), p.weight("lnf_g"), s.final_mean.data(), s.final_rstd.data(), dx, p.grad("lnf_g"),
                 p.grad_if_any("lnf_b"));
 }
 
 void CudaStage::forward(ActivationSlot& s, float loss_scale) {
   tp_.set_kind(SpanKind::kTpInForward);
   const int64_t R = rows_, h = hidden_;
-  if (layout_.embedding) {  // every TP rank embeds all T tokens; with SP it keeps its rows
+  const int64_t first = layout_.first_local_layer(s.chunk), layers = layout_.chunks[static_cast<size_t>(s.chunk)].size();
+  if (embeds(s.chunk)) {  // every TP rank embeds all T tokens; with SP it keeps its rows
     const ParamStore& p = *params_;
     bf16* out = sp_ ? embedded_.data() : s.x[0].data();
     embedding_forward(s.tokens, p.weight("wte"), p.weight_if_any("wpe"), out, tokens_, seq_, h, stream_);
@@ -323,32 +335,36 @@ void CudaStage::forward(ActivationSlot& s, float loss_scale) {
                  "cudaMemcpyAsync (embedding rows of this TP rank)");
     }
   }
-  for (size_t l = 0; l < w_.size(); ++l) {
-    LayerActivations& a = layout_.recompute == Recompute::kFull ? recompute_ : s.layers[l];
-    if (before_layer_) before_layer_(static_cast<int64_t>(l), false);
-    layer_forward(static_cast<int64_t>(l), s.x[l].data(), a, s.x[l + 1].data());
+  for (int64_t i = 0; i < layers; ++i) {  // chunk layer i is local layer first + i
+    const size_t k = static_cast<size_t>(i);
+    LayerActivations& a = layout_.recompute == Recompute::kFull ? recompute_ : s.layers[k];
+    if (before_layer_) before_layer_(first + i, false);
+    layer_forward(first + i, s.x[k].data(), a, s.x[k + 1].data());
   }
-  if (layout_.head) head_forward(s, loss_scale);
+  if (has_head(s.chunk)) head_forward(s, loss_scale);
 }
 
 void CudaStage::backward(ActivationSlot& s, const std::function<void(int64_t)>& after_layer) {
   tp_.set_kind(SpanKind::kTpInBackward);
   const int64_t R = rows_, h = hidden_;
+  const int64_t first = layout_.first_local_layer(s.chunk), layers = layout_.chunks[static_cast<size_t>(s.chunk)].size();
   const bf16* dy = s.grad_in.data();
-  if (layout_.head) {
+  if (has_head(s.chunk)) {
     head_backward(s, grad_a_.data());
     dy = grad_a_.data();
   }
-  for (size_t l = w_.size(); l-- > 0;) {
+  for (int64_t i = layers; i-- > 0;) {
+    const size_t k = static_cast<size_t>(i);
+    const int64_t l = first + i;
     const bool full = layout_.recompute == Recompute::kFull;
-    if (before_layer_) before_layer_(static_cast<int64_t>(l), true);
-    if (full) layer_forward(static_cast<int64_t>(l), s.x[l].data(), recompute_, recompute_out_.data());
-    bf16* dx = l == 0 && !layout_.embedding ? s.grad_out.data() : (dy == grad_a_.data() ? grad_b_.data() : grad_a_.data());
-    layer_backward(static_cast<int64_t>(l), dy, s.x[l].data(), full ? recompute_ : s.layers[l], dx);
-    if (after_layer) after_layer(static_cast<int64_t>(l));
+    if (before_layer_) before_layer_(l, true);
+    if (full) layer_forward(l, s.x[k].data(), recompute_, recompute_out_.data());
+    bf16* dx = i == 0 && !embeds(s.chunk) ? s.grad_out.data() : (dy == grad_a_.data() ? grad_b_.data() : grad_a_.data());
+    layer_backward(l, dy, s.x[k].data(), full ? recompute_ : s.layers[k], dx);
+    if (after_layer) after_layer(l);
     dy = dx;
   }
-  if (layout_.embedding) {
+  if (embeds(s.chunk)) {
     // The whole micro-batch's input gradient on every TP rank: wte's and wpe's gradients are whole.
     const ParamStore& p = *params_;
     const bf16* full = dy;
@@ -357,7 +373,7 @@ void CudaStage::backward(ActivationSlot& s, const std::function<void(int64_t)>& 
       full = dfull_.data();
     }
     embedding_backward(s.tokens, full, p.grad("wte"), p.grad_if_any("wpe"), tokens_, seq_, h, stream_);
-  } else if (w_.empty()) {
+  } else if (layers == 0) {
     check_cuda(cudaMemcpyAsync(s.grad_out.data(), dy, static_cast<size_t>(R * h) * sizeof(bf16), cudaMemcpyDeviceToDevice, stream_),
                "cudaMemcpyAsync (stage without layers)");
   }

@@ -54,8 +54,10 @@ struct ActivationSlot {
   ActivationSlot(const ActivationSlot&) = delete;
   ActivationSlot& operator=(const ActivationSlot&) = delete;
 
-  std::vector<DeviceBuffer<bf16>> x;      // layers + 1 of (R, h): x[0] stage input, x[l + 1] layer l's output
-  std::vector<LayerActivations> layers;   // per layer; empty with full recomputation
+  // One micro-batch's activations of one model chunk (the whole stage unless interleaved).
+  int64_t chunk = 0;
+  std::vector<DeviceBuffer<bf16>> x;      // chunk layers + 1 of (R, h): x[0] its input, x[i + 1] its layer i's output
+  std::vector<LayerActivations> layers;   // per chunk layer; empty with full recomputation
   DeviceBuffer<bf16> xf, final_full;      // last stage: final norm (R, h); gathered (T, h) with SP
   DeviceBuffer<float> final_mean, final_rstd;  // (R)
   DeviceBuffer<bf16> dlogits;             // (T, vocab)
@@ -85,18 +87,21 @@ class CudaStage {
   int64_t hidden() const { return hidden_; }
   float* loss_sum() const { return loss_sum_.data(); }  // device: sum of -log p over the iteration
 
-  // Allocates slots up to `count` (the schedule's micro-batches in flight), so that running out of
-  // memory for them happens before the first iteration, where the ranks can agree on it.
-  void reserve_slots(int64_t count);
-  ActivationSlot& acquire_slot();  // a free slot (a new one if none is, which reserve_slots avoids)
+  // Allocates slots of model chunk `chunk` up to `count` (the schedule's micro-batches of it in
+  // flight), so that running out of memory for them happens before the first iteration, where the
+  // ranks can agree on it.
+  void reserve_slots(int64_t chunk, int64_t count);
+  ActivationSlot& acquire_slot(int64_t chunk);  // a free slot (a new one if none is, which reserve_slots avoids)
   void release_slot(ActivationSlot& slot);
-  int64_t slots_allocated() const { return static_cast<int64_t>(slots_.size()); }
+  int64_t slots_allocated() const;
+  int64_t chunks() const { return static_cast<int64_t>(layout_.chunks.size()); }
 
-  // First stage reads `slot.tokens`; others slot.x[0]. Output: slot.x[layers] (the last stage adds
-  // the loss to loss_sum() and keeps dlogits = loss_scale * (softmax - onehot)).
+  // The slot's chunk. The first chunk of the first stage reads `slot.tokens`; others slot.x[0].
+  // Output: slot.x.back() (the last chunk of the last stage adds the loss to loss_sum() and keeps
+  // dlogits = loss_scale * (softmax - onehot)).
   void forward(ActivationSlot& slot, float loss_scale);
-  // Input gradient: slot.grad_in (ignored on the last stage); output: slot.grad_out (not on the
-  // first stage). `after_layer(l)` is called once layer l's gradients are enqueued.
+  // Input gradient: slot.grad_in (ignored where the loss is); output: slot.grad_out (not where the
+  // embedding is). `after_layer(l)` (local layer) is called once layer l's gradients are enqueued.
   void backward(ActivationSlot& slot, const std::function<void(int64_t)>& after_layer);
   // After the iteration's last backward: with SP, sums over TP the gradients that cover only this
   // rank's tokens (layer norms, row-parallel biases, final norm).
@@ -126,7 +131,9 @@ class CudaStage {
   AttentionShape attention_shape() const { return {micro_batch_, seq_, heads_local_, kv_heads_local_, head_dim_}; }
   void allocate_layer(LayerActivations& a);
   void finish_views(const std::function<bool(const ParamView&)>& which);
-  std::unique_ptr<ActivationSlot> allocate_slot();
+  std::unique_ptr<ActivationSlot> allocate_slot(int64_t chunk);
+  bool embeds(int64_t chunk) const { return layout_.embedding && chunk == 0; }
+  bool has_head(int64_t chunk) const { return layout_.head && chunk == chunks() - 1; }
   const bf16* enter_tp(const bf16* rows, bf16* full);
   bf16* leave_tp(bf16* partial, bf16* rows);
   void layer_forward(int64_t l, const bf16* x, LayerActivations& a, bf16* y);
@@ -149,7 +156,7 @@ class CudaStage {
   std::unique_ptr<ParamStore> params_;
   std::vector<Weights> w_;
   std::vector<Grads> g_;
-  std::vector<std::unique_ptr<ActivationSlot>> slots_;
+  std::vector<std::vector<std::unique_ptr<ActivationSlot>>> slots_;  // per chunk
   DeviceBuffer<float> loss_sum_;
   // Workspaces shared by all micro-batches (the compute stream runs one step at a time).
   DeviceBuffer<bf16> embedded_, partial_, rows_tmp_, dfull_, d_act_, dfc1_, dx_ln_, dx_mid_, dattn_, dqkv_, logits_, dxf_full_;

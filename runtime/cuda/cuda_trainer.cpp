@@ -121,8 +121,8 @@ struct CudaTrainer::Impl {
     // Every activation slot the schedule holds at once, now: running out of memory here is agreed
     // between the ranks, while in the middle of an iteration the others would be waiting for this
     // rank inside NCCL operations.
-    const PipelineSchedule schedule = make_pipeline_schedule(plan.schedule, plan.pp, 1, plan.micro_batches());
-    stage->reserve_slots(max_in_flight(schedule, grid.pp_rank));
+    const PipelineSchedule schedule = make_pipeline_schedule(plan.schedule, plan.pp, grid.chunks, plan.micro_batches());
+    for (int64_t c = 0; c < grid.chunks; ++c) stage->reserve_slots(c, max_in_flight(schedule, grid.pp_rank, c));
   }
 
   ~Impl() {
@@ -263,9 +263,9 @@ struct CudaTrainer::Impl {
   void run_schedule(const PipelineSchedule& schedule) {
     const float scale = 1.0f / static_cast<float>(plan.global_batch * model.seq_len);
     const std::vector<PipelineStep>& steps = schedule.steps[static_cast<size_t>(grid.pp_rank)];
-    size_t last_backward = 0;
+    std::vector<size_t> last_backward(static_cast<size_t>(grid.chunks), 0);  // per chunk: its layers' gradients are final after it
     for (size_t i = 0; i < steps.size(); ++i) {
-      if (steps[i].kind == StepKind::kBackward) last_backward = i;
+      if (steps[i].kind == StepKind::kBackward) last_backward[static_cast<size_t>(steps[i].chunk)] = i;
     }
     const bool overlap = plan.dp_overlap && plan.dp > 1 && !zero && !zero3;
     for (GradientBucket& b : reduction.buckets) b.launched = false;
@@ -276,14 +276,36 @@ struct CudaTrainer::Impl {
     };
     const int64_t T = stage->tokens();
     const size_t count = static_cast<size_t>(stage->rows() * stage->hidden());
-    const size_t layers = static_cast<size_t>(stage->params().layer_count());
-    std::vector<ActivationSlot*> slot_of(static_cast<size_t>(plan.micro_batches()), nullptr);
+    // Pipeline messages: to / from the neighbouring stage, or round the ring between the last stage
+    // and the first (interleaved: chunk c's output on the last stage is chunk c + 1's input on the
+    // first). Each communicator carries one direction, in the same (micro-batch, chunk) order at both
+    // ends, since every stage walks the forwards (and the backwards) in the same order.
+    const auto activations_in = [&](int64_t chunk) -> const NcclComm* {
+      if (grid.input_from(chunk) < 0) return nullptr;
+      return grid.pp_rank > 0 ? &nccl.activations_from_prev : &nccl.wrap_activations;
+    };
+    const auto activations_out = [&](int64_t chunk) -> const NcclComm* {
+      if (grid.output_to(chunk) < 0) return nullptr;
+      return grid.pp_rank < plan.pp - 1 ? &nccl.activations_to_next : &nccl.wrap_activations;
+    };
+    const auto gradients_in = [&](int64_t chunk) -> const NcclComm* {
+      if (grid.output_to(chunk) < 0) return nullptr;
+      return grid.pp_rank < plan.pp - 1 ? &nccl.gradients_from_next : &nccl.wrap_gradients;
+    };
+    const auto gradients_out = [&](int64_t chunk) -> const NcclComm* {
+      if (grid.input_from(chunk) < 0) return nullptr;
+      return grid.pp_rank > 0 ? &nccl.gradients_to_prev : &nccl.wrap_gradients;
+    };
+    // The peer: in a neighbour pair the lower stage is rank 0; in the ring's wrap pair the first stage.
+    const auto peer = [](const NcclComm& comm) { return 1 - comm.rank(); };
+    std::vector<std::vector<ActivationSlot*>> slot_of(static_cast<size_t>(plan.micro_batches()),
+                                                      std::vector<ActivationSlot*>(static_cast<size_t>(grid.chunks), nullptr));
     for (size_t i = 0; i < steps.size(); ++i) {
       const PipelineStep& step = steps[i];
-      const size_t mb = static_cast<size_t>(step.micro_batch);
+      const size_t mb = static_cast<size_t>(step.micro_batch), chunk = static_cast<size_t>(step.chunk);
       if (step.kind == StepKind::kForward) {
-        ActivationSlot& s = stage->acquire_slot();
-        slot_of[mb] = &s;
+        ActivationSlot& s = stage->acquire_slot(step.chunk);
+        slot_of[mb][chunk] = &s;
         // GPU-CHECK: with one slot (last stage, 1F1B) the next activations are received only once the
         // previous backward is done; the previous stage's send of them then waits (rendezvous above
         // NCCL's buffer size) and holds up the gradient sends queued behind it on its send stream.
@@ -295,36 +317,36 @@ struct CudaTrainer::Impl {
         }
         s.tokens = tokens.data() + static_cast<int64_t>(mb) * T;
         s.targets = targets.data() + static_cast<int64_t>(mb) * T;
-        if (grid.prev_stage >= 0) {
-          check_nccl(ncclRecv(s.x[0].data(), count, ncclBfloat16, 0, nccl.activations_from_prev.get(), recv), "ncclRecv (activations)");
+        if (const NcclComm* in = activations_in(step.chunk)) {
+          check_nccl(ncclRecv(s.x[0].data(), count, ncclBfloat16, peer(*in), in->get(), recv), "ncclRecv (activations)");
           events.order(recv, compute);
         }
         const int span = clock.begin(compute);
         stage->forward(s, scale);
         clock.end(span, SpanKind::kForward, compute);
-        if (grid.next_stage >= 0) {
+        if (const NcclComm* out = activations_out(step.chunk)) {
           events.order(compute, send);
-          check_nccl(ncclSend(s.x[layers].data(), count, ncclBfloat16, 1, nccl.activations_to_next.get(), send), "ncclSend (activations)");
+          check_nccl(ncclSend(s.x.back().data(), count, ncclBfloat16, peer(*out), out->get(), send), "ncclSend (activations)");
           check_cuda(cudaEventRecord(s.sends_done, send), "cudaEventRecord (slot sends)");
         }
       } else {
-        ActivationSlot& s = *slot_of[mb];
-        if (grid.next_stage >= 0) {
-          check_nccl(ncclRecv(s.grad_in.data(), count, ncclBfloat16, 1, nccl.gradients_from_next.get(), recv), "ncclRecv (gradients)");
+        ActivationSlot& s = *slot_of[mb][chunk];
+        if (const NcclComm* in = gradients_in(step.chunk)) {
+          check_nccl(ncclRecv(s.grad_in.data(), count, ncclBfloat16, peer(*in), in->get(), recv), "ncclRecv (gradients)");
           events.order(recv, compute);
         }
         const int span = clock.begin(compute);
         std::function<void(int64_t)> after_layer;
         if (zero3) {
           after_layer = [this](int64_t layer) { zero3_after_layer_backward(layer); };
-        } else if (overlap && i == last_backward) {
+        } else if (overlap && i == last_backward[chunk]) {
           after_layer = bucket_hook;
         }
         stage->backward(s, after_layer);
         clock.end(span, SpanKind::kBackward, compute);
-        if (grid.prev_stage >= 0) {
+        if (const NcclComm* out = gradients_out(step.chunk)) {
           events.order(compute, send);
-          check_nccl(ncclSend(s.grad_out.data(), count, ncclBfloat16, 0, nccl.gradients_to_prev.get(), send), "ncclSend (gradients)");
+          check_nccl(ncclSend(s.grad_out.data(), count, ncclBfloat16, peer(*out), out->get(), send), "ncclSend (gradients)");
           check_cuda(cudaEventRecord(s.sends_done, send), "cudaEventRecord (slot sends)");
         }
         check_cuda(cudaEventRecord(s.released, compute), "cudaEventRecord (slot released)");
@@ -507,7 +529,7 @@ const DeviceReport& CudaTrainer::device_report() const { return impl_->report; }
 
 Measurement CudaTrainer::run(const std::function<void(const IterationRecord&)>& on_iteration) {
   Impl& t = *impl_;
-  const PipelineSchedule schedule = make_pipeline_schedule(t.plan.schedule, t.plan.pp, 1, t.plan.micro_batches());
+  const PipelineSchedule schedule = make_pipeline_schedule(t.plan.schedule, t.plan.pp, t.grid.chunks, t.plan.micro_batches());
   Measurement m;
   m.backend = "cuda";
   m.ranks = t.grid.world_size;

@@ -108,6 +108,19 @@ NcclGroups NcclGroups::build(const cpu::RankGrid& grid, const ParallelPlan& plan
     if (pair != MPI_COMM_NULL) MPI_Comm_free(&pair);
     agree_on_device_error(grid.world, error);
   }
+  if (grid.chunks > 1 && plan.pp > 1) {
+    const bool end = grid.pp_rank == 0 || grid.pp_rank == plan.pp - 1;
+    MPI_Comm ring = MPI_COMM_NULL;
+    MPI_Comm_split(grid.world, end ? static_cast<int>(grid.tp_rank + plan.tp * grid.dp_rank) : MPI_UNDEFINED,
+                   static_cast<int>(grid.pp_rank), &ring);
+    const std::optional<std::string> error = attempt([&] {
+      if (ring == MPI_COMM_NULL) return;
+      g.wrap_activations = NcclComm::over(ring, "pipeline ring activations");
+      g.wrap_gradients = NcclComm::over(ring, "pipeline ring gradients");
+    });
+    if (ring != MPI_COMM_NULL) MPI_Comm_free(&ring);
+    agree_on_device_error(grid.world, error);
+  }
   return g;
 }
 

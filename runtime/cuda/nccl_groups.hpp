@@ -46,6 +46,9 @@ struct NcclGroups {
   // Pipeline pairs: in each, the lower stage is rank 0 and the upper stage rank 1.
   NcclComm activations_to_next, gradients_from_next;  // with the next stage (this rank is 0)
   NcclComm activations_from_prev, gradients_to_prev;  // with the previous stage (this rank is 1)
+  // Interleaved schedule: the ring's wrap between the last stage and the first (the first is rank
+  // 0): activations from the last to the first, gradients back.
+  NcclComm wrap_activations, wrap_gradients;
 
   // Collective over grid.world; the device must be selected already.
   static NcclGroups build(const cpu::RankGrid& grid, const ParallelPlan& plan);

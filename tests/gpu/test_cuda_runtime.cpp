@@ -60,13 +60,11 @@ TEST_CASE("the CUDA runtime reports every unsupported key at once", "[cuda_runti
   m.dropout = true;
   ParallelPlan p;
   p.dp = 2;
-  p.schedule = Schedule::kInterleaved;
-  p.pp = 2;
-  p.vpp = 2;
+  p.cp = 2;
   const std::string message = refusal(m, p, 3);
   CHECK_THAT(message, Catch::Contains("positions alibi"));
   CHECK_THAT(message, Catch::Contains("dropout"));
-  CHECK_THAT(message, Catch::Contains("schedule interleaved"));
+  CHECK_THAT(message, Catch::Contains("context and expert parallelism"));
   CHECK_THAT(message, Catch::Contains("mpirun started 3"));
 }
 

@@ -178,6 +178,47 @@ TEST_CASE("interleaved 1F1B with m == p runs every forward as warm-up, as Megatr
   }
 }
 
+TEST_CASE("in flight per chunk: each chunk's own count, together at least the stage's") {
+  const PipelineSchedule s = make_pipeline_schedule(Schedule::kInterleaved, 4, 2, 4);
+  for (int64_t stage = 0; stage < 4; ++stage) {
+    CHECK(max_in_flight(s, stage, 0) == 4);  // m == p: every forward is warm-up
+    CHECK(max_in_flight(s, stage, 1) == 4);
+  }
+  for (const Config& c : sweep(Schedule::kInterleaved)) {
+    const PipelineSchedule t = make(c);
+    for (int64_t stage = 0; stage < c.p; ++stage) {
+      int64_t sum = 0;
+      for (int64_t chunk = 0; chunk < c.v; ++chunk) {
+        CHECK(max_in_flight(t, stage, chunk) <= c.m);
+        sum += max_in_flight(t, stage, chunk);
+      }
+      CHECK(sum >= max_in_flight(t, stage));
+    }
+  }
+}
+
+TEST_CASE("every stage walks the forwards, and the backwards, in the same (micro-batch, chunk) order") {
+  // What the CUDA runtime's pipeline messages rely on: one communicator per direction matches the
+  // sends of one stage with the receives of the next in order, round the ring too.
+  for (Schedule kind : {Schedule::kGpipe, Schedule::k1F1B, Schedule::kInterleaved}) {
+    for (const Config& c : sweep(kind)) {
+      const PipelineSchedule s = make(c);
+      const auto order = [&](int64_t stage, StepKind kind_of) {
+        std::vector<std::pair<int64_t, int64_t>> out;
+        for (const PipelineStep& step : s.steps[static_cast<size_t>(stage)]) {
+          if (step.kind == kind_of) out.emplace_back(step.micro_batch, step.chunk);
+        }
+        return out;
+      };
+      for (int64_t stage = 1; stage < c.p; ++stage) {
+        INFO(to_string(kind) << " p " << c.p << " v " << c.v << " m " << c.m << " stage " << stage);
+        CHECK(order(stage, StepKind::kForward) == order(0, StepKind::kForward));
+        CHECK(order(stage, StepKind::kBackward) == order(0, StepKind::kBackward));
+      }
+    }
+  }
+}
+
 TEST_CASE("every schedule runs each (micro-batch, chunk) forward and backward exactly once, backward after forward") {
   for (Schedule kind : {Schedule::kGpipe, Schedule::k1F1B, Schedule::kInterleaved}) {
     for (const Config& c : sweep(kind)) {

@@ -29,6 +29,9 @@ if(TARGET trainsim_cuda_runtime)
   # The Llama-style path (RMSNorm, RoPE, GQA, SwiGLU, untied head, no biases).
   cuda_parity_tests(", llama-tiny" "${PROJECT_SOURCE_DIR}/tests/data/models/llama-tiny.json"
                     "1" "2 --tp 2 --sequence-parallel" "2 --pp 2" "2 --dp 2 --zero 3")
+  # The interleaved schedule (4 layers: PP2 x 2 chunks), round the ring between the last stage and the first.
+  cuda_parity_tests(", gpt-4l" "${PROJECT_SOURCE_DIR}/bench/cpu_models/gpt-4l.json"
+                    "2 --pp 2 --schedule interleaved --vpp 2" "4 --dp 2 --pp 2 --schedule interleaved --vpp 2")
   # Checkpoints: save, resume, same losses (one GPU; DP2 ZeRO-1 and ZeRO-3 on it).
   foreach(case "1 1" "2 1" "2 3")
     string(REPLACE " " ";" case "${case}")
