@@ -35,7 +35,7 @@ int run_cli(int argc, char** argv) {
   commands.push_back(add_calibrate_command(root));
   commands.push_back(add_run_command(root));
   commands.push_back(add_compare_command(root));
-  add_pending_commands(root, commands);
+  commands.push_back(add_report_command(root));
 
   try {
     root.parse(argc, argv);

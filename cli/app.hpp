@@ -29,7 +29,6 @@ Command add_export_command(CLI::App& root);
 Command add_calibrate_command(CLI::App& root);
 Command add_run_command(CLI::App& root);
 Command add_compare_command(CLI::App& root);
-// Subcommands of INTERFACE.md that are not built yet: they say so and exit 2.
-void add_pending_commands(CLI::App& root, std::vector<Command>& commands);
+Command add_report_command(CLI::App& root);
 
 }  // namespace trainsim

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The ./run.sh demo: which plan, and which GPU, to train Llama-3-70B on 1T tokens with 256 GPUs —
 # ranked by time, then by cost across H100 and H200 — the best plan as Megatron-LM arguments,
-# its simulated iteration as a Perfetto trace, and trainsim's error on published runs.
+# its simulated iteration as a Perfetto trace, trainsim's error on published runs, and an HTML report with charts.
 set -euo pipefail
 trainsim=$1
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -21,3 +21,12 @@ echo "== A hand-written plan with a trace of its simulated iteration"
 echo
 echo "== Accuracy on 91 published training runs (constants fitted on the other half)"
 "$trainsim" validate --runs "$root/tests/data/validation/published-runs.json" | tail -n 11 | head -n 9
+echo
+echo "== A report with charts of the above (search, the hand-written plan, the published runs)"
+"$trainsim" search --model llama3-70b --gpu h100-sxm-80gb,h200-sxm-141gb --inter-node-gbps 400 --gpus 256 \
+  --global-batch 512 --train-tokens 1e12 --objective cost --top 10 --format json >"$out/search.json"
+"$trainsim" predict --model llama3-70b --cluster dgx-h100 --gpus 256 --global-batch 512 --tp 8 --pp 4 --vpp 5 \
+  --zero 1 --recompute selective --sequence-parallel --format json >"$out/predict.json"
+"$trainsim" validate --runs "$root/tests/data/validation/published-runs.json" --format json >"$out/validate.json" || [ $? -eq 3 ]
+"$trainsim" report "$out/search.json" "$out/predict.json" "$out/validate.json" --title "trainsim demo: Llama-3-70B on 256 GPUs" \
+  --out "$out/report.html"

@@ -22,8 +22,15 @@ cli_test("catalog lists the built-in GPUs and clusters" RC 0
 cli_test("catalog --format json" RC 0 MATCH "\"schema\": \"trainsim.catalog\"" "\"gpus\": " "\"clusters\": "
   "\"peak_bf16_tflops\": 989\\.4" "\"inter_node_gbps_per_gpu\": 400" ARGS catalog --format json)
 cli_test("--help exits 0" RC 0 MATCH "Subcommands" ARGS --help)
-cli_test("a command not built yet says so and exits 2" RC 2
-  MATCH "not built yet" ARGS report --input p.json)
+cli_test("report writes a self-contained HTML report with charts" RC 0 MATCH "2 section.s., 5 chart.s."
+  ARGS report ${CMAKE_CURRENT_SOURCE_DIR}/data/compare/prediction.json ${CMAKE_CURRENT_SOURCE_DIR}/data/compare/measured_close.json
+       --out ${CMAKE_CURRENT_BINARY_DIR}/report.html)
+cli_test("report --out .md writes the charts as SVG files beside it" RC 0 MATCH "report-1-2.svg" "\"charts\": 2"
+  ARGS report ${CMAKE_CURRENT_SOURCE_DIR}/data/compare/prediction.json --out ${CMAKE_CURRENT_BINARY_DIR}/report.md --format json)
+cli_test("bad: report of a file that is not a trainsim output" RC 2 MATCH "schema .trainsim.model_catalog. is not charted" "hint: the report takes"
+  ARGS report ${PROJECT_SOURCE_DIR}/configs/models.json --out ${CMAKE_CURRENT_BINARY_DIR}/x.html)
+cli_test("bad: report to a file that is neither Markdown nor HTML" RC 2 MATCH "--out x.pdf: the report is Markdown"
+  ARGS report ${CMAKE_CURRENT_SOURCE_DIR}/data/compare/prediction.json --out x.pdf)
 cli_test("predict prints a breakdown for GPT-3 175B on 1024 A100s" RC 0
   MATCH "iteration time" "pipeline bubble" "TP communication"
   ARGS predict --model gpt3-175b --gpu a100-sxm-80gb --gpus 1024 --tp 8 --pp 8 --micro-batch 1 --global-batch 1536)

@@ -1,0 +1,378 @@
+// Report sections from trainsim's JSON outputs, and their Markdown and HTML; see report_document.hpp.
+#include "reports/report_document.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <sstream>
+
+#include "common/errors.hpp"
+#include "reports/svg_chart.hpp"
+#include "reports/text_table.hpp"
+
+namespace trainsim {
+
+namespace {
+
+using nlohmann::json;
+
+const char* const kSchemas = "trainsim.prediction, trainsim.measurement, trainsim.comparison, trainsim.search, trainsim.validation";
+
+// Reads figures from one input file; a missing or mistyped key is an InputError naming both.
+class Reader {
+ public:
+  Reader(const json& doc, const std::string& source) : doc_(doc), source_(source) {}
+
+  const json& at(const std::string& pointer) const {
+    const json::json_pointer p(pointer);
+    if (!doc_.contains(p)) fail(pointer, "is missing");
+    return doc_.at(p);
+  }
+  double number(const std::string& pointer) const { return number_in(at(pointer), pointer); }
+  double number_in(const json& value, const std::string& where) const {
+    if (!value.is_number()) fail(where, "is not a number");
+    return value.get<double>();
+  }
+  std::optional<double> maybe_number(const std::string& pointer) const {
+    const json::json_pointer p(pointer);
+    if (!doc_.contains(p) || !doc_.at(p).is_number()) return std::nullopt;
+    return doc_.at(p).get<double>();
+  }
+  std::string text(const std::string& pointer, const std::string& fallback = "?") const {
+    const json::json_pointer p(pointer);
+    return doc_.contains(p) && doc_.at(p).is_string() ? doc_.at(p).get<std::string>() : fallback;
+  }
+  const json& array(const std::string& pointer) const {
+    const json& a = at(pointer);
+    if (!a.is_array()) fail(pointer, "is not an array");
+    return a;
+  }
+  [[noreturn]] void fail(const std::string& pointer, const std::string& what) const {
+    throw InputError(source_ + ": key " + pointer + " " + what,
+                     "pass the JSON that trainsim wrote (predict/search/validate/compare --format json, run --out)");
+  }
+
+ private:
+  const json& doc_;
+  const std::string& source_;
+};
+
+struct Phase {
+  const char* key;
+  const char* label;
+};
+const Phase kPhases[] = {{"compute_s", "compute"},
+                         {"tp_comm_exposed_s", "TP comm (exposed)"},
+                         {"dp_comm_exposed_s", "DP comm (exposed)"},
+                         {"pp_comm_exposed_s", "PP comm (exposed)"},
+                         {"bubble_s", "pipeline bubble"},
+                         {"optimizer_s", "optimizer"}};
+const Phase kMemory[] = {{"weights_gib", "weights"},
+                         {"gradients_gib", "gradients"},
+                         {"optimizer_gib", "optimizer states"},
+                         {"activations_gib", "activations"},
+                         {"other_gib", "other"}};
+
+std::vector<std::string> phase_labels() {
+  std::vector<std::string> out;
+  for (const Phase& p : kPhases) out.emplace_back(p.label);
+  return out;
+}
+
+std::string seconds(double s) {
+  if (s == 0) return "0 s";
+  if (s >= 1) return format_fixed(s, 3) + " s";
+  if (s >= 1e-3) return format_fixed(s * 1e3, 2) + " ms";
+  return format_fixed(s * 1e6, 1) + " us";
+}
+
+// "DP 8 · TP 4 · PP 2 ×3 (interleaved) · micro-batch 1 · global batch 512 · ZeRO-1 · SP · recompute selective · bf16"
+std::string plan_summary(const json& p) {
+  const auto n = [&](const char* key) { return p.contains(key) && p[key].is_number() ? p[key].get<int64_t>() : int64_t{1}; };
+  const auto s = [&](const char* key) { return p.contains(key) && p[key].is_string() ? p[key].get<std::string>() : std::string("?"); };
+  std::string out = "DP " + std::to_string(n("dp")) + " · TP " + std::to_string(n("tp")) + " · PP " + std::to_string(n("pp"));
+  if (n("vpp") > 1) out += " ×" + std::to_string(n("vpp"));
+  if (n("pp") > 1) out += " (" + s("schedule") + ")";
+  if (n("cp") > 1) out += " · CP " + std::to_string(n("cp"));
+  out += " · micro-batch " + std::to_string(n("micro_batch")) + " · global batch " + std::to_string(n("global_batch"));
+  out += " · ZeRO-" + std::to_string(p.contains("zero_stage") ? p["zero_stage"].get<int64_t>() : 0);
+  if (p.value("sequence_parallel", false)) out += " · SP";
+  out += " · recompute " + s("recompute") + " · " + s("precision");
+  return out;
+}
+
+svg::StackedBars breakdown_bars(const std::string& title, const std::vector<std::string>& rows, const std::vector<std::vector<double>>& values) {
+  svg::StackedBars c;
+  c.title = title;
+  c.unit = "seconds per iteration";
+  c.row_labels = rows;
+  c.segment_labels = phase_labels();
+  c.values = values;
+  return c;
+}
+
+std::vector<double> phases_of(const Reader& r, const std::string& object) {
+  std::vector<double> out;
+  for (const Phase& p : kPhases) out.push_back(r.number(object + "/" + p.key));
+  return out;
+}
+
+ReportSection prediction_section(const Reader& r, const json& doc) {
+  ReportSection s;
+  const std::string gpu = r.text("/inputs/hardware/gpu/name"), model = r.text("/inputs/model/name");
+  const int64_t gpus = static_cast<int64_t>(r.number("/inputs/hardware/gpus"));
+  s.title = "Prediction: " + model + " on " + std::to_string(gpus) + " × " + gpu;
+  s.facts.push_back("plan: " + plan_summary(r.at("/inputs/plan")));
+  const double time = r.number("/iteration_time_s");
+  s.facts.push_back("iteration " + seconds(time) + " · " + format_si(r.number("/tokens_per_s_per_gpu")) + " tokens/s per GPU · MFU " +
+                    format_percent(r.number("/mfu")) + " · HFU " + format_percent(r.number("/hfu")));
+  const double peak = r.number("/memory_peak_gib"), capacity = r.number("/memory_capacity_gib");
+  s.facts.push_back("memory " + format_fixed(peak, 1) + " of " + format_fixed(capacity, 1) + " GiB on the busiest stage (" +
+                    std::to_string(static_cast<int64_t>(r.number("/memory_peak_stage"))) + ")" +
+                    (doc.value("fits", true) ? "" : ": does not fit — " + r.text("/infeasible_reason", "over capacity")));
+  if (const auto usd = r.maybe_number("/cost/usd_per_iteration"); usd && *usd > 0) {
+    s.facts.push_back("$" + format_fixed(*usd, 4) + " per iteration at $" + format_fixed(r.number("/cost/usd_per_gpu_hour"), 2) +
+                      " per GPU-hour");
+  }
+  const json::json_pointer extrapolated("/inputs/extrapolated");
+  if (doc.contains(extrapolated) && doc.at(extrapolated).is_array() && !doc.at(extrapolated).empty()) {
+    s.facts.push_back("some costs were extrapolated beyond the profile's measured points (inputs.extrapolated)");
+  }
+  const std::vector<double> phases = phases_of(r, "/breakdown");
+  s.table.push_back({"phase", "time", "share of the iteration"});
+  for (size_t i = 0; i < phases.size(); ++i) {
+    s.table.push_back({kPhases[i].label, seconds(phases[i]), format_percent(time > 0 ? phases[i] / time : 0.0)});
+  }
+  s.charts.push_back({"Where the iteration goes (critical stage)", svg::stacked_bars(breakdown_bars("Iteration time", {"predicted"}, {phases}))});
+  svg::StackedBars memory;
+  memory.title = "Memory per GPU (busiest stage)";
+  memory.unit = "GiB";
+  memory.row_labels = {"stage " + std::to_string(static_cast<int64_t>(r.number("/memory_peak_stage")))};
+  std::vector<double> parts;
+  for (const Phase& p : kMemory) {
+    memory.segment_labels.emplace_back(p.label);
+    parts.push_back(r.number(std::string("/memory/") + p.key));
+  }
+  memory.values = {parts};
+  memory.limit = capacity;
+  memory.limit_label = "GPU memory " + format_fixed(capacity, 0) + " GiB";
+  s.charts.push_back({"Memory per GPU against the GPU's capacity", svg::stacked_bars(memory)});
+  return s;
+}
+
+ReportSection measurement_section(const Reader& r) {
+  ReportSection s;
+  s.title = "Measured run: " + r.text("/inputs/model/name") + ", " + r.text("/backend") + " backend, " +
+            std::to_string(static_cast<int64_t>(r.number("/ranks"))) + " rank(s)";
+  s.facts.push_back("plan: " + plan_summary(r.at("/inputs/plan")));
+  s.facts.push_back("median iteration " + seconds(r.number("/iteration_time_s")) + " after " +
+                    std::to_string(static_cast<int64_t>(r.number("/warmup_iterations"))) + " warm-up iteration(s)");
+  s.facts.push_back("memory peak " + format_fixed(r.number("/memory_peak_gib"), 3) + " GiB (the runtime's own allocations)");
+  svg::Series loss{"loss", {}, true}, time{"iteration time (s)", {}, true};
+  const json& iterations = r.array("/iterations");
+  for (size_t i = 0; i < iterations.size(); ++i) {
+    const std::string at = "/iterations/" + std::to_string(i);
+    const double step = r.number(at + "/iteration");
+    loss.points.emplace_back(step, r.number(at + "/loss"));
+    time.points.emplace_back(step, r.number(at + "/time_s"));
+  }
+  if (!loss.points.empty()) {
+    s.facts.push_back("loss " + format_fixed(loss.points.front().second, 4) + " → " + format_fixed(loss.points.back().second, 4) + " over " +
+                      std::to_string(loss.points.size()) + " steps");
+  }
+  const std::vector<double> phases = phases_of(r, "/breakdown");
+  s.table.push_back({"phase", "median time"});
+  for (size_t i = 0; i < phases.size(); ++i) s.table.push_back({kPhases[i].label, seconds(phases[i])});
+  s.charts.push_back({"Loss per step", svg::xy_chart({"Training loss", "step", "loss", false, false, false, {loss}})});
+  s.charts.push_back({"Iteration time per step (the first ones are warm-up)",
+                      svg::xy_chart({"Iteration time", "step", "seconds", false, false, false, {time}})});
+  s.charts.push_back({"Where the median iteration goes", svg::stacked_bars(breakdown_bars("Iteration time", {"measured"}, {phases}))});
+  return s;
+}
+
+ReportSection comparison_section(const Reader& r) {
+  ReportSection s;
+  s.title = "Predicted vs measured: " + r.text("/inputs/model_name");
+  s.facts.push_back("predicted: " + r.text("/inputs/predicted_path") + " · measured: " + r.text("/inputs/measured_path"));
+  if (const auto error = r.maybe_number("/iteration_time_error")) {
+    s.facts.push_back("iteration time error " + format_percent(*error) + " (predicted / measured − 1), tolerance " +
+                      format_percent(r.number("/inputs/tolerance")));
+  }
+  const json& figures = r.at("/figures");
+  if (!figures.is_object()) r.fail("/figures", "is not an object");
+  s.table.push_back({"figure", "predicted", "measured", "error"});
+  for (const auto& [name, f] : figures.items()) {
+    const std::string at = "/figures/" + name;
+    const double predicted = r.number(at + "/predicted"), measured = r.number(at + "/measured");
+    const auto error = r.maybe_number(at + "/error");
+    const bool is_time = name.size() > 2 && name.compare(name.size() - 2, 2, "_s") == 0;
+    s.table.push_back({name, is_time ? seconds(predicted) : format_fixed(predicted, 3), is_time ? seconds(measured) : format_fixed(measured, 3),
+                       error ? format_percent(*error) : "n/a"});
+  }
+  std::vector<double> predicted, measured;
+  for (const Phase& p : kPhases) {
+    predicted.push_back(r.number(std::string("/figures/") + p.key + "/predicted"));
+    measured.push_back(r.number(std::string("/figures/") + p.key + "/measured"));
+  }
+  s.charts.push_back({"The two iterations, phase by phase",
+                      svg::stacked_bars(breakdown_bars("Iteration time", {"predicted", "measured"}, {predicted, measured}))});
+  return s;
+}
+
+ReportSection search_section(const Reader& r) {
+  ReportSection s;
+  s.title = "Plan search: " + r.text("/inputs/model/name");
+  s.facts.push_back(std::to_string(static_cast<int64_t>(r.number("/evaluated"))) + " plans evaluated, " +
+                    std::to_string(static_cast<int64_t>(r.number("/feasible"))) + " feasible, in " + seconds(r.number("/elapsed_s")) +
+                    "; objective: " + r.text("/inputs/objective"));
+  const json& plans = r.array("/plans");
+  bool priced = false;
+  for (size_t i = 0; i < plans.size(); ++i) priced = priced || r.number("/plans/" + std::to_string(i) + "/cost/usd_per_gpu_hour") > 0;
+  s.table.push_back({"#", "GPUs", "plan", "iteration", "tokens/s/GPU", "MFU", "memory GiB", priced ? "$ per M tokens" : "fits"});
+  svg::Series ranked{"ranked plans", {}, false}, front{"Pareto front", {}, false};
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const std::string at = "/plans/" + std::to_string(i);
+    const double time = r.number(at + "/iteration_time_s"), memory = r.number(at + "/memory_peak_gib");
+    const double usd = r.maybe_number(at + "/usd_per_million_tokens").value_or(0.0);
+    s.table.push_back({std::to_string(i + 1), std::to_string(static_cast<int64_t>(r.number(at + "/gpus"))) + " × " + r.text(at + "/gpu"),
+                       plan_summary(r.at(at + "/plan")), seconds(time), format_si(r.number(at + "/tokens_per_s_per_gpu")),
+                       format_percent(r.number(at + "/mfu")), format_fixed(memory, 1),
+                       priced ? format_fixed(usd, 2) : (r.at(at + "/fits").get<bool>() ? "yes" : "no")});
+    ranked.points.emplace_back(time, priced ? usd : memory);
+  }
+  if (r.at("/pareto").is_array()) {
+    const json& pareto = r.array("/pareto");
+    for (size_t i = 0; i < pareto.size(); ++i) {
+      const std::string at = "/pareto/" + std::to_string(i);
+      front.points.emplace_back(r.number(at + "/iteration_time_s"),
+                                priced ? r.maybe_number(at + "/usd_per_million_tokens").value_or(0.0) : r.number(at + "/memory_peak_gib"));
+    }
+  }
+  s.charts.push_back({priced ? "Time against cost: every ranked plan and the Pareto front" : "Time against memory per GPU",
+                      svg::xy_chart({"Ranked plans", "iteration time (s)", priced ? "$ per million tokens" : "memory per GPU (GiB)", false, false,
+                                     false, {ranked, front}})});
+  return s;
+}
+
+ReportSection validation_section(const Reader& r) {
+  ReportSection s;
+  s.title = "Validation against published runs";
+  s.facts.push_back("runs: " + r.text("/inputs/runs_file") + " · " + std::to_string(static_cast<int64_t>(r.number("/summary/count"))) +
+                    " runs, mean |error| " + format_percent(r.number("/summary/mean_abs_error")));
+  s.facts.push_back("held-out half: mean |error| " + format_percent(r.number("/summary/held_out_half/mean_abs_error")) + ", max " +
+                    format_percent(r.number("/summary/held_out_half/max_abs_error")) + " (" +
+                    std::to_string(static_cast<int64_t>(r.number("/summary/held_out_half/count"))) + " runs the constants were not fitted on)");
+  s.table.push_back({"group", "runs", "mean |error|", "max |error|"});
+  const auto row = [&](const std::string& at) {
+    s.table.push_back({r.text(at + "/name"), std::to_string(static_cast<int64_t>(r.number(at + "/count"))),
+                       format_percent(r.number(at + "/mean_abs_error")), format_percent(r.number(at + "/max_abs_error"))});
+  };
+  const json& groups = r.array("/summary/groups");
+  for (size_t i = 0; i < groups.size(); ++i) row("/summary/groups/" + std::to_string(i));
+  row("/summary/fit_half");
+  row("/summary/held_out_half");
+  std::vector<svg::Series> series;
+  const json& runs = r.array("/runs");
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const std::string at = "/runs/" + std::to_string(i), group = r.text(at + "/group");
+    auto it = std::find_if(series.begin(), series.end(), [&](const svg::Series& x) { return x.label == group; });
+    if (it == series.end()) it = series.insert(series.end(), svg::Series{group, {}, false});
+    const auto predicted = r.maybe_number(at + "/predicted_tokens_per_s_per_gpu");
+    const auto measured = r.maybe_number(at + "/measured_tokens_per_s_per_gpu");
+    if (predicted && measured) it->points.emplace_back(*measured, *predicted);
+  }
+  s.charts.push_back({"Each run: predicted against measured tokens/s per GPU (on the dashed line: exact)",
+                      svg::xy_chart({"Predicted vs measured throughput", "measured tokens/s per GPU", "predicted tokens/s per GPU", true,
+                                     true, true, series})});
+  return s;
+}
+
+std::string markdown_cell(const std::string& text) {
+  std::string out;
+  for (char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+}  // namespace
+
+ReportSection report_section(const json& doc, const std::string& source) {
+  if (!doc.is_object() || !doc.contains("schema") || !doc["schema"].is_string()) {
+    throw InputError(source + ": not a trainsim JSON output (no \"schema\" key)", std::string("the report takes ") + kSchemas);
+  }
+  const std::string schema = doc["schema"].get<std::string>();
+  const Reader r(doc, source);
+  ReportSection s;
+  if (schema == "trainsim.prediction") {
+    s = prediction_section(r, doc);
+  } else if (schema == "trainsim.measurement") {
+    s = measurement_section(r);
+  } else if (schema == "trainsim.comparison") {
+    s = comparison_section(r);
+  } else if (schema == "trainsim.search") {
+    s = search_section(r);
+  } else if (schema == "trainsim.validation") {
+    s = validation_section(r);
+  } else {
+    throw InputError(source + ": schema \"" + schema + "\" is not charted by the report",
+                     std::string("the report takes ") + kSchemas);
+  }
+  s.source = source;
+  return s;
+}
+
+std::string render_markdown(const std::string& title, const std::vector<ReportSection>& sections,
+                            const std::vector<std::vector<std::string>>& chart_files) {
+  std::ostringstream out;
+  out << "# " << title << "\n\n";
+  for (size_t i = 0; i < sections.size(); ++i) {
+    const ReportSection& s = sections[i];
+    out << "## " << s.title << "\n\n_from " << s.source << "_\n\n";
+    for (const std::string& fact : s.facts) out << "- " << fact << "\n";
+    out << "\n";
+    for (size_t c = 0; c < s.charts.size() && i < chart_files.size() && c < chart_files[i].size(); ++c) {
+      out << "![" << s.charts[c].caption << "](" << chart_files[i][c] << ")\n\n";
+    }
+    for (size_t row = 0; row < s.table.size(); ++row) {
+      out << "|";
+      for (const std::string& cell : s.table[row]) out << " " << markdown_cell(cell) << " |";
+      out << "\n";
+      if (row == 0) {
+        out << "|";
+        for (size_t k = 0; k < s.table[row].size(); ++k) out << "---|";
+        out << "\n";
+      }
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+std::string render_html(const std::string& title, const std::vector<ReportSection>& sections) {
+  std::ostringstream out;
+  out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" << svg::escape_xml(title) << "</title>\n"
+      << "<style>body{font-family:Helvetica,Arial,sans-serif;max-width:980px;margin:2em auto;padding:0 1em;color:#222}"
+         "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
+         "td:first-child,th:first-child{text-align:left}figure{margin:1em 0}figcaption{color:#555;font-size:90%}"
+         ".source{color:#777;font-size:85%}</style>\n</head>\n<body>\n<h1>"
+      << svg::escape_xml(title) << "</h1>\n";
+  for (const ReportSection& s : sections) {
+    out << "<section>\n<h2>" << svg::escape_xml(s.title) << "</h2>\n<p class=\"source\">from " << svg::escape_xml(s.source) << "</p>\n<ul>\n";
+    for (const std::string& fact : s.facts) out << "<li>" << svg::escape_xml(fact) << "</li>\n";
+    out << "</ul>\n";
+    for (const ReportChart& c : s.charts) out << "<figure>\n" << c.svg << "<figcaption>" << svg::escape_xml(c.caption) << "</figcaption>\n</figure>\n";
+    if (!s.table.empty()) {
+      out << "<table>\n";
+      for (size_t row = 0; row < s.table.size(); ++row) {
+        out << "<tr>";
+        for (const std::string& cell : s.table[row]) out << (row == 0 ? "<th>" : "<td>") << svg::escape_xml(cell) << (row == 0 ? "</th>" : "</td>");
+        out << "</tr>\n";
+      }
+      out << "</table>\n";
+    }
+    out << "</section>\n";
+  }
+  out << "</body>\n</html>\n";
+  return out.str();
+}
+
+}  // namespace trainsim
