@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <sstream>
 
@@ -16,7 +17,9 @@ namespace {
 
 using nlohmann::json;
 
-const char* const kSchemas = "trainsim.prediction, trainsim.measurement, trainsim.comparison, trainsim.search, trainsim.validation";
+const char* const kSchemas =
+    "trainsim.prediction, trainsim.measurement, trainsim.comparison, trainsim.search, trainsim.validation, trainsim.model, "
+    "trainsim.hardware_profile";
 
 // Reads figures from one input file; a missing or mistyped key is an InputError naming both.
 class Reader {
@@ -287,6 +290,95 @@ ReportSection validation_section(const Reader& r) {
   return s;
 }
 
+ReportSection model_section(const Reader& r) {
+  ReportSection s;
+  s.title = "Model: " + r.text("/inputs/model/name");
+  s.facts.push_back("plan: " + plan_summary(r.at("/inputs/plan")));
+  s.facts.push_back(format_si(r.number("/params/total")) + " parameters (" + format_si(r.number("/params/per_layer/total")) +
+                    " per layer), peak " + format_fixed(r.number("/memory_peak_gib"), 1) + " GiB per GPU on stage " +
+                    std::to_string(static_cast<int64_t>(r.number("/memory_peak_stage"))));
+  svg::StackedBars memory;
+  memory.title = "Memory per GPU, by pipeline stage";
+  memory.unit = "GiB";
+  for (const Phase& p : kMemory) memory.segment_labels.emplace_back(p.label);
+  s.table.push_back({"stage", "layers", "weights", "gradients", "optimizer", "activations", "other", "total GiB"});
+  const json& stages = r.array("/memory_stages");
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const std::string at = "/memory_stages/" + std::to_string(i);
+    const std::string stage = std::to_string(static_cast<int64_t>(r.number(at + "/stage")));
+    memory.row_labels.push_back("stage " + stage);
+    std::vector<double> parts;
+    std::vector<std::string> row = {stage, std::to_string(static_cast<int64_t>(r.number(at + "/layers")))};
+    for (const Phase& p : kMemory) {
+      parts.push_back(r.number(at + "/memory/" + p.key));
+      row.push_back(format_fixed(parts.back(), 2));
+    }
+    row.push_back(format_fixed(r.number(at + "/memory/total_gib"), 2));
+    memory.values.push_back(parts);
+    s.table.push_back(row);
+  }
+  s.charts.push_back({"Memory per GPU on each pipeline stage", svg::stacked_bars(memory)});
+  return s;
+}
+
+// A profile's tables as curves: `point_y` of each point against `point_x` (point: its JSON pointer).
+using PointValue = std::function<double(const std::string& point)>;
+std::vector<svg::Series> profile_curves(const Reader& r, const std::string& table, const std::string& name_key, const PointValue& point_x,
+                                        const PointValue& point_y, bool line) {
+  std::vector<svg::Series> out;
+  const json& entries = r.array("/" + table);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::string at = "/" + table + "/" + std::to_string(i);
+    std::string label = r.text(at + "/" + name_key);
+    if (const auto ranks = r.maybe_number(at + "/ranks")) {
+      label += " ×" + std::to_string(static_cast<int64_t>(*ranks));
+      if (const auto nodes = r.maybe_number(at + "/nodes"); nodes && *nodes > 1) label += " (" + std::to_string(static_cast<int64_t>(*nodes)) + " nodes)";
+    }
+    svg::Series series{label, {}, line};
+    const json& points = r.array(at + "/points");
+    for (size_t k = 0; k < points.size(); ++k) {
+      const std::string point = at + "/points/" + std::to_string(k);
+      series.points.emplace_back(point_x(point), point_y(point));
+    }
+    out.push_back(series);
+  }
+  return out;
+}
+
+ReportSection profile_section(const Reader& r) {
+  ReportSection s;
+  s.title = "Hardware profile: " + r.text("/provenance/device") + " (" + r.text("/provenance/device_kind") + ")";
+  s.facts.push_back(std::to_string(static_cast<int64_t>(r.number("/provenance/devices"))) + " device(s) · measured " +
+                    r.text("/provenance/date_utc") + " on " + r.text("/provenance/host") + " · trainsim " + r.text("/provenance/tool_version") +
+                    " (" + r.text("/provenance/git_revision") + ")");
+  const std::string versions = "driver " + r.text("/provenance/driver", "-") + " · CUDA " + r.text("/provenance/cuda", "-") + " · cuBLAS " +
+                               r.text("/provenance/cublas", "-") + " · NCCL " + r.text("/provenance/nccl", "-");
+  if (r.text("/provenance/device_kind") != "cpu") s.facts.push_back(versions);
+  // Rates from the median time (the files' derived figures are optional).
+  const PointValue flops = [&](const std::string& pt) { return 2.0 * r.number(pt + "/m") * r.number(pt + "/n") * r.number(pt + "/k"); };
+  const PointValue bytes = [&](const std::string& pt) { return r.number(pt + "/bytes"); };
+  const PointValue median = [&](const std::string& pt) { return r.number(pt + "/timing/median_s"); };
+  s.charts.push_back({"GEMMs: achieved TFLOP/s against the work of the GEMM (2mnk)",
+                      svg::xy_chart({"GEMM throughput", "FLOPs per GEMM (2mnk)", "TFLOP/s", true, false, false,
+                                     profile_curves(r, "gemm", "dtype", flops, [&](const std::string& pt) { return flops(pt) / median(pt) / 1e12; },
+                                                    false)})});
+  s.charts.push_back({"Memory-bound kernels: achieved bandwidth against bytes moved",
+                      svg::xy_chart({"Memory-bound kernels", "bytes", "GB/s", true, false, false,
+                                     profile_curves(r, "memory_bound", "kernel", bytes,
+                                                    [&](const std::string& pt) { return bytes(pt) / median(pt) / 1e9; }, true)})});
+  const std::vector<svg::Series> collectives = profile_curves(r, "collectives", "kind", bytes,
+                                                              [&](const std::string& pt) { return r.number(pt + "/busbw_gb_per_s"); }, true);
+  s.charts.push_back({"Collectives: bus bandwidth (nccl-tests convention) against message size",
+                      svg::xy_chart({"Collectives", "bytes", "bus bandwidth (GB/s)", true, false, false, collectives})});
+  s.table.push_back({"collective", "points", "largest message", "peak bus bandwidth"});
+  for (const svg::Series& c : collectives) {
+    double peak = 0, largest = 0;
+    for (const auto& [bytes, busbw] : c.points) peak = std::max(peak, busbw), largest = std::max(largest, bytes);
+    s.table.push_back({c.label, std::to_string(c.points.size()), format_si(largest) + "B", format_fixed(peak, 1) + " GB/s"});
+  }
+  return s;
+}
+
 std::string markdown_cell(const std::string& text) {
   std::string out;
   for (char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
@@ -312,6 +404,10 @@ ReportSection report_section(const json& doc, const std::string& source) {
     s = search_section(r);
   } else if (schema == "trainsim.validation") {
     s = validation_section(r);
+  } else if (schema == "trainsim.model") {
+    s = model_section(r);
+  } else if (schema == "trainsim.hardware_profile") {
+    s = profile_section(r);
   } else {
     throw InputError(source + ": schema \"" + schema + "\" is not charted by the report",
                      std::string("the report takes ") + kSchemas);

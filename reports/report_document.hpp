@@ -7,8 +7,11 @@
 //   trainsim.search       the ranked plans (table), time against $ per million tokens (points,
 //                         the Pareto front apart);
 //   trainsim.validation   predicted against measured tokens/s per GPU per group (log-log points
-//                         with the y = x line), errors per group and half (table).
-// Other files (profiles, catalogs) are refused with the schemas the report takes.
+//                         with the y = x line), errors per group and half (table);
+//   trainsim.model        memory per GPU on each pipeline stage (bars and table);
+//   trainsim.hardware_profile  GEMM TFLOP/s against 2mnk, memory-bound GB/s and collective bus
+//                         bandwidth against bytes (log x), provenance.
+// Other files (catalogs, published-run files) are refused with the schemas the report takes.
 #pragma once
 
 #include <string>

@@ -111,10 +111,32 @@ TEST_CASE("search and validation sections from minimal documents") {
   CHECK(v.charts[0].svg.find(">a<") != std::string::npos);  // a legend entry per group
 }
 
+TEST_CASE("a profile's section: GEMM, memory-bound and collective curves, one table row per collective") {
+  const ReportSection s = report_section(fixture("profiles/synthetic-gpu.json"), "gpu.json");
+  REQUIRE(s.charts.size() == 3);
+  CHECK(s.charts[0].svg.find("FLOPs per GEMM") != std::string::npos);
+  CHECK(count(s.charts[2].svg, "<polyline") == 1);
+  CHECK(s.table.size() == 2);
+}
+
+TEST_CASE("a model's section: memory per GPU on each pipeline stage") {
+  nlohmann::json memory = {{"weights_gib", 7.5}, {"gradients_gib", 15.0}, {"optimizer_gib", 45.0}, {"activations_gib", 17.0},
+                           {"other_gib", 0.0}, {"total_gib", 84.5}};
+  nlohmann::json doc = {{"schema", "trainsim.model"},
+                        {"inputs", {{"model", {{"name", "llama3-8b"}}}, {"plan", {{"pp", 2}, {"schedule", "1f1b"}}}}},
+                        {"params", {{"total", 8.03e9}, {"per_layer", {{"total", 2.18e8}}}}},
+                        {"memory_peak_gib", 84.5},
+                        {"memory_peak_stage", 0},
+                        {"memory_stages", {{{"stage", 0}, {"layers", 16}, {"memory", memory}}, {{"stage", 1}, {"layers", 16}, {"memory", memory}}}}};
+  const ReportSection s = report_section(doc, "m.json");
+  CHECK(s.table.size() == 3);
+  CHECK(s.table[1].back() == "84.50");
+  CHECK(count(s.charts[0].svg, "<title>stage 1:") == 4);  // four non-zero parts on stage 1
+}
+
 TEST_CASE("the report refuses other files, naming the file, the schema or the key") {
   CHECK_THROWS_WITH(report_section(nlohmann::json::array(), "x.json"), Catch::Contains("x.json: not a trainsim JSON output"));
-  CHECK_THROWS_WITH(report_section({{"schema", "trainsim.hardware_profile"}}, "p.json"),
-                    Catch::Contains("schema \"trainsim.hardware_profile\" is not charted"));
+  CHECK_THROWS_WITH(report_section({{"schema", "trainsim.catalog"}}, "c.json"), Catch::Contains("schema \"trainsim.catalog\" is not charted"));
   nlohmann::json broken = fixture("compare/prediction.json");
   broken.erase("iteration_time_s");
   CHECK_THROWS_WITH(report_section(broken, "b.json"), Catch::Contains("b.json: key /iteration_time_s is missing"));
