@@ -86,8 +86,13 @@ if rows:
     out += [f"- runtime: trainsim {rows[0]['context'].get('tool_version', '?')} at {rows[0]['context'].get('git_revision', '?')}, "
             f"host {rows[0]['context'].get('host', '?')}, first run {rows[0]['context'].get('time_utc', '?')}"]
 out += ["- calibration (profile.json provenance):"] + [f"  - {k}: {v}" for k, v in prof.items() if not isinstance(v, (dict, list))]
-out += ["- measurements: runs/ (trainsim.measurement), predictions: predicted/, comparisons: compared/",
+out += ["- measurements: runs/ (trainsim.measurement), predictions: predicted/, comparisons: compared/, charts: report.html",
         "- plans: bench/gpu_validation/runs.txt, models: bench/gpu_validation/models/"]
 open(os.path.join(dest, "README.md"), "w").write("\n".join(out) + "\n")
 print("\n".join(out))
 PY
+# Charts of the same files: the profile's curves, then each plan predicted vs measured.
+compared=("$dest"/compared/*.json)
+if [ -e "${compared[0]}" ]; then
+  "$trainsim" report "$dest/profile.json" "${compared[@]}" --title "trainsim on $gpu: measured vs predicted" --out "$dest/report.html"
+fi
