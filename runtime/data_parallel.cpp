@@ -43,7 +43,6 @@ DataParallel::DataParallel(StageModel& stage, TpGroup& tp, const DataParallelCom
   for (Bucket& b : buckets_) {
     b.padded = (b.size + parts - 1) / parts * parts;
     b.shard = b.padded / parts;
-    b.flat.assign(b.padded, 0.0f);
     size_t at = 0;
     for (size_t i : b.params) {
       const size_t n = elements(params[i]);
@@ -61,9 +60,10 @@ DataParallel::DataParallel(StageModel& stage, TpGroup& tp, const DataParallelCom
     b.v.assign(states, 0.0f);
     if (config.zero_stage >= 2) b.grad_shard.assign(b.shard, 0.0f);
     if (zero3()) {  // keep this rank's shard of the weights, drop the rest
-      pack_values(b, b.flat);
-      b.master.assign(b.flat.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(dp_rank_) * b.shard),
-                      b.flat.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(dp_rank_ + 1) * b.shard));
+      std::vector<float> values;
+      pack_values(b, values);
+      b.master.assign(values.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(dp_rank_) * b.shard),
+                      values.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(dp_rank_ + 1) * b.shard));
       release(b);
     }
   }
@@ -81,6 +81,7 @@ double DataParallel::timed_start() const { return wall_s(); }
 void DataParallel::timed_stop(double start) { clock_.dp_comm_s += wall_s() - start; }
 
 void DataParallel::pack_grads(const Bucket& b, std::vector<float>& out) const {
+  out.resize(b.padded);
   size_t at = 0;
   for (size_t i : b.params) {
     const Param& p = stage_.params()[i];
@@ -91,6 +92,7 @@ void DataParallel::pack_grads(const Bucket& b, std::vector<float>& out) const {
 }
 
 void DataParallel::pack_values(const Bucket& b, std::vector<float>& out) const {
+  out.resize(b.padded);
   size_t at = 0;
   for (size_t i : b.params) {
     const Param& p = stage_.params()[i];
@@ -157,6 +159,7 @@ void DataParallel::reduce_scatter_into_shard(Bucket& b) {
   MPI_Reduce_scatter_block(b.flat.data(), part.data(), static_cast<int>(b.shard), MPI_FLOAT, MPI_SUM, comms_.dp);
   timed_stop(start);
   for (size_t i = 0; i < b.shard; ++i) b.grad_shard[i] += part[i];
+  std::vector<float>().swap(b.flat);
 }
 
 // MPI moves non-blocking collectives forward only inside MPI calls: test them after every layer.
@@ -266,6 +269,7 @@ void DataParallel::step(const AdamSettings& adam, int64_t step_number) {
   const float clip = norm > adam.grad_clip ? static_cast<float>(adam.grad_clip / norm) : 1.0f;
   for (Bucket& b : buckets_) {
     adam_update(b, adam, step_number, clip);
+    std::vector<float>().swap(b.flat);  // the communication buffer lives from the bucket's launch to here
     b.launched = false;
     b.layers_done = 0;
     if (zero3()) {

@@ -74,7 +74,7 @@ class DataParallel final : public LayerHooks {
     std::vector<size_t> params;
     int64_t layers = 0, layers_done = 0;  // layers in the bucket (0: the outer parameters)
     size_t size = 0, padded = 0, shard = 0;
-    std::vector<float> flat;        // packed gradients (ZeRO-0/1: the reduced result)
+    std::vector<float> flat;        // packed gradients (ZeRO-0/1: the reduced result), from launch to the update
     std::vector<float> grad_shard;  // ZeRO-2/3: the reduced gradients of this rank's shard
     std::vector<float> master;      // ZeRO-3: this rank's shard of the weights
     std::vector<std::pair<size_t, size_t>> norm_runs;  // [from, to) elements that count in the global norm
