@@ -22,6 +22,7 @@
 #include "runtime/cuda/event_clock.hpp"
 #include "runtime/cuda/gradient_buckets.hpp"
 #include "runtime/cuda/nccl_groups.hpp"
+#include "runtime/cuda/zero3_exchange.hpp"
 #include "runtime/checkpoint.hpp"
 #include "runtime/cuda_kernels/cuda_check.cuh"
 #include "runtime/mpi_groups.hpp"
@@ -64,18 +65,8 @@ struct CudaTrainer::Impl {
   std::unique_ptr<CudaStage> stage;
   std::unique_ptr<CudaOptimizer> optimizer;
   bool zero = false;                  // ZeRO-1/2 with dp > 1: reduce-scatter, sharded AdamW, all-gather
-  // ZeRO-3 with dp > 1 (pp is 1): the store keeps the shard space; each layer's weights are
-  // all-gathered into buffer l % 2 before its use (the next layer's while it runs) and its
-  // gradients reduce-scattered into the shards after every backward; the units outside the layers
-  // are gathered at the start of the iteration and reduced at its end.
-  bool zero3 = false;
-  struct Zero3 {
-    int64_t held[2] = {-1, -1};             // the layer each gather buffer holds (this iteration)
-    cudaEvent_t gathered[2] = {nullptr, nullptr};  // gather stream: that gather done
-    cudaEvent_t grads_free[2] = {nullptr, nullptr};  // reduce stream: that gradient buffer reduced
-    DeviceBuffer<float> piece[2];           // a reduce-scatter's result, added to the shard after
-    std::vector<int64_t> outer_units;
-  } z;
+  bool zero3 = false;                 // ZeRO-3 with dp > 1 (pp is 1): runtime/cuda/zero3_exchange.hpp
+  std::unique_ptr<Zero3Exchange> exchange;
   DeviceBuffer<float> shard_grads;    // ZeRO: this rank's shard of the summed gradients
   DeviceBuffer<int32_t> tokens, targets;  // (micro-batches x T) of this iteration
   std::vector<uint8_t> corpus;
@@ -104,7 +95,8 @@ struct CudaTrainer::Impl {
     for (const ParamView& v : params.views()) counts.push_back(counts_in_norm(v, plan.pp, grid.pp_rank, grid.tp_rank));
     if (zero3) {
       optimizer = std::make_unique<CudaOptimizer>(params, counts, arena, compute);
-      setup_zero3();
+      exchange = std::make_unique<Zero3Exchange>(*stage, Zero3Exchange::Streams{compute, gather, reduce}, nccl.dp_gather, nccl.dp,
+                                                 events, clock, arena);
     } else {
       std::pair<int64_t, int64_t> range = params.layout().shard(1, 0);  // [begin, end) this rank updates
       if (zero) {
@@ -147,105 +139,6 @@ struct CudaTrainer::Impl {
     runtime::TokenBatch batch = runtime::token_batch(corpus, options.seed, iteration, grid.dp_rank * per_rank, per_rank, model.seq_len);
     check_cuda(cudaMemcpy(tokens.data(), batch.tokens.data(), tokens.bytes(), cudaMemcpyHostToDevice), "cudaMemcpy (tokens)");
     check_cuda(cudaMemcpy(targets.data(), batch.targets.data(), targets.bytes(), cudaMemcpyHostToDevice), "cudaMemcpy (targets)");
-  }
-
-  // ---- ZeRO-3 ----
-  void setup_zero3() {
-    ParamStore& params = stage->params();
-    const ParamLayout& layout = params.layout();
-    const ShardSpace& space = params.shard_space();
-    int64_t largest = 0;
-    for (size_t u = 0; u < layout.units.size(); ++u) {
-      largest = std::max(largest, space.piece(layout, static_cast<int64_t>(u)));
-      if (std::find(layout.unit_of_layer.begin(), layout.unit_of_layer.end(), static_cast<int64_t>(u)) == layout.unit_of_layer.end()) {
-        z.outer_units.push_back(static_cast<int64_t>(u));
-      }
-    }
-    for (DeviceBuffer<float>& piece : z.piece) piece = DeviceBuffer<float>(arena, largest, "ZeRO-3 reduce-scatter result");
-    stage->set_before_layer([this](int64_t layer, bool backward) { zero3_before_layer(layer, backward); });
-  }
-
-  // All-gathers unit u's pieces into its whole buffer on the gather stream.
-  void gather_unit(int64_t unit) {
-    const ParamStore& p = stage->params();
-    const ShardSpace& space = p.shard_space();
-    check_nccl(ncclAllGather(p.weight_shards() + space.shard_offset[static_cast<size_t>(unit)], p.unit_weights(unit),
-                             static_cast<size_t>(space.piece(p.layout(), unit)), ncclBfloat16, nccl.dp_gather.get(), gather),
-               "ncclAllGather (ZeRO-3 weights)");
-  }
-
-  // Reduce-scatters unit u's whole gradients on the reduce stream and adds this rank's piece to its
-  // shard, through result buffer k.
-  void reduce_unit(int64_t unit, size_t k) {
-    const ParamStore& p = stage->params();
-    const ShardSpace& space = p.shard_space();
-    const int64_t n = space.piece(p.layout(), unit);
-    check_nccl(ncclReduceScatter(p.unit_grads(unit), z.piece[k].data(), static_cast<size_t>(n), ncclFloat, ncclSum, nccl.dp.get(), reduce),
-               "ncclReduceScatter (ZeRO-3 gradients)");
-    accumulate_fp32(p.grad_shards() + space.shard_offset[static_cast<size_t>(unit)], z.piece[k].data(), n, reduce);
-  }
-
-  // Issues layer l's gather into buffer l % 2 unless that buffer holds it already.
-  // GPU-CHECK: three communicators run at once here (dp_gather on `gather`, dp on `reduce`, tp on
-  // `compute`), each on one stream and launched in the same program order on every rank, as NCCL
-  // asks. Run DP2 x TP2 ZeRO-3 with a timeout: a hang would mean serialising the gathers and
-  // reduce-scatters on one stream (as PyTorch's process group does), at the cost of overlap.
-  void fetch_layer(int64_t layer) {
-    const size_t k = static_cast<size_t>(layer % 2);
-    if (z.held[k] == layer) return;
-    events.order(compute, gather);  // the layer using this buffer before is done with it
-    gather_unit(stage->params().layout().unit_of_layer[static_cast<size_t>(layer)]);
-    z.gathered[k] = events.record(gather);
-    z.held[k] = layer;
-  }
-
-  // Before layer l's forward or backward: its weights present (the next layer's gather issued to
-  // overlap this one), and for the backward its gradient buffer reduced and zeroed. The waits are
-  // timed as DP spans inside the forward / backward.
-  void zero3_before_layer(int64_t layer, bool backward) {
-    const size_t k = static_cast<size_t>(layer % 2);
-    fetch_layer(layer);
-    const int span = clock.begin(compute);
-    check_cuda(cudaStreamWaitEvent(compute, z.gathered[k], 0), "cudaStreamWaitEvent (ZeRO-3 gather)");
-    if (backward && z.grads_free[k] != nullptr) {
-      check_cuda(cudaStreamWaitEvent(compute, z.grads_free[k], 0), "cudaStreamWaitEvent (ZeRO-3 gradient buffer)");
-    }
-    clock.end(span, backward ? SpanKind::kDpInBackward : SpanKind::kDpInForward, compute);
-    const int64_t next = backward ? layer - 1 : layer + 1;
-    if (next >= 0 && next < stage->params().layer_count()) fetch_layer(next);
-    if (backward) {
-      const ParamStore& p = stage->params();
-      const int64_t unit = p.layout().unit_of_layer[static_cast<size_t>(layer)];
-      const auto [begin, end] = p.layout().units[static_cast<size_t>(unit)];
-      check_cuda(cudaMemsetAsync(p.unit_grads(unit), 0, static_cast<size_t>(end - begin) * sizeof(float), compute),
-                 "cudaMemsetAsync (ZeRO-3 layer gradients)");
-    }
-  }
-
-  // After layer l's backward: its SP sums, then its reduce-scatter behind the next layer's backward.
-  void zero3_after_layer_backward(int64_t layer) {
-    const size_t k = static_cast<size_t>(layer % 2);
-    stage->finish_layer_gradients(layer);
-    events.order(compute, reduce);
-    reduce_unit(stage->params().layout().unit_of_layer[static_cast<size_t>(layer)], k);
-    z.grads_free[k] = events.record(reduce);
-  }
-
-  // Start of an iteration: the embeddings and final norm gathered, their gradients zeroed.
-  void zero3_begin_iteration() {
-    z.held[0] = z.held[1] = -1;  // the weights changed at the last step
-    z.gathered[0] = z.gathered[1] = z.grads_free[0] = z.grads_free[1] = nullptr;
-    const ParamStore& p = stage->params();
-    events.order(compute, gather);
-    for (int64_t unit : z.outer_units) {
-      gather_unit(unit);
-      const auto [begin, end] = p.layout().units[static_cast<size_t>(unit)];
-      check_cuda(cudaMemsetAsync(p.unit_grads(unit), 0, static_cast<size_t>(end - begin) * sizeof(float), compute),
-                 "cudaMemsetAsync (ZeRO-3 outer gradients)");
-    }
-    const int span = clock.begin(compute);
-    events.order(gather, compute);
-    clock.end(span, SpanKind::kDpExposed, compute);
   }
 
   void launch_bucket(GradientBucket& b) {
@@ -338,7 +231,7 @@ struct CudaTrainer::Impl {
         const int span = clock.begin(compute);
         std::function<void(int64_t)> after_layer;
         if (zero3) {
-          after_layer = [this](int64_t layer) { zero3_after_layer_backward(layer); };
+          after_layer = [this](int64_t layer) { exchange->after_layer_backward(layer); };
         } else if (overlap && i == last_backward[chunk]) {
           after_layer = bucket_hook;
         }
@@ -366,9 +259,7 @@ struct CudaTrainer::Impl {
     if (zero3) {  // the layers were reduced after each backward; now the units outside them
       stage->finish_outer_gradients();
       const int span = clock.begin(compute);
-      events.order(compute, reduce);
-      for (int64_t unit : z.outer_units) reduce_unit(unit, 0);
-      events.order(reduce, compute);
+      exchange->reduce_outer_units();
       clock.end(span, SpanKind::kDpExposed, compute);
       return;
     }
@@ -480,7 +371,7 @@ struct CudaTrainer::Impl {
     MPI_Barrier(grid.world);
     const double start = cpu::wall_s();
     check_cuda(cudaMemsetAsync(stage->loss_sum(), 0, sizeof(float), compute), "cudaMemsetAsync (loss)");
-    if (zero3) zero3_begin_iteration();
+    if (zero3) exchange->begin_iteration();
     run_schedule(schedule);
     reduce_gradients();
     optimizer_step();
