@@ -181,6 +181,58 @@ std::string stacked_bars(const StackedBars& c) {
   return out.str();
 }
 
+namespace {
+
+// The x-y plot's frame: grid lines and tick labels on both axes, the axis titles.
+std::string grid_and_labels(const XyChart& c, const Scale& x, const Scale& y) {
+  const double left = x.a, right_edge = x.b, top = y.b, bottom = y.a;
+  std::ostringstream out;
+  const std::vector<double> x_ticks = axis_ticks(x.lo, x.hi, c.log_x), y_ticks = axis_ticks(y.lo, y.hi, c.log_y);
+  const std::vector<std::string> x_labels = tick_labels(x_ticks, c.log_x), y_labels = tick_labels(y_ticks, c.log_y);
+  for (size_t i = 0; i < x_ticks.size(); ++i) {
+    const double t = x_ticks[i];
+    out << "<line x1=\"" << number(x(t)) << "\" y1=\"" << number(top) << "\" x2=\"" << number(x(t)) << "\" y2=\"" << number(bottom)
+        << "\" stroke=\"#ddd\"/>\n";
+    out << text_element(x(t), bottom + 16, x_labels[i], "middle", 11);
+  }
+  for (size_t i = 0; i < y_ticks.size(); ++i) {
+    const double t = y_ticks[i];
+    out << "<line x1=\"" << number(left) << "\" y1=\"" << number(y(t)) << "\" x2=\"" << number(right_edge) << "\" y2=\"" << number(y(t))
+        << "\" stroke=\"#ddd\"/>\n";
+    out << text_element(left - 6, y(t) + 4, y_labels[i], "end", 11);
+  }
+  out << "<rect x=\"" << number(left) << "\" y=\"" << number(top) << "\" width=\"" << number(right_edge - left) << "\" height=\""
+      << number(bottom - top) << "\" fill=\"none\" stroke=\"#888\"/>\n";
+  out << text_element((left + right_edge) / 2, bottom + 34, c.x_label, "middle", 12);
+  out << "<text transform=\"translate(16," << number((top + bottom) / 2) << ") rotate(-90)\" font-size=\"12\" text-anchor=\"middle\">"
+      << escape_xml(c.y_label) << "</text>\n";
+  return out.str();
+}
+
+// One series: a polyline in x order, or a marker per point; points a log axis cannot show left out.
+template <class Usable>
+std::string series_marks(const Series& s, const char* fill, const Scale& x, const Scale& y, const Usable& usable) {
+  std::ostringstream out;
+  std::vector<std::pair<double, double>> points;
+  for (const auto& p : s.points) {
+    if (usable(p.first, p.second)) points.push_back(p);
+  }
+  if (s.line) {
+    std::sort(points.begin(), points.end());
+    out << "<polyline fill=\"none\" stroke=\"" << fill << "\" stroke-width=\"2\" points=\"";
+    for (const auto& [px, py] : points) out << number(x(px)) << "," << number(y(py)) << " ";
+    out << "\"><title>" << escape_xml(s.label) << "</title></polyline>\n";
+  } else {
+    for (const auto& [px, py] : points) {
+      out << "<circle cx=\"" << number(x(px)) << "\" cy=\"" << number(y(py)) << "\" r=\"4\" fill=\"" << fill
+          << "\" fill-opacity=\"0.8\"><title>" << escape_xml(s.label + ": " + tick_label(px) + ", " + tick_label(py)) << "</title></circle>\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace
+
 std::string xy_chart(const XyChart& c) {
   const double left = 70, right = 20, top = 40, width = 720, plot_h = 320;
   const double legend_rows = std::ceil(static_cast<double>(c.series.size()) / 3.0);
@@ -207,46 +259,14 @@ std::string xy_chart(const XyChart& c) {
   const Scale x{xa, xb, left, width - right, c.log_x}, y{ya, yb, top + plot_h, top, c.log_y};
   std::ostringstream out;
   out << open_svg(width, height, c.title);
-  const std::vector<double> x_ticks = axis_ticks(xa, xb, c.log_x), y_ticks = axis_ticks(ya, yb, c.log_y);
-  const std::vector<std::string> x_labels = tick_labels(x_ticks, c.log_x), y_labels = tick_labels(y_ticks, c.log_y);
-  for (size_t i = 0; i < x_ticks.size(); ++i) {
-    const double t = x_ticks[i];
-    out << "<line x1=\"" << number(x(t)) << "\" y1=\"" << number(top) << "\" x2=\"" << number(x(t)) << "\" y2=\"" << number(top + plot_h)
-        << "\" stroke=\"#ddd\"/>\n";
-    out << text_element(x(t), top + plot_h + 16, x_labels[i], "middle", 11);
-  }
-  for (size_t i = 0; i < y_ticks.size(); ++i) {
-    const double t = y_ticks[i];
-    out << "<line x1=\"" << number(left) << "\" y1=\"" << number(y(t)) << "\" x2=\"" << number(width - right) << "\" y2=\"" << number(y(t))
-        << "\" stroke=\"#ddd\"/>\n";
-    out << text_element(left - 6, y(t) + 4, y_labels[i], "end", 11);
-  }
-  out << "<rect x=\"" << number(left) << "\" y=\"" << number(top) << "\" width=\"" << number(width - right - left) << "\" height=\""
-      << number(plot_h) << "\" fill=\"none\" stroke=\"#888\"/>\n";
-  out << text_element((left + width - right) / 2, top + plot_h + 34, c.x_label, "middle", 12);
-  out << "<text transform=\"translate(16," << number(top + plot_h / 2) << ") rotate(-90)\" font-size=\"12\" text-anchor=\"middle\">"
-      << escape_xml(c.y_label) << "</text>\n";
+  out << grid_and_labels(c, x, y);
   if (c.diagonal) {
     out << "<line x1=\"" << number(x(xa)) << "\" y1=\"" << number(y(xa)) << "\" x2=\"" << number(x(xb)) << "\" y2=\"" << number(y(xb))
         << "\" stroke=\"#888\" stroke-dasharray=\"4 4\"/>\n";
   }
   for (size_t i = 0; i < c.series.size(); ++i) {
     const Series& s = c.series[i];
-    std::vector<std::pair<double, double>> points;
-    for (const auto& p : s.points) {
-      if (usable(p.first, p.second)) points.push_back(p);
-    }
-    if (s.line) {
-      std::sort(points.begin(), points.end());
-      out << "<polyline fill=\"none\" stroke=\"" << colour(i) << "\" stroke-width=\"2\" points=\"";
-      for (const auto& [px, py] : points) out << number(x(px)) << "," << number(y(py)) << " ";
-      out << "\"><title>" << escape_xml(s.label) << "</title></polyline>\n";
-    } else {
-      for (const auto& [px, py] : points) {
-        out << "<circle cx=\"" << number(x(px)) << "\" cy=\"" << number(y(py)) << "\" r=\"4\" fill=\"" << colour(i)
-            << "\" fill-opacity=\"0.8\"><title>" << escape_xml(s.label + ": " + tick_label(px) + ", " + tick_label(py)) << "</title></circle>\n";
-      }
-    }
+    out << series_marks(s, colour(i), x, y, usable);
     const double lx = left + static_cast<double>(i % 3) * 210, ly = top + plot_h + 56 + std::floor(static_cast<double>(i) / 3) * 20;
     out << "<rect x=\"" << number(lx) << "\" y=\"" << number(ly - 10) << "\" width=\"12\" height=\"12\" fill=\"" << colour(i) << "\"/>\n";
     out << text_element(lx + 17, ly, s.label, "start", 11);

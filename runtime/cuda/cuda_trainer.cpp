@@ -153,6 +153,76 @@ struct CudaTrainer::Impl {
     b.launched = true;
   }
 
+  // Pipeline messages: to / from the neighbouring stage, or round the ring between the last stage
+  // and the first (interleaved: chunk c's output on the last stage is chunk c + 1's input on the
+  // first). Each communicator carries one direction, in the same (micro-batch, chunk) order at both
+  // ends, since every stage walks the forwards (and the backwards) in the same order. Null where
+  // chunk `chunk` of this stage has nothing to receive or send that way.
+  enum class Message { kActivationsIn, kActivationsOut, kGradientsIn, kGradientsOut };
+  const NcclComm* pipeline_comm(Message message, int64_t chunk) const {
+    const bool from_before = message == Message::kActivationsIn || message == Message::kGradientsOut;
+    if ((from_before ? grid.input_from(chunk) : grid.output_to(chunk)) < 0) return nullptr;
+    switch (message) {
+      case Message::kActivationsIn: return grid.pp_rank > 0 ? &nccl.activations_from_prev : &nccl.wrap_activations;
+      case Message::kActivationsOut: return grid.pp_rank < plan.pp - 1 ? &nccl.activations_to_next : &nccl.wrap_activations;
+      case Message::kGradientsIn: return grid.pp_rank < plan.pp - 1 ? &nccl.gradients_from_next : &nccl.wrap_gradients;
+      case Message::kGradientsOut: return grid.pp_rank > 0 ? &nccl.gradients_to_prev : &nccl.wrap_gradients;
+    }
+    return nullptr;
+  }
+  // The peer: in a neighbour pair the lower stage is rank 0; in the ring's wrap pair the first stage.
+  static int peer(const NcclComm& comm) { return 1 - comm.rank(); }
+  size_t message_count() const { return static_cast<size_t>(stage->rows() * stage->hidden()); }
+
+  // One forward step: a free slot of the chunk, its input received, the forward, its output sent.
+  ActivationSlot& forward_step(const PipelineStep& step, float scale) {
+    ActivationSlot& s = stage->acquire_slot(step.chunk);
+    // GPU-CHECK: with one slot (last stage, 1F1B) the next activations are received only once the
+    // previous backward is done; the previous stage's send of them then waits (rendezvous above
+    // NCCL's buffer size) and holds up the gradient sends queued behind it on its send stream.
+    // Correct, but compare pp_comm_s / bubble_s with the simulator; a spare receive slot per
+    // stage would decouple them.
+    if (s.used) {  // its previous micro-batch's backward and sends must be over
+      check_cuda(cudaStreamWaitEvent(recv, s.released, 0), "cudaStreamWaitEvent (slot released)");
+      check_cuda(cudaStreamWaitEvent(compute, s.sends_done, 0), "cudaStreamWaitEvent (slot sends)");
+    }
+    s.tokens = tokens.data() + step.micro_batch * stage->tokens();
+    s.targets = targets.data() + step.micro_batch * stage->tokens();
+    if (const NcclComm* in = pipeline_comm(Message::kActivationsIn, step.chunk)) {
+      check_nccl(ncclRecv(s.x[0].data(), message_count(), ncclBfloat16, peer(*in), in->get(), recv), "ncclRecv (activations)");
+      events.order(recv, compute);
+    }
+    const int span = clock.begin(compute);
+    stage->forward(s, scale);
+    clock.end(span, SpanKind::kForward, compute);
+    if (const NcclComm* out = pipeline_comm(Message::kActivationsOut, step.chunk)) {
+      events.order(compute, send);
+      check_nccl(ncclSend(s.x.back().data(), message_count(), ncclBfloat16, peer(*out), out->get(), send), "ncclSend (activations)");
+      check_cuda(cudaEventRecord(s.sends_done, send), "cudaEventRecord (slot sends)");
+    }
+    return s;
+  }
+
+  // One backward step on `s`: its output gradient received, the backward (`after_layer` after each
+  // layer), its input gradient sent, the slot released.
+  void backward_step(const PipelineStep& step, ActivationSlot& s, const std::function<void(int64_t)>& after_layer) {
+    if (const NcclComm* in = pipeline_comm(Message::kGradientsIn, step.chunk)) {
+      check_nccl(ncclRecv(s.grad_in.data(), message_count(), ncclBfloat16, peer(*in), in->get(), recv), "ncclRecv (gradients)");
+      events.order(recv, compute);
+    }
+    const int span = clock.begin(compute);
+    stage->backward(s, after_layer);
+    clock.end(span, SpanKind::kBackward, compute);
+    if (const NcclComm* out = pipeline_comm(Message::kGradientsOut, step.chunk)) {
+      events.order(compute, send);
+      check_nccl(ncclSend(s.grad_out.data(), message_count(), ncclBfloat16, peer(*out), out->get(), send), "ncclSend (gradients)");
+      check_cuda(cudaEventRecord(s.sends_done, send), "cudaEventRecord (slot sends)");
+    }
+    check_cuda(cudaEventRecord(s.released, compute), "cudaEventRecord (slot released)");
+    s.used = true;
+    stage->release_slot(s);
+  }
+
   void run_schedule(const PipelineSchedule& schedule) {
     const float scale = 1.0f / static_cast<float>(plan.global_batch * model.seq_len);
     const std::vector<PipelineStep>& steps = schedule.steps[static_cast<size_t>(grid.pp_rank)];
@@ -167,84 +237,19 @@ struct CudaTrainer::Impl {
         if (!b.launched && b.ready_after == layer) launch_bucket(b);
       }
     };
-    const int64_t T = stage->tokens();
-    const size_t count = static_cast<size_t>(stage->rows() * stage->hidden());
-    // Pipeline messages: to / from the neighbouring stage, or round the ring between the last stage
-    // and the first (interleaved: chunk c's output on the last stage is chunk c + 1's input on the
-    // first). Each communicator carries one direction, in the same (micro-batch, chunk) order at both
-    // ends, since every stage walks the forwards (and the backwards) in the same order.
-    const auto activations_in = [&](int64_t chunk) -> const NcclComm* {
-      if (grid.input_from(chunk) < 0) return nullptr;
-      return grid.pp_rank > 0 ? &nccl.activations_from_prev : &nccl.wrap_activations;
-    };
-    const auto activations_out = [&](int64_t chunk) -> const NcclComm* {
-      if (grid.output_to(chunk) < 0) return nullptr;
-      return grid.pp_rank < plan.pp - 1 ? &nccl.activations_to_next : &nccl.wrap_activations;
-    };
-    const auto gradients_in = [&](int64_t chunk) -> const NcclComm* {
-      if (grid.output_to(chunk) < 0) return nullptr;
-      return grid.pp_rank < plan.pp - 1 ? &nccl.gradients_from_next : &nccl.wrap_gradients;
-    };
-    const auto gradients_out = [&](int64_t chunk) -> const NcclComm* {
-      if (grid.input_from(chunk) < 0) return nullptr;
-      return grid.pp_rank > 0 ? &nccl.gradients_to_prev : &nccl.wrap_gradients;
-    };
-    // The peer: in a neighbour pair the lower stage is rank 0; in the ring's wrap pair the first stage.
-    const auto peer = [](const NcclComm& comm) { return 1 - comm.rank(); };
+    const std::function<void(int64_t)> zero3_hook = [this](int64_t layer) { exchange->after_layer_backward(layer); };
     std::vector<std::vector<ActivationSlot*>> slot_of(static_cast<size_t>(plan.micro_batches()),
                                                       std::vector<ActivationSlot*>(static_cast<size_t>(grid.chunks), nullptr));
     for (size_t i = 0; i < steps.size(); ++i) {
       const PipelineStep& step = steps[i];
-      const size_t mb = static_cast<size_t>(step.micro_batch), chunk = static_cast<size_t>(step.chunk);
+      ActivationSlot*& slot = slot_of[static_cast<size_t>(step.micro_batch)][static_cast<size_t>(step.chunk)];
       if (step.kind == StepKind::kForward) {
-        ActivationSlot& s = stage->acquire_slot(step.chunk);
-        slot_of[mb][chunk] = &s;
-        // GPU-CHECK: with one slot (last stage, 1F1B) the next activations are received only once the
-        // previous backward is done; the previous stage's send of them then waits (rendezvous above
-        // NCCL's buffer size) and holds up the gradient sends queued behind it on its send stream.
-        // Correct, but compare pp_comm_s / bubble_s with the simulator; a spare receive slot per
-        // stage would decouple them.
-        if (s.used) {  // its previous micro-batch's backward and sends must be over
-          check_cuda(cudaStreamWaitEvent(recv, s.released, 0), "cudaStreamWaitEvent (slot released)");
-          check_cuda(cudaStreamWaitEvent(compute, s.sends_done, 0), "cudaStreamWaitEvent (slot sends)");
-        }
-        s.tokens = tokens.data() + static_cast<int64_t>(mb) * T;
-        s.targets = targets.data() + static_cast<int64_t>(mb) * T;
-        if (const NcclComm* in = activations_in(step.chunk)) {
-          check_nccl(ncclRecv(s.x[0].data(), count, ncclBfloat16, peer(*in), in->get(), recv), "ncclRecv (activations)");
-          events.order(recv, compute);
-        }
-        const int span = clock.begin(compute);
-        stage->forward(s, scale);
-        clock.end(span, SpanKind::kForward, compute);
-        if (const NcclComm* out = activations_out(step.chunk)) {
-          events.order(compute, send);
-          check_nccl(ncclSend(s.x.back().data(), count, ncclBfloat16, peer(*out), out->get(), send), "ncclSend (activations)");
-          check_cuda(cudaEventRecord(s.sends_done, send), "cudaEventRecord (slot sends)");
-        }
+        slot = &forward_step(step, scale);
+      } else if (zero3) {
+        backward_step(step, *slot, zero3_hook);
       } else {
-        ActivationSlot& s = *slot_of[mb][chunk];
-        if (const NcclComm* in = gradients_in(step.chunk)) {
-          check_nccl(ncclRecv(s.grad_in.data(), count, ncclBfloat16, peer(*in), in->get(), recv), "ncclRecv (gradients)");
-          events.order(recv, compute);
-        }
-        const int span = clock.begin(compute);
-        std::function<void(int64_t)> after_layer;
-        if (zero3) {
-          after_layer = [this](int64_t layer) { exchange->after_layer_backward(layer); };
-        } else if (overlap && i == last_backward[chunk]) {
-          after_layer = bucket_hook;
-        }
-        stage->backward(s, after_layer);
-        clock.end(span, SpanKind::kBackward, compute);
-        if (const NcclComm* out = gradients_out(step.chunk)) {
-          events.order(compute, send);
-          check_nccl(ncclSend(s.grad_out.data(), count, ncclBfloat16, peer(*out), out->get(), send), "ncclSend (gradients)");
-          check_cuda(cudaEventRecord(s.sends_done, send), "cudaEventRecord (slot sends)");
-        }
-        check_cuda(cudaEventRecord(s.released, compute), "cudaEventRecord (slot released)");
-        s.used = true;
-        stage->release_slot(s);
+        const bool last = i == last_backward[static_cast<size_t>(step.chunk)];
+        backward_step(step, *slot, overlap && last ? bucket_hook : std::function<void(int64_t)>());
       }
     }
     if (plan.pp > 1) {  // the last sends not hidden behind compute
