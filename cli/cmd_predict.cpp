@@ -11,6 +11,7 @@
 #include "reports/perfetto_trace.hpp"
 #include "reports/prediction_report.hpp"
 #include "sim/cost_model_choice.hpp"
+#include "sim/op_category_times.hpp"
 #include "sim/simulator.hpp"
 
 namespace trainsim {
@@ -38,6 +39,7 @@ Command add_predict_command(CLI::App& root) {
             SimulationOptions options;
             options.keep_trace = !o->trace_path.empty();
             Prediction prediction = predict_iteration(model, plan, hardware, *cost, options);
+            prediction.op_categories = predict_op_categories(model, plan, hardware, *cost);
             prediction.extrapolated = extrapolated_ops(*cost);
             if (options.keep_trace) {
               std::ofstream out(o->trace_path);

@@ -6,7 +6,9 @@
 
 #include "common/json_reader.hpp"
 #include "reports/json_output.hpp"
+#include "reports/text_table.hpp"
 #include "reports/measurement_json.hpp"
+#include "reports/op_category_json.hpp"
 
 namespace trainsim {
 
@@ -79,6 +81,7 @@ ComparedRun load_predicted_run(const std::string& path) {
   run.path = path;
   run.figures = read_prediction_figures(root);
   run.identity = read_identity(doc, root, &run.model_name);
+  run.op_categories = read_op_categories(root);
   if (root.optional_bool("fits") == false) {
     run.note = "the prediction says this plan does not fit: " + root.optional_string("infeasible_reason").value_or("?");
   }
@@ -97,8 +100,13 @@ ComparedRun load_measured_run(const std::string& path) {
   run.figures = measured_figures(m);
   run.identity = read_identity(doc, root, &run.model_name);
   const int64_t timed = static_cast<int64_t>(m.iterations.size()) - m.warmup_iterations;
+  run.op_categories = m.op_categories;
   run.note = std::to_string(timed > 0 ? timed : 0) + " timed iterations after " + std::to_string(m.warmup_iterations) +
              " warm-up, " + std::to_string(m.ranks) + (m.ranks == 1 ? " rank" : " ranks") + ", " + m.backend + " backend";
+  if (!m.op_categories.empty()) {
+    run.note += "; rank 0 per iteration: " + std::to_string(static_cast<int64_t>(m.page_faults_per_iteration)) +
+                " page faults, " + format_fixed(m.system_s_per_iteration * 1e3, 1) + " ms in the kernel";
+  }
   problems.throw_if_any(kMeasurementHint);
   return run;
 }

@@ -34,6 +34,7 @@ struct ComparedRun {
   IterationFigures figures;
   RunIdentity identity;
   std::string note;  // a line for the reader ("does not fit: ...", "5 timed iterations on 2 ranks")
+  std::vector<OpCategoryTimes> op_categories;  // per pipeline stage; empty when the file has none
 };
 
 // The measurement in predict's vocabulary: compute = forward + backward.

@@ -69,6 +69,46 @@ nlohmann::ordered_json optional_json(const std::optional<std::string>& x) {
   return x ? nlohmann::ordered_json(*x) : nlohmann::ordered_json(nullptr);
 }
 
+std::vector<OpStageComparison> compare_op_categories(const std::vector<OpCategoryTimes>& predicted,
+                                                     const std::vector<OpCategoryTimes>& measured) {
+  std::vector<OpStageComparison> out;
+  for (size_t s = 0; s < std::min(predicted.size(), measured.size()); ++s) {
+    OpStageComparison stage;
+    stage.stage = static_cast<int64_t>(s);
+    for (size_t c = 0; c < kOpCategoryCount; ++c) {
+      OpCategoryComparison row;
+      row.category = static_cast<OpCategory>(c);
+      row.predicted_forward_s = predicted[s].forward_s[c];
+      row.predicted_backward_s = predicted[s].backward_s[c];
+      row.measured_forward_s = measured[s].forward_s[c];
+      row.measured_backward_s = measured[s].backward_s[c];
+      const double p = row.predicted_forward_s + row.predicted_backward_s, m = row.measured_forward_s + row.measured_backward_s;
+      if (p == 0 && m == 0) continue;
+      row.error = relative_error(p, m);
+      stage.rows.push_back(row);
+    }
+    out.push_back(std::move(stage));
+  }
+  return out;
+}
+
+std::string render_op_stage(const OpStageComparison& stage) {
+  std::string out = "\n  per op category, pipeline stage " + std::to_string(stage.stage) + " (seconds per iteration):\n";
+  TextTable t({{"", TextTable::Align::kLeft}, {"pred fwd"}, {"meas fwd"}, {"pred bwd"}, {"meas bwd"}, {"error"}});
+  double pf = 0, mf = 0, pb = 0, mb = 0;
+  for (const OpCategoryComparison& r : stage.rows) {
+    t.add_row({std::string(op_category_key(r.category)), format_seconds(r.predicted_forward_s), format_seconds(r.measured_forward_s),
+               format_seconds(r.predicted_backward_s), format_seconds(r.measured_backward_s), format_error(r.error)});
+    pf += r.predicted_forward_s;
+    mf += r.measured_forward_s;
+    pb += r.predicted_backward_s;
+    mb += r.measured_backward_s;
+  }
+  t.add_rule();
+  t.add_row({"sum", format_seconds(pf), format_seconds(mf), format_seconds(pb), format_seconds(mb), format_error(relative_error(pf + pb, mf + mb))});
+  return out + t.render();
+}
+
 }  // namespace
 
 bool Comparison::over_tolerance() const {
@@ -109,6 +149,7 @@ Comparison compare_runs(const ComparedRun& predicted, const ComparedRun& measure
     const double m = measured.figures.*row.field;
     c.figures.push_back({row.label, row.key, p, m, relative_error(p, m)});
   }
+  c.op_stages = compare_op_categories(predicted.op_categories, measured.op_categories);
   c.differences = diff_identities(predicted.identity, measured.identity);
   return c;
 }
@@ -143,6 +184,11 @@ std::string render_comparison_table(const Comparison& c, const ComparedRun& pred
     t.add_row({f.label, format_value(f, f.predicted), format_value(f, f.measured), format_error(f.error)});
   }
   out += t.render();
+  for (const OpStageComparison& stage : c.op_stages) out += render_op_stage(stage);
+  if (!c.op_stages.empty()) {
+    out += "  tp_comm: TP collectives holding the compute stream; other: measured compute time outside every timed op\n"
+           "  (temporaries, copies, allocation and its page faults), which predict does not price\n";
+  }
   out += "\n  error = predicted / measured - 1 (n/a where nothing was measured); iteration time " +
          std::string(c.over_tolerance() ? "OVER" : "within") + " the tolerance of " + format_percent(c.tolerance) +
          "\n";
@@ -169,6 +215,18 @@ nlohmann::ordered_json comparison_json(const Comparison& c, const ComparedRun& p
     differences.push_back({{"key", d.key}, {"predicted", optional_json(d.predicted)}, {"measured", optional_json(d.measured)}});
   }
   doc["input_differences"] = differences;
+  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  for (const OpStageComparison& stage : c.op_stages) {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::object();
+    for (const OpCategoryComparison& r : stage.rows) {
+      rows[std::string(op_category_key(r.category))] = {
+          {"predicted_forward_s", r.predicted_forward_s}, {"measured_forward_s", r.measured_forward_s},
+          {"predicted_backward_s", r.predicted_backward_s}, {"measured_backward_s", r.measured_backward_s},
+          {"error", optional_json(r.error)}};
+    }
+    stages.push_back({{"stage", stage.stage}, {"categories", rows}});
+  }
+  doc["op_categories"] = stages;
   doc["notes"] = {{"predicted", predicted.note}, {"measured", measured.note}};
   return doc;
 }

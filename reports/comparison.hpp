@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan/op_category.hpp"
 #include "reports/compared_run.hpp"
 
 namespace trainsim {
@@ -32,8 +33,22 @@ struct InputDifference {
   std::optional<std::string> measured;
 };
 
+// One op category of one pipeline stage, seconds per iteration on both sides.
+struct OpCategoryComparison {
+  OpCategory category = OpCategory::kOther;
+  double predicted_forward_s = 0, measured_forward_s = 0;
+  double predicted_backward_s = 0, measured_backward_s = 0;
+  std::optional<double> error;  // of forward + backward
+};
+
+struct OpStageComparison {
+  int64_t stage = 0;
+  std::vector<OpCategoryComparison> rows;  // categories that either side has, in the vocabulary's order
+};
+
 struct Comparison {
   std::vector<FigureComparison> figures;  // iteration time first, memory peak last
+  std::vector<OpStageComparison> op_stages;  // stages both files have op categories for
   std::vector<InputDifference> differences;
   double tolerance = kDefaultCompareTolerance;
 

@@ -9,6 +9,7 @@
 #include "common/errors.hpp"
 #include "common/json_reader.hpp"
 #include "reports/json_output.hpp"
+#include "reports/op_category_json.hpp"
 
 namespace trainsim {
 
@@ -68,6 +69,8 @@ IterationRecord read_iteration(JsonObjectReader& r) {
                 .value_or(std::numeric_limits<double>::quiet_NaN());
   it.time_s = r.required_number("time_s", 0);
   it.phases = read_phase_times(r);
+  it.page_faults = r.optional_int("page_faults", 0).value_or(0);
+  it.system_s = r.optional_number("system_s", 0).value_or(0.0);
   return it;
 }
 
@@ -89,6 +92,12 @@ nlohmann::ordered_json measurement_json(const Measurement& m, nlohmann::ordered_
                       {"dp_comm_exposed_s", b.dp_comm_s},        {"pp_comm_exposed_s", b.pp_comm_s},
                       {"bubble_s", b.bubble_s},                  {"optimizer_s", b.optimizer_s}};
   doc["compute_split"] = {{"forward_s", b.forward_s}, {"backward_s", b.backward_s}};
+  doc["op_categories"] = op_categories_json(m.op_categories);
+  doc["op_categories_note"] = "per pipeline stage (TP rank 0 of DP replica 0): median seconds per iteration of each op "
+                              "category, forward and backward (recomputation in backward); other = compute time outside "
+                              "every timed op (temporaries, copies, allocation and its page faults)";
+  doc["page_faults_per_iteration"] = m.page_faults_per_iteration;
+  doc["system_s_per_iteration"] = m.system_s_per_iteration;
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const IterationRecord& it : m.iterations) {
     nlohmann::ordered_json j;
@@ -96,6 +105,8 @@ nlohmann::ordered_json measurement_json(const Measurement& m, nlohmann::ordered_
     j["loss"] = std::isfinite(it.loss) ? nlohmann::ordered_json(it.loss) : nlohmann::ordered_json(nullptr);
     j["time_s"] = it.time_s;
     put_phase_times(j, it.phases);
+    j["page_faults"] = it.page_faults;
+    j["system_s"] = it.system_s;
     list.push_back(std::move(j));
   }
   doc["iterations"] = std::move(list);
@@ -117,6 +128,10 @@ Measurement read_measurement(const nlohmann::json& doc, const std::string& file,
   m.memory_rss_peak_gib = root.optional_number("memory_rss_peak_gib", 0).value_or(0.0);
   root.optional_string("memory_note");
   m.breakdown = read_breakdown(root);
+  m.op_categories = read_op_categories(root);
+  root.optional_string("op_categories_note");
+  m.page_faults_per_iteration = root.optional_number("page_faults_per_iteration", 0).value_or(0.0);
+  m.system_s_per_iteration = root.optional_number("system_s_per_iteration", 0).value_or(0.0);
   for (JsonObjectReader& element : root.required_object_list("iterations")) {
     m.iterations.push_back(read_iteration(element));
   }

@@ -5,6 +5,7 @@
 #include "model/model_json.hpp"
 #include "plan/plan_json.hpp"
 #include "reports/json_output.hpp"
+#include "reports/op_category_json.hpp"
 #include "reports/text_table.hpp"
 #include "sim/hardware_json.hpp"
 
@@ -64,6 +65,12 @@ nlohmann::ordered_json prediction_json(const Prediction& p) {
   nlohmann::ordered_json doc = json_envelope("trainsim.prediction", inputs);
   const nlohmann::ordered_json result = prediction_result_json(p);
   for (const auto& [key, value] : result.items()) doc[key] = value;
+  if (!p.op_categories.empty()) {
+    doc["op_categories"] = op_categories_json(p.op_categories);
+    doc["op_categories_note"] = "per pipeline stage, one rank: seconds per iteration of each op category, every op priced "
+                                "alone (the compute stream; a TP collective overlapped with a GEMM counts only its "
+                                "exposed part)";
+  }
   return doc;
 }
 

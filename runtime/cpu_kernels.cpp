@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "runtime/op_clock.hpp"
+
 namespace trainsim::cpu {
 
 namespace {
@@ -95,20 +97,21 @@ void rotary_embedding(Matrix& qkv, int64_t seq, int64_t heads, int64_t kv_heads,
   }
 }
 
+// Eigen's vectorised tanh (a rational approximation, within ~1e-6 of std::tanh here): its cost
+// does not depend on the values. std::tanh's did (glibc takes shorter paths for small |x|: 2.6 ms
+// on 512x512 values of std 0.02, 4.8 ms at std 1), so a calibration on random values could not
+// price the runtime's GELU, and the vectorised one is ~10x faster.
 Matrix gelu(const Matrix& x) {
-  return x.unaryExpr([](float v) { return 0.5f * v * (1.0f + std::tanh(kGeluC * (v + 0.044715f * v * v * v))); });
+  const auto v = x.array();
+  return (0.5f * v * (1.0f + (kGeluC * (v + 0.044715f * v.cube())).tanh())).matrix();
 }
 
 Matrix gelu_backward(const Matrix& dy, const Matrix& x) {
-  Matrix dx(x.rows(), x.cols());
-  for (Eigen::Index i = 0; i < x.size(); ++i) {
-    const float v = x.data()[i];
-    const float u = kGeluC * (v + 0.044715f * v * v * v);
-    const float t = std::tanh(u);
-    const float du = kGeluC * (1.0f + 3.0f * 0.044715f * v * v);
-    dx.data()[i] = dy.data()[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
-  }
-  return dx;
+  using RowArray = Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const auto v = x.array();
+  const RowArray t = (kGeluC * (v + 0.044715f * v.cube())).tanh();
+  const RowArray du = kGeluC * (1.0f + 3.0f * 0.044715f * v.square());
+  return (dy.array() * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t.square()) * du)).matrix();
 }
 
 void causal_softmax_rows(Matrix& s) {
@@ -164,9 +167,9 @@ Matrix causal_attention(const Matrix& qkv, int64_t batch, int64_t seq, int64_t h
       const auto q = qkv.block(b * seq, c.q, seq, d);
       const auto k = qkv.block(b * seq, c.k, seq, d);
       const auto v = qkv.block(b * seq, c.v, seq, d);
-      Matrix s = (q * k.transpose()) * scale;
-      causal_softmax_rows(s);
-      out.block(b * seq, h * d, seq, d) = s * v;
+      Matrix s = timed_op(OpCategory::kAttentionGemm, [&] { return Matrix((q * k.transpose()) * scale); });
+      timed_op(OpCategory::kSoftmax, [&] { causal_softmax_rows(s); });
+      timed_op(OpCategory::kAttentionGemm, [&] { out.block(b * seq, h * d, seq, d) = s * v; });
       cache.probabilities[static_cast<size_t>(b * heads + h)] = std::move(s);
     }
   }
@@ -186,11 +189,15 @@ Matrix causal_attention_backward(const Matrix& dout, const Matrix& qkv, int64_t 
       const auto k = qkv.block(b * seq, c.k, seq, d);
       const auto v = qkv.block(b * seq, c.v, seq, d);
       const auto dout_h = dout.block(b * seq, h * d, seq, d);
-      dqkv.block(b * seq, c.v, seq, d) += p.transpose() * dout_h;  // dV (summed over the group)
-      const Matrix dp = dout_h * v.transpose();
-      Matrix ds = softmax_backward_rows(p, dp) * scale;
-      dqkv.block(b * seq, c.q, seq, d) = ds * k;                   // dQ
-      dqkv.block(b * seq, c.k, seq, d) += ds.transpose() * q;      // dK
+      const Matrix dp = timed_op(OpCategory::kAttentionGemm, [&] {
+        dqkv.block(b * seq, c.v, seq, d) += p.transpose() * dout_h;  // dV (summed over the group)
+        return Matrix(dout_h * v.transpose());
+      });
+      const Matrix ds = timed_op(OpCategory::kSoftmax, [&] { return Matrix(softmax_backward_rows(p, dp) * scale); });
+      timed_op(OpCategory::kAttentionGemm, [&] {
+        dqkv.block(b * seq, c.q, seq, d) = ds * k;               // dQ
+        dqkv.block(b * seq, c.k, seq, d) += ds.transpose() * q;  // dK
+      });
     }
   }
   return dqkv;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/errors.hpp"
+#include "runtime/op_clock.hpp"
 
 namespace trainsim::cpu {
 
@@ -99,7 +100,12 @@ Matrix leave_tp_region(Matrix partial, bool sp, TpGroup& tp) {
   return partial;
 }
 
-Matrix enter_tp_region(const Matrix& rows, bool sp, TpGroup& tp) { return sp ? tp.all_gather_rows(rows) : rows; }
+Matrix enter_tp_region(Matrix rows, bool sp, TpGroup& tp) {
+  if (sp) return tp.all_gather_rows(rows);
+  return rows;
+}
+
+using C = OpCategory;
 
 }  // namespace
 
@@ -193,11 +199,13 @@ StageModel::StageModel(const ModelSpec& m, const StageLayout& layout, uint64_t s
 }
 
 Matrix StageModel::norm(const Matrix& x, size_t gamma, size_t beta, LayerNormCache& cache) {
+  const ScopedOpTimer timer(C::kNorm);
   return rms_norm_ ? rms_norm(x, v(gamma), cache) : layer_norm(x, v(gamma), v(beta), cache);
 }
 
 // Returns dx; accumulates the norm's parameter gradients.
 Matrix StageModel::norm_backward(const Matrix& dy, size_t gamma, size_t beta, const LayerNormCache& cache) {
+  const ScopedOpTimer timer(C::kNorm);
   Vector dg = Vector::Zero(hidden_), db = Vector::Zero(hidden_);
   Matrix dx = rms_norm_ ? rms_norm_backward(dy, v(gamma), cache, dg) : layer_norm_backward(dy, v(gamma), cache, dg, db);
   g(gamma) += dg;
@@ -206,10 +214,12 @@ Matrix StageModel::norm_backward(const Matrix& dy, size_t gamma, size_t beta, co
 }
 
 void StageModel::add_bias(Matrix& y, size_t bias) {
+  const ScopedOpTimer timer(C::kResidualBias);
   if (bias != kNone) y.rowwise() += Vector(v(bias));
 }
 
 void StageModel::add_bias_grad(const Matrix& dy, size_t bias) {
+  const ScopedOpTimer timer(C::kResidualBias);
   if (bias != kNone) g(bias) += dy.colwise().sum();
 }
 
@@ -217,20 +227,20 @@ Matrix StageModel::layer_forward(const LayerParams& p, const Matrix& x, LayerCac
   const bool sp = layout_.sequence_parallel;
   c.x_in = x;
   c.ln1_out = enter_tp_region(norm(x, p.ln1_g, p.ln1_b, c.ln1), sp, tp);
-  c.qkv = c.ln1_out * v(p.w_qkv);
+  c.qkv = timed_op(C::kGemmQkv, [&] { return Matrix(c.ln1_out * v(p.w_qkv)); });
   add_bias(c.qkv, p.b_qkv);
-  if (rope_) rotary_embedding(c.qkv, seq_, heads_local_, kv_heads_local_, head_dim_, rope_theta_, false);
+  if (rope_) timed_op(C::kRotary, [&] { rotary_embedding(c.qkv, seq_, heads_local_, kv_heads_local_, head_dim_, rope_theta_, false); });
   c.attn_out = causal_attention(c.qkv, batch, seq_, heads_local_, head_dim_, c.attention, kv_heads_local_);
-  Matrix o = leave_tp_region(c.attn_out * v(p.w_o), sp, tp);
+  Matrix o = leave_tp_region(timed_op(C::kGemmProj, [&] { return Matrix(c.attn_out * v(p.w_o)); }), sp, tp);
   add_bias(o, p.b_o);
-  c.x_mid = x + o;
+  c.x_mid = timed_op(C::kResidualBias, [&] { return Matrix(x + o); });
   c.ln2_out = enter_tp_region(norm(c.x_mid, p.ln2_g, p.ln2_b, c.ln2), sp, tp);
-  c.fc1_out = c.ln2_out * v(p.w_1);
+  c.fc1_out = timed_op(C::kGemmFc1, [&] { return Matrix(c.ln2_out * v(p.w_1)); });
   add_bias(c.fc1_out, p.b_1);
-  c.fc1_act = swiglu_ ? swiglu(c.fc1_out) : gelu(c.fc1_out);
-  Matrix mlp = leave_tp_region(c.fc1_act * v(p.w_2), sp, tp);
+  c.fc1_act = timed_op(C::kActivation, [&] { return swiglu_ ? swiglu(c.fc1_out) : gelu(c.fc1_out); });
+  Matrix mlp = leave_tp_region(timed_op(C::kGemmFc2, [&] { return Matrix(c.fc1_act * v(p.w_2)); }), sp, tp);
   add_bias(mlp, p.b_2);
-  return c.x_mid + mlp;
+  return timed_op(C::kResidualBias, [&] { return Matrix(c.x_mid + mlp); });
 }
 
 Matrix StageModel::layer_backward(const LayerParams& p, const Matrix& dy, const LayerCache& c, int64_t batch, TpGroup& tp) {
@@ -238,23 +248,30 @@ Matrix StageModel::layer_backward(const LayerParams& p, const Matrix& dy, const 
   // MLP: y = x_mid + reduce(act(fc1) W2) + b2
   add_bias_grad(dy, p.b_2);
   const Matrix dm = enter_tp_region(dy, sp, tp);
-  g(p.w_2).noalias() += c.fc1_act.transpose() * dm;
-  const Matrix dact = dm * v(p.w_2).transpose();
-  const Matrix dfc1 = swiglu_ ? swiglu_backward(dact, c.fc1_out) : gelu_backward(dact, c.fc1_out);
-  g(p.w_1).noalias() += c.ln2_out.transpose() * dfc1;
+  const Matrix dact = timed_op(C::kGemmFc2, [&] {
+    g(p.w_2).noalias() += c.fc1_act.transpose() * dm;
+    return Matrix(dm * v(p.w_2).transpose());
+  });
+  const Matrix dfc1 = timed_op(C::kActivation, [&] { return swiglu_ ? swiglu_backward(dact, c.fc1_out) : gelu_backward(dact, c.fc1_out); });
+  timed_op(C::kGemmFc1, [&] { g(p.w_1).noalias() += c.ln2_out.transpose() * dfc1; });
   add_bias_grad(dfc1, p.b_1);
-  const Matrix db = leave_tp_region(dfc1 * v(p.w_1).transpose(), sp, tp);
-  const Matrix dx_mid = dy + norm_backward(db, p.ln2_g, p.ln2_b, c.ln2);
+  const Matrix db = leave_tp_region(timed_op(C::kGemmFc1, [&] { return Matrix(dfc1 * v(p.w_1).transpose()); }), sp, tp);
+  const Matrix dnorm2 = norm_backward(db, p.ln2_g, p.ln2_b, c.ln2);
+  const Matrix dx_mid = timed_op(C::kResidualBias, [&] { return Matrix(dy + dnorm2); });
   // Attention: x_mid = x + reduce(attn W_o) + b_o
   add_bias_grad(dx_mid, p.b_o);
   const Matrix dout = enter_tp_region(dx_mid, sp, tp);
-  g(p.w_o).noalias() += c.attn_out.transpose() * dout;
-  Matrix dqkv = causal_attention_backward(dout * v(p.w_o).transpose(), c.qkv, batch, seq_, heads_local_, head_dim_, c.attention, kv_heads_local_);
-  if (rope_) rotary_embedding(dqkv, seq_, heads_local_, kv_heads_local_, head_dim_, rope_theta_, true);
-  g(p.w_qkv).noalias() += c.ln1_out.transpose() * dqkv;
+  const Matrix dattn = timed_op(C::kGemmProj, [&] {
+    g(p.w_o).noalias() += c.attn_out.transpose() * dout;
+    return Matrix(dout * v(p.w_o).transpose());
+  });
+  Matrix dqkv = causal_attention_backward(dattn, c.qkv, batch, seq_, heads_local_, head_dim_, c.attention, kv_heads_local_);
+  if (rope_) timed_op(C::kRotary, [&] { rotary_embedding(dqkv, seq_, heads_local_, kv_heads_local_, head_dim_, rope_theta_, true); });
+  timed_op(C::kGemmQkv, [&] { g(p.w_qkv).noalias() += c.ln1_out.transpose() * dqkv; });
   add_bias_grad(dqkv, p.b_qkv);
-  const Matrix da = leave_tp_region(dqkv * v(p.w_qkv).transpose(), sp, tp);
-  return dx_mid + norm_backward(da, p.ln1_g, p.ln1_b, c.ln1);
+  const Matrix da = leave_tp_region(timed_op(C::kGemmQkv, [&] { return Matrix(dqkv * v(p.w_qkv).transpose()); }), sp, tp);
+  const Matrix dnorm1 = norm_backward(da, p.ln1_g, p.ln1_b, c.ln1);
+  return timed_op(C::kResidualBias, [&] { return Matrix(dx_mid + dnorm1); });
 }
 
 Matrix StageModel::forward(const Matrix& input, MicroBatchState& s, TpGroup& tp, float loss_scale, double& loss_sum, int64_t chunk) {
@@ -264,6 +281,7 @@ Matrix StageModel::forward(const Matrix& input, MicroBatchState& s, TpGroup& tp,
   const bool embeds = layout_.embedding && chunk == 0, has_head = layout_.head && chunk == chunk_count() - 1;
   Matrix x;
   if (embeds) {
+    const ScopedOpTimer timer(C::kEmbedding);
     x.resize(rows, hidden_);
     for (int64_t i = 0; i < rows; ++i) {
       const int64_t token_index = first_row + i;
@@ -293,8 +311,8 @@ Matrix StageModel::forward(const Matrix& input, MicroBatchState& s, TpGroup& tp,
   s.final_in = x;
   const Matrix xf = norm(x, lnf_g_, lnf_b_, s.final_ln);
   s.final_out = layout_.sequence_parallel ? tp.all_gather_rows(xf) : xf;
-  const Matrix logits = s.final_out * v(head_).transpose();
-  loss_sum = cross_entropy(logits, s.targets, loss_scale, s.dlogits);
+  const Matrix logits = timed_op(C::kGemmLmHead, [&] { return Matrix(s.final_out * v(head_).transpose()); });
+  loss_sum = timed_op(C::kCrossEntropy, [&] { return cross_entropy(logits, s.targets, loss_scale, s.dlogits); });
   return Matrix();
 }
 
@@ -302,8 +320,10 @@ Matrix StageModel::backward(const Matrix& grad_output, MicroBatchState& s, TpGro
   const bool embeds = layout_.embedding && chunk == 0, has_head = layout_.head && chunk == chunk_count() - 1;
   Matrix dx;
   if (has_head) {
-    g(head_).noalias() += s.dlogits.transpose() * s.final_out;  // identical on every TP rank
-    Matrix dxf = s.dlogits * v(head_);
+    Matrix dxf = timed_op(C::kGemmLmHead, [&] {
+      g(head_).noalias() += s.dlogits.transpose() * s.final_out;  // identical on every TP rank
+      return Matrix(s.dlogits * v(head_));
+    });
     if (layout_.sequence_parallel) dxf = Matrix(dxf.middleRows(layout_.tp_rank * dxf.rows() / layout_.tp, dxf.rows() / layout_.tp));
     dx = norm_backward(dxf, lnf_g_, lnf_b_, s.final_ln);
   } else {
@@ -326,6 +346,7 @@ Matrix StageModel::backward(const Matrix& grad_output, MicroBatchState& s, TpGro
   if (!embeds) return dx;
   // Embedding: scatter-add into the rows used. With SP each rank saw only its tokens; the token
   // embedding's share is kept apart (the LM head's share is already complete) and summed over TP.
+  const ScopedOpTimer timer(C::kEmbedding);
   const int64_t rows = dx.rows();
   const int64_t first_row = layout_.sequence_parallel ? layout_.tp_rank * rows : 0;
   if (embedding_grad_.size() == 0) embedding_grad_ = Matrix::Zero(vocab_, hidden_);

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "plan/op_category.hpp"
+
 namespace trainsim {
 
 // Seconds one rank spent per phase in one iteration (the critical rank is reported).
@@ -26,6 +28,9 @@ struct IterationRecord {
   double loss = 0;
   double time_s = 0;
   PhaseTimes phases;
+  OpCategoryTimes ops;       // this rank's per-op-category seconds (compute phases + optimizer)
+  int64_t page_faults = 0;   // minor + major page faults of this rank during the iteration
+  double system_s = 0;       // kernel CPU time of this rank during the iteration (faults, MPI, ...)
 };
 
 struct Measurement {
@@ -35,11 +40,19 @@ struct Measurement {
   double memory_peak_gib = 0;      // largest over ranks of the runtime's own peak (tensors, buffers)
   double memory_rss_peak_gib = 0;  // largest over ranks of the process's peak resident set
   PhaseTimes breakdown;            // median per phase over the timed iterations
+  // Per pipeline stage (TP rank 0 of DP replica 0 stands for it): median seconds per op category
+  // over the timed iterations. Empty in files written before the runtime timed its ops.
+  std::vector<OpCategoryTimes> op_categories;
+  double page_faults_per_iteration = 0;  // rank 0, median over the timed iterations
+  double system_s_per_iteration = 0;     // rank 0, median
   int64_t ranks = 1;
   std::string backend = "cpu";
 };
 
-// Fills iteration_time_s and breakdown: medians over the iterations after warmup_iterations.
+// Fills iteration_time_s, breakdown, page_faults_per_iteration and system_s_per_iteration: medians
+// over the iterations after warmup_iterations (of the records in m.iterations: rank 0's).
 void summarize_iterations(Measurement& m);
+// Median per entry over the timed iterations of `records` (one rank's).
+OpCategoryTimes median_op_categories(const std::vector<IterationRecord>& records, int64_t warmup_iterations);
 
 }  // namespace trainsim

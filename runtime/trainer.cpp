@@ -18,6 +18,8 @@
 #include "runtime/mpi_groups.hpp"
 #include "runtime/data_parallel.hpp"
 #include "runtime/heap_watermark.hpp"
+#include "runtime/host_allocator.hpp"
+#include "runtime/op_clock.hpp"
 #include "runtime/token_data.hpp"
 
 namespace trainsim::cpu {
@@ -71,6 +73,7 @@ struct Trainer::Impl {
   RunOptions options;
   RankGrid grid;
   PhaseTimes clock;  // this iteration, this rank
+  OpClock ops;       // this iteration, this rank: seconds per op category
   std::unique_ptr<MpiTpGroup> tp;
   std::unique_ptr<StageModel> stage;
   std::vector<uint8_t> corpus;
@@ -79,6 +82,7 @@ struct Trainer::Impl {
   HeapWatermark memory;
 
   Impl(const ModelSpec& m, const ParallelPlan& p, const RunOptions& o, MPI_Comm world) : model(m), plan(p), options(o) {
+    keep_freed_memory_in_process();
     grid = RankGrid::build(plan, world, m.tied_embeddings);
     tp = std::make_unique<MpiTpGroup>(grid.tp, &clock.tp_comm_s);
     memory.reset();
@@ -131,8 +135,10 @@ struct Trainer::Impl {
         if (from >= 0) input = receive(from, fwd_tag);
         const double start = wall_s(), tp_before = clock.tp_comm_s, dp_before = clock.dp_comm_s;
         double loss_sum = 0;
+        ops.backward = false;
         Matrix out = stage->forward(input, mb, *tp, scale, loss_sum, step.chunk);
         clock.forward_s += wall_s() - start - (clock.tp_comm_s - tp_before) - (clock.dp_comm_s - dp_before);
+        ops.add(OpCategory::kTpComm, clock.tp_comm_s - tp_before);
         memory.sample();  // activations of the micro-batches in flight peak after a forward
         loss += loss_sum * scale;
         if (to >= 0) send(std::move(out), to, next_chunk_tag(step, true), sends, send_buffers);
@@ -141,8 +147,10 @@ struct Trainer::Impl {
         if (to >= 0) grad = receive(to, fwd_tag + 1);
         data_parallel->begin_backward(step.micro_batch == plan.micro_batches() - 1);
         const double start = wall_s(), tp_before = clock.tp_comm_s, dp_before = clock.dp_comm_s;
+        ops.backward = true;
         Matrix dx = stage->backward(grad, mb, *tp, step.chunk);
         clock.backward_s += wall_s() - start - (clock.tp_comm_s - tp_before) - (clock.dp_comm_s - dp_before);
+        ops.add(OpCategory::kTpComm, clock.tp_comm_s - tp_before);
         if (from >= 0) send(std::move(dx), from, next_chunk_tag(step, false), sends, send_buffers);
       }
     }
@@ -225,16 +233,40 @@ struct Trainer::Impl {
     return data.header.iteration;
   }
 
+  // The op clock's totals for the iteration: the optimizer phase, and each compute phase's time
+  // outside every timed op as "other".
+  OpCategoryTimes finished_op_times() const {
+    OpCategoryTimes t = ops.seconds;
+    const auto other = [](const std::array<double, kOpCategoryCount>& column, double phase_s) {
+      double timed = 0;
+      for (size_t c = 0; c < kOpCategoryCount; ++c) {
+        if (c != static_cast<size_t>(OpCategory::kTpComm)) timed += column[c];
+      }
+      return std::max(0.0, phase_s - timed);
+    };
+    t.forward_s[static_cast<size_t>(OpCategory::kOther)] = other(t.forward_s, clock.forward_s);
+    t.backward_s[static_cast<size_t>(OpCategory::kOther)] = other(t.backward_s, clock.backward_s);
+    t.forward_s[static_cast<size_t>(OpCategory::kOptimizer)] = clock.optimizer_s;
+    return t;
+  }
+
   IterationRecord step(int64_t iteration, const PipelineSchedule& schedule) {
     clock = PhaseTimes{};
+    ops = OpClock{};
     std::vector<MicroBatchState> mbs = micro_batches(iteration);
     MPI_Barrier(grid.world);
+    rusage usage_before{};
+    getrusage(RUSAGE_SELF, &usage_before);
+    current_op_clock() = &ops;
     const double start = wall_s();
     data_parallel->begin_iteration();
     const double loss = run_schedule(mbs, schedule);
     optimizer_step();
     memory.sample();
     const double time = wall_s() - start;
+    current_op_clock() = nullptr;
+    rusage usage_after{};
+    getrusage(RUSAGE_SELF, &usage_after);
     // Loss: the last stage's TP-rank-0 ranks hold their replica's share.
     double mine = grid.pp_rank == plan.pp - 1 && grid.tp_rank == 0 ? loss : 0.0, total = 0;
     MPI_Allreduce(&mine, &total, 1, MPI_DOUBLE, MPI_SUM, grid.world);
@@ -245,7 +277,32 @@ struct Trainer::Impl {
     r.phases = clock;
     r.phases.bubble_s = std::max(0.0, time - clock.forward_s - clock.backward_s - clock.tp_comm_s - clock.dp_comm_s -
                                           clock.pp_comm_s - clock.optimizer_s);
+    r.ops = finished_op_times();
+    r.page_faults = (usage_after.ru_minflt + usage_after.ru_majflt) - (usage_before.ru_minflt + usage_before.ru_majflt);
+    const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+    r.system_s = seconds(usage_after.ru_stime) - seconds(usage_before.ru_stime);
     return r;
+  }
+
+  // Rank 0 learns each pipeline stage's per-op-category medians (from TP rank 0 of DP replica 0).
+  std::vector<OpCategoryTimes> gather_stage_op_times(const OpCategoryTimes& mine) const {
+    constexpr size_t kWidth = 2 * kOpCategoryCount + 2;
+    std::vector<double> row(kWidth);
+    std::copy(mine.forward_s.begin(), mine.forward_s.end(), row.begin());
+    std::copy(mine.backward_s.begin(), mine.backward_s.end(), row.begin() + kOpCategoryCount);
+    row[kWidth - 2] = static_cast<double>(grid.pp_rank);
+    row[kWidth - 1] = grid.tp_rank == 0 && grid.dp_rank == 0 ? 1.0 : 0.0;
+    std::vector<double> all(grid.world_rank == 0 ? kWidth * static_cast<size_t>(grid.world_size) : 0);
+    MPI_Gather(row.data(), static_cast<int>(kWidth), MPI_DOUBLE, all.data(), static_cast<int>(kWidth), MPI_DOUBLE, 0, grid.world);
+    std::vector<OpCategoryTimes> stages(static_cast<size_t>(plan.pp));
+    for (size_t r = 0; grid.world_rank == 0 && r < static_cast<size_t>(grid.world_size); ++r) {
+      const double* from = all.data() + r * kWidth;
+      if (from[kWidth - 1] == 0.0) continue;
+      OpCategoryTimes& t = stages[static_cast<size_t>(from[kWidth - 2])];
+      std::copy(from, from + kOpCategoryCount, t.forward_s.begin());
+      std::copy(from + kOpCategoryCount, from + 2 * kOpCategoryCount, t.backward_s.begin());
+    }
+    return stages;
   }
 };
 
@@ -269,6 +326,7 @@ Measurement Trainer::run(const std::function<void(const IterationRecord&)>& on_i
   }
   if (m.iterations.empty()) throw InputError("--resume: the checkpoint is already at step " + std::to_string(first) + " of " + std::to_string(t.options.steps), "ask for more --steps");
   summarize_iterations(m);
+  m.op_categories = t.gather_stage_op_times(median_op_categories(m.iterations, m.warmup_iterations));
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   double peaks[2] = {static_cast<double>(t.memory.peak_bytes()), static_cast<double>(usage.ru_maxrss) * 1024.0};  // ru_maxrss: KiB

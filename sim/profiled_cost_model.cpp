@@ -124,6 +124,9 @@ std::set<std::string> ProfiledCostModel::extrapolated() const {
 
 double ProfiledCostModel::gemm_s(int64_t m, int64_t n, int64_t k, int64_t batch) const {
   if (m <= 0 || n <= 0 || k <= 0) return 0.0;
+  // The CPU runtime runs a batch of products (attention's QK^T and AV per sequence and head) one
+  // product at a time, each at its own size's efficiency; a GPU runs them as one batched kernel.
+  if (batch > 1 && profile_.provenance.device_kind == "cpu") return static_cast<double>(batch) * gemm_s(m, n, k, 1);
   const std::vector<double> ms = as_doubles(gemm_->m_values), ns = as_doubles(gemm_->n_values), ks = as_doubles(gemm_->k_values);
   const double q[3] = {static_cast<double>(m * batch), static_cast<double>(n), static_cast<double>(k)};
   const std::vector<double>* axes[3] = {&ms, &ns, &ks};

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/model_spec.hpp"
+#include "plan/op_category.hpp"
 #include "plan/parallel_plan.hpp"
 #include "plan/rank_memory.hpp"
 #include "sim/cost_model.hpp"
@@ -57,6 +58,9 @@ struct Prediction {
   int64_t critical_stage = 0;
   double usd_per_iteration = 0;
   SimulationTrace trace;  // filled when requested
+  // Per pipeline stage, seconds per op category (sim/op_category_times.hpp); filled by `predict`
+  // only (a search does not pay for it).
+  std::vector<OpCategoryTimes> op_categories;
 };
 
 struct SimulationOptions {
