@@ -170,6 +170,16 @@ cli_test("compare --format json has the documented keys" RC 0
   MATCH "\"schema\": \"trainsim.comparison\"" "\"iteration_time_error\": -0\\.03" "\"within_tolerance\": true"
         "\"figures\"" "\"compute_s\"" "\"bubble_s\"" "\"memory_peak_gib\"" "\"input_differences\": \\[\\]"
   ARGS compare --predicted ${cmp}/prediction.json --measured ${cmp}/measured_close.json --format json)
+cli_test("compare lines up predicted and measured op categories per pipeline stage" RC 0
+  MATCH "per op category, pipeline stage 0" "per op category, pipeline stage 1" "gemm_qkv .* -10\\.0%"
+        "other .* -100\\.0%" "tp_comm: TP collectives"
+  ARGS compare --predicted ${cmp}/prediction_ops.json --measured ${cmp}/measured_ops.json)
+cli_test("bad compare: an unknown op category names the key and the nearest one" RC 2
+  MATCH "bad_op_category.json: /op_categories/0/forward_s/gemm_qvk: unknown key" "did you mean \"gemm_qkv\""
+  ARGS compare --predicted ${cmp}/prediction_ops.json --measured ${cmp}/bad_op_category.json)
+cli_test("predict --format json prices the op categories of every pipeline stage" RC 0
+  MATCH "\"op_categories\": " "\"stage\": 1" "\"gemm_lm_head\"" "\"tp_comm\""
+  ARGS predict --model gpt-tiny --gpu a100-sxm-80gb --gpus 8 --dp 2 --tp 2 --pp 2 --micro-batch 1 --global-batch 8 --format json)
 cli_test("bad compare: a plan mismatch lists the differing keys" RC 2
   MATCH "describe different runs: 2 key" "measured_other_plan.json: /inputs/plan/dp: 4, but the prediction has 2"
         "/inputs/plan/tp: 1, but the prediction has 2" "--allow-mismatch"

@@ -173,6 +173,45 @@ TEST_CASE("a measurement written as JSON reads back the same") {
   CHECK(std::isnan(back.iterations[2].loss));
 }
 
+TEST_CASE("per-op-category times and page faults of a measurement read back the same") {
+  Measurement m = sample_measurement();
+  m.op_categories.resize(2);
+  m.op_categories[0].forward_s[static_cast<size_t>(OpCategory::kGemmQkv)] = 0.125;
+  m.op_categories[1].backward_s[static_cast<size_t>(OpCategory::kOther)] = 0.5;
+  m.page_faults_per_iteration = 12;
+  m.system_s_per_iteration = 0.003;
+  m.iterations[1].page_faults = 7;
+  ProblemList problems;
+  const Measurement back = read_measurement(written(m), "m.json", problems);
+  REQUIRE(problems.empty());
+  REQUIRE(back.op_categories.size() == 2);
+  CHECK(back.op_categories[0].forward_s == m.op_categories[0].forward_s);
+  CHECK(back.op_categories[1].backward_s == m.op_categories[1].backward_s);
+  CHECK(back.page_faults_per_iteration == 12);
+  CHECK(back.system_s_per_iteration == 0.003);
+  CHECK(back.iterations[1].page_faults == 7);
+}
+
+TEST_CASE("compare lines up op categories stage by stage, skipping those neither side has") {
+  ComparedRun predicted = run_with(figures_of(1.0, 0.1)), measured = run_with(figures_of(1.0, 0.1));
+  predicted.op_categories.resize(2);
+  measured.op_categories.resize(1);  // a file with fewer stages: only the common ones are compared
+  predicted.op_categories[0].forward_s[static_cast<size_t>(OpCategory::kGemmFc1)] = 0.9;
+  measured.op_categories[0].forward_s[static_cast<size_t>(OpCategory::kGemmFc1)] = 0.6;
+  measured.op_categories[0].backward_s[static_cast<size_t>(OpCategory::kGemmFc1)] = 0.4;
+  measured.op_categories[0].backward_s[static_cast<size_t>(OpCategory::kOther)] = 0.1;
+  const Comparison c = compare_runs(predicted, measured, 0.15);
+  REQUIRE(c.op_stages.size() == 1);
+  REQUIRE(c.op_stages[0].rows.size() == 2);
+  CHECK(c.op_stages[0].rows[0].category == OpCategory::kGemmFc1);
+  CHECK(*c.op_stages[0].rows[0].error == Approx(-0.1));
+  CHECK(c.op_stages[0].rows[1].category == OpCategory::kOther);
+  CHECK(*c.op_stages[0].rows[1].error == Approx(-1.0));
+  const std::string table = render_comparison_table(c, predicted, measured);
+  CHECK(table.find("per op category, pipeline stage 0") != std::string::npos);
+  CHECK(table.find("gemm_fc1") != std::string::npos);
+}
+
 TEST_CASE("the measurement breakdown has exactly predict's keys, compute being forward plus backward") {
   const nlohmann::json doc = written(sample_measurement());
   CHECK(doc["schema"] == "trainsim.measurement");

@@ -1,0 +1,67 @@
+// The op-category vocabulary shared by predict and run: every lowered op has a category, names
+// map as a reader of Megatron's layer would expect, and the keys are distinct.
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+
+#include "model/model_catalog.hpp"
+#include "plan/lowering.hpp"
+#include "plan/op_category.hpp"
+
+using namespace trainsim;
+
+TEST_CASE("every op of every lowered layer and stage has an op category") {
+  for (const char* name : {"gpt-tiny", "llama3-8b", "gpt2-124m"}) {
+    const ModelSpec m = resolve_model(name);
+    for (const bool sp : {false, true}) {
+      for (const AttentionKernel attention : {AttentionKernel::kFlash, AttentionKernel::kUnfused}) {
+        ParallelPlan p;
+        p.tp = 2;
+        p.pp = 2;
+        p.global_batch = 4;
+        p.sequence_parallel = sp;
+        p.attention = attention;
+        p.recompute = Recompute::kFull;
+        const IterationWork w = lower_iteration(m, p);
+        for (const auto* ops : {&w.layer.forward, &w.layer.backward, &w.layer.recompute, &w.stages[0].extra_forward,
+                                &w.stages[0].extra_backward, &w.stages[1].extra_forward, &w.stages[1].extra_backward}) {
+          for (const Op& op : *ops) {
+            const OpCategory c = op_category_of(op.name);
+            CHECK((c == OpCategory::kTpComm) == (op.kind == OpKind::kCollective));
+            CHECK(c != OpCategory::kOther);  // "other" is what the runtime could not attribute
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("lowered op names map to the categories a reader of Megatron's layer expects") {
+  CHECK(op_category_of("qkv_wgrad") == OpCategory::kGemmQkv);
+  CHECK(op_category_of("proj_dgrad") == OpCategory::kGemmProj);
+  CHECK(op_category_of("fc1") == OpCategory::kGemmFc1);
+  CHECK(op_category_of("fc1_bias_grad") == OpCategory::kResidualBias);  // a column sum, not the GEMM
+  CHECK(op_category_of("fc2_wgrad") == OpCategory::kGemmFc2);
+  CHECK(op_category_of("lm_head_dgrad") == OpCategory::kGemmLmHead);
+  CHECK(op_category_of("attn_bmm_bwd") == OpCategory::kAttentionGemm);
+  CHECK(op_category_of("attention_bwd") == OpCategory::kAttentionFused);
+  CHECK(op_category_of("softmax_bwd") == OpCategory::kSoftmax);
+  CHECK(op_category_of("final_norm_bwd") == OpCategory::kNorm);
+  CHECK(op_category_of("swiglu_bwd") == OpCategory::kActivation);
+  CHECK(op_category_of("dropout_residual_bwd") == OpCategory::kResidualBias);
+  CHECK(op_category_of("embedding_bwd") == OpCategory::kEmbedding);
+  CHECK(op_category_of("embedding_reducescatter") == OpCategory::kTpComm);
+  CHECK(op_category_of("head_allgather") == OpCategory::kTpComm);
+  CHECK(op_category_of("sp_allgather_wgrad") == OpCategory::kTpComm);
+  CHECK(op_category_of("cross_entropy_bwd") == OpCategory::kCrossEntropy);
+}
+
+TEST_CASE("op category keys are distinct snake_case names") {
+  std::set<std::string> seen;
+  for (const std::string_view key : kOpCategoryKeys) {
+    CHECK(seen.insert(std::string(key)).second);
+    for (const char ch : key) CHECK(((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_'));
+  }
+  CHECK(op_category_key(OpCategory::kOther) == "other");
+}
