@@ -218,6 +218,11 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
                                              p.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
                                              GroupKind::kTp, full_act));
       }
+      // With SP the backward of the embedding's reduce-scatter all-gathers the token rows: every
+      // vocabulary shard scatters every token's gradient.
+      if (p.tp > 1 && p.sequence_parallel) {
+        w.extra_backward.push_back(collective("embedding_allgather_bwd", CollectiveKind::kAllGather, GroupKind::kTp, full_act));
+      }
       w.extra_backward.push_back(memory("embedding_bwd", 3 * full_act));
     }
     if (stage == p.pp - 1) {
@@ -226,6 +231,14 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
       if (p.sequence_parallel) w.extra_forward.push_back(collective("head_allgather", CollectiveKind::kAllGather, GroupKind::kTp, full_act));
       w.extra_forward.push_back(gemm("lm_head", s.tokens, m.vocab / p.tp, s.h));
       w.extra_forward.push_back(memory("cross_entropy", 3 * logits));
+      if (p.tp > 1) {
+        // Megatron-LM's vocabulary-parallel cross-entropy all-reduces, per token, the row max, the
+        // target logit and the sum of exponentials (three fp32 all-reduces).
+        const double per_token = static_cast<double>(s.tokens) * 4.0;
+        for (int i = 0; i < 3; ++i) {
+          w.extra_forward.push_back(collective("head_loss_allreduce", CollectiveKind::kAllReduce, GroupKind::kTp, per_token));
+        }
+      }
       w.extra_backward.push_back(memory("cross_entropy_bwd", 2 * logits));
       w.extra_backward.push_back(gemm("lm_head_dgrad", s.tokens, s.h, m.vocab / p.tp));
       w.extra_backward.push_back(gemm("lm_head_wgrad", s.h, m.vocab / p.tp, s.tokens));

@@ -229,4 +229,31 @@ double cross_entropy(const Matrix& logits, const std::vector<int32_t>& targets, 
   return loss;
 }
 
+Matrix row_max(const Matrix& logits) { return logits.rowwise().maxCoeff(); }
+
+Matrix shard_softmax_stats(const Matrix& logits, const Matrix& max, const std::vector<int32_t>& targets, int64_t first, Matrix& exp) {
+  exp = (logits.colwise() - max.col(0)).array().exp().matrix();
+  Matrix stats(logits.rows(), 2);
+  stats.col(0) = exp.rowwise().sum();
+  for (Eigen::Index r = 0; r < logits.rows(); ++r) {
+    const int64_t local = targets[static_cast<size_t>(r)] - first;
+    stats(r, 1) = local >= 0 && local < logits.cols() ? logits(r, local) : 0.0f;
+  }
+  return stats;
+}
+
+double shard_cross_entropy_grad(const Matrix& exp, const Matrix& max, const Matrix& stats, const std::vector<int32_t>& targets,
+                                int64_t first, float scale, Matrix& dlogits) {
+  double loss = 0;
+  dlogits.resize(exp.rows(), exp.cols());
+  for (Eigen::Index r = 0; r < exp.rows(); ++r) {
+    const float sum = stats(r, 0);
+    loss += -(static_cast<double>(stats(r, 1)) - max(r, 0) - std::log(static_cast<double>(sum)));
+    dlogits.row(r) = exp.row(r) * (scale / sum);
+    const int64_t local = targets[static_cast<size_t>(r)] - first;
+    if (local >= 0 && local < exp.cols()) dlogits(r, local) -= scale;
+  }
+  return loss;
+}
+
 }  // namespace trainsim::cpu

@@ -71,4 +71,16 @@ void adamw_update(float* p, const float* g, float* m, float* v, int64_t count, c
 // that sum scaled by `scale` (the caller's normalisation, e.g. 1 / tokens in the global batch).
 double cross_entropy(const Matrix& logits, const std::vector<int32_t>& targets, float scale, Matrix& dlogits);
 
+// Vocabulary-parallel cross-entropy (Megatron-LM's): each TP rank holds the logits of ids
+// [first, first + logits.cols()). The caller reduces over the ranks between the steps:
+//   1. max = row_max(logits)                                  -> element-wise max over ranks
+//   2. stats = shard_softmax_stats(logits, max, targets, first, exp) -> (T, 2) [sum of exp, target
+//      logit or 0 where another rank holds the target]        -> summed over ranks
+//   3. loss = shard_cross_entropy_grad(exp, max, stats, targets, first, scale, dlogits): the same
+//      summed loss as cross_entropy on the whole row, and this shard's dlogits.
+Matrix row_max(const Matrix& logits);  // (T, 1)
+Matrix shard_softmax_stats(const Matrix& logits, const Matrix& max, const std::vector<int32_t>& targets, int64_t first, Matrix& exp);
+double shard_cross_entropy_grad(const Matrix& exp, const Matrix& max, const Matrix& stats, const std::vector<int32_t>& targets,
+                                int64_t first, float scale, Matrix& dlogits);
+
 }  // namespace trainsim::cpu

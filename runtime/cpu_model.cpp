@@ -156,10 +156,12 @@ size_t StageModel::add(const std::string& name, Matrix value, bool tp_split, boo
 
 StageModel::StageModel(const ModelSpec& m, const StageLayout& layout, uint64_t seed)
     : layout_(layout), hidden_(m.hidden), heads_local_(m.heads / layout.tp), kv_heads_local_(m.kv_heads / layout.tp),
-      head_dim_(m.head_dim), ffn_local_(m.ffn_hidden / layout.tp), vocab_(m.vocab), seq_(m.seq_len),
+      head_dim_(m.head_dim), ffn_local_(m.ffn_hidden / layout.tp), seq_(m.seq_len),
+      vocab_local_(m.vocab / layout.tp), vocab_first_(layout.tp_rank * (m.vocab / layout.tp)),
       swiglu_(m.ffn_kind == FfnKind::kSwiglu), rms_norm_(m.norm == NormKind::kRmsNorm), rope_(m.position == PositionKind::kRope),
       rope_theta_(m.rope_theta) {
   check_runtime_supports(m);
+  TRAINSIM_ASSERT(m.vocab % layout.tp == 0, "check_runtime_plan refuses a vocabulary that tp does not divide");
   const int64_t h = m.hidden, t = layout.tp, r = layout.tp_rank;
   const float std = 0.02f, residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(m.layers));  // GPT-2 init
   const bool all_biases = m.linear_bias, qkv_bias = m.linear_bias || m.qkv_bias;
@@ -168,7 +170,8 @@ StageModel::StageModel(const ModelSpec& m, const StageLayout& layout, uint64_t s
     gamma = add(name + "_g", Matrix::Ones(1, h), false, true);
     beta = rms_norm_ ? kNone : add(name + "_b", Matrix::Zero(1, h), false, true);
   };
-  if (layout.embedding || (layout.head && m.tied_embeddings)) wte_ = add("wte", normal_matrix("wte", seed, m.vocab, h, std), false, false);
+  // Token embedding and LM head: this TP rank's vocabulary rows.
+  if (layout.embedding || (layout.head && m.tied_embeddings)) wte_ = add("wte", row_slice(normal_matrix("wte", seed, m.vocab, h, std), t, r), t > 1, false);
   if (layout.embedding && !rope_) wpe_ = add("wpe", normal_matrix("wpe", seed, m.max_positions, h, std), false, true);
   for (const LayerRange& chunk : layout.chunks) {
     for (int64_t l = chunk.first; l < chunk.last; ++l) {
@@ -194,7 +197,7 @@ StageModel::StageModel(const ModelSpec& m, const StageLayout& layout, uint64_t s
   }
   if (layout.head) {
     add_norm("lnf", lnf_g_, lnf_b_);
-    head_ = m.tied_embeddings ? wte_ : add("lm_head", normal_matrix("lm_head", seed, m.vocab, h, std), false, false);
+    head_ = m.tied_embeddings ? wte_ : add("lm_head", row_slice(normal_matrix("lm_head", seed, m.vocab, h, std), t, r), t > 1, false);
   }
 }
 
@@ -275,22 +278,8 @@ Matrix StageModel::layer_backward(const LayerParams& p, const Matrix& dy, const 
 }
 
 Matrix StageModel::forward(const Matrix& input, MicroBatchState& s, TpGroup& tp, float loss_scale, double& loss_sum, int64_t chunk) {
-  const int64_t tokens = s.batch * seq_;
-  const int64_t rows = layout_.sequence_parallel ? tokens / layout_.tp : tokens;
-  const int64_t first_row = layout_.sequence_parallel ? layout_.tp_rank * rows : 0;
   const bool embeds = layout_.embedding && chunk == 0, has_head = layout_.head && chunk == chunk_count() - 1;
-  Matrix x;
-  if (embeds) {
-    const ScopedOpTimer timer(C::kEmbedding);
-    x.resize(rows, hidden_);
-    for (int64_t i = 0; i < rows; ++i) {
-      const int64_t token_index = first_row + i;
-      x.row(i) = v(wte_).row(s.tokens[static_cast<size_t>(token_index)]);
-      if (wpe_ != kNone) x.row(i) += v(wpe_).row(token_index % seq_);
-    }
-  } else {
-    x = input;
-  }
+  Matrix x = embeds ? embed(s, tp) : input;
   s.layers.resize(layers_.size());
   const size_t begin = static_cast<size_t>(layout_.first_local_layer(chunk));
   const size_t end = begin + static_cast<size_t>(layout_.chunks[static_cast<size_t>(chunk)].size());
@@ -312,8 +301,59 @@ Matrix StageModel::forward(const Matrix& input, MicroBatchState& s, TpGroup& tp,
   const Matrix xf = norm(x, lnf_g_, lnf_b_, s.final_ln);
   s.final_out = layout_.sequence_parallel ? tp.all_gather_rows(xf) : xf;
   const Matrix logits = timed_op(C::kGemmLmHead, [&] { return Matrix(s.final_out * v(head_).transpose()); });
-  loss_sum = timed_op(C::kCrossEntropy, [&] { return cross_entropy(logits, s.targets, loss_scale, s.dlogits); });
+  loss_sum = head_loss(s, logits, loss_scale, tp);
   return Matrix();
+}
+
+// The token embedding (this rank's vocabulary rows; with TP the partial lookups are summed, or
+// summed and split by token rows with SP) plus learned positions of this rank's rows.
+Matrix StageModel::embed(const MicroBatchState& s, TpGroup& tp) {
+  const int64_t tokens = s.batch * seq_;
+  Matrix x = timed_op(C::kEmbedding, [&] {
+    Matrix out = layout_.tp > 1 ? Matrix::Zero(tokens, hidden_) : Matrix(tokens, hidden_);
+    for (int64_t i = 0; i < tokens; ++i) {
+      const int64_t local = s.tokens[static_cast<size_t>(i)] - vocab_first_;
+      if (local >= 0 && local < vocab_local_) out.row(i) = v(wte_).row(local);
+    }
+    return out;
+  });
+  if (layout_.tp > 1) x = leave_tp_region(std::move(x), layout_.sequence_parallel, tp);
+  if (wpe_ != kNone) {
+    const ScopedOpTimer timer(C::kEmbedding);
+    const int64_t first_row = layout_.sequence_parallel ? layout_.tp_rank * x.rows() : 0;
+    for (int64_t i = 0; i < x.rows(); ++i) x.row(i) += v(wpe_).row((first_row + i) % seq_);
+  }
+  return x;
+}
+
+// Cross-entropy of this rank's logits: whole rows on one rank, Megatron's vocabulary-parallel
+// reductions over TP otherwise. Fills s.dlogits (this rank's columns); returns the summed loss.
+double StageModel::head_loss(MicroBatchState& s, const Matrix& logits, float loss_scale, TpGroup& tp) {
+  if (layout_.tp == 1) return timed_op(C::kCrossEntropy, [&] { return cross_entropy(logits, s.targets, loss_scale, s.dlogits); });
+  Matrix max = timed_op(C::kCrossEntropy, [&] { return row_max(logits); });
+  tp.all_reduce_max(max);
+  Matrix exp;
+  Matrix stats = timed_op(C::kCrossEntropy, [&] { return shard_softmax_stats(logits, max, s.targets, vocab_first_, exp); });
+  tp.all_reduce(stats);
+  return timed_op(C::kCrossEntropy,
+                  [&] { return shard_cross_entropy_grad(exp, max, stats, s.targets, vocab_first_, loss_scale, s.dlogits); });
+}
+
+// The embedding's backward: with TP every rank needs the gradient of every token (gathered from
+// the SP row blocks) to scatter into its vocabulary rows; positions take this rank's rows.
+void StageModel::embed_backward(const Matrix& dx, const MicroBatchState& s, TpGroup& tp) {
+  const int64_t first_row = layout_.sequence_parallel ? layout_.tp_rank * dx.rows() : 0;
+  if (wpe_ != kNone) {
+    const ScopedOpTimer timer(C::kEmbedding);
+    for (int64_t i = 0; i < dx.rows(); ++i) g(wpe_).row((first_row + i) % seq_) += dx.row(i);
+  }
+  const Matrix all = layout_.sequence_parallel ? tp.all_gather_rows(dx) : dx;
+  const ScopedOpTimer timer(C::kEmbedding);
+  if (embedding_grad_.size() == 0) embedding_grad_ = Matrix::Zero(vocab_local_, hidden_);
+  for (int64_t i = 0; i < all.rows(); ++i) {
+    const int64_t local = s.tokens[static_cast<size_t>(i)] - vocab_first_;
+    if (local >= 0 && local < vocab_local_) embedding_grad_.row(local) += all.row(i);
+  }
 }
 
 Matrix StageModel::backward(const Matrix& grad_output, MicroBatchState& s, TpGroup& tp, int64_t chunk) {
@@ -321,10 +361,10 @@ Matrix StageModel::backward(const Matrix& grad_output, MicroBatchState& s, TpGro
   Matrix dx;
   if (has_head) {
     Matrix dxf = timed_op(C::kGemmLmHead, [&] {
-      g(head_).noalias() += s.dlogits.transpose() * s.final_out;  // identical on every TP rank
-      return Matrix(s.dlogits * v(head_));
+      g(head_).noalias() += s.dlogits.transpose() * s.final_out;  // this rank's vocabulary rows
+      return Matrix(s.dlogits * v(head_));                        // a partial sum over TP ranks
     });
-    if (layout_.sequence_parallel) dxf = Matrix(dxf.middleRows(layout_.tp_rank * dxf.rows() / layout_.tp, dxf.rows() / layout_.tp));
+    if (layout_.tp > 1) dxf = leave_tp_region(std::move(dxf), layout_.sequence_parallel, tp);
     dx = norm_backward(dxf, lnf_g_, lnf_b_, s.final_ln);
   } else {
     dx = grad_output;
@@ -344,17 +384,9 @@ Matrix StageModel::backward(const Matrix& grad_output, MicroBatchState& s, TpGro
     if (hooks_) hooks_->after_layer_backward(static_cast<int64_t>(l));
   }
   if (!embeds) return dx;
-  // Embedding: scatter-add into the rows used. With SP each rank saw only its tokens; the token
-  // embedding's share is kept apart (the LM head's share is already complete) and summed over TP.
-  const ScopedOpTimer timer(C::kEmbedding);
-  const int64_t rows = dx.rows();
-  const int64_t first_row = layout_.sequence_parallel ? layout_.tp_rank * rows : 0;
-  if (embedding_grad_.size() == 0) embedding_grad_ = Matrix::Zero(vocab_, hidden_);
-  for (int64_t i = 0; i < rows; ++i) {
-    const int64_t token_index = first_row + i;
-    embedding_grad_.row(s.tokens[static_cast<size_t>(token_index)]) += dx.row(i);
-    if (wpe_ != kNone) g(wpe_).row(token_index % seq_) += dx.row(i);
-  }
+  // The token embedding's share of the (tied) weight's gradient is kept apart until the iteration
+  // ends (finish_outer_gradients adds it).
+  embed_backward(dx, s, tp);
   return Matrix();
 }
 
@@ -387,8 +419,7 @@ void StageModel::finish_layer_gradients(int64_t layer, TpGroup& tp) {
 
 void StageModel::finish_outer_gradients(TpGroup& tp) {
   if (layout_.embedding && embedding_grad_.size() > 0) {
-    if (layout_.sequence_parallel) tp.all_reduce(embedding_grad_);
-    g(wte_) += embedding_grad_;
+    g(wte_) += embedding_grad_;  // complete: every rank scattered every token into its vocabulary rows
     embedding_grad_.setZero();
   }
   for (size_t i : outer_params()) {

@@ -3,7 +3,9 @@
 // grouped-query) attention and a GELU (or SwiGLU) MLP, linear biases (all, Q/K/V only, or none),
 // final norm, LM head tied to the token embedding or its own, cross-entropy. Megatron splits: QKV and FC1 by columns, the
 // attention output and FC2 by rows, with the TP all-reduces (or, with sequence parallelism, the
-// all-gather / reduce-scatter of token rows). Embedding and LM head are replicated over TP ranks.
+// all-gather / reduce-scatter of token rows); the token embedding and LM head by vocabulary rows
+// (each TP rank looks up and scores its ids, the embedding output is all-reduced or
+// reduce-scattered, the cross-entropy reduces row max, sum of exp and target logit over TP).
 // Parameters are initialised from full tensors drawn with the seed, then sliced, so every layout
 // starts from the same model.
 #pragma once
@@ -125,14 +127,18 @@ class StageModel {
   Matrix layer_backward(const LayerParams& p, const Matrix& dy, const LayerCache& c, int64_t batch, TpGroup& tp);
 
   StageLayout layout_;
-  int64_t hidden_, heads_local_, kv_heads_local_, head_dim_, ffn_local_, vocab_, seq_;
+  int64_t hidden_, heads_local_, kv_heads_local_, head_dim_, ffn_local_, seq_;
+  int64_t vocab_local_, vocab_first_;  // this TP rank's rows of the token embedding and LM head
   bool swiglu_ = false, rms_norm_ = false, rope_ = false;
   double rope_theta_ = 10000.0;
   std::vector<Param> params_;
   std::vector<LayerParams> layers_;
   size_t wte_ = kNone, wpe_ = kNone, lnf_g_ = kNone, lnf_b_ = kNone;
   size_t head_ = kNone;  // the LM head's weight (vocab, h): wte when tied
-  Matrix embedding_grad_;  // (vocab, h): the embedding lookup's share of the tied weight's gradient
+  Matrix embedding_grad_;  // (vocab_local, h): the embedding lookup's share of the tied weight's gradient
+  Matrix embed(const MicroBatchState& s, TpGroup& tp);
+  void embed_backward(const Matrix& dx, const MicroBatchState& s, TpGroup& tp);
+  double head_loss(MicroBatchState& s, const Matrix& logits, float loss_scale, TpGroup& tp);
   LayerHooks* hooks_ = nullptr;
 };
 

@@ -67,6 +67,13 @@ void MpiTpGroup::all_reduce(Matrix& m) {
   *seconds_ += wall_s() - start;
 }
 
+void MpiTpGroup::all_reduce_max(Matrix& m) {
+  if (size_ == 1) return;
+  const double start = wall_s();
+  MPI_Allreduce(MPI_IN_PLACE, m.data(), static_cast<int>(m.size()), MPI_FLOAT, MPI_MAX, comm_);
+  *seconds_ += wall_s() - start;
+}
+
 Matrix MpiTpGroup::all_gather_rows(const Matrix& shard) {
   if (size_ == 1) return shard;
   const double start = wall_s();

@@ -52,6 +52,7 @@ class MpiTpGroup final : public TpGroup {
   int size() const override { return size_; }
   int rank() const override { return rank_; }
   void all_reduce(Matrix& m) override;
+  void all_reduce_max(Matrix& m) override;
   Matrix all_gather_rows(const Matrix& shard) override;
   Matrix reduce_scatter_rows(const Matrix& full) override;
 

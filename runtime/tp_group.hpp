@@ -13,6 +13,7 @@ class TpGroup {
   virtual int size() const = 0;
   virtual int rank() const = 0;
   virtual void all_reduce(Matrix& m) = 0;                    // sum over ranks, in place
+  virtual void all_reduce_max(Matrix& m) = 0;                // element-wise max over ranks, in place
   virtual Matrix all_gather_rows(const Matrix& shard) = 0;   // concatenate row blocks in rank order
   virtual Matrix reduce_scatter_rows(const Matrix& full) = 0;  // sum, then this rank's row block
 };
@@ -22,6 +23,7 @@ class SingleRankGroup final : public TpGroup {
   int size() const override { return 1; }
   int rank() const override { return 0; }
   void all_reduce(Matrix&) override {}
+  void all_reduce_max(Matrix&) override {}
   Matrix all_gather_rows(const Matrix& shard) override { return shard; }
   Matrix reduce_scatter_rows(const Matrix& full) override { return full; }
 };

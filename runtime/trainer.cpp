@@ -35,6 +35,11 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
   if (m.vocab < 256) problems.add("model \"" + m.name + "\": vocab " + std::to_string(m.vocab) + " < 256 (the runtime feeds byte tokens 0-255)");
   if (p.precision != Precision::kFp32) problems.add(std::string("plan: precision ") + to_string(p.precision) + " (the CPU runtime trains in fp32: --precision fp32)");
   if (p.cp > 1 || p.ep > 1) problems.add("plan: cp and ep are not implemented");
+  if (m.vocab % p.tp != 0) {
+    problems.add("model \"" + m.name + "\": vocab " + std::to_string(m.vocab) + " is not divisible by tp " + std::to_string(p.tp) +
+                 " (the embedding and LM head are split by vocabulary over TP ranks, as Megatron-LM splits them; Megatron pads "
+                 "the vocabulary to a multiple of 128 x tp: describe the model with the padded vocab, e.g. 50304 for GPT-2)");
+  }
   problems.throw_if_any("the CPU runtime runs GPT-2- and Llama-style dense models (e.g. gpt-tiny) with DP, TP (+SP), PP (GPipe, 1F1B, interleaved 1F1B), ZeRO-0/1/2/3 and recomputation today");
 }
 

@@ -181,3 +181,23 @@ TEST_CASE("a fresh model predicts about uniformly: loss per token near log(vocab
   const double per_token = loss_of(model, m) / static_cast<double>(2 * m.seq_len);
   CHECK(per_token == Approx(std::log(static_cast<double>(m.vocab))).epsilon(0.05));
 }
+
+TEST_CASE("vocabulary-parallel cross-entropy over two shards equals the whole-row cross-entropy") {
+  Matrix logits(6, 10);
+  for (Eigen::Index i = 0; i < logits.size(); ++i) logits.data()[i] = static_cast<float>(std::sin(1.7 * static_cast<double>(i)) * 3.0);
+  const std::vector<int32_t> targets = {0, 4, 5, 9, 2, 7};
+  Matrix whole_d;
+  const double whole = cross_entropy(logits, targets, 0.25f, whole_d);
+  // Two ranks holding ids 0-4 and 5-9; the reductions done by hand.
+  const Matrix left = logits.leftCols(5), right = logits.rightCols(5);
+  const Matrix max = row_max(left).cwiseMax(row_max(right));
+  Matrix exp_left, exp_right;
+  const Matrix stats = shard_softmax_stats(left, max, targets, 0, exp_left) + shard_softmax_stats(right, max, targets, 5, exp_right);
+  Matrix d_left, d_right;
+  const double loss_left = shard_cross_entropy_grad(exp_left, max, stats, targets, 0, 0.25f, d_left);
+  const double loss_right = shard_cross_entropy_grad(exp_right, max, stats, targets, 5, 0.25f, d_right);
+  CHECK(loss_left == Approx(whole).epsilon(1e-6));
+  CHECK(loss_right == Approx(whole).epsilon(1e-6));  // every rank computes the whole loss
+  CHECK((d_left - whole_d.leftCols(5)).cwiseAbs().maxCoeff() < 1e-7);
+  CHECK((d_right - whole_d.rightCols(5)).cwiseAbs().maxCoeff() < 1e-7);
+}
