@@ -1,5 +1,6 @@
 // The CPU backend's own non-GEMM kernels timed over sizes, as memory-bound tables keyed the way
 // plan/lowering counts their bytes (norm: 2x the activation forward, 3x backward; GELU 2x / 3x;
+// residual add 3x, with the branch bias; bias gradient 1x, the column sums;
 // softmax over attention scores 2x / 3x; cross-entropy 3x the fp32 logits). On a CPU these are
 // far from bandwidth-bound (GELU's tanh, softmax's exp), so a copy is a poor stand-in for them.
 #include <mpi.h>
@@ -82,16 +83,27 @@ std::vector<MemoryBoundTable> cpu_kernel_sweep(const CpuCalibrationOptions& o, c
   });
   table("softmax", 2 * 4, [&](int64_t r) {  // rows of causal scores, h columns = sequence
     auto x = std::make_shared<Matrix>(random_matrix(r, h, 5));
-    return [x] { Matrix s = *x; cpu::causal_softmax_rows(s); volatile float sink = s(0, 0); (void)sink; };
+    return [x] { Matrix s = *x; cpu::causal_softmax_rows(s, 0.125f); volatile float sink = s(0, 0); (void)sink; };
   });
   table("softmax_bwd", 3 * 4, [&](int64_t r) {
     auto x = std::make_shared<Matrix>(random_matrix(r, h, 6));
-    return [x] { volatile float sink = cpu::softmax_backward_rows(*x, *x)(0, 0); (void)sink; };
+    return [x] { volatile float sink = cpu::softmax_backward_rows(*x, *x, 0.125f)(0, 0); (void)sink; };
   });
   table("cross_entropy", 3 * 4, [&](int64_t r) {
     auto x = std::make_shared<Matrix>(random_matrix(r, h, 7));
     auto targets = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(r), 3);
     return [x, targets] { Matrix d; volatile double sink = cpu::cross_entropy(*x, *targets, 1.0f, d); (void)sink; };
+  });
+  table("residual", 3 * 4, [&](int64_t r) {  // x + branch + bias, as the runtime's residual add
+    auto x = std::make_shared<Matrix>(random_matrix(r, h, 11));
+    auto branch = std::make_shared<Matrix>(random_matrix(r, h, 12));
+    auto bias = std::make_shared<Matrix>(random_matrix(1, h, 13));
+    return [x, branch, bias] { volatile float sink = cpu::residual_add(*x, *branch, bias.get())(0, 0); (void)sink; };
+  });
+  table("bias_grad", 4, [&](int64_t r) {  // column sums of a gradient
+    auto dy = std::make_shared<Matrix>(random_matrix(r, h, 14));
+    auto sums = std::make_shared<Matrix>(Matrix::Zero(1, h));
+    return [dy, sums] { cpu::add_column_sums(*dy, *sums); };
   });
   table("swiglu", 3 * 4, [&](int64_t r) {  // (r, 2h) in, (r, h) out
     auto x = std::make_shared<Matrix>(random_matrix(r, 2 * h, 8));

@@ -32,6 +32,12 @@ Matrix rms_norm_backward(const Matrix& dy, const Vector& gamma, const LayerNormC
 // `inverse` turns back: the backward of the rotation (it is orthogonal).
 void rotary_embedding(Matrix& qkv, int64_t seq, int64_t heads, int64_t kv_heads, int64_t head_dim, double theta, bool inverse);
 
+// The residual add x + branch, with the branch's bias added in the same pass when there is one
+// (Megatron-LM's bias-dropout-add, without dropout); also the backward's sum of two gradients.
+Matrix residual_add(const Matrix& x, const Matrix& branch, const Matrix* bias = nullptr);
+// sums (1, n) += the column sums of dy (T, n): a bias's gradient over the tokens.
+void add_column_sums(const Matrix& dy, Matrix& sums);
+
 // tanh-approximated GELU (GPT-2).
 Matrix gelu(const Matrix& x);
 Matrix gelu_backward(const Matrix& dy, const Matrix& x);
@@ -40,10 +46,11 @@ Matrix gelu_backward(const Matrix& dy, const Matrix& x);
 Matrix swiglu(const Matrix& x);
 Matrix swiglu_backward(const Matrix& dy, const Matrix& x);  // returns dx, (T, 2f)
 
-// Row-wise softmax of causal scores in place (entries above the diagonal of each s x s block
-// become 0), and its backward ds = p * (dp - rowsum(dp * p)). Used by the attention kernel.
-void causal_softmax_rows(Matrix& scores);
-Matrix softmax_backward_rows(const Matrix& p, const Matrix& dp);
+// Row-wise softmax of scale x causal scores in place (entries above the diagonal of each s x s
+// block become 0), and its backward ds = scale x p * (dp - rowsum(dp * p)). The attention's
+// 1/sqrt(d) rides in the softmax's pass, as Megatron-LM's fused scale-mask-softmax carries it.
+void causal_softmax_rows(Matrix& scores, float scale = 1.0f);
+Matrix softmax_backward_rows(const Matrix& p, const Matrix& dp, float scale = 1.0f);
 
 struct AttentionCache {
   std::vector<Matrix> probabilities;  // per (sequence, head): (s, s) softmax of the causal scores

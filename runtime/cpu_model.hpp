@@ -119,8 +119,9 @@ class StageModel {
   size_t add(const std::string& name, Matrix value, bool tp_split, bool sp_partial);
   Matrix norm(const Matrix& x, size_t gamma, size_t beta, LayerNormCache& cache);
   Matrix norm_backward(const Matrix& dy, size_t gamma, size_t beta, const LayerNormCache& cache);
-  void add_bias(Matrix& y, size_t bias);
+  Matrix linear(const Matrix& x, size_t weight, size_t bias);
   void add_bias_grad(const Matrix& dy, size_t bias);
+  const Matrix* bias_or_null(size_t bias);
   Matrix& v(size_t i) { return params_[i].value; }
   Matrix& g(size_t i) { return params_[i].grad; }
   Matrix layer_forward(const LayerParams& p, const Matrix& x, LayerCache& c, int64_t batch, TpGroup& tp);

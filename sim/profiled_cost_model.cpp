@@ -238,6 +238,14 @@ double ProfiledCostModel::memory_bound_s(double bytes) const { return interpolat
 double ProfiledCostModel::memory_bound_op_s(const Op& op) const {
   const std::string name = op.name;
   const bool backward = name.size() > 4 && name.compare(name.size() - 4, 4, "_bwd") == 0;
+  // Tables the CPU calibrator times from the runtime's own kernels, one for both passes: the
+  // residual add (its backward adds two gradients, the same kernel) and a bias's column sums.
+  const bool bias_grad = name.size() > 10 && name.compare(name.size() - 10, 10, "_bias_grad") == 0;
+  for (const MemoryBoundTable& t : profile_.memory_bound) {
+    if ((bias_grad && t.kernel == "bias_grad") || (name.rfind("dropout_residual", 0) == 0 && t.kernel == "residual")) {
+      return interpolate_table(t, op.bytes);
+    }
+  }
   std::string kernel;
   if (name.rfind("norm", 0) == 0 || name.rfind("final_norm", 0) == 0) kernel = "layernorm";
   else if (name.rfind("gelu", 0) == 0) kernel = "gelu";
