@@ -41,7 +41,7 @@ for entry in "2|gpt-tiny|--dp 2" "2|gpt-tiny|--tp 2" "2|gpt-tiny|--tp 2 --sequen
   ranks=${entry%%|*}; rest=${entry#*|}; model=${rest%%|*}; layout=${rest#*|}
   [[ " $ranks_list " == *" $ranks "* ]] || continue
   # shellcheck disable=SC2086
-  $mpirun "$ranks" "$trainsim" run --model "$model" "${common[@]}" $layout --steps 8 --out "$work/m.json" >/dev/null 2>&1 || { echo "run $layout failed"; status=1; continue; }
+  $mpirun "$ranks" "$trainsim" run --model "$model" "${common[@]}" $layout --steps 16 --out "$work/m.json" >/dev/null 2>&1 || { echo "run $layout failed"; status=1; continue; }
   # shellcheck disable=SC2086
   "$trainsim" predict --model "$model" "${common[@]}" $layout --gpus "$ranks" --gpu cpu --profile "$work/cpu$ranks.json" --allow-extrapolation \
     --format json >"$work/p.json" 2>/dev/null || { echo "predict $layout failed"; status=1; continue; }
