@@ -1,6 +1,6 @@
 // The CPU backend's own non-GEMM kernels timed over sizes, as memory-bound tables keyed the way
 // plan/lowering counts their bytes (norm: 2x the activation forward, 3x backward; GELU 2x / 3x;
-// residual add 3x, with the branch bias; bias gradient 1x, the column sums;
+// residual add 3x, with the branch bias; bias gradient 1x, the column sums; rotary 2x Q and K;
 // softmax over attention scores 2x / 3x; cross-entropy 3x the fp32 logits). On a CPU these are
 // far from bandwidth-bound (GELU's tanh, softmax's exp), so a copy is a poor stand-in for them.
 #include <mpi.h>
@@ -104,6 +104,11 @@ std::vector<MemoryBoundTable> cpu_kernel_sweep(const CpuCalibrationOptions& o, c
     auto dy = std::make_shared<Matrix>(random_matrix(r, h, 14));
     auto sums = std::make_shared<Matrix>(Matrix::Zero(1, h));
     return [dy, sums] { cpu::add_column_sums(*dy, *sums); };
+  });
+  table("rotary", 2 * 2 * 4, [&](int64_t r) {  // Q and K (h wide each) read and written; heads of 64
+    auto qkv = std::make_shared<Matrix>(random_matrix(r, 3 * h, 15));
+    auto tables = std::make_shared<cpu::RotaryTables>(cpu::rotary_tables(128, 64, 10000.0));
+    return [qkv, tables, h] { cpu::rotary_embedding(*qkv, *tables, h / 64, h / 64, 64, false); };
   });
   table("swiglu", 3 * 4, [&](int64_t r) {  // (r, 2h) in, (r, h) out
     auto x = std::make_shared<Matrix>(random_matrix(r, 2 * h, 8));

@@ -114,6 +114,13 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
   w.backward.push_back(memory("norm1_bwd", 3 * act));
   add_tp_boundary(w, s, sp, true);
   add_linear(w, "qkv", "qkv_dgrad", "qkv_wgrad", s.tokens, (s.q + 2 * s.kv) / s.t, s.h);
+  if (m.position == PositionKind::kRope) {
+    // Rotary embedding of Q and K (Megatron-LM's apply_rotary_pos_emb): read and write both; the
+    // backward rotates their gradients back.
+    const double rotated = static_cast<double>(s.tokens) * static_cast<double>((s.q + s.kv) / s.t) * s.e;
+    w.forward.push_back(memory("rotary", 2 * rotated));
+    w.backward.push_back(memory("rotary_bwd", 2 * rotated));
+  }
   Op attention;
   attention.name = "attention";
   const int64_t batch = s.tokens / m.seq_len;

@@ -71,30 +71,42 @@ Matrix rms_norm_backward(const Matrix& dy, const Vector& gamma, const LayerNormC
   return dx;
 }
 
-void rotary_embedding(Matrix& qkv, int64_t seq, int64_t heads, int64_t kv_heads, int64_t head_dim, double theta, bool inverse) {
+RotaryTables rotary_tables(int64_t seq, int64_t head_dim, double theta) {
   const int64_t half = head_dim / 2;
-  Matrix cos_table(seq, half), sin_table(seq, half);
+  RotaryTables t{Matrix(seq, half), Matrix(seq, half)};
   for (int64_t i = 0; i < half; ++i) {
     const double frequency = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
     for (int64_t p = 0; p < seq; ++p) {
       const double angle = static_cast<double>(p) * frequency;
-      cos_table(p, i) = static_cast<float>(std::cos(angle));
-      sin_table(p, i) = static_cast<float>(inverse ? -std::sin(angle) : std::sin(angle));
+      t.cos(p, i) = static_cast<float>(std::cos(angle));
+      t.sin(p, i) = static_cast<float>(std::sin(angle));
     }
   }
+  return t;
+}
+
+void rotary_embedding(Matrix& qkv, const RotaryTables& tables, int64_t heads, int64_t kv_heads, int64_t head_dim, bool inverse) {
+  const int64_t half = head_dim / 2, seq = tables.cos.rows();
+  const float turn = inverse ? -1.0f : 1.0f;
   const int64_t rotated_heads = heads + kv_heads;  // Q's heads, then K's; V is left alone
   for (Eigen::Index r = 0; r < qkv.rows(); ++r) {
     const int64_t p = r % seq;
     float* row = qkv.row(r).data();
+    const float* cos = tables.cos.row(p).data();
+    const float* sin = tables.sin.row(p).data();
     for (int64_t h = 0; h < rotated_heads; ++h) {
       float* x = row + h * head_dim;
       for (int64_t i = 0; i < half; ++i) {
-        const float a = x[i], b = x[i + half], c = cos_table(p, i), s = sin_table(p, i);
+        const float a = x[i], b = x[i + half], c = cos[i], s = turn * sin[i];
         x[i] = a * c - b * s;
         x[i + half] = b * c + a * s;
       }
     }
   }
+}
+
+void rotary_embedding(Matrix& qkv, int64_t seq, int64_t heads, int64_t kv_heads, int64_t head_dim, double theta, bool inverse) {
+  rotary_embedding(qkv, rotary_tables(seq, head_dim, theta), heads, kv_heads, head_dim, inverse);
 }
 
 Matrix residual_add(const Matrix& x, const Matrix& branch, const Matrix* bias) {

@@ -31,6 +31,13 @@ Matrix rms_norm_backward(const Matrix& dy, const Vector& gamma, const LayerNormC
 // r % seq. Each head's dimension i < d/2 pairs with i + d/2 and turns by position x theta^(-2i/d).
 // `inverse` turns back: the backward of the rotation (it is orthogonal).
 void rotary_embedding(Matrix& qkv, int64_t seq, int64_t heads, int64_t kv_heads, int64_t head_dim, double theta, bool inverse);
+// The same with the angles' cosines and sines computed once (a model keeps them, as Megatron's
+// RotaryEmbedding caches its frequencies): then the rotation costs only its pass over Q and K.
+struct RotaryTables {
+  Matrix cos, sin;  // (seq, head_dim / 2)
+};
+RotaryTables rotary_tables(int64_t seq, int64_t head_dim, double theta);
+void rotary_embedding(Matrix& qkv, const RotaryTables& tables, int64_t heads, int64_t kv_heads, int64_t head_dim, bool inverse);
 
 // The residual add x + branch, with the branch's bias added in the same pass when there is one
 // (Megatron-LM's bias-dropout-add, without dropout); also the backward's sum of two gradients.

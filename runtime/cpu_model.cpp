@@ -124,6 +124,7 @@ StageModel::StageModel(const ModelSpec& m, const StageLayout& layout, uint64_t s
       rope_theta_(m.rope_theta) {
   check_runtime_supports(m);
   TRAINSIM_ASSERT(m.vocab % layout.tp == 0, "check_runtime_plan refuses a vocabulary that tp does not divide");
+  if (rope_) rotary_ = rotary_tables(seq_, head_dim_, rope_theta_);
   const int64_t h = m.hidden, t = layout.tp, r = layout.tp_rank;
   const float std = 0.02f, residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(m.layers));  // GPT-2 init
   const bool all_biases = m.linear_bias, qkv_bias = m.linear_bias || m.qkv_bias;
@@ -200,7 +201,7 @@ Matrix StageModel::layer_forward(const LayerParams& p, const Matrix& x, LayerCac
   c.x_in = x;
   c.ln1_out = enter_tp_region(norm(x, p.ln1_g, p.ln1_b, c.ln1), sp, tp);
   c.qkv = timed_op(C::kGemmQkv, [&] { return linear(c.ln1_out, p.w_qkv, p.b_qkv); });
-  if (rope_) timed_op(C::kRotary, [&] { rotary_embedding(c.qkv, seq_, heads_local_, kv_heads_local_, head_dim_, rope_theta_, false); });
+  if (rope_) timed_op(C::kRotary, [&] { rotary_embedding(c.qkv, rotary_, heads_local_, kv_heads_local_, head_dim_, false); });
   c.attn_out = causal_attention(c.qkv, batch, seq_, heads_local_, head_dim_, c.attention, kv_heads_local_);
   const Matrix o = leave_tp_region(timed_op(C::kGemmProj, [&] { return Matrix(c.attn_out * v(p.w_o)); }), sp, tp);
   c.x_mid = timed_op(C::kResidualBias, [&] { return residual_add(x, o, bias_or_null(p.b_o)); });
@@ -234,7 +235,7 @@ Matrix StageModel::layer_backward(const LayerParams& p, const Matrix& dy, const 
     return Matrix(dout * v(p.w_o).transpose());
   });
   Matrix dqkv = causal_attention_backward(dattn, c.qkv, batch, seq_, heads_local_, head_dim_, c.attention, kv_heads_local_);
-  if (rope_) timed_op(C::kRotary, [&] { rotary_embedding(dqkv, seq_, heads_local_, kv_heads_local_, head_dim_, rope_theta_, true); });
+  if (rope_) timed_op(C::kRotary, [&] { rotary_embedding(dqkv, rotary_, heads_local_, kv_heads_local_, head_dim_, true); });
   timed_op(C::kGemmQkv, [&] { g(p.w_qkv).noalias() += c.ln1_out.transpose() * dqkv; });
   add_bias_grad(dqkv, p.b_qkv);
   const Matrix da = leave_tp_region(timed_op(C::kGemmQkv, [&] { return Matrix(dqkv * v(p.w_qkv).transpose()); }), sp, tp);

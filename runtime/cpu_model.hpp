@@ -132,6 +132,7 @@ class StageModel {
   int64_t vocab_local_, vocab_first_;  // this TP rank's rows of the token embedding and LM head
   bool swiglu_ = false, rms_norm_ = false, rope_ = false;
   double rope_theta_ = 10000.0;
+  RotaryTables rotary_;  // RoPE's cosines and sines by position, computed once
   std::vector<Param> params_;
   std::vector<LayerParams> layers_;
   size_t wte_ = kNone, wpe_ = kNone, lnf_g_ = kNone, lnf_b_ = kNone;

@@ -239,10 +239,12 @@ double ProfiledCostModel::memory_bound_op_s(const Op& op) const {
   const std::string name = op.name;
   const bool backward = name.size() > 4 && name.compare(name.size() - 4, 4, "_bwd") == 0;
   // Tables the CPU calibrator times from the runtime's own kernels, one for both passes: the
-  // residual add (its backward adds two gradients, the same kernel) and a bias's column sums.
+  // residual add (its backward adds two gradients, the same kernel), a bias's column sums, and the
+  // rotary embedding (its backward is the inverse rotation).
   const bool bias_grad = name.size() > 10 && name.compare(name.size() - 10, 10, "_bias_grad") == 0;
   for (const MemoryBoundTable& t : profile_.memory_bound) {
-    if ((bias_grad && t.kernel == "bias_grad") || (name.rfind("dropout_residual", 0) == 0 && t.kernel == "residual")) {
+    if ((bias_grad && t.kernel == "bias_grad") || (name.rfind("dropout_residual", 0) == 0 && t.kernel == "residual") ||
+        (name.rfind("rotary", 0) == 0 && t.kernel == "rotary")) {
       return interpolate_table(t, op.bytes);
     }
   }

@@ -65,3 +65,19 @@ TEST_CASE("op category keys are distinct snake_case names") {
   }
   CHECK(op_category_key(OpCategory::kOther) == "other");
 }
+
+TEST_CASE("a RoPE model's layer rotates Q and K in both passes; a learned-position model's does not") {
+  const auto count_rotary = [](const std::vector<Op>& ops) {
+    int n = 0;
+    for (const Op& op : ops) n += op_category_of(op.name) == OpCategory::kRotary ? 1 : 0;
+    return n;
+  };
+  ParallelPlan p;
+  p.tp = 2;
+  p.global_batch = 2;
+  const IterationWork llama = lower_iteration(resolve_model("llama3-8b"), p);
+  CHECK(count_rotary(llama.layer.forward) == 1);
+  CHECK(count_rotary(llama.layer.backward) == 1);
+  const IterationWork gpt = lower_iteration(resolve_model("gpt2-124m"), p);
+  CHECK(count_rotary(gpt.layer.forward) == 0);
+}
