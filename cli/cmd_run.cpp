@@ -110,8 +110,11 @@ int run_training(const RunArgs& a, int rank, int world_size) {
             << " timed steps; forward " << format_fixed(b.forward_s, 4) << ", backward " << format_fixed(b.backward_s, 4)
             << ", TP " << format_fixed(b.tp_comm_s, 4) << ", DP " << format_fixed(b.dp_comm_s, 4) << ", PP "
             << format_fixed(b.pp_comm_s, 4) << ", waiting " << format_fixed(b.bubble_s, 4) << ", optimizer "
-            << format_fixed(b.optimizer_s, 4) << " s; peak memory " << format_fixed(m.memory_peak_gib, 3) << " GiB; "
-            << static_cast<int64_t>(m.page_faults_per_iteration) << " page faults per iteration (rank 0)\nloss " << format_fixed(m.iterations.front().loss, 4) << " -> " << format_fixed(m.iterations.back().loss, 4)
+            << format_fixed(b.optimizer_s, 4) << " s; peak memory " << format_fixed(m.memory_peak_gib, 3) << " GiB"
+            << (m.backend == "cpu" ? "; " + std::to_string(static_cast<int64_t>(m.page_faults_per_iteration)) +
+                                         " page faults per iteration (rank 0)"
+                                   : std::string())
+            << "\nloss " << format_fixed(m.iterations.front().loss, 4) << " -> " << format_fixed(m.iterations.back().loss, 4)
             << "; measurement written to " << a.out << "\n";
   return 0;
 }

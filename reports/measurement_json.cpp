@@ -92,12 +92,17 @@ nlohmann::ordered_json measurement_json(const Measurement& m, nlohmann::ordered_
                       {"dp_comm_exposed_s", b.dp_comm_s},        {"pp_comm_exposed_s", b.pp_comm_s},
                       {"bubble_s", b.bubble_s},                  {"optimizer_s", b.optimizer_s}};
   doc["compute_split"] = {{"forward_s", b.forward_s}, {"backward_s", b.backward_s}};
-  doc["op_categories"] = op_categories_json(m.op_categories);
-  doc["op_categories_note"] = "per pipeline stage (TP rank 0 of DP replica 0): median seconds per iteration of each op "
-                              "category, forward and backward (recomputation in backward); other = compute time outside "
-                              "every timed op (temporaries, copies, allocation and its page faults)";
-  doc["page_faults_per_iteration"] = m.page_faults_per_iteration;
-  doc["system_s_per_iteration"] = m.system_s_per_iteration;
+  // Only what was measured: the CUDA backend times no op categories and counts no page faults yet.
+  if (!m.op_categories.empty()) {
+    doc["op_categories"] = op_categories_json(m.op_categories);
+    doc["op_categories_note"] = "per pipeline stage (TP rank 0 of DP replica 0): median seconds per iteration of each op "
+                                "category, forward and backward (recomputation in backward); other = compute time outside "
+                                "every timed op (temporaries, copies, allocation and its page faults)";
+  }
+  if (m.backend == "cpu") {
+    doc["page_faults_per_iteration"] = m.page_faults_per_iteration;
+    doc["system_s_per_iteration"] = m.system_s_per_iteration;
+  }
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const IterationRecord& it : m.iterations) {
     nlohmann::ordered_json j;
@@ -105,8 +110,10 @@ nlohmann::ordered_json measurement_json(const Measurement& m, nlohmann::ordered_
     j["loss"] = std::isfinite(it.loss) ? nlohmann::ordered_json(it.loss) : nlohmann::ordered_json(nullptr);
     j["time_s"] = it.time_s;
     put_phase_times(j, it.phases);
-    j["page_faults"] = it.page_faults;
-    j["system_s"] = it.system_s;
+    if (m.backend == "cpu") {
+      j["page_faults"] = it.page_faults;
+      j["system_s"] = it.system_s;
+    }
     list.push_back(std::move(j));
   }
   doc["iterations"] = std::move(list);
