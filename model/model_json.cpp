@@ -61,6 +61,7 @@ ModelSpec read_model(JsonObjectReader& r) {
     spec.experts = moe->required_int("experts", 1);
     spec.top_k = moe->required_int("top_k", 1);
     spec.expert_ffn_hidden = moe->optional_int("expert_ffn_hidden", 1).value_or(m.ffn_hidden);
+    spec.shared_experts = moe->optional_int("shared_experts", 0).value_or(0);
     moe->reject_unknown_keys();
     m.moe = spec;
   }
@@ -101,7 +102,8 @@ nlohmann::ordered_json model_to_json(const ModelSpec& m) {
   j["qkv_bias"] = m.qkv_bias;
   j["dropout"] = m.dropout;
   if (m.moe) {
-    j["moe"] = {{"experts", m.moe->experts}, {"top_k", m.moe->top_k}, {"expert_ffn_hidden", m.moe->expert_ffn_hidden}};
+    j["moe"] = {{"experts", m.moe->experts}, {"top_k", m.moe->top_k}, {"expert_ffn_hidden", m.moe->expert_ffn_hidden},
+                {"shared_experts", m.moe->shared_experts}};
   }
   if (m.params_b_stated) j["params_b"] = *m.params_b_stated;
   if (!m.source.empty()) j["source"] = m.source;

@@ -19,6 +19,7 @@ struct MoeSpec {
   int64_t experts = 0;            // experts per MoE layer
   int64_t top_k = 0;              // experts each token is routed to
   int64_t expert_ffn_hidden = 0;  // FFN width of one expert
+  int64_t shared_experts = 0;     // experts every token also passes through (DeepSeek, Qwen2-MoE)
 };
 
 struct ModelSpec {

@@ -219,15 +219,19 @@ ReportSection validation_section(const Reader& r) {
   s.facts.push_back("held-out half: mean |error| " + format_percent(r.number("/summary/held_out_half/mean_abs_error")) + ", max " +
                     format_percent(r.number("/summary/held_out_half/max_abs_error")) + " (" +
                     std::to_string(static_cast<int64_t>(r.number("/summary/held_out_half/count"))) + " runs the constants were not fitted on)");
-  s.table.push_back({"group", "runs", "mean |error|", "max |error|"});
+  s.table.push_back({"group", "runs", "unsupported", "mean |error|", "max |error|"});
   const auto row = [&](const std::string& at) {
     s.table.push_back({r.text(at + "/name"), std::to_string(static_cast<int64_t>(r.number(at + "/count"))),
+                       std::to_string(static_cast<int64_t>(r.maybe_number(at + "/unsupported").value_or(0))),
                        format_percent(r.number(at + "/mean_abs_error")), format_percent(r.number(at + "/max_abs_error"))});
   };
   const json& groups = r.array("/summary/groups");
   for (size_t i = 0; i < groups.size(); ++i) row("/summary/groups/" + std::to_string(i));
   row("/summary/fit_half");
   row("/summary/held_out_half");
+  if (const auto unsupported = r.maybe_number("/summary/unsupported"); unsupported && *unsupported > 0) {
+    s.facts.push_back(std::to_string(static_cast<int64_t>(*unsupported)) + " runs not simulated (each run's reason: key runs/*/reason)");
+  }
   std::vector<svg::Series> series;
   const json& runs = r.array("/runs");
   for (size_t i = 0; i < runs.size(); ++i) {

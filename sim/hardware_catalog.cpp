@@ -4,6 +4,7 @@
 // `--gpu` / `--cluster` names. The catalog is built in, so any defect is an internal error.
 #include "sim/hardware_catalog.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -166,6 +167,11 @@ const GpuSpec& find_gpu(const std::string& name) {
   const std::vector<std::string> names = builtin_gpu_names();
   throw InputError("--gpu: unknown GPU \"" + name + "\"" + did_you_mean(name, names),
                    "built-in GPUs: " + join_names(names) + " (`trainsim catalog` lists their figures)");
+}
+
+bool gpu_in_catalog(const std::string& name) {
+  const std::vector<std::string> names = builtin_gpu_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 const ClusterSpec& find_cluster(const std::string& name) {

@@ -62,6 +62,7 @@ std::vector<std::string> builtin_gpu_names();
 std::vector<std::string> builtin_cluster_names();
 // Throws InputError naming the unknown GPU, the nearest known one and the full list.
 const GpuSpec& find_gpu(const std::string& name);
+bool gpu_in_catalog(const std::string& name);
 const ClusterSpec& find_cluster(const std::string& name);
 
 }  // namespace trainsim

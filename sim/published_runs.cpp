@@ -1,4 +1,6 @@
 // Reading published-run files, with the defaults of docs/validation.md for what sources omit.
+// Defaults are filled into a copy of each run's JSON before it is read, so the readers see one
+// complete record and every default is named in `defaults_used`.
 #include "sim/published_runs.hpp"
 
 #include <algorithm>
@@ -6,10 +8,14 @@
 #include "common/json_reader.hpp"
 #include "model/model_json.hpp"
 #include "plan/plan_json.hpp"
+#include "sim/framework_preset.hpp"
+#include "sim/hardware_catalog.hpp"
 
 namespace trainsim {
 
 namespace {
+
+using nlohmann::json;
 
 // Sources whose software predates FlashAttention (2022) and Megatron-core's overlapped gradient
 // reduction: Megatron-LM 2021 (SC'21), Korthikanti et al. 2022, BLOOM's Megatron-DeepSpeed.
@@ -17,88 +23,185 @@ bool predates_fused_attention(const std::string& group) {
   return group == "megatron_sc21_table1" || group == "korthikanti_2022_table5" || group == "bloom";
 }
 
-PublishedRun read_run(JsonObjectReader& r) {
+bool is_null(const json& object, const char* key) { return !object.contains(key) || object[key].is_null(); }
+
+int64_t int_or(const json& object, const char* key, int64_t fallback) {
+  return object.contains(key) && object[key].is_number_integer() ? object[key].get<int64_t>() : fallback;
+}
+
+struct Filler {
+  std::vector<std::string>& used;
+  // Sets `object[key]` to `value` where the source left it out or null, and records it.
+  void operator()(json& object, const char* section, const char* key, const json& value) {
+    if (!object.is_object() || !is_null(object, key)) return;
+    object[key] = value;
+    used.push_back(std::string(section) + key + "=" + (value.is_string() ? value.get<std::string>() : value.dump()));
+  }
+};
+
+// Model fields GPT-3-like sources leave out (Zero Bubble's table): GELU, 4 x hidden, GPT-2's BPE.
+void fill_model(json& model, Filler& fill, std::string& unsupported) {
+  if (!model.is_object()) return;
+  fill(model, "model.", "ffn_kind", "gelu");
+  if (is_null(model, "ffn_hidden")) {
+    const json* moe = model.contains("moe") && model["moe"].is_object() ? &model["moe"] : nullptr;
+    if (moe != nullptr && moe->contains("expert_ffn_hidden") && (*moe)["expert_ffn_hidden"].is_number_integer()) {
+      fill(model, "model.", "ffn_hidden", (*moe)["expert_ffn_hidden"]);  // every layer's FFN is experts
+    } else if (model["ffn_kind"] == "gelu") {
+      fill(model, "model.", "ffn_hidden", 4 * int_or(model, "hidden", 0));
+    } else {
+      unsupported = "model.ffn_hidden is not stated and the model is not a GELU one (no 4 x hidden default)";
+      fill(model, "model.", "ffn_hidden", 1);
+    }
+  }
+  fill(model, "model.", "vocab", 50257);
+}
+
+// GPU-dependent network: DGX A100 nodes have 8 x HDR 200 Gb/s, DGX H100/H200 8 x NDR 400 Gb/s.
+void fill_hardware(json& hw, Filler& fill) {
+  if (!hw.is_object()) return;
+  const std::string gpu = hw.contains("gpu") && hw["gpu"].is_string() ? hw["gpu"].get<std::string>() : "";
+  fill(hw, "hardware.", "inter_node_gbps_per_gpu", gpu.rfind("a100", 0) == 0 ? 200 : 400);
+}
+
+bool has_option(const json& run, const char* option) {
+  if (!run.contains("options") || !run["options"].is_array()) return false;
+  for (const json& o : run["options"]) {
+    if (o == option) return true;
+  }
+  return false;
+}
+
+void fill_plan(json& run, const FrameworkPreset& preset, Filler& fill, std::string& unsupported) {
+  json& plan = run["plan"];
+  if (!plan.is_object()) return;
+  if (plan.contains("schedule") && plan["schedule"].is_string()) {
+    const std::string schedule = plan["schedule"].get<std::string>();
+    if (schedule.rfind("zb-", 0) == 0) {
+      unsupported = "schedule " + schedule + " (Zero Bubble) is not modeled yet (issue 15)";
+      plan.erase("schedule");
+    }
+  }
+  const bool interleaved = plan.contains("schedule") && plan["schedule"] == "interleaved";
+  // Two model chunks per stage: the least interleaving there is; the source did not say.
+  if (interleaved) fill(plan, "plan.", "vpp", 2);
+  const int64_t dp = int_or(plan, "dp", 1), pp = int_or(plan, "pp", 1), tp = int_or(plan, "tp", 1);
+  if (preset.local_batch_is_micro_batch && pp == 1 && !is_null(plan, "global_batch") && plan["global_batch"].is_number_integer()) {
+    fill(plan, "plan.", "micro_batch", std::max<int64_t>(1, plan["global_batch"].get<int64_t>() / dp));
+  }
+  fill(plan, "plan.", "micro_batch", 1);
+  if (is_null(plan, "global_batch")) {
+    if (preset.local_batch_is_micro_batch && pp == 1) fill(plan, "plan.", "global_batch", dp * int_or(plan, "micro_batch", 1));
+    else unsupported = "plan.global_batch is not stated and framework " + preset.name + " gives no default";
+  }
+  const bool distributed_optimizer = has_option(run, "distributed_optimizer") || has_option(run, "zero1");
+  fill(plan, "plan.", "zero_stage", distributed_optimizer ? 1 : preset.zero_stage);
+  fill(plan, "plan.", "recompute", has_option(run, "selective_recompute_per_op") ? "selective" : "none");
+  fill(plan, "plan.", "sequence_parallel", preset.sequence_parallel_with_tp && tp > 1);
+}
+
+std::string unsupported_reason(const PublishedRun& run, const std::string& where) {
+  if (!gpu_in_catalog(run.gpu)) return "GPU " + run.gpu + " is not in the catalog (`trainsim catalog` lists the GPUs)";
+  if (run.gpus > 0 && run.plan.gpus() != run.gpus) {
+    return "dp x tp x pp x cp (" + std::to_string(run.plan.gpus()) + ") is not hardware.gpus (" + std::to_string(run.gpus) + ")";
+  }
+  ProblemList problems = validate_model(run.model, where + "/model");
+  problems.add_all(validate_plan(run.plan, run.model, where + "/plan"));
+  std::string reason;
+  for (const std::string& p : problems.items()) reason += (reason.empty() ? "" : "; ") + p.substr(p.find(": ") + 2);
+  return reason;
+}
+
+void read_measured(JsonObjectReader& m, PublishedRun& run) {
+  run.measured_oom = m.optional_bool("oom").value_or(false);
+  const std::optional<double> tokens = m.optional_number("tokens_per_s_per_gpu", 0.0);
+  if (!run.measured_oom && (!tokens || *tokens <= 0)) {
+    m.add_problem("tokens_per_s_per_gpu", "must be given and > 0 unless the run went out of memory (\"oom\": true)");
+  }
+  run.measured_tokens_per_s_per_gpu = tokens.value_or(0.0);
+  run.measured_iteration_s = m.optional_number("iteration_s", 0.0);
+  run.measured_model_tflops_per_gpu = m.optional_number("model_tflops_per_gpu", 0.0);
+  run.measured_memory_gib = m.optional_number("memory_gib", 0.0);
+  run.memory_kind = m.optional_choice("memory_kind", {"reserved_max", "nvidia_smi_max", "reported_peak"}).value_or("");
+  m.reject_unknown_keys();
+}
+
+PublishedRun read_run(const json& raw, const std::string& path, const std::string& pointer, ProblemList& problems) {
   PublishedRun run;
+  json j = raw;
+  Filler fill{run.defaults_used};
+  std::string unsupported;
+  const std::string framework = j.is_object() && j.contains("framework") && j["framework"].is_string() ? j["framework"].get<std::string>() : "";
+  const FrameworkPreset preset = framework_preset(framework);
+  if (!preset.known && !framework.empty()) run.defaults_used.push_back("framework " + framework + ": generic preset");
+  if (j.is_object()) {
+    if (j.contains("model")) fill_model(j["model"], fill, unsupported);
+    if (j.contains("hardware")) fill_hardware(j["hardware"], fill);
+    if (j.contains("plan")) fill_plan(j, preset, fill, unsupported);
+    // Same tensor-core rate as fp16 on every catalog GPU, so the choice does not move a prediction.
+    fill(j, "", "precision", "bf16");
+  }
+  JsonObjectReader r(j, path, pointer, problems);
   run.id = r.required_string("id");
   run.group = r.required_string("group");
   run.source = r.optional_string("source").value_or("");
+  run.framework = r.optional_string("framework").value_or("");
+  if (const json* options = j.is_object() && j.contains("options") ? &j["options"] : nullptr; options != nullptr && !options->is_null()) {
+    r.accept("options");
+    if (!options->is_array()) r.add_problem("options", "must be a list of option names");
+    for (const json& o : options->is_array() ? *options : json::array()) {
+      if (!o.is_string()) { r.add_problem("options", "every option must be a string (got " + o.dump() + ")"); continue; }
+      run.options.push_back(o.get<std::string>());
+      if (!option_is_modeled(run.options.back())) run.options_not_modeled.push_back(run.options.back());
+    }
+  }
   if (auto m = r.optional_object("model")) run.model = read_model(*m);
   else r.add_problem("model", "missing required object \"model\"");
   if (auto hw = r.optional_object("hardware")) {
     run.gpu = hw->required_string("gpu");
     run.gpus = hw->required_int("gpus", 1);
     run.gpus_per_node = hw->optional_int("gpus_per_node", 1).value_or(8);
-    if (auto g = hw->optional_number("inter_node_gbps_per_gpu", 0.0)) run.inter_node_gbps_per_gpu = *g;
-    else run.defaults_used.push_back("hardware.inter_node_gbps_per_gpu=200");
+    run.inter_node_gbps_per_gpu = hw->optional_number("inter_node_gbps_per_gpu", 0.0).value_or(200);
     hw->reject_unknown_keys();
   } else {
     r.add_problem("hardware", "missing required object \"hardware\"");
   }
   ParallelPlan defaults;
-  // NeMo's GPT-3 training configs use the distributed optimizer (distributed_fused_adam): ZeRO-1.
-  if (run.group == "nemo_launcher_a100") defaults.zero_stage = 1;
   const bool old = predates_fused_attention(run.group);
   defaults.attention = old ? AttentionKernel::kUnfused : AttentionKernel::kFlash;
   defaults.dp_overlap = !old;
   // Megatron-LM's asynchronous TP all-reduce arrived after the SC'21 runs and BLOOM's fork.
   defaults.tp_overlap = run.group != "megatron_sc21_table1" && run.group != "bloom";
   if (auto p = r.optional_object("plan")) {
-    std::vector<std::string> defaulted;
-    run.plan = read_plan(*p, defaults, &defaulted);
+    run.plan = read_plan(*p, defaults, nullptr);
     p->reject_unknown_keys();
-    for (const auto& key : defaulted) {
-      if (key == "micro_batch") run.defaults_used.push_back("plan.micro_batch=1");
-      else if (key == "zero_stage") run.defaults_used.push_back("plan.zero_stage=" + std::to_string(defaults.zero_stage));
-      else if (key == "vpp") run.defaults_used.push_back("plan.vpp=1");
-    }
   } else {
     r.add_problem("plan", "missing required object \"plan\"");
   }
   run.defaults_used.push_back(std::string("plan.attention=") + to_string(run.plan.attention));
   run.defaults_used.push_back(std::string("plan.dp_overlap=") + (run.plan.dp_overlap ? "true" : "false"));
   run.defaults_used.push_back(std::string("plan.tp_overlap=") + (run.plan.tp_overlap ? "true" : "false"));
-  if (auto precision = r.optional_choice("precision", {"bf16", "fp16", "fp32", "fp8"})) {
-    run.plan.precision = parse_precision(*precision);
-  }
-  if (auto m = r.optional_object("measured")) {
-    run.measured_tokens_per_s_per_gpu = m->optional_number("tokens_per_s_per_gpu", 0.0).value_or(0.0);
-    if (run.measured_tokens_per_s_per_gpu <= 0) m->add_problem("tokens_per_s_per_gpu", "must be given and > 0");
-    run.measured_iteration_s = m->optional_number("iteration_s", 0.0);
-    run.measured_model_tflops_per_gpu = m->optional_number("model_tflops_per_gpu", 0.0);
-    run.measured_memory_gib = m->optional_number("memory_gib", 0.0);
-    run.measured_oom = m->optional_bool("oom").value_or(false);
-    m->reject_unknown_keys();
-  } else {
-    r.add_problem("measured", "missing required object \"measured\"");
-  }
+  if (auto precision = r.optional_choice("precision", {"bf16", "fp16", "fp32", "fp8"})) run.plan.precision = parse_precision(*precision);
+  if (auto m = r.optional_object("measured")) read_measured(*m, run);
+  else r.add_problem("measured", "missing required object \"measured\"");
   r.reject_unknown_keys();
+  run.unsupported = unsupported.empty() ? unsupported_reason(run, path + " " + pointer) : unsupported;
   return run;
 }
 
 }  // namespace
 
 std::vector<PublishedRun> load_published_runs(const std::string& path) {
-  const nlohmann::json doc = load_json_file(path);
+  const json doc = load_json_file(path);
   ProblemList problems;
   JsonObjectReader root(doc, path, "", problems);
   root.required_choice("schema", {"trainsim.published_runs"});
-  root.required_int("schema_version", 1);
+  const int64_t version = root.required_int("schema_version", 1);
+  if (version > 2) root.add_problem("schema_version", "version " + std::to_string(version) + " is newer than this trainsim reads (1 or 2)");
   std::vector<PublishedRun> runs;
   if (doc.is_object() && doc.contains("runs") && doc["runs"].is_array()) {
     root.accept("runs");
-    for (size_t i = 0; i < doc["runs"].size(); ++i) {
-      JsonObjectReader entry(doc["runs"][i], path, "/runs/" + std::to_string(i), problems);
-      runs.push_back(read_run(entry));
-      const PublishedRun& run = runs.back();
-      if (problems.empty()) {
-        problems.add_all(validate_model(run.model, path + " /runs/" + std::to_string(i) + "/model"));
-        problems.add_all(validate_plan(run.plan, run.model, path + " /runs/" + std::to_string(i) + "/plan"));
-        if (run.plan.gpus() != run.gpus) {
-          problems.add(path + ": /runs/" + std::to_string(i) + "/plan: dp x tp x pp x cp (" + std::to_string(run.plan.gpus()) +
-                       ") must equal hardware.gpus (" + std::to_string(run.gpus) + ")");
-        }
-      }
-    }
+    for (size_t i = 0; i < doc["runs"].size(); ++i) runs.push_back(read_run(doc["runs"][i], path, "/runs/" + std::to_string(i), problems));
   } else {
     root.add_problem("runs", "missing required array \"runs\"");
   }

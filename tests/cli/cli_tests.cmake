@@ -80,11 +80,22 @@ cli_test("bad: unknown option value" RC 2 MATCH "recompute" ARGS model --model l
 
 set(runs ${CMAKE_CURRENT_SOURCE_DIR}/data/validation/published-runs.json)
 cli_test("validate reports per-group and held-out errors" RC 0
-  MATCH "korthikanti_2022_table5" "held-out half" "megatron-sc21-t1-1008.0B" ARGS validate --runs ${runs})
+  MATCH "korthikanti_2022_table5" "held-out half" "megatron-sc21-t1-1008.0B" ARGS validate --runs ${runs} --tolerance 0.2)
+cli_test("validate lists the runs it cannot simulate with their reason and goes on" RC 0
+  MATCH "unsupported runs, by reason" "context parallelism" "not in the catalog" "zb-2p" "all runs  *147  *190"
+  ARGS validate --runs ${runs} --summary --tolerance 0.2)
 cli_test("validate --format json has the documented keys" RC 0
   MATCH "\"schema\": \"trainsim.validation\"" "\"predicted_tokens_per_s_per_gpu\"" "\"measured_tokens_per_s_per_gpu\""
-        "\"error\"" "\"predicted_memory_peak_gib\"" "\"predicted_fits\"" "\"defaults_used\"" "\"mean_abs_error\""
-  ARGS validate --runs ${runs} --format json)
+        "\"error\"" "\"predicted_memory_peak_gib\"" "\"predicted_memory_reserved_gib\"" "\"memory_error\"" "\"predicted_fits\""
+        "\"defaults_used\"" "\"mean_abs_error\"" "\"status\": \"unsupported\"" "\"reason\"" "\"unsupported\": 190"
+  ARGS validate --runs ${runs} --format json --tolerance 0.2)
+cli_test("validate --groups keeps those groups and --cross-validate refits without each" RC 0
+  MATCH "leave-one-group-out" "bloom  *1 " "mean over groups"
+  ARGS validate --runs ${runs} --groups bloom,zero_bubble_pp_a100 --cross-validate --summary)
+cli_test("bad: validate --groups names a group the file does not have" RC 2
+  MATCH "--groups: no group \"blooom\"" "groups in that file: megatron_sc21_table1" ARGS validate --runs ${runs} --groups blooom)
+cli_test("version-1 published-run files are still read" RC 0
+  MATCH "nemo_launcher_a100" ARGS validate --runs ${CMAKE_CURRENT_SOURCE_DIR}/data/validation/published-runs-v1.json --summary --tolerance 0.2)
 cli_test("validate exits 3 over its tolerance" RC 3 MATCH "over the tolerance" ARGS validate --runs ${runs} --tolerance 0.01)
 
 set(plans ${CMAKE_CURRENT_SOURCE_DIR}/data/plans)

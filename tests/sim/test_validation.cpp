@@ -1,5 +1,6 @@
-// Accuracy on published runs with the shipped constants (fitted on the other half of the runs).
-// These bounds are the project's accuracy claims; a change that breaks them fails here.
+// Accuracy on published runs (shared/validation, format v2) with the shipped constants. These
+// bounds are the project's accuracy claims, pinned at the measured figure plus about a point: a
+// change that makes any of them worse fails here (docs/validation.md has the tables).
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -11,9 +12,13 @@ using namespace trainsim;
 namespace {
 const std::string kRuns = std::string(TRAINSIM_TEST_DATA) + "/validation/published-runs.json";
 
+const std::vector<PublishedRun>& runs() {
+  static const std::vector<PublishedRun> all = load_published_runs(kRuns);
+  return all;
+}
+
 const ValidationResult& result() {
-  static const std::vector<PublishedRun> runs = load_published_runs(kRuns);
-  static const ValidationResult v = validate_runs(runs, CostModelChoice{});
+  static const ValidationResult v = validate_runs(runs(), CostModelChoice{});
   return v;
 }
 
@@ -26,23 +31,43 @@ const ErrorSummary& group(const std::string& name) {
 }
 }  // namespace
 
-TEST_CASE("the fit half and the held-out half split every group in two") {
-  const auto runs = load_published_runs(kRuns);
-  REQUIRE(runs.size() == 91);
-  CHECK(result().fit_half.count == 44);
-  CHECK(result().held_out_half.count == 47);
+TEST_CASE("every run of the version-2 file is read; those it cannot simulate are counted, not refused") {
+  REQUIRE(runs().size() == 337);
+  CHECK(result().all.count + result().all.unsupported == 337);
+  CHECK(result().all.count >= 147);  // predicted today; more as issue 15 lands
+  for (const RunResult& r : result().runs) {
+    INFO(r.run->id);
+    CHECK(r.predicted == r.run->supported());
+    if (!r.predicted) CHECK_FALSE(r.run->unsupported.empty());
+  }
 }
 
-TEST_CASE("mean absolute error on the runs the constants were not fitted on is at most 10%") {
-  CHECK(result().held_out_half.mean_abs_error <= 0.10);
+TEST_CASE("version-1 files are still read") {
+  const auto v1 = load_published_runs(std::string(TRAINSIM_TEST_DATA) + "/validation/published-runs-v1.json");
+  CHECK(v1.size() == 91);
+  for (const PublishedRun& r : v1) CHECK(r.supported());
 }
 
-TEST_CASE("Megatron-LM, Korthikanti, MosaicML and BLOOM groups are each within their bounds") {
-  CHECK(group("megatron_sc21_table1").mean_abs_error <= 0.08);
+TEST_CASE("mean absolute error over the predicted runs: held-out half and all runs") {
+  CHECK(result().held_out_half.mean_abs_error <= 0.145);
+  CHECK(result().all.mean_abs_error <= 0.143);
+}
+
+TEST_CASE("A100 Megatron-LM, Korthikanti, MosaicML and BLOOM groups are each within their bounds") {
+  CHECK(group("megatron_sc21_table1").mean_abs_error <= 0.07);
   CHECK(group("korthikanti_2022_table5").mean_abs_error <= 0.05);  // Calculon: 3.65% with hand-set efficiencies
   CHECK(group("korthikanti_2022_table5").max_abs_error <= 0.10);
-  CHECK(group("mosaicml_llm_foundry_benchmarks").mean_abs_error <= 0.08);
-  CHECK(group("bloom").max_abs_error <= 0.10);
+  CHECK(group("mosaicml_llm_foundry_benchmarks").mean_abs_error <= 0.06);
+  CHECK(group("bloom").max_abs_error <= 0.09);
+  CHECK(group("zero_bubble_pp_a100").mean_abs_error <= 0.10);
+}
+
+TEST_CASE("H100 groups: today's misses, pinned so they can only improve") {
+  CHECK(group("nemo_24_07_h100_fp8").mean_abs_error <= 0.32);
+  CHECK(group("megatron_bridge_h100_fp8").mean_abs_error <= 0.25);
+  CHECK(group("dgxc_h100_llama31_70b").mean_abs_error <= 0.17);
+  CHECK(group("dgxc_h100_gpt3_175b").mean_abs_error <= 0.30);
+  CHECK(group("megatron_bridge_h100_archive").mean_abs_error <= 0.19);
 }
 
 TEST_CASE("Korthikanti Table 5: sequence parallel + selective recompute beats full recompute for every model") {
@@ -55,9 +80,34 @@ TEST_CASE("Korthikanti Table 5: sequence parallel + selective recompute beats fu
   }
 }
 
-TEST_CASE("no published run that trained is predicted not to fit in memory") {
+TEST_CASE("of the published runs that trained, only Nemotron-340B is predicted not to fit in memory") {
+  // Nemotron-340B (NeMo 24.07, TP8 PP8 VP12 DP2, FP8): 92.9 GiB predicted with the defaults for
+  // what its record leaves out (no recompute, bf16 weights): a known miss, docs/validation.md.
   for (const RunResult& r : result().runs) {
     INFO(r.run->id);
-    if (!r.run->measured_oom) CHECK(r.predicted_fits);
+    if (r.predicted && !r.run->measured_oom && r.run->id != "nemo2407-h100-fp8-Nemotron-340B-128") CHECK(r.predicted_fits);
   }
+}
+
+TEST_CASE("memory is scored where it was measured, against the figure of its kind") {
+  CHECK(group("zero_bubble_pp_a100").memory_count == 12);
+  CHECK(group("zero_bubble_pp_a100").memory_mean_abs_error <= 0.27);
+  for (const RunResult& r : result().runs) {
+    if (r.memory_error) CHECK(r.run->measured_memory_gib.has_value());
+  }
+}
+
+TEST_CASE("leave-one-group-out: each group predicted with constants fitted without it (groups weighted equally)") {
+  // ~70 s on two cores: one fit on every group, then one without each of the 12 groups.
+  const FitSet set = fit_set(runs(), {}, false);
+  const std::vector<CrossValidatedGroup> cv = cross_validate(runs(), set, default_efficiency_constants());
+  REQUIRE(cv.size() == set.groups.size());
+  double in_sample = 0, left_out = 0;
+  for (const CrossValidatedGroup& c : cv) {
+    in_sample += c.in_sample.mean_abs_error / static_cast<double>(cv.size());
+    left_out += c.held_out.mean_abs_error / static_cast<double>(cv.size());
+  }
+  CHECK(in_sample <= 0.112);  // measured 10.2% (2026-11-23)
+  CHECK(left_out <= 0.120);   // measured 11.0%
+  CHECK(left_out >= in_sample - 0.005);  // leaving a group out cannot help it by more than noise
 }

@@ -1,0 +1,188 @@
+// Tables and JSON of `validate`.
+#include "reports/validation_report.hpp"
+
+#include <cctype>
+#include <map>
+
+#include "reports/text_table.hpp"
+
+namespace trainsim {
+
+namespace {
+
+std::string signed_percent(double x) { return (x >= 0 ? "+" : "") + format_percent(x); }
+
+// Reasons that differ only in their numbers share a line ("cp (N) ..."): digits become N.
+std::string reason_class(const std::string& reason) {
+  std::string out;
+  for (size_t i = 0; i < reason.size(); ++i) {
+    if (std::isdigit(static_cast<unsigned char>(reason[i]))) {
+      if (out.empty() || out.back() != 'N') out += 'N';
+      while (i + 1 < reason.size() && (std::isdigit(static_cast<unsigned char>(reason[i + 1])) || reason[i + 1] == '.')) ++i;
+    } else {
+      out += reason[i];
+    }
+  }
+  return out;
+}
+
+std::string runs_table(const ValidationResult& v) {
+  TextTable t({{"run", TextTable::Align::kLeft}, {"half", TextTable::Align::kLeft}, {"measured tok/s/GPU"}, {"predicted"},
+               {"error"}, {"memory GiB (kind)"}, {"predicted"}, {"error"}, {"fits"}});
+  for (const RunResult& r : v.runs) {
+    if (!r.predicted) continue;
+    const PublishedRun& run = *r.run;
+    const bool memory = r.memory_error.has_value();
+    const std::string kind = run.memory_kind.empty() ? "peak" : run.memory_kind;
+    t.add_row({run.id, r.in_fit_half ? "fit" : "held-out",
+               run.measured_oom ? "OOM" : format_fixed(run.measured_tokens_per_s_per_gpu, 1),
+               format_fixed(r.predicted_tokens_per_s_per_gpu, 1), r.error ? signed_percent(*r.error) : "-",
+               memory ? format_fixed(*run.measured_memory_gib, 1) + " (" + kind + ")" : "-",
+               memory ? format_fixed(*run.measured_memory_gib * (1 + *r.memory_error), 1) : "-",
+               memory ? signed_percent(*r.memory_error) : "-", r.predicted_fits ? "yes" : "NO"});
+  }
+  return t.render();
+}
+
+std::string unsupported_list(const ValidationResult& v) {
+  std::vector<std::string> order;
+  std::map<std::string, std::pair<int64_t, const RunResult*>> classes;
+  for (const RunResult& r : v.runs) {
+    if (r.predicted) continue;
+    const std::string key = reason_class(r.run->unsupported);
+    if (!classes.count(key)) order.push_back(key);
+    auto& [count, first] = classes[key];
+    if (count++ == 0) first = &r;
+  }
+  if (order.empty()) return "";
+  std::string out = "unsupported runs, by reason (count, first run and its reason):\n";
+  for (const std::string& key : order) {
+    const auto& [count, first] = classes[key];
+    out += "  " + std::to_string(count) + " x  " + first->run->id + ": " + first->run->unsupported + "\n";
+  }
+  return out;
+}
+
+void add_summary_row(TextTable& s, const ErrorSummary& g) {
+  const bool has_error = g.count > 0, has_memory = g.memory_count > 0;
+  s.add_row({g.name, std::to_string(g.count), std::to_string(g.unsupported), has_error ? format_percent(g.mean_abs_error) : "-",
+             has_error ? format_percent(g.max_abs_error) : "-", std::to_string(g.memory_count),
+             has_memory ? format_percent(g.memory_mean_abs_error) : "-",
+             g.oom_runs > 0 ? std::to_string(g.oom_flagged) + " of " + std::to_string(g.oom_runs) : "-"});
+}
+
+std::string summary_table(const ValidationResult& v) {
+  TextTable s({{"summary", TextTable::Align::kLeft}, {"predicted"}, {"unsupported"}, {"mean |error|"}, {"max |error|"},
+               {"memory runs"}, {"memory mean |error|"}, {"OOM flagged"}});
+  for (const ErrorSummary& g : v.groups) add_summary_row(s, g);
+  s.add_rule();
+  for (const ErrorSummary* g : {&v.fit_half, &v.held_out_half, &v.all}) add_summary_row(s, *g);
+  return s.render();
+}
+
+std::string cross_validation_table(const std::vector<CrossValidatedGroup>& cv) {
+  TextTable t({{"group", TextTable::Align::kLeft}, {"runs"}, {"fitted on all: mean |error|"}, {"left out: mean |error|"},
+               {"max |error|"}});
+  double in_sum = 0, out_sum = 0;
+  for (const CrossValidatedGroup& c : cv) {
+    in_sum += c.in_sample.mean_abs_error;
+    out_sum += c.held_out.mean_abs_error;
+    t.add_row({c.held_out.name, std::to_string(c.held_out.count), format_percent(c.in_sample.mean_abs_error),
+               format_percent(c.held_out.mean_abs_error), format_percent(c.held_out.max_abs_error)});
+  }
+  if (!cv.empty()) {
+    t.add_rule();
+    const double n = static_cast<double>(cv.size());
+    t.add_row({"mean over groups", "", format_percent(in_sum / n), format_percent(out_sum / n), ""});
+  }
+  return "leave-one-group-out (the compute constants refitted on all groups, then without each group in turn;\n"
+         "groups weighted equally; every run of the group, both halves):\n" + t.render();
+}
+
+nlohmann::ordered_json summary_json(const ErrorSummary& s) {
+  nlohmann::ordered_json j = {{"name", s.name}, {"count", s.count}, {"mean_abs_error", s.mean_abs_error},
+                              {"max_abs_error", s.max_abs_error}, {"unsupported", s.unsupported},
+                              {"memory_count", s.memory_count}};
+  if (s.memory_count > 0) j["memory_mean_abs_error"] = s.memory_mean_abs_error;
+  j["oom_runs"] = s.oom_runs;
+  j["oom_flagged"] = s.oom_flagged;
+  return j;
+}
+
+nlohmann::ordered_json run_json(const RunResult& r) {
+  const PublishedRun& run = *r.run;
+  nlohmann::ordered_json j = {{"id", run.id}, {"group", run.group}, {"framework", run.framework},
+                              {"half", r.in_fit_half ? "fit" : "held-out"}, {"status", r.predicted ? "predicted" : "unsupported"}};
+  if (!r.predicted) {
+    j["reason"] = run.unsupported;
+    return j;
+  }
+  j["predicted_tokens_per_s_per_gpu"] = r.predicted_tokens_per_s_per_gpu;
+  j["measured_tokens_per_s_per_gpu"] = run.measured_oom ? nlohmann::ordered_json() : nlohmann::ordered_json(run.measured_tokens_per_s_per_gpu);
+  j["error"] = r.error ? nlohmann::ordered_json(*r.error) : nlohmann::ordered_json();
+  j["predicted_iteration_time_s"] = r.predicted_iteration_time_s;
+  j["predicted_memory_peak_gib"] = r.predicted_memory_peak_gib;
+  j["predicted_memory_reserved_gib"] = r.predicted_memory_reserved_gib;
+  if (r.memory_error) {
+    j["measured_memory_gib"] = *run.measured_memory_gib;
+    j["memory_kind"] = run.memory_kind.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(run.memory_kind);
+    j["memory_error"] = *r.memory_error;
+  }
+  j["predicted_fits"] = r.predicted_fits;
+  j["measured_oom"] = run.measured_oom;
+  j["options_not_modeled"] = run.options_not_modeled;
+  j["defaults_used"] = run.defaults_used;
+  return j;
+}
+
+}  // namespace
+
+nlohmann::ordered_json constants_json(const EfficiencyConstants& c) {
+  return {{"gemm_peak_fraction", c.gemm_peak_fraction},
+          {"attention_peak_fraction", c.attention_peak_fraction},
+          {"memory_bandwidth_fraction", c.memory_bandwidth_fraction},
+          {"nvlink_bandwidth_fraction", c.nvlink_bandwidth_fraction},
+          {"network_bandwidth_fraction", c.network_bandwidth_fraction},
+          {"kernel_overhead_s", c.kernel_overhead_s},
+          {"collective_step_intra_s", c.collective_step_intra_s},
+          {"collective_step_inter_s", c.collective_step_inter_s},
+          {"provenance", c.provenance}};
+}
+
+std::string render_validation(const ValidationReport& report) {
+  const ValidationResult& v = *report.result;
+  std::string out;
+  if (report.list_runs) out += runs_table(v) + "\n";
+  const std::string unsupported = unsupported_list(v);
+  if (!unsupported.empty()) out += unsupported + "\n";
+  out += summary_table(v);
+  if (report.cross_validation != nullptr) out += "\n" + cross_validation_table(*report.cross_validation);
+  return out;
+}
+
+void add_validation_json(const ValidationReport& report, nlohmann::ordered_json& doc) {
+  const ValidationResult& v = *report.result;
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const RunResult& r : v.runs) list.push_back(run_json(r));
+  doc["runs"] = list;
+  nlohmann::ordered_json groups = nlohmann::ordered_json::array();
+  for (const ErrorSummary& g : v.groups) groups.push_back(summary_json(g));
+  nlohmann::ordered_json summary = summary_json(v.all);
+  summary.erase("name");
+  summary["fit_half"] = summary_json(v.fit_half);
+  summary["held_out_half"] = summary_json(v.held_out_half);
+  summary["groups"] = groups;
+  doc["summary"] = summary;
+  if (report.cross_validation != nullptr) {
+    nlohmann::ordered_json cv = nlohmann::ordered_json::array();
+    for (const CrossValidatedGroup& c : *report.cross_validation) {
+      nlohmann::ordered_json entry = summary_json(c.held_out);
+      entry["in_sample_mean_abs_error"] = c.in_sample.mean_abs_error;
+      entry["constants"] = constants_json(c.constants);
+      cv.push_back(entry);
+    }
+    doc["cross_validation"] = cv;
+  }
+}
+
+}  // namespace trainsim

@@ -1,0 +1,64 @@
+// The framework presets and the published-run options the simulator models.
+#include "sim/framework_preset.hpp"
+
+#include <algorithm>
+
+namespace trainsim {
+
+namespace {
+
+const std::vector<FrameworkPreset>& presets() {
+  static const std::vector<FrameworkPreset> all = [] {
+    std::vector<FrameworkPreset> p;
+    // Megatron-LM's arguments.py: --use-distributed-optimizer and --sequence-parallel are off
+    // unless given; --micro-batch-size is the per-GPU batch of one forward.
+    p.push_back({"megatron-lm", true, 0, false, false, "Megatron-LM megatron/training/arguments.py defaults"});
+    // Megatron-Core as NeMo 2 and Megatron-Bridge configure it: their performance recipes use the
+    // distributed optimizer (ZeRO-1) and turn sequence parallelism on with tensor parallelism.
+    const char* mcore = "NeMo 2 / Megatron-Bridge performance recipes (use_distributed_optimizer, sequence_parallel with tp > 1)";
+    p.push_back({"megatron-core", true, 1, true, false, mcore});
+    p.push_back({"nemo", true, 1, true, false, mcore});
+    p.push_back({"megatron-bridge", true, 1, true, false, mcore});
+    // DeepSpeed's zero_optimization.stage defaults to 0; Megatron-DeepSpeed takes it from there.
+    p.push_back({"megatron-deepspeed", true, 0, false, false, "DeepSpeed config zero_optimization.stage default 0"});
+    p.push_back({"deepspeed", true, 0, false, false, "DeepSpeed config zero_optimization.stage default 0"});
+    // torchtitan: FSDP2 fully_shard (reshard after forward: ZeRO-3) on the data-parallel mesh,
+    // its TP plan shards the norms' activations (SequenceParallel), the local batch runs at once
+    // without a pipeline, pipeline micro-batch size 1 with one.
+    p.push_back({"torchtitan", true, 3, true, true, "torchtitan JobConfig defaults and parallelize_llama (FSDP2, SequenceParallel norms)"});
+    // LLM Foundry / Composer benchmark configs shard with FSDP FULL_SHARD.
+    p.push_back({"llm-foundry", true, 3, false, true, "llm-foundry scripts/train/benchmarking configs (FSDP FULL_SHARD)"});
+    return p;
+  }();
+  return all;
+}
+
+}  // namespace
+
+FrameworkPreset framework_preset(const std::string& name) {
+  for (const FrameworkPreset& p : presets()) {
+    if (p.name == name) return p;
+  }
+  FrameworkPreset generic;
+  generic.name = name.empty() ? "generic" : name;
+  generic.known = false;
+  generic.source = "generic preset (Megatron-LM's defaults): no preset for this framework";
+  return generic;
+}
+
+std::vector<std::string> framework_preset_names() {
+  std::vector<std::string> names;
+  for (const FrameworkPreset& p : presets()) names.push_back(p.name);
+  return names;
+}
+
+bool option_is_modeled(const std::string& option) {
+  // distributed_optimizer / zero1: ZeRO-1, the plan's zero_stage; overlap_grad_reduce: dp_overlap;
+  // selective_recompute_per_op: the plan's recompute "selective". (tp_comm_overlap, Megatron's
+  // userbuffer overlap of TP communication with the GEMMs, is not the plan's tp_overlap: issue 15.)
+  static const std::vector<std::string> modeled = {"distributed_optimizer", "zero1", "overlap_grad_reduce",
+                                                   "selective_recompute_per_op"};
+  return std::find(modeled.begin(), modeled.end(), option) != modeled.end();
+}
+
+}  // namespace trainsim

@@ -1,0 +1,36 @@
+// What a training framework does when a run (or a user) does not say: the defaults each of
+// Megatron-LM, Megatron-Core (NeMo, Megatron-Bridge), Megatron-DeepSpeed, DeepSpeed, torchtitan and
+// LLM Foundry applies to a plan, with the source of each. Published runs name their framework
+// (`framework`, published-runs v2); an unknown name falls back to the generic preset, and says so.
+// docs/validation.md lists the table.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trainsim {
+
+struct FrameworkPreset {
+  std::string name;             // as runs write it: "megatron-core", "torchtitan", ...
+  bool known = true;            // false: the generic preset stands in for an unknown name
+  int zero_stage = 0;           // when the plan does not state it
+  bool sequence_parallel_with_tp = false;  // SP on whenever tp > 1, unless stated
+  // Micro-batch when not stated: false = 1 (Megatron's --micro-batch-size default); true = the
+  // whole local batch at once when there is no pipeline (torchtitan: no gradient accumulation
+  // unless asked), 1 with a pipeline (its pipeline micro-batch size default).
+  bool local_batch_is_micro_batch = false;
+  std::string source;           // where these defaults are documented
+};
+
+// The preset for `name` ("" = not stated: the generic preset). Never throws.
+FrameworkPreset framework_preset(const std::string& name);
+
+// Names with a preset of their own (for messages and docs).
+std::vector<std::string> framework_preset_names();
+
+// Published-run options (INTERFACE.md) the simulator models, and how: an option not in this list
+// is listed by validate as not modeled.
+bool option_is_modeled(const std::string& option);
+
+}  // namespace trainsim

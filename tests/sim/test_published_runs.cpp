@@ -1,0 +1,136 @@
+// Reading published-run files (versions 1 and 2): framework defaults for null fields, runs the
+// simulator cannot simulate kept with their reason, malformed files refused; device memory.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "common/errors.hpp"
+#include "sim/device_memory.hpp"
+#include "sim/framework_preset.hpp"
+#include "sim/published_runs.hpp"
+#include "sim/validation.hpp"
+
+using namespace trainsim;
+
+namespace {
+
+// One run in a version-2 file; `plan` and `measured` are JSON members spliced in.
+std::string write_runs(const std::string& name, const std::string& framework, const std::string& gpu, const std::string& plan,
+                       const std::string& measured = R"("tokens_per_s_per_gpu": 1000)") {
+  const std::string path = (std::filesystem::temp_directory_path() / ("trainsim_" + name)).string();
+  std::ofstream(path) << R"({"schema": "trainsim.published_runs", "schema_version": 2, "runs": [{
+    "id": "r", "group": "g", "framework": )" << framework << R"(, "options": ["torch_compile", "distributed_optimizer"],
+    "model": {"name": "m", "layers": 8, "hidden": 1024, "heads": 16, "kv_heads": 16, "ffn_hidden": null,
+              "ffn_kind": null, "vocab": null, "seq_len": 2048, "params_b": null},
+    "hardware": {"gpu": ")" << gpu << R"(", "gpus": 8, "gpus_per_node": 8, "inter_node_gbps_per_gpu": null},
+    "plan": {)" << plan << R"(}, "precision": null,
+    "measured": {)" << measured << R"(}}]})";
+  return path;
+}
+
+bool used(const PublishedRun& r, const std::string& entry) {
+  return std::find(r.defaults_used.begin(), r.defaults_used.end(), entry) != r.defaults_used.end();
+}
+
+}  // namespace
+
+TEST_CASE("null fields take the documented defaults of the run's framework, and each is recorded") {
+  const auto runs = load_published_runs(write_runs("pr_defaults.json", "\"nemo\"", "h100-sxm-80gb",
+      R"("dp": 4, "tp": 2, "pp": 1, "cp": 1, "ep": 1, "vpp": null, "micro_batch": null, "global_batch": 64,
+         "zero_stage": null, "recompute": null, "sequence_parallel": null, "schedule": null)"));
+  REQUIRE(runs.size() == 1);
+  const PublishedRun& r = runs[0];
+  CHECK(r.supported());
+  CHECK(r.model.ffn_hidden == 4096);  // GELU, 4 x hidden
+  CHECK(r.model.vocab == 50257);
+  CHECK(r.inter_node_gbps_per_gpu == 400);  // DGX H100: NDR 400 Gb/s per GPU
+  CHECK(r.plan.micro_batch == 1);
+  CHECK(r.plan.zero_stage == 1);            // distributed optimizer (the option says so too)
+  CHECK(r.plan.sequence_parallel);          // Megatron-Core recipes: SP with TP
+  CHECK(used(r, "plan.zero_stage=1"));
+  CHECK(used(r, "plan.sequence_parallel=true"));
+  CHECK(used(r, "precision=bf16"));
+  CHECK(r.options_not_modeled == std::vector<std::string>{"torch_compile"});
+}
+
+TEST_CASE("torchtitan runs without a pipeline take the local batch as one micro-batch") {
+  const auto runs = load_published_runs(write_runs("pr_titan.json", "\"torchtitan\"", "a100-sxm-80gb",
+      R"("dp": 8, "tp": 1, "pp": 1, "cp": 1, "ep": 1, "vpp": null, "micro_batch": null, "global_batch": 32,
+         "zero_stage": null, "recompute": "full", "sequence_parallel": null, "schedule": null)"));
+  CHECK(runs[0].plan.micro_batch == 4);
+  CHECK(runs[0].plan.zero_stage == 1);  // the run's distributed_optimizer option wins over FSDP's 3
+  CHECK_FALSE(runs[0].plan.sequence_parallel);
+  CHECK(runs[0].inter_node_gbps_per_gpu == 200);  // DGX A100: HDR 200 Gb/s per GPU
+}
+
+TEST_CASE("an unknown framework takes the generic preset and says so") {
+  CHECK_FALSE(framework_preset("colossalai").known);
+  CHECK(framework_preset("megatron-core").known);
+  const auto runs = load_published_runs(write_runs("pr_unknown.json", "\"colossalai\"", "a100-sxm-80gb",
+      R"("dp": 8, "tp": 1, "pp": 1, "global_batch": 8)"));
+  CHECK(used(runs[0], "framework colossalai: generic preset"));
+}
+
+TEST_CASE("runs the simulator cannot simulate are read and carry their reason") {
+  SECTION("a GPU not in the catalog") {
+    const auto runs = load_published_runs(write_runs("pr_gpu.json", "null", "h100-sxm-96gb-500w", R"("dp": 8, "global_batch": 8)"));
+    CHECK_THAT(runs[0].unsupported, Catch::Contains("not in the catalog"));
+  }
+  SECTION("a Zero Bubble schedule") {
+    const auto runs = load_published_runs(write_runs("pr_zb.json", "null", "a100-sxm-80gb",
+        R"("dp": 1, "pp": 8, "tp": 1, "global_batch": 64, "schedule": "zb-2p")"));
+    CHECK_THAT(runs[0].unsupported, Catch::Contains("zb-2p"));
+  }
+  SECTION("context parallelism") {
+    const auto runs = load_published_runs(write_runs("pr_cp.json", "null", "a100-sxm-80gb",
+        R"("dp": 4, "cp": 2, "global_batch": 64)"));
+    CHECK_THAT(runs[0].unsupported, Catch::Contains("context parallelism"));
+  }
+  SECTION("a run that went out of memory needs no throughput") {
+    const auto runs = load_published_runs(write_runs("pr_oom.json", "null", "a100-sxm-80gb", R"("dp": 8, "global_batch": 8)",
+                                                     R"("tokens_per_s_per_gpu": null, "oom": true)"));
+    CHECK(runs[0].measured_oom);
+    CHECK(runs[0].supported());
+  }
+}
+
+TEST_CASE("a malformed published-run file is refused whole with every problem named") {
+  const std::string path = write_runs("pr_bad.json", "null", "a100-sxm-80gb", R"("dp": "eight", "global_batch": 8)",
+                                      R"("tokens_per_s_per_gpu": null, "memory_kind": "smi")");
+  try {
+    load_published_runs(path);
+    FAIL("no error");
+  } catch (const InputError& e) {
+    const std::string all = e.what();
+    CHECK_THAT(all, Catch::Contains("/runs/0/plan/dp"));
+    CHECK_THAT(all, Catch::Contains("tokens_per_s_per_gpu"));
+    CHECK_THAT(all, Catch::Contains("memory_kind"));
+  }
+}
+
+TEST_CASE("device memory adds context, workspace and NCCL buffers to the allocated peak, per memory kind") {
+  Hardware hw;
+  hw.gpu = find_gpu("h100-sxm-80gb");
+  ParallelPlan plan;
+  plan.dp = 4;
+  plan.tp = 2;
+  const DeviceMemory m = device_memory(40e9, plan, hw);
+  CHECK(m.of_kind("") == 40e9);
+  CHECK(m.of_kind("reported_peak") == 40e9);
+  CHECK(m.of_kind("reserved_max") == m.reserved_bytes);
+  CHECK(m.nccl_bytes == Approx(544e6 + 688e6));  // a 2-rank TP and a 4-rank DP communicator (nccl #964)
+  CHECK(m.of_kind("nvidia_smi_max") == Approx(40e9 + 287047680.0 + 32.0 * 1024 * 1024 + 544e6 + 688e6));
+}
+
+TEST_CASE("the fit set keeps supported runs with a throughput, the fit half when asked, by group") {
+  const auto runs = load_published_runs(std::string(TRAINSIM_TEST_DATA) + "/validation/published-runs.json");
+  const FitSet all = fit_set(runs, {}, false), half = fit_set(runs, {}, true);
+  for (const PublishedRun* r : all.runs) CHECK(r->supported());
+  CHECK(half.runs.size() < all.runs.size());
+  CHECK(half.groups.size() <= all.groups.size());  // a one-run group (BLOOM) has no fit half
+  const FitSet one = fit_set(runs, {"bloom"}, false);
+  CHECK(one.groups == std::vector<std::string>{"bloom"});
+  CHECK(one.runs.size() == 1);
+}
