@@ -8,6 +8,7 @@
 
 #include "common/errors.hpp"
 #include "common/units.hpp"
+#include "sim/reference_efficiency.hpp"
 #include "sim/step_cost.hpp"
 
 namespace trainsim {
@@ -41,6 +42,13 @@ DatasheetCostModel::DatasheetCostModel(const Hardware& hardware, Precision preci
       bytes_per_value_(precision == Precision::kFp32 ? 4.0 : precision == Precision::kFp8 ? 1.0 : 2.0),
       c_(std::move(constants)) {
   TRAINSIM_ASSERT(peak_flops_per_s_ > 0, "the GPU has no peak for this precision (checked by the caller)");
+  const ReferenceEfficiency reference = reference_efficiency(hardware.gpu, precision);
+  gemm_flops_per_s_ = peak_flops_per_s_ * c_.gemm_peak_fraction * reference.gemm_ratio;
+  // FP8 training runs only the linear layers' GEMMs in FP8; attention stays in BF16 (Transformer
+  // Engine's FP8 attention is opt-in; shared/validation/README.md).
+  const Precision attention_precision = precision == Precision::kFp8 ? Precision::kBf16 : precision;
+  attention_flops_per_s_ = hardware.gpu.peak_flops_per_s(attention_precision) * c_.attention_peak_fraction * reference.attention_ratio;
+  reference_ = reference.source;
 }
 
 double DatasheetCostModel::gemm_s(int64_t m, int64_t n, int64_t k, int64_t batch) const {
@@ -52,7 +60,7 @@ double DatasheetCostModel::gemm_s(int64_t m, int64_t n, int64_t k, int64_t batch
   const double sms = static_cast<double>(hardware_.gpu.sm_count);
   const double waves = std::ceil(tiles / sms);
   const double wave_efficiency = tiles / (waves * sms);
-  const double compute_s = flops / (peak_flops_per_s_ * c_.gemm_peak_fraction * wave_efficiency);
+  const double compute_s = flops / (gemm_flops_per_s_ * wave_efficiency);
   // Roofline: operands and result must stream through HBM at least once.
   const double bytes = (static_cast<double>(m) * static_cast<double>(k) + static_cast<double>(k) * static_cast<double>(n) +
                         static_cast<double>(m) * static_cast<double>(n)) * bytes_per_value_ * static_cast<double>(batch);
@@ -61,7 +69,7 @@ double DatasheetCostModel::gemm_s(int64_t m, int64_t n, int64_t k, int64_t batch
 }
 
 double DatasheetCostModel::attention_s(const Op& op) const {
-  return op.flops() / (peak_flops_per_s_ * c_.attention_peak_fraction) + c_.kernel_overhead_s;
+  return op.flops() / attention_flops_per_s_ + c_.kernel_overhead_s;
 }
 
 double DatasheetCostModel::memory_bound_s(double bytes) const {
@@ -89,7 +97,7 @@ double DatasheetCostModel::collective_s(CollectiveKind kind, double bytes, const
 }
 
 std::string DatasheetCostModel::describe() const {
-  return "datasheet (" + hardware_.gpu.name + ", constants: " + c_.provenance + ")";
+  return "datasheet (" + hardware_.gpu.name + ", constants: " + c_.provenance + (reference_.empty() ? "" : "; " + reference_) + ")";
 }
 
 }  // namespace trainsim

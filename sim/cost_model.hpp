@@ -60,6 +60,9 @@ class DatasheetCostModel final : public CostModel {
  private:
   Hardware hardware_;
   double peak_flops_per_s_;
+  double gemm_flops_per_s_;       // peak x gemm_peak_fraction x the GPU's reference GEMM ratio
+  double attention_flops_per_s_;  // 16-bit peak x attention_peak_fraction x reference attention ratio
+  std::string reference_;
   double bytes_per_value_;
   EfficiencyConstants c_;
 };

@@ -1,0 +1,23 @@
+// How much of its datasheet peak each catalog GPU reaches on the best GEMM and on fused attention,
+// from public microbenchmarks (shared/reference/microbench.json), relative to the A100 the
+// datasheet model's constants were first fitted on. The cost model scales its fitted fractions by
+// these ratios, so an H100 or H200 prediction rests on H100/H200 measurements instead of being an
+// A100 x the peak ratio. docs/cost-model.md has the table and each figure's source.
+#pragma once
+
+#include <string>
+
+#include "plan/parallel_plan.hpp"
+#include "sim/hardware_catalog.hpp"
+
+namespace trainsim {
+
+struct ReferenceEfficiency {
+  double gemm_ratio = 1.0;       // GPU's MAMF / peak at this precision over the A100's BF16 MAMF / peak
+  double attention_ratio = 1.0;  // fused attention fwd+bwd / peak over the A100's FlashAttention-2
+  std::string source;            // what the ratios rest on ("" = no reference: ratios 1)
+};
+
+ReferenceEfficiency reference_efficiency(const GpuSpec& gpu, Precision precision);
+
+}  // namespace trainsim
