@@ -144,6 +144,7 @@ nlohmann::ordered_json constants_json(const EfficiencyConstants& c) {
           {"nvlink_bandwidth_fraction", c.nvlink_bandwidth_fraction},
           {"network_bandwidth_fraction", c.network_bandwidth_fraction},
           {"kernel_overhead_s", c.kernel_overhead_s},
+          {"host_dispatch_s", c.host_dispatch_s},
           {"collective_step_intra_s", c.collective_step_intra_s},
           {"collective_step_inter_s", c.collective_step_inter_s},
           {"provenance", c.provenance}};

@@ -23,6 +23,9 @@ struct EfficiencyConstants {
   double nvlink_bandwidth_fraction = 232.0 / 300.0;
   double network_bandwidth_fraction = 24.0 / 25.0;
   double kernel_overhead_s = 4e-6;          // launch and tail gap per kernel
+  // Host time to issue one op (framework dispatch + launch); the device idles when the host is
+  // behind. Eager PyTorch per-op call: 8.6 us (pytorch #114860, shared/reference §5a).
+  double host_dispatch_s = 8.6e-6;
   double collective_step_intra_s = 2e-6;    // alpha per ring step inside a node
   double collective_step_inter_s = 8e-6;    // alpha per step across nodes
   int64_t gemm_tile_m = 128, gemm_tile_n = 128;  // output tile per thread block
@@ -39,6 +42,9 @@ class CostModel {
   virtual double memory_bound_op_s(const Op& op) const { return memory_bound_s(op.bytes); }
   // The optimizer step over `params` parameters (a profile may have timed the update itself).
   virtual double optimizer_s(double params) const;
+  // Host seconds to issue one op; 0 where the device never waits for the host (a measured
+  // profile's op times already include their issue cost).
+  virtual double host_dispatch_s() const { return 0.0; }
   // `bytes`: the whole buffer S of the nccl-tests convention (all-gather: the gathered output).
   virtual double collective_s(CollectiveKind kind, double bytes, const GroupScope& scope) const = 0;
   virtual std::string describe() const = 0;
@@ -53,6 +59,7 @@ class DatasheetCostModel final : public CostModel {
   double attention_s(const Op& op) const override;
   double memory_bound_s(double bytes) const override;
   double collective_s(CollectiveKind kind, double bytes, const GroupScope& scope) const override;
+  double host_dispatch_s() const override { return c_.host_dispatch_s; }
   std::string describe() const override;
   // Bus bandwidth of a group (nccl-tests convention), bytes/s.
   double bus_bandwidth_bytes_per_s(const GroupScope& scope) const;

@@ -15,6 +15,9 @@ const EfficiencyConstants& default_efficiency_constants() {
     c.attention_peak_fraction = 0.307;
     c.memory_bandwidth_fraction = 0.530;
     c.kernel_overhead_s = 0.0;
+    // Not fitted: eager PyTorch's measured per-op call cost (pytorch #114860, 8.6 us; the
+    // reference has no A100/H100-host figure, shared/reference/microbench.md §5a "Holes").
+    c.host_dispatch_s = 8.6e-6;
     c.provenance = "fitted 2026-11-21 on the fit half of the published runs (docs/validation.md)";
     return c;
   }();

@@ -173,7 +173,8 @@ Breakdown attribute(const Builder& b, const std::vector<TaskTiming>& timing, int
     if (static_cast<TaskCategory>(tasks[i].category) == TaskCategory::kOptimizer) {
       out.optimizer_s += tasks[i].duration_s;
     } else {
-      out.compute_s += b.parts[i].compute_s;
+      // Compute's wall time: the kernels and the device waiting for the host to issue them.
+      out.compute_s += b.parts[i].compute_s + b.parts[i].host_idle_s;
       out.tp_comm_exposed_s += b.parts[i].tp_s;
     }
     cursor = timing[i].end_s;

@@ -21,7 +21,8 @@ namespace trainsim {
 
 // Where the time of the critical pipeline stage goes; the six parts sum to the iteration time.
 struct Breakdown {
-  double compute_s = 0;          // GEMMs, attention, memory-bound kernels (recompute included)
+  double compute_s = 0;          // GEMMs, attention, memory-bound kernels (recompute included),
+                                 // and the device idle while the host issues small ops
   double tp_comm_exposed_s = 0;  // TP / SP collectives (on the critical path)
   double dp_comm_exposed_s = 0;  // DP / ZeRO collectives not hidden behind compute
   double pp_comm_exposed_s = 0;  // waiting on pipeline send/recv

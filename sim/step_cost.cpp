@@ -14,6 +14,11 @@ StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const Grou
     }
     (op.kind == OpKind::kCollective ? c.tp_s : c.compute_s) += t;
   }
+  // The host issues every op in turn; when issuing takes longer than the device runs them (small
+  // ops), the device idles for the difference. The op list repeats (layers, micro-batches), so
+  // over it the device's time is the longer of the two.
+  const double host_s = static_cast<double>(ops.size()) * cost.host_dispatch_s();
+  c.host_idle_s = std::max(0.0, host_s - c.total());
   return c;
 }
 

@@ -19,13 +19,15 @@ inline constexpr double kDpBucketParams = 40e6;
 struct StepCost {
   double compute_s = 0;
   double tp_s = 0;
-  double total() const { return compute_s + tp_s; }
+  double host_idle_s = 0;  // the device waiting for the host to issue ops (CostModel::host_dispatch_s)
+  double total() const { return compute_s + tp_s + host_idle_s; }
   StepCost& operator+=(const StepCost& o) {
     compute_s += o.compute_s;
     tp_s += o.tp_s;
+    host_idle_s += o.host_idle_s;
     return *this;
   }
-  StepCost scaled(double f) const { return {compute_s * f, tp_s * f}; }
+  StepCost scaled(double f) const { return {compute_s * f, tp_s * f, host_idle_s * f}; }
 };
 
 // Sum over `ops`; a collective that overlaps another op counts only its part longer than that op.

@@ -3,6 +3,7 @@
 
 #include "common/units.hpp"
 #include "sim/cost_model.hpp"
+#include "sim/step_cost.hpp"
 
 using namespace trainsim;
 
@@ -73,4 +74,25 @@ TEST_CASE("large GEMMs run at the fitted fraction of peak, small ones lose to wa
   const double skinny = cost.gemm_s(1 << 20, 8, 8, 1);
   CHECK(skinny == Approx((double(1 << 20) * 8 * 2 + 64) * 2 /
                          (hw.gpu.memory_bandwidth_bytes_per_s * c.memory_bandwidth_fraction)));
+}
+
+TEST_CASE("the device idles while the host issues ops that run faster than they are issued") {
+  const Hardware hw = a100_cluster();
+  EfficiencyConstants c = no_latency();
+  c.host_dispatch_s = 10e-6;
+  const DatasheetCostModel cost(hw, Precision::kBf16, c);
+  const GroupScope tp{1, 1, 1};
+  Op tiny;
+  tiny.kind = OpKind::kMemoryBound;
+  tiny.bytes = 1e3;  // ~1 ns on the device
+  const StepCost small = price_ops(std::vector<Op>(100, tiny), cost, tp);
+  CHECK(small.total() == Approx(100 * 10e-6));  // host-bound: 100 issues of 10 us
+  CHECK(small.host_idle_s == Approx(100 * 10e-6 - small.compute_s));
+  Op big = tiny;
+  big.bytes = 1e10;  // ~10 ms on the device
+  const StepCost large = price_ops(std::vector<Op>(100, big), cost, tp);
+  CHECK(large.host_idle_s == 0.0);  // device-bound: the host runs ahead
+  c.host_dispatch_s = 0;
+  const DatasheetCostModel no_host(hw, Precision::kBf16, c);
+  CHECK(price_ops(std::vector<Op>(100, tiny), no_host, tp).host_idle_s == 0.0);
 }
