@@ -75,7 +75,7 @@ TEST_CASE("an unknown framework takes the generic preset and says so") {
 
 TEST_CASE("runs the simulator cannot simulate are read and carry their reason") {
   SECTION("a GPU not in the catalog") {
-    const auto runs = load_published_runs(write_runs("pr_gpu.json", "null", "h100-sxm-96gb-500w", R"("dp": 8, "global_batch": 8)"));
+    const auto runs = load_published_runs(write_runs("pr_gpu.json", "null", "b200-sxm-180gb", R"("dp": 8, "global_batch": 8)"));
     CHECK_THAT(runs[0].unsupported, Catch::Contains("not in the catalog"));
   }
   SECTION("a Zero Bubble schedule") {

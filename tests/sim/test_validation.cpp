@@ -34,7 +34,7 @@ const ErrorSummary& group(const std::string& name) {
 TEST_CASE("every run of the version-2 file is read; those it cannot simulate are counted, not refused") {
   REQUIRE(runs().size() == 337);
   CHECK(result().all.count + result().all.unsupported == 337);
-  CHECK(result().all.count >= 147);  // predicted today; more as issue 15 lands
+  CHECK(result().all.count >= 168);  // predicted today; more as issue 15 lands
   for (const RunResult& r : result().runs) {
     INFO(r.run->id);
     CHECK(r.predicted == r.run->supported());
@@ -49,8 +49,8 @@ TEST_CASE("version-1 files are still read") {
 }
 
 TEST_CASE("mean absolute error over the predicted runs: held-out half and all runs") {
-  CHECK(result().held_out_half.mean_abs_error <= 0.101);  // measured 9.1% (2026-11-23)
-  CHECK(result().all.mean_abs_error <= 0.094);            // measured 8.4%
+  CHECK(result().held_out_half.mean_abs_error <= 0.122);  // measured 11.2% (2026-11-23)
+  CHECK(result().all.mean_abs_error <= 0.114);            // measured 10.4%
 }
 
 TEST_CASE("A100 Megatron-LM, Korthikanti, MosaicML and BLOOM groups are each within their bounds") {
@@ -68,7 +68,7 @@ TEST_CASE("H100 and H200 groups, priced from H100/H200 reference measurements (n
   CHECK(group("dgxc_h100_llama31_70b").mean_abs_error <= 0.112);  // 10.2%
   CHECK(group("dgxc_h100_gpt3_175b").mean_abs_error <= 0.141);    // 13.1%
   CHECK(group("megatron_bridge_h100_archive").mean_abs_error <= 0.10);  // 9.0%
-  CHECK(group("torchtitan").mean_abs_error <= 0.048);  // the two H200 runs: 3.8%
+  CHECK(group("torchtitan").mean_abs_error <= 0.236);  // 22.6%: 21 H100 96GB runs (assumed peak) and 2 H200
 }
 
 TEST_CASE("Korthikanti Table 5: sequence parallel + selective recompute beats full recompute for every model") {
@@ -81,13 +81,19 @@ TEST_CASE("Korthikanti Table 5: sequence parallel + selective recompute beats fu
   }
 }
 
-TEST_CASE("of the published runs that trained, only Nemotron-340B is predicted not to fit in memory") {
-  // Nemotron-340B (NeMo 24.07, TP8 PP8 VP12 DP2, FP8): 92.9 GiB predicted with the defaults for
-  // what its record leaves out (no recompute, bf16 weights): a known miss, docs/validation.md.
+TEST_CASE("at most four published runs that trained are predicted not to fit in memory") {
+  // Known misses (docs/validation.md): Nemotron-340B (NeMo 24.07, the record states no recompute
+  // and no FP8 weights) and torchtitan's Llama 3.1 8B FSDP on 8 H100 96GB (Megatron's selective
+  // recompute keeps more than torchtitan's per-op checkpointing).
+  int64_t not_fitting = 0;
   for (const RunResult& r : result().runs) {
-    INFO(r.run->id);
-    if (r.predicted && !r.run->measured_oom && r.run->id != "nemo2407-h100-fp8-Nemotron-340B-128") CHECK(r.predicted_fits);
+    if (r.predicted && !r.run->measured_oom && !r.predicted_fits) {
+      INFO(r.run->id);
+      CHECK((r.run->id == "nemo2407-h100-fp8-Nemotron-340B-128" || r.run->id.rfind("torchtitan-8b-8gpu-FSDP", 0) == 0));
+      ++not_fitting;
+    }
   }
+  CHECK(not_fitting <= 4);
 }
 
 TEST_CASE("memory is scored where it was measured, against the figure of its kind") {
@@ -108,7 +114,7 @@ TEST_CASE("leave-one-group-out: each group predicted with constants fitted witho
     in_sample += c.in_sample.mean_abs_error / static_cast<double>(cv.size());
     left_out += c.held_out.mean_abs_error / static_cast<double>(cv.size());
   }
-  CHECK(in_sample <= 0.093);  // measured 8.3% (2026-11-23)
-  CHECK(left_out <= 0.118);   // measured 10.8%
+  CHECK(in_sample <= 0.110);  // measured 10.0% (2026-11-23)
+  CHECK(left_out <= 0.132);   // measured 12.2%
   CHECK(left_out >= in_sample - 0.005);  // leaving a group out cannot help it by more than noise
 }
