@@ -3,7 +3,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <iostream>
+
 #include "common/errors.hpp"
+#include "common/nearest_name.hpp"
+#include "sim/framework_preset.hpp"
 #include "common/profile_json.hpp"
 #include "sim/profiled_cost_model.hpp"
 #include "model/model_catalog.hpp"
@@ -54,6 +58,10 @@ void PlanOptions::add_to(CLI::App& app) {
   options["sequence-parallel"] = app.add_flag("--sequence-parallel", sequence_parallel, "Megatron sequence parallelism");
   options["schedule"] = app.add_option("--schedule", schedule, "pipeline schedule")
                             ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}));
+  options["framework"] = app.add_option("--framework", framework,
+                                        "defaults of this framework for what the plan leaves out (ZeRO stage, SP with TP, "
+                                        "micro-batch): " + join_names(framework_preset_names()))
+                             ->check(CLI::IsMember(framework_preset_names()));
   options["precision"] = app.add_option("--precision", precision, "training precision (default bf16)")
                              ->check(CLI::IsMember({"bf16", "fp16", "fp32", "fp8"}));
   options["no-dp-overlap"] = app.add_flag("--no-dp-overlap", no_dp_overlap,
@@ -63,6 +71,33 @@ void PlanOptions::add_to(CLI::App& app) {
   options["attention"] = app.add_option("--attention", attention, "attention kernel (default flash)")
                              ->check(CLI::IsMember({"flash", "unfused"}));
 }
+
+namespace {
+
+// The preset's defaults for what the user left out; says on stderr what it set and why.
+template <typename Stated>
+void apply_framework(const FrameworkPreset& preset, ParallelPlan& p, const Stated& stated) {
+  std::vector<std::string> set;
+  if (!stated("zero", "zero_stage")) {
+    p.zero_stage = preset.zero_stage;
+    set.push_back("zero_stage " + std::to_string(p.zero_stage));
+  }
+  if (!stated("sequence-parallel", "sequence_parallel")) {
+    p.sequence_parallel = preset.sequence_parallel_with_tp && p.tp > 1;
+    set.push_back(std::string("sequence_parallel ") + (p.sequence_parallel ? "on" : "off"));
+  }
+  if (preset.local_batch_is_micro_batch && p.pp == 1 && !stated("micro-batch", "micro_batch") &&
+      stated("global-batch", "global_batch") && p.global_batch % p.dp == 0) {
+    p.micro_batch = p.global_batch / p.dp;
+    set.push_back("micro_batch " + std::to_string(p.micro_batch) + " (the local batch at once)");
+  }
+  std::string list;
+  for (const std::string& s : set) list += (list.empty() ? "" : ", ") + s;
+  std::cerr << "framework " << preset.name << ": " << (list.empty() ? "nothing left to default" : list) << " (" << preset.source
+            << ")\n";
+}
+
+}  // namespace
 
 bool PlanOptions::given(const std::string& name) const {
   const auto it = options.find(name);
@@ -95,6 +130,8 @@ ParallelPlan PlanOptions::resolve(const ModelSpec& model) const {
   if (given("no-tp-overlap")) p.tp_overlap = !no_tp_overlap;
   if (given("schedule")) p.schedule = parse_schedule(schedule);
   else if (p.vpp > 1) p.schedule = Schedule::kInterleaved;
+  // Keys the user stated (a flag, or the plan file): a framework preset never overrides them.
+  auto stated = [&](const char* flag, const char* key) { return given(flag) || (given("plan") && !is_defaulted(key)); };
 
   const int64_t model_parallel = p.tp * p.pp * p.cp;
   const int64_t gpus = given("gpus") ? this->gpus : default_gpus;
@@ -117,6 +154,7 @@ ParallelPlan PlanOptions::resolve(const ModelSpec& model) const {
                        "leave --dp out to have it derived from --gpus");
     }
   }
+  if (given("framework")) apply_framework(framework_preset(framework), p, stated);
   if (!given("global-batch") && is_defaulted("global_batch")) p.global_batch = p.dp * p.micro_batch;
   validate_plan(p, model, given("plan") ? plan_path : "options")
       .throw_if_any("INTERFACE.md lists the plan options; docs/model-math.md the memory conventions");

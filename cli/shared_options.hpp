@@ -35,14 +35,16 @@ struct PlanOptions {
   int64_t default_gpus = 0;  // used when --gpus is left out (run: the MPI world size)
   std::map<std::string, int64_t> sizes;  // dp, tp, pp, vpp, cp, ep, micro-batch, global-batch, zero
   std::string recompute, schedule, precision, attention;
+  std::string framework;  // --framework: a preset's defaults for what the flags and plan leave out
   bool sequence_parallel = false;
   bool no_dp_overlap = false;
   bool no_tp_overlap = false;
   std::map<std::string, CLI::Option*> options;
   void add_to(CLI::App& app);
   bool given(const std::string& name) const;
-  // The plan from --plan (if any) with the flags on top, dp from --gpus when left out, a global
-  // batch of dp x micro-batch when none is given; validated against the model.
+  // The plan from --plan (if any) with the flags on top, the --framework preset's defaults for
+  // what neither states (printed on stderr), dp from --gpus when left out, a global batch of dp x
+  // micro-batch when none is given; validated against the model.
   ParallelPlan resolve(const ModelSpec& model) const;
 };
 

@@ -236,3 +236,16 @@ cli_test("bad: resume from a corrupt checkpoint" RC 2 MATCH "rank0.it0.ckpt: cor
 cli_test("bad: resume without a checkpoint" RC 2 MATCH "latest is missing or unreadable"
   ARGS run --model gpt-tiny --precision fp32 --steps 3 --resume --checkpoint-dir ${CMAKE_CURRENT_BINARY_DIR}/no-such-dir
        --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
+
+# --framework: a preset's defaults for what the flags leave out, said on stderr; stated flags win.
+cli_test("predict --framework nemo: distributed optimizer and SP with TP, said so" RC 0
+  MATCH "framework nemo: zero_stage 1, sequence_parallel on" "ZeRO-1, recompute none, SP"
+  ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --tp 2 --global-batch 64 --framework nemo)
+cli_test("predict --framework keeps what the flags state" RC 0
+  MATCH "framework nemo: sequence_parallel on \\(" "ZeRO-0"
+  ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --tp 2 --zero 0 --global-batch 64 --framework nemo)
+cli_test("predict --framework torchtitan: FSDP and the local batch as one micro-batch" RC 0
+  MATCH "framework torchtitan: zero_stage 3, sequence_parallel off, micro_batch 2" "ZeRO-3"
+  ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --global-batch 16 --framework torchtitan)
+cli_test("bad: predict --framework with an unknown name lists the presets" RC 2
+  MATCH "--framework" "megatron-core" "torchtitan" ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --framework titan)
