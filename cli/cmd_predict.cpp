@@ -6,6 +6,7 @@
 
 #include "cli/app.hpp"
 #include "cli/shared_options.hpp"
+#include "sim/framework_preset.hpp"
 #include "common/errors.hpp"
 #include "reports/json_output.hpp"
 #include "reports/perfetto_trace.hpp"
@@ -35,7 +36,8 @@ Command add_predict_command(CLI::App& root) {
             const ModelSpec model = o->model.resolve();
             const ParallelPlan plan = o->plan.resolve(model);
             const Hardware hardware = o->hardware.resolve(plan);
-            const std::unique_ptr<CostModel> cost = o->hardware.costs().make(hardware, plan.precision);
+            const bool flash2 = o->plan.given("framework") && framework_preset(o->plan.framework).flash2_attention_on_hopper;
+            const std::unique_ptr<CostModel> cost = o->hardware.costs().make(hardware, plan.precision, flash2);
             SimulationOptions options;
             options.keep_trace = !o->trace_path.empty();
             Prediction prediction = predict_iteration(model, plan, hardware, *cost, options);

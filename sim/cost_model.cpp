@@ -37,12 +37,13 @@ double bus_factor(CollectiveKind kind, int64_t ranks) {
   return 1.0;
 }
 
-DatasheetCostModel::DatasheetCostModel(const Hardware& hardware, Precision precision, EfficiencyConstants constants)
+DatasheetCostModel::DatasheetCostModel(const Hardware& hardware, Precision precision, EfficiencyConstants constants,
+                                       bool flash2_attention)
     : hardware_(hardware), peak_flops_per_s_(hardware.gpu.peak_flops_per_s(precision)),
       bytes_per_value_(precision == Precision::kFp32 ? 4.0 : precision == Precision::kFp8 ? 1.0 : 2.0),
       c_(std::move(constants)) {
   TRAINSIM_ASSERT(peak_flops_per_s_ > 0, "the GPU has no peak for this precision (checked by the caller)");
-  const ReferenceEfficiency reference = reference_efficiency(hardware.gpu, precision);
+  const ReferenceEfficiency reference = reference_efficiency(hardware.gpu, precision, flash2_attention);
   gemm_flops_per_s_ = peak_flops_per_s_ * c_.gemm_peak_fraction * reference.gemm_ratio;
   // FP8 training runs only the linear layers' GEMMs in FP8; attention stays in BF16 (Transformer
   // Engine's FP8 attention is opt-in; shared/validation/README.md).

@@ -54,7 +54,8 @@ class CostModel {
 
 class DatasheetCostModel final : public CostModel {
  public:
-  DatasheetCostModel(const Hardware& hardware, Precision precision, EfficiencyConstants constants);
+  // `flash2_attention`: attention runs FlashAttention-2 rather than cuDNN's (reference_efficiency).
+  DatasheetCostModel(const Hardware& hardware, Precision precision, EfficiencyConstants constants, bool flash2_attention = false);
   double gemm_s(int64_t m, int64_t n, int64_t k, int64_t batch) const override;
   double attention_s(const Op& op) const override;
   double memory_bound_s(double bytes) const override;

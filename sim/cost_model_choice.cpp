@@ -5,11 +5,11 @@
 
 namespace trainsim {
 
-std::unique_ptr<CostModel> CostModelChoice::make(const Hardware& hardware, Precision precision) const {
+std::unique_ptr<CostModel> CostModelChoice::make(const Hardware& hardware, Precision precision, bool flash2_attention) const {
   if (profile) {
     return std::make_unique<ProfiledCostModel>(*profile, profile_path, hardware, precision, allow_extrapolation, constants);
   }
-  return std::make_unique<DatasheetCostModel>(hardware, precision, constants);
+  return std::make_unique<DatasheetCostModel>(hardware, precision, constants, flash2_attention);
 }
 
 std::vector<std::string> extrapolated_ops(const CostModel& cost) {

@@ -18,7 +18,8 @@ struct CostModelChoice {
   bool allow_extrapolation = false;
   EfficiencyConstants constants = default_efficiency_constants();
 
-  std::unique_ptr<CostModel> make(const Hardware& hardware, Precision precision) const;
+  // `flash2_attention`: the framework's attention kernel (FrameworkPreset::flash2_attention_on_hopper).
+  std::unique_ptr<CostModel> make(const Hardware& hardware, Precision precision, bool flash2_attention = false) const;
 };
 
 // Ops priced outside the profile's measurements by `cost` (empty for the datasheet model).

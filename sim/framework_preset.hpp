@@ -21,6 +21,9 @@ struct FrameworkPreset {
   // unless asked), 1 with a pipeline (its pipeline micro-batch size default).
   bool local_batch_is_micro_batch = false;
   std::string source;           // where these defaults are documented
+  // Attention on Hopper runs FlashAttention-2 (PyTorch SDPA's flash backend) instead of cuDNN's
+  // fused attention (Transformer Engine): sim/reference_efficiency.hpp.
+  bool flash2_attention_on_hopper = false;
 };
 
 // The preset for `name` ("" = not stated: the generic preset). Never throws.

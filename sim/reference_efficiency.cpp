@@ -22,12 +22,13 @@ constexpr double kH200MamfFp8 = 1453.4 / 1979.0;
 // cuDNN backward figure in the reference: an assumption), so 294 x 518 / 319 = 477 TFLOP/s.
 constexpr double kA100Attention = 173.0 / 312.0;
 constexpr double kHopperAttention = 294.0 * 518.0 / 319.0 / 989.0;
+constexpr double kHopperFlash2Attention = 294.0 / 989.0;
 
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
 }  // namespace
 
-ReferenceEfficiency reference_efficiency(const GpuSpec& gpu, Precision precision) {
+ReferenceEfficiency reference_efficiency(const GpuSpec& gpu, Precision precision, bool flash2_attention) {
   ReferenceEfficiency r;
   const bool tensor16 = precision == Precision::kBf16 || precision == Precision::kFp16;
   if (starts_with(gpu.name, "a100")) {
@@ -36,10 +37,10 @@ ReferenceEfficiency reference_efficiency(const GpuSpec& gpu, Precision precision
     const bool h200 = starts_with(gpu.name, "h200");
     if (tensor16) r.gemm_ratio = kH100MamfBf16 / kA100Mamf;
     if (precision == Precision::kFp8) r.gemm_ratio = (h200 ? kH200MamfFp8 : kH100MamfFp8) / kA100Mamf;
-    r.attention_ratio = kHopperAttention / kA100Attention;
+    r.attention_ratio = (flash2_attention ? kHopperFlash2Attention : kHopperAttention) / kA100Attention;
     r.source = std::string(h200 ? "H200" : "H100") + " reference: MAMF " +
                (precision == Precision::kFp8 ? "FP8" : tensor16 ? "BF16" : "none for this precision") +
-               ", cuDNN fused attention (derived)";
+               (flash2_attention ? ", FlashAttention-2 (PyTorch SDPA)" : ", cuDNN fused attention (derived)");
   }
   return r;
 }

@@ -18,6 +18,8 @@ struct ReferenceEfficiency {
   std::string source;            // what the ratios rest on ("" = no reference: ratios 1)
 };
 
-ReferenceEfficiency reference_efficiency(const GpuSpec& gpu, Precision precision);
+// `flash2_attention`: the framework runs FlashAttention-2 (PyTorch SDPA) rather than cuDNN's fused
+// attention on Hopper (FrameworkPreset::flash2_attention_on_hopper).
+ReferenceEfficiency reference_efficiency(const GpuSpec& gpu, Precision precision, bool flash2_attention = false);
 
 }  // namespace trainsim

@@ -10,6 +10,7 @@
 
 #include "common/units.hpp"
 #include "sim/device_memory.hpp"
+#include "sim/framework_preset.hpp"
 #include "sim/simulator.hpp"
 
 namespace trainsim {
@@ -46,7 +47,7 @@ RunResult predict_run(const PublishedRun& run, const CostModelChoice& costs) {
   hw.inter_node_gbps_per_gpu = run.inter_node_gbps_per_gpu;
   hw.usd_per_gpu_hour = hw.gpu.usd_per_gpu_hour;
   hw.cluster = "published run";
-  const std::unique_ptr<CostModel> cost = costs.make(hw, run.plan.precision);
+  const std::unique_ptr<CostModel> cost = costs.make(hw, run.plan.precision, framework_preset(run.framework).flash2_attention_on_hopper);
   const Prediction p = predict_iteration(run.model, run.plan, hw, *cost);
   r.predicted = true;
   r.predicted_tokens_per_s_per_gpu = p.tokens_per_s_per_gpu;
