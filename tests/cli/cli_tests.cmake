@@ -249,3 +249,9 @@ cli_test("predict --framework torchtitan: FSDP and the local batch as one micro-
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --global-batch 16 --framework torchtitan)
 cli_test("bad: predict --framework with an unknown name lists the presets" RC 2
   MATCH "--framework" "megatron-core" "torchtitan" ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --framework titan)
+cli_test("predict shows memory as the device reports it beside the tensors' peak" RC 0
+  MATCH "memory as the device reports  *[0-9.]+ GiB \\(\\+[0-9.]+ CUDA/NCCL\\)"
+  ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --tp 2 --global-batch 64)
+cli_test("predict --format json has memory_device_gib and its pieces" RC 0
+  MATCH "\"memory_device_gib\"" "\"cuda_context_gib\"" "\"nccl_buffers_gib\"" "\"allocator_reserve_gib\": 0"
+  ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --tp 2 --global-batch 64 --format json)
