@@ -78,7 +78,7 @@ void fill_plan(json& run, const FrameworkPreset& preset, Filler& fill, std::stri
   if (plan.contains("schedule") && plan["schedule"].is_string()) {
     const std::string schedule = plan["schedule"].get<std::string>();
     if (schedule.rfind("zb-", 0) == 0) {
-      unsupported = "schedule " + schedule + " (Zero Bubble) is not modeled yet (issue 15)";
+      unsupported = "schedule " + schedule + " (Zero Bubble) is not modeled yet; 1f1b and interleaved are";
       plan.erase("schedule");
     }
   }
@@ -126,6 +126,22 @@ void read_measured(JsonObjectReader& m, PublishedRun& run) {
   m.reject_unknown_keys();
 }
 
+// `options`: a list of names; those the simulator does not model are listed apart.
+void read_options(const json& j, JsonObjectReader& r, PublishedRun& run) {
+  const json* options = j.is_object() && j.contains("options") ? &j["options"] : nullptr;
+  if (options == nullptr || options->is_null()) return;
+  r.accept("options");
+  if (!options->is_array()) r.add_problem("options", "must be a list of option names");
+  for (const json& o : options->is_array() ? *options : json::array()) {
+    if (!o.is_string()) {
+      r.add_problem("options", "every option must be a string (got " + o.dump() + ")");
+      continue;
+    }
+    run.options.push_back(o.get<std::string>());
+    if (!option_is_modeled(run.options.back())) run.options_not_modeled.push_back(run.options.back());
+  }
+}
+
 PublishedRun read_run(const json& raw, const std::string& path, const std::string& pointer, ProblemList& problems) {
   PublishedRun run;
   json j = raw;
@@ -146,15 +162,7 @@ PublishedRun read_run(const json& raw, const std::string& path, const std::strin
   run.group = r.required_string("group");
   run.source = r.optional_string("source").value_or("");
   run.framework = r.optional_string("framework").value_or("");
-  if (const json* options = j.is_object() && j.contains("options") ? &j["options"] : nullptr; options != nullptr && !options->is_null()) {
-    r.accept("options");
-    if (!options->is_array()) r.add_problem("options", "must be a list of option names");
-    for (const json& o : options->is_array() ? *options : json::array()) {
-      if (!o.is_string()) { r.add_problem("options", "every option must be a string (got " + o.dump() + ")"); continue; }
-      run.options.push_back(o.get<std::string>());
-      if (!option_is_modeled(run.options.back())) run.options_not_modeled.push_back(run.options.back());
-    }
-  }
+  read_options(j, r, run);
   if (auto m = r.optional_object("model")) run.model = read_model(*m);
   else r.add_problem("model", "missing required object \"model\"");
   if (auto hw = r.optional_object("hardware")) {
