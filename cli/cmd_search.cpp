@@ -9,6 +9,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/nearest_name.hpp"
+#include "sim/framework_preset.hpp"
 #include "cli/app.hpp"
 #include "cli/shared_options.hpp"
 #include "common/errors.hpp"
@@ -46,7 +48,7 @@ Command add_search_command(CLI::App& root) {
     HardwareOptions hardware;
     FormatOption format;
     int64_t gpus = 0, max_gpus = 0, global_batch = 0, top = 10, max_micro_batch = 16, simulate_best = 200;
-    std::string objective = "time", precision = "bf16", attention = "flash", export_to;
+    std::string objective = "time", precision = "bf16", attention = "flash", export_to, framework;
     double train_tokens = 0, deadline_days = 0, budget_usd = 0;
     int threads = 0;
     bool tp_across_nodes = false;
@@ -66,6 +68,10 @@ Command add_search_command(CLI::App& root) {
       ->check(CLI::PositiveNumber);
   app->add_option("--precision", o->precision, "training precision")->check(CLI::IsMember({"bf16", "fp16", "fp32", "fp8"}));
   app->add_option("--attention", o->attention, "attention kernel")->check(CLI::IsMember({"flash", "unfused"}));
+  app->add_option("--framework", o->framework,
+                  "price attention with this framework's kernel on Hopper (PyTorch SDPA: FlashAttention-2; "
+                  "Megatron-Core/TE: cuDNN): " + join_names(framework_preset_names()))
+      ->check(CLI::IsMember(framework_preset_names()));
   app->add_flag("--tp-across-nodes", o->tp_across_nodes, "also try tensor parallelism wider than a node");
   app->add_option("--train-tokens", o->train_tokens, "tokens to train: report days and $ for the whole run")
       ->check(CLI::PositiveNumber);
@@ -99,6 +105,7 @@ Command add_search_command(CLI::App& root) {
             options.space.precision = o->precision == "bf16" ? Precision::kBf16 : o->precision == "fp16" ? Precision::kFp16
                                       : o->precision == "fp32" ? Precision::kFp32 : Precision::kFp8;
             options.space.attention = o->attention == "flash" ? AttentionKernel::kFlash : AttentionKernel::kUnfused;
+            options.flash2_attention = !o->framework.empty() && framework_preset(o->framework).flash2_attention_on_hopper;
             const bool show_progress = isatty(STDERR_FILENO) != 0;
             SearchReport report;
             report.model = model;

@@ -83,7 +83,7 @@ std::vector<ThreadResult> screen_all(const ModelSpec& model, const std::vector<P
   std::vector<ThreadResult> results(static_cast<size_t>(threads));
   auto worker = [&](ThreadResult& out) {
     constexpr size_t kChunk = 256;
-    const std::unique_ptr<CostModel> cost = costs.make(hw, o.space.precision);
+    const std::unique_ptr<CostModel> cost = costs.make(hw, o.space.precision, o.flash2_attention);
     for (size_t begin = next.fetch_add(kChunk); begin < plans.size(); begin = next.fetch_add(kChunk)) {
       const size_t end = std::min(plans.size(), begin + kChunk);
       for (size_t i = begin; i < end; ++i) {
@@ -120,7 +120,7 @@ std::vector<RankedPlan> simulate_chosen(const ModelSpec& model, const std::vecto
   auto worker = [&] {
     for (size_t k = next.fetch_add(1); k < chosen.size(); k = next.fetch_add(1)) {
       const ParallelPlan& p = plans[chosen[k].index];
-      const std::unique_ptr<CostModel> cost = costs.make(hw, p.precision);
+      const std::unique_ptr<CostModel> cost = costs.make(hw, p.precision, o.flash2_attention);
       out[k].prediction = predict_iteration(model, p, hw, *cost);
       out[k].screen_time_s = screen_plan(model, p, hw, *cost).iteration_time_s;
       fill_costs(out[k], model, o);

@@ -23,6 +23,7 @@ struct SearchOptions {
   Objective objective = Objective::kTime;
   int64_t simulate_best = 200;        // screened candidates re-simulated on the event engine
   int threads = 0;                    // 0: all hardware threads
+  bool flash2_attention = false;      // the framework's attention kernel (FrameworkPreset)
   // Training-run what-ifs (0 = not set): tokens to train, deadline and budget for them.
   double train_tokens = 0, deadline_days = 0, budget_usd = 0;
   // Called from the calling thread about every 100 ms with the fraction screened.

@@ -255,3 +255,5 @@ cli_test("predict shows memory as the device reports it beside the tensors' peak
 cli_test("predict --format json has memory_device_gib and its pieces" RC 0
   MATCH "\"memory_device_gib\"" "\"cuda_context_gib\"" "\"nccl_buffers_gib\"" "\"allocator_reserve_gib\": 0"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --tp 2 --global-batch 64 --format json)
+cli_test("search --framework torchtitan prices Hopper attention with FlashAttention-2" RC 0
+  MATCH "Best plans" ARGS search --model llama3-8b --gpu h100-sxm-80gb --gpus 64 --global-batch 256 --top 1 --framework torchtitan)
