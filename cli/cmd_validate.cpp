@@ -71,6 +71,10 @@ int run_validate(const Options& o) {
   EfficiencyConstants& constants = costs.constants;
   if (o.fit) {
     const FitSet set = fit_set(runs, {}, true);
+    if (set.runs.empty()) {
+      throw InputError("--fit: no run of the chosen groups can be fitted on (none predicted with a measured throughput in their fit half)",
+                       "choose groups with predicted runs (validate --summary lists them), or leave --groups out");
+    }
     std::cerr << "fitting on " << set.runs.size() << " runs of " << set.groups.size()
               << " groups (the fit half of each, groups weighted equally)...\n";
     constants = fit_constants(set, constants, [](int round, double objective) {
@@ -82,6 +86,11 @@ int run_validate(const Options& o) {
   std::vector<CrossValidatedGroup> cv;
   if (o.cross_validate) {
     const FitSet set = fit_set(runs, {}, false);
+    if (set.groups.size() < 2) {
+      throw InputError("--cross-validate: " + std::to_string(set.groups.size()) +
+                           " group(s) with predicted runs; leaving one out needs at least 2 (one to fit on, one to predict)",
+                       "give --groups at least two groups with predicted runs, or leave --groups out");
+    }
     std::cerr << "leave-one-group-out over " << set.groups.size() << " groups:\n";
     cv = cross_validate(runs, set, constants, [](const std::string& group) {
       std::cerr << (group.empty() ? std::string("  fitting on every group") : "  refitting without " + group) << "\n";

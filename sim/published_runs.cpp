@@ -25,8 +25,12 @@ bool predates_fused_attention(const std::string& group) {
 
 bool is_null(const json& object, const char* key) { return !object.contains(key) || object[key].is_null(); }
 
+// A size the defaults may compute with: a positive integer, else `fallback` (the reader reports
+// a zero, negative or mistyped size with its key; the defaults must not divide by it first).
 int64_t int_or(const json& object, const char* key, int64_t fallback) {
-  return object.contains(key) && object[key].is_number_integer() ? object[key].get<int64_t>() : fallback;
+  if (!object.contains(key) || !object[key].is_number_integer()) return fallback;
+  const int64_t value = object[key].get<int64_t>();
+  return value >= 1 ? value : fallback;
 }
 
 struct Filler {
@@ -86,8 +90,8 @@ void fill_plan(json& run, const FrameworkPreset& preset, Filler& fill, std::stri
   // Two model chunks per stage: the least interleaving there is; the source did not say.
   if (interleaved) fill(plan, "plan.", "vpp", 2);
   const int64_t dp = int_or(plan, "dp", 1), pp = int_or(plan, "pp", 1), tp = int_or(plan, "tp", 1);
-  if (preset.local_batch_is_micro_batch && pp == 1 && !is_null(plan, "global_batch") && plan["global_batch"].is_number_integer()) {
-    fill(plan, "plan.", "micro_batch", std::max<int64_t>(1, plan["global_batch"].get<int64_t>() / dp));
+  if (preset.local_batch_is_micro_batch && pp == 1 && !is_null(plan, "global_batch")) {
+    fill(plan, "plan.", "micro_batch", std::max<int64_t>(1, int_or(plan, "global_batch", 1) / dp));
   }
   fill(plan, "plan.", "micro_batch", 1);
   if (is_null(plan, "global_batch")) {

@@ -134,3 +134,10 @@ TEST_CASE("the fit set keeps supported runs with a throughput, the fit half when
   CHECK(one.groups == std::vector<std::string>{"bloom"});
   CHECK(one.runs.size() == 1);
 }
+
+TEST_CASE("a zero size is reported, not divided by, when a framework default needs it") {
+  // torchtitan's micro-batch default divides the global batch by dp: dp 0 must be an error.
+  const std::string path = write_runs("pr_dp0.json", "\"torchtitan\"", "a100-sxm-80gb",
+                                      R"("dp": 0, "tp": 1, "pp": 1, "global_batch": 8, "micro_batch": null)");
+  CHECK_THROWS_WITH(load_published_runs(path), Catch::Contains("/runs/0/plan/dp") && Catch::Contains("must be >= 1"));
+}
