@@ -86,6 +86,14 @@ void apply_framework(const FrameworkPreset& preset, ParallelPlan& p, const State
     p.sequence_parallel = preset.sequence_parallel_with_tp && p.tp > 1;
     set.push_back(std::string("sequence_parallel ") + (p.sequence_parallel ? "on" : "off"));
   }
+  if (!preset.fused_attention && !stated("attention", "attention")) {
+    p.attention = AttentionKernel::kUnfused;
+    set.push_back("attention unfused");
+  }
+  if (!preset.dp_overlap && !stated("no-dp-overlap", "dp_overlap")) {
+    p.dp_overlap = false;
+    set.push_back("dp_overlap off");
+  }
   if (preset.local_batch_is_micro_batch && p.pp == 1 && !stated("micro-batch", "micro_batch") &&
       stated("global-batch", "global_batch") && p.global_batch % p.dp == 0) {
     p.micro_batch = p.global_batch / p.dp;

@@ -20,8 +20,20 @@ const std::vector<FrameworkPreset>& presets() {
     p.push_back({"nemo", true, 1, true, false, mcore});
     p.push_back({"megatron-bridge", true, 1, true, false, mcore});
     // DeepSpeed's zero_optimization.stage defaults to 0; Megatron-DeepSpeed takes it from there.
-    p.push_back({"megatron-deepspeed", true, 0, false, false, "DeepSpeed config zero_optimization.stage default 0"});
-    p.push_back({"deepspeed", true, 0, false, false, "DeepSpeed config zero_optimization.stage default 0"});
+    // Its engine all-reduces gradients after the backward (stage 0; overlap_comm is off below
+    // stage 3), and Megatron-DeepSpeed's attention is the unfused core attention unless
+    // --use-flash-attn is given (megatron/arguments.py); vTrain's replayed layer is that one
+    // (VIA-Research/vTrain@f8dda84 src/model/gpt_modeling.py: baddbmm, FusedScaleMaskSoftmax, bmm).
+    const char* ds = "DeepSpeed config defaults (zero_optimization.stage 0, overlap_comm off), Megatron-DeepSpeed "
+                     "arguments.py (--use-flash-attn off)";
+    FrameworkPreset mds{"megatron-deepspeed", true, 0, false, false, ds};
+    mds.fused_attention = false;
+    mds.dp_overlap = false;
+    p.push_back(mds);
+    mds.name = "deepspeed";
+    mds.source = "DeepSpeed config defaults (zero_optimization.stage 0, overlap_comm off below stage 3)";
+    mds.fused_attention = true;  // a DeepSpeed model brings its own attention; flash-style today
+    p.push_back(mds);
     // torchtitan: FSDP2 fully_shard (reshard after forward: ZeRO-3) on the data-parallel mesh,
     // its TP plan shards the norms' activations (SequenceParallel), the local batch runs at once
     // without a pipeline, pipeline micro-batch size 1 with one.

@@ -24,6 +24,12 @@ struct FrameworkPreset {
   // Attention on Hopper runs FlashAttention-2 (PyTorch SDPA's flash backend) instead of cuDNN's
   // fused attention (Transformer Engine): sim/reference_efficiency.hpp.
   bool flash2_attention_on_hopper = false;
+  // Attention is a fused (flash-style) kernel unless stated; false: Megatron's unfused core
+  // attention (batched GEMMs around a fused scale-mask-softmax).
+  bool fused_attention = true;
+  // Data-parallel gradient reduction overlaps the backward unless stated; false: it runs after
+  // the backward.
+  bool dp_overlap = true;
 };
 
 // The preset for `name` ("" = not stated: the generic preset). Never throws.

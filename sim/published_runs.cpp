@@ -180,8 +180,8 @@ PublishedRun read_run(const json& raw, const std::string& path, const std::strin
   }
   ParallelPlan defaults;
   const bool old = predates_fused_attention(run.group);
-  defaults.attention = old ? AttentionKernel::kUnfused : AttentionKernel::kFlash;
-  defaults.dp_overlap = !old;
+  defaults.attention = old || !preset.fused_attention ? AttentionKernel::kUnfused : AttentionKernel::kFlash;
+  defaults.dp_overlap = !old && preset.dp_overlap;
   // Megatron-LM's asynchronous TP all-reduce arrived after the SC'21 runs and BLOOM's fork.
   defaults.tp_overlap = run.group != "megatron_sc21_table1" && run.group != "bloom";
   if (auto p = r.optional_object("plan")) {

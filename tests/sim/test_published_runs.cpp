@@ -65,6 +65,19 @@ TEST_CASE("torchtitan runs without a pipeline take the local batch as one micro-
   CHECK(runs[0].inter_node_gbps_per_gpu == 200);  // DGX A100: HDR 200 Gb/s per GPU
 }
 
+TEST_CASE("Megatron-DeepSpeed runs: unfused attention and the gradient all-reduce after the backward") {
+  const auto runs = load_published_runs(write_runs("pr_mds.json", "\"megatron-deepspeed\"", "a100-sxm-80gb",
+      R"("dp": 2, "tp": 4, "pp": 1, "global_batch": 16)"));
+  CHECK(runs[0].plan.attention == AttentionKernel::kUnfused);
+  CHECK_FALSE(runs[0].plan.dp_overlap);
+  CHECK(used(runs[0], "plan.attention=unfused"));
+  CHECK(used(runs[0], "plan.dp_overlap=false"));
+  const auto nemo = load_published_runs(write_runs("pr_nemo_attn.json", "\"nemo\"", "a100-sxm-80gb",
+      R"("dp": 2, "tp": 4, "pp": 1, "global_batch": 16)"));
+  CHECK(nemo[0].plan.attention == AttentionKernel::kFlash);
+  CHECK(nemo[0].plan.dp_overlap);
+}
+
 TEST_CASE("an unknown framework takes the generic preset and says so") {
   CHECK_FALSE(framework_preset("colossalai").known);
   CHECK(framework_preset("megatron-core").known);
