@@ -1,10 +1,11 @@
-// `trainsim validate --runs FILE [--groups G,..] [--fit] [--cross-validate] [--tolerance T]
+// `trainsim validate --runs FILE... [--groups G,..] [--fit] [--cross-validate] [--tolerance T]
 // [--format json]`: predicts published runs and reports the error per run, per group and per
 // half (fit / held out); runs it cannot simulate are listed as unsupported with their reason.
 // --fit refits the compute constants on the fit half of the chosen groups (groups weighted
 // equally); --cross-validate refits without each group in turn. Exit code 3 when the held-out
 // mean absolute error is over the tolerance.
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -24,7 +25,8 @@ namespace trainsim {
 namespace {
 
 struct Options {
-  std::string runs_path;
+  std::vector<std::string> runs_paths;
+  std::vector<std::string> fit_names;  // --fit-constants (empty: every fittable constant)
   std::vector<std::string> groups;
   bool fit = false;
   bool cross_validate = false;
@@ -34,6 +36,12 @@ struct Options {
   bool allow_extrapolation = false;
   FormatOption format;
 };
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& i : items) out += (out.empty() ? "" : ", ") + i;
+  return out;
+}
 
 // Keeps the runs of the chosen groups; an unknown group name is an input error.
 std::vector<PublishedRun> chosen_runs(std::vector<PublishedRun> runs, const Options& o) {
@@ -46,7 +54,7 @@ std::vector<PublishedRun> chosen_runs(std::vector<PublishedRun> runs, const Opti
     if (std::find(known.begin(), known.end(), g) == known.end()) {
       std::string list;
       for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
-      throw InputError("--groups: no group \"" + g + "\" in " + o.runs_path, "groups in that file: " + list);
+      throw InputError("--groups: no group \"" + g + "\" in " + join(o.runs_paths), "groups in the runs files: " + list);
     }
   }
   std::vector<PublishedRun> kept;
@@ -56,11 +64,31 @@ std::vector<PublishedRun> chosen_runs(std::vector<PublishedRun> runs, const Opti
   return kept;
 }
 
+// The runs of every file, in order; a group may come from one file only (the fit halves and the
+// group weights are per group).
+std::vector<PublishedRun> load_runs(const std::vector<std::string>& paths) {
+  std::vector<PublishedRun> all;
+  std::map<std::string, size_t> group_file;  // group -> index of the file it came from
+  for (size_t f = 0; f < paths.size(); ++f) {
+    const std::string& path = paths[f];
+    for (PublishedRun& r : load_published_runs(path)) {
+      const auto [it, added] = group_file.emplace(r.group, f);
+      if (!added && it->second != f) {
+        const std::string& first = paths[it->second];
+        throw InputError("--runs: group \"" + r.group + "\" is in both " + first + " and " + path,
+                         "give each file once; a group's runs belong to one file");
+      }
+      all.push_back(std::move(r));
+    }
+  }
+  return all;
+}
+
 int run_validate(const Options& o) {
   // Thousands of predictions allocate and free the same large event lists: keeping freed memory
   // in the process saves a page fault per page each time (the fits ran ~40% in the kernel).
   cpu::keep_freed_memory_in_process();
-  const std::vector<PublishedRun> runs = chosen_runs(load_published_runs(o.runs_path), o);
+  const std::vector<PublishedRun> runs = chosen_runs(load_runs(o.runs_paths), o);
   CostModelChoice costs;
   if (!o.profile.empty()) {
     if (o.fit || o.cross_validate) throw InputError("--fit and --cross-validate fit the datasheet model's constants; they do not combine with --profile");
@@ -77,10 +105,14 @@ int run_validate(const Options& o) {
     }
     std::cerr << "fitting on " << set.runs.size() << " runs of " << set.groups.size()
               << " groups (the fit half of each, groups weighted equally)...\n";
-    constants = fit_constants(set, constants, [](int round, double objective) {
-      std::cerr << "  round " << round + 1 << ": mean over groups of |log error| " << objective << "\n";
-    });
-    constants.provenance = "fitted by `trainsim validate --fit` on the fit half of " + o.runs_path;
+    constants = fit_constants(
+        set, constants,
+        [](int round, double objective) {
+          std::cerr << "  round " << round + 1 << ": mean over groups of |log error| " << objective << "\n";
+        },
+        3, o.fit_names);
+    constants.provenance = "fitted by `trainsim validate --fit` on the fit half of " + join(o.runs_paths) +
+                           (o.fit_names.empty() ? "" : " (" + join(o.fit_names) + ")");
   }
   const ValidationResult v = validate_runs(runs, costs);
   std::vector<CrossValidatedGroup> cv;
@@ -92,13 +124,17 @@ int run_validate(const Options& o) {
                        "give --groups at least two groups with predicted runs, or leave --groups out");
     }
     std::cerr << "leave-one-group-out over " << set.groups.size() << " groups:\n";
-    cv = cross_validate(runs, set, constants, [](const std::string& group) {
-      std::cerr << (group.empty() ? std::string("  fitting on every group") : "  refitting without " + group) << "\n";
-    });
+    cv = cross_validate(
+        runs, set, constants,
+        [](const std::string& group) {
+          std::cerr << (group.empty() ? std::string("  fitting on every group") : "  refitting without " + group) << "\n";
+        },
+        o.fit_names);
   }
   ValidationReport report{&v, o.cross_validate ? &cv : nullptr, !o.summary_only};
   if (o.format.value() == OutputFormat::kJson) {
-    nlohmann::ordered_json inputs = {{"runs_file", o.runs_path}, {"groups", o.groups}, {"tolerance", o.tolerance},
+    nlohmann::ordered_json inputs = {{"runs_file", o.runs_paths.front()}, {"runs_files", o.runs_paths}, {"groups", o.groups},
+                                     {"fit_constants", o.fit_names}, {"tolerance", o.tolerance},
                                      {"constants", constants_json(constants)}};
     nlohmann::ordered_json doc = json_envelope("trainsim.validation", inputs);
     add_validation_json(report, doc);
@@ -120,9 +156,14 @@ int run_validate(const Options& o) {
 Command add_validate_command(CLI::App& root) {
   auto o = std::make_shared<Options>();
   CLI::App* app = root.add_subcommand("validate", "predict published runs and report the error");
-  app->add_option("--runs", o->runs_path, "published-run file (trainsim.published_runs, version 1 or 2)")->required();
+  app->add_option("--runs", o->runs_paths, "published-run files (trainsim.published_runs, version 1 or 2); groups must not repeat across files")
+      ->required();
   app->add_option("--groups", o->groups, "only these groups (comma-separated)")->delimiter(',');
   app->add_flag("--fit", o->fit, "fit the compute constants on the fit half first (groups weighted equally), and print them");
+  app->add_option("--fit-constants", o->fit_names, "with --fit / --cross-validate: the constants that move (comma-separated; default the compute constants; "
+                  "host_dispatch_s only when named)")
+      ->delimiter(',')
+      ->check(CLI::IsMember(fittable_constant_names()));
   app->add_flag("--cross-validate", o->cross_validate,
                 "leave-one-group-out: refit without each group and report its error (slow: one fit per group)");
   app->add_flag("--summary", o->summary_only, "print the summaries only, not every run");

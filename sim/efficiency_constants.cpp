@@ -15,10 +15,14 @@ const EfficiencyConstants& default_efficiency_constants() {
     c.attention_peak_fraction = 0.307;
     c.memory_bandwidth_fraction = 0.530;
     c.kernel_overhead_s = 0.0;
-    // Not fitted: eager PyTorch's measured per-op call cost (pytorch #114860, 8.6 us; the
-    // reference has no A100/H100-host figure, shared/reference/microbench.md §5a "Holes").
-    c.host_dispatch_s = 8.6e-6;
-    c.provenance = "fitted 2026-11-21 on the fit half of the published runs (docs/validation.md)";
+    // Host time per modeled op: fitted on 2026-11-23 by `trainsim validate --runs
+    // shared/validation/vtrain-single-node.json --fit --fit-constants host_dispatch_s` on its fit
+    // half (720 runs of eager Megatron-DeepSpeed, 0.35-1.3B models on 2-8 A100s, the only
+    // host-bound runs; no published-runs group moves with it). A modeled op stands for several
+    // eager PyTorch ops and module calls (8.6 us each, pytorch #114860). The prior before the fit
+    // was that 8.6 us; docs/cost-model.md.
+    c.host_dispatch_s = 72.3e-6;
+    c.provenance = "fitted 2026-11-21 on the fit half of the published runs; host_dispatch_s 2026-11-23 on vTrain's (docs/validation.md)";
     return c;
   }();
   return constants;

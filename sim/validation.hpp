@@ -62,11 +62,17 @@ struct FitSet {
 FitSet fit_set(const std::vector<PublishedRun>& runs, const std::vector<std::string>& groups, bool fit_half_only);
 
 // Coordinate search minimising the mean over groups of each group's mean |log(predicted /
-// measured)|, over the compute constants only (GEMM, attention, memory bandwidth fractions, kernel
-// overhead); the communication constants are nccl-tests measurements and stay as given.
-// `progress` (may be null) is called after each round with the round and the objective.
+// measured)| over the constants named in `names`: the compute constants (GEMM, attention, memory
+// bandwidth fractions, kernel overhead) when empty; the host time per op (host_dispatch_s) only
+// when named, for host-bound runs. The communication constants are nccl-tests measurements and stay as given. A constant no
+// run of the set depends on keeps its starting value. `progress` (may be null) is called after
+// each round with the round and the objective.
 EfficiencyConstants fit_constants(const FitSet& set, EfficiencyConstants start,
-                                  void (*progress)(int round, double objective) = nullptr, int rounds = 3);
+                                  void (*progress)(int round, double objective) = nullptr, int rounds = 3,
+                                  const std::vector<std::string>& names = {});
+
+// The names `fit_constants` accepts, in the order it fits them.
+std::vector<std::string> fittable_constant_names();
 
 // Leave-one-group-out: for each group of `set`, the constants fitted on the other groups and
 // that group's errors with them (every run of the group, both halves), beside its in-sample
@@ -78,6 +84,7 @@ struct CrossValidatedGroup {
 };
 std::vector<CrossValidatedGroup> cross_validate(const std::vector<PublishedRun>& runs, const FitSet& set,
                                                 const EfficiencyConstants& start,
-                                                void (*progress)(const std::string& group) = nullptr);
+                                                void (*progress)(const std::string& group) = nullptr,
+                                                const std::vector<std::string>& names = {});
 
 }  // namespace trainsim

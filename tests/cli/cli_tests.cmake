@@ -93,7 +93,7 @@ cli_test("validate --groups keeps those groups and --cross-validate refits witho
   MATCH "leave-one-group-out" "bloom  *1 " "mean over groups"
   ARGS validate --runs ${runs} --groups bloom,zero_bubble_pp_a100 --cross-validate --summary)
 cli_test("bad: validate --groups names a group the file does not have" RC 2
-  MATCH "--groups: no group \"blooom\"" "groups in that file: megatron_sc21_table1" ARGS validate --runs ${runs} --groups blooom)
+  MATCH "--groups: no group \"blooom\"" "groups in the runs files: megatron_sc21_table1" ARGS validate --runs ${runs} --groups blooom)
 cli_test("version-1 published-run files are still read" RC 0
   MATCH "nemo_launcher_a100" ARGS validate --runs ${CMAKE_CURRENT_SOURCE_DIR}/data/validation/published-runs-v1.json --summary --tolerance 0.2)
 cli_test("validate exits 3 over its tolerance" RC 3 MATCH "over the tolerance" ARGS validate --runs ${runs} --tolerance 0.01)
@@ -241,6 +241,9 @@ cli_test("bad: resume without a checkpoint" RC 2 MATCH "latest is missing or unr
 cli_test("predict --framework nemo: distributed optimizer and SP with TP, said so" RC 0
   MATCH "framework nemo: zero_stage 1, sequence_parallel on" "ZeRO-1, recompute none, SP"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --tp 2 --global-batch 64 --framework nemo)
+cli_test("predict --framework megatron-deepspeed: unfused attention, gradient all-reduce after the backward" RC 0
+  MATCH "framework megatron-deepspeed: zero_stage 0, sequence_parallel off, attention unfused, dp_overlap off"
+  ARGS predict --model gpt2-355m --gpu a100-sxm-80gb --gpus 8 --tp 2 --global-batch 64 --framework megatron-deepspeed)
 cli_test("predict --framework keeps what the flags state" RC 0
   MATCH "framework nemo: sequence_parallel on \\(" "ZeRO-0"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --tp 2 --zero 0 --global-batch 64 --framework nemo)
@@ -260,5 +263,14 @@ cli_test("search --framework torchtitan prices Hopper attention with FlashAttent
 cli_test("bad: validate --cross-validate with a single group" RC 2
   MATCH "--cross-validate: 1 group.s. with predicted runs; leaving one out needs at least 2"
   ARGS validate --runs ${runs} --groups bloom --cross-validate)
+set(vtrain ${CMAKE_CURRENT_SOURCE_DIR}/data/validation/vtrain-single-node.json)
+cli_test("validate reads several runs files and fits only the constants named" RC 0
+  MATCH "fitting on 724 runs of 2 groups" "vtrain_single_node" "korthikanti_2022_table5" "\"host_dispatch_s\":7"
+  ARGS validate --runs ${runs} ${vtrain} --groups korthikanti_2022_table5,vtrain_single_node --fit --fit-constants host_dispatch_s
+       --summary --tolerance 0.2)
+cli_test("bad: validate --runs gives one group in two files" RC 2
+  MATCH "group \"megatron_sc21_table1\" is in both" ARGS validate --runs ${runs} ${runs})
+cli_test("bad: validate --fit-constants names a constant the fit does not have" RC 2
+  MATCH "--fit-constants" "gemm_peak_fraction" ARGS validate --runs ${runs} --fit --fit-constants gemm_fraction)
 cli_test("bad: validate --fit on groups with nothing to fit" RC 2
   MATCH "--fit: no run of the chosen groups can be fitted on" ARGS validate --runs ${runs} --groups dgxc_h100_llama31_8b --fit)

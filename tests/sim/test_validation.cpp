@@ -5,6 +5,7 @@
 
 #include <map>
 
+#include "runtime/host_allocator.hpp"
 #include "sim/validation.hpp"
 
 using namespace trainsim;
@@ -105,7 +106,9 @@ TEST_CASE("memory is scored where it was measured, against the figure of its kin
 }
 
 TEST_CASE("leave-one-group-out: each group predicted with constants fitted without it (groups weighted equally)") {
-  // ~70 s on two cores: one fit on every group, then one without each of the 12 groups.
+  // ~75 s on two cores: one fit on every group, then one without each of the 12 groups. Freed
+  // memory stays in the process, as in `validate` (page faults otherwise take a third of it).
+  cpu::keep_freed_memory_in_process();
   const FitSet set = fit_set(runs(), {}, false);
   const std::vector<CrossValidatedGroup> cv = cross_validate(runs(), set, default_efficiency_constants());
   REQUIRE(cv.size() == set.groups.size());
@@ -115,6 +118,61 @@ TEST_CASE("leave-one-group-out: each group predicted with constants fitted witho
     left_out += c.held_out.mean_abs_error / static_cast<double>(cv.size());
   }
   CHECK(in_sample <= 0.100);  // measured 9.0% (2026-11-23)
-  CHECK(left_out <= 0.116);   // measured 10.6%
+  CHECK(left_out <= 0.118);   // measured 10.8% (10.6% with the 8.6 us host prior)
   CHECK(left_out >= in_sample - 0.005);  // leaving a group out cannot help it by more than noise
+}
+
+namespace {
+const std::vector<PublishedRun>& vtrain_runs() {
+  static const std::vector<PublishedRun> all =
+      load_published_runs(std::string(TRAINSIM_TEST_DATA) + "/validation/vtrain-single-node.json");
+  return all;
+}
+}  // namespace
+
+TEST_CASE("vTrain single node: eager Megatron-DeepSpeed runs of small models, host-bound, within their bounds") {
+  // 1,440 runs, 0.35-1.3B models on 2-8 A100s: the host time per op (fitted on the fit half)
+  // and the framework's defaults (unfused attention, gradient all-reduce after the backward).
+  const ValidationResult v = validate_runs(vtrain_runs(), CostModelChoice{});
+  REQUIRE(v.all.count == 1440);
+  CHECK(v.all.mean_abs_error <= 0.106);            // measured 9.6% (2026-11-23); 134.9% before
+  CHECK(v.held_out_half.mean_abs_error <= 0.107);  // measured 9.7%
+  CHECK(v.all.max_abs_error <= 0.41);              // measured 39.4% (TP8, micro-batch 1)
+}
+
+TEST_CASE("a fit moves only the constants named, and a constant no run depends on keeps its value") {
+  EfficiencyConstants start = default_efficiency_constants();
+  start.host_dispatch_s = 8.6e-6;
+  // The default fit moves the compute constants, never the host time per op.
+  const FitSet published = fit_set(runs(), {"bloom", "korthikanti_2022_table5"}, true);
+  const EfficiencyConstants compute = fit_constants(published, start, nullptr, 1);
+  CHECK(compute.host_dispatch_s == start.host_dispatch_s);
+  CHECK(compute.gemm_peak_fraction != start.gemm_peak_fraction);
+  // MosaicML's runs do not depend on it at all (up to 200 us per op): named, it keeps its value.
+  const FitSet mosaic = fit_set(runs(), {"mosaicml_llm_foundry_benchmarks"}, true);
+  const EfficiencyConstants unmoved = fit_constants(mosaic, start, nullptr, 1, {"host_dispatch_s"});
+  CHECK(unmoved.host_dispatch_s == start.host_dispatch_s);
+  CHECK(unmoved.gemm_peak_fraction == start.gemm_peak_fraction);  // not named
+  // vTrain's runs do, and move it from the 8.6 us prior to the shipped figure.
+  const FitSet vtrain = fit_set(vtrain_runs(), {}, true);
+  const EfficiencyConstants fitted = fit_constants(vtrain, start, nullptr, 1, {"host_dispatch_s"});
+  CHECK(fitted.host_dispatch_s == Approx(default_efficiency_constants().host_dispatch_s).epsilon(0.02));
+  CHECK(fitted.gemm_peak_fraction == start.gemm_peak_fraction);
+}
+
+TEST_CASE("leave-one-group-out: a constant only the left-out group asks for goes back to its prior") {
+  // vTrain is the only group whose runs are host-bound: without it, the host time per op is its
+  // 8.6 us prior again (not the shipped value fitted on vTrain), and vTrain is predicted far off.
+  std::vector<PublishedRun> both = vtrain_runs();
+  for (const PublishedRun& r : runs()) {
+    if (r.group == "bloom") both.push_back(r);
+  }
+  const FitSet set = fit_set(both, {}, false);
+  const std::vector<CrossValidatedGroup> cv =
+      cross_validate(both, set, default_efficiency_constants(), nullptr, {"host_dispatch_s"});
+  REQUIRE(cv.size() == 2);
+  REQUIRE(cv[0].in_sample.name == "vtrain_single_node");
+  CHECK(cv[0].constants.host_dispatch_s == Approx(8.6e-6));
+  CHECK(cv[0].in_sample.mean_abs_error <= 0.106);
+  CHECK(cv[0].held_out.mean_abs_error >= 0.5);  // measured 84.4%: the miss the fit closed
 }
