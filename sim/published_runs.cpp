@@ -17,10 +17,15 @@ namespace {
 
 using nlohmann::json;
 
-// Sources whose software predates FlashAttention (2022) and Megatron-core's overlapped gradient
-// reduction: Megatron-LM 2021 (SC'21), Korthikanti et al. 2022, BLOOM's Megatron-DeepSpeed.
+// Sources whose software defaulted to Megatron's unfused core attention and reduced gradients
+// after the backward: Megatron-LM 2021 (SC'21), Korthikanti et al. 2022, BLOOM's Megatron-DeepSpeed,
+// and the Zero Bubble paper (arXiv 2401.10241), built on Megatron-LM of late 2023, whose
+// arguments.py had --transformer-impl local by default and --use-flash-attn and
+// --overlap-grad-reduce opt-in (sail-sg/zero-bubble-pipeline-parallelism@0e7a7425, 2023-11-14);
+// the repository's own ZB script, which passes --use-flash-attn, came in August 2024.
 bool predates_fused_attention(const std::string& group) {
-  return group == "megatron_sc21_table1" || group == "korthikanti_2022_table5" || group == "bloom";
+  return group == "megatron_sc21_table1" || group == "korthikanti_2022_table5" || group == "bloom" ||
+         group == "zero_bubble_pp_a100";
 }
 
 bool is_null(const json& object, const char* key) { return !object.contains(key) || object[key].is_null(); }

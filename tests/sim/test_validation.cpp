@@ -50,8 +50,8 @@ TEST_CASE("version-1 files are still read") {
 }
 
 TEST_CASE("mean absolute error over the predicted runs: held-out half and all runs") {
-  CHECK(result().held_out_half.mean_abs_error <= 0.110);  // measured 10.0% (2026-11-23)
-  CHECK(result().all.mean_abs_error <= 0.104);            // measured 9.4%
+  CHECK(result().held_out_half.mean_abs_error <= 0.106);  // measured 9.6% (2026-11-24)
+  CHECK(result().all.mean_abs_error <= 0.101);            // measured 9.1%
 }
 
 TEST_CASE("A100 Megatron-LM, Korthikanti, MosaicML and BLOOM groups are each within their bounds") {
@@ -60,7 +60,7 @@ TEST_CASE("A100 Megatron-LM, Korthikanti, MosaicML and BLOOM groups are each wit
   CHECK(group("korthikanti_2022_table5").max_abs_error <= 0.10);
   CHECK(group("mosaicml_llm_foundry_benchmarks").mean_abs_error <= 0.06);
   CHECK(group("bloom").max_abs_error <= 0.09);
-  CHECK(group("zero_bubble_pp_a100").mean_abs_error <= 0.10);
+  CHECK(group("zero_bubble_pp_a100").mean_abs_error <= 0.062);  // 5.2%: unfused attention (2023 Megatron-LM)
 }
 
 TEST_CASE("H100 and H200 groups, priced from H100/H200 reference measurements (never fitted on)") {
@@ -99,7 +99,7 @@ TEST_CASE("at most four published runs that trained are predicted not to fit in 
 
 TEST_CASE("memory is scored where it was measured, against the figure of its kind") {
   CHECK(group("zero_bubble_pp_a100").memory_count == 12);
-  CHECK(group("zero_bubble_pp_a100").memory_mean_abs_error <= 0.27);
+  CHECK(group("zero_bubble_pp_a100").memory_mean_abs_error <= 0.148);  // 13.8% (25.9% with flash attention)
   for (const RunResult& r : result().runs) {
     if (r.memory_error) CHECK(r.run->measured_memory_gib.has_value());
   }
@@ -117,8 +117,8 @@ TEST_CASE("leave-one-group-out: each group predicted with constants fitted witho
     in_sample += c.in_sample.mean_abs_error / static_cast<double>(cv.size());
     left_out += c.held_out.mean_abs_error / static_cast<double>(cv.size());
   }
-  CHECK(in_sample <= 0.100);  // measured 9.0% (2026-11-23)
-  CHECK(left_out <= 0.118);   // measured 10.8% (10.6% with the 8.6 us host prior)
+  CHECK(in_sample <= 0.099);  // measured 8.9% (2026-11-24)
+  CHECK(left_out <= 0.115);   // measured 10.5%
   CHECK(left_out >= in_sample - 0.005);  // leaving a group out cannot help it by more than noise
 }
 
