@@ -1,6 +1,6 @@
 // Datasheet cost model: roofline GEMMs with wave quantization, fused attention at a fraction of
-// peak, bandwidth-bound kernels, alpha-beta collectives (ring, and tree across nodes) with the
-// nccl-tests bus-bandwidth factors. docs/cost-model.md derives each formula.
+// peak, bandwidth-bound kernels, collectives with the nccl-tests bus-bandwidth factors: NCCL's
+// protocol model inside an NVLink node, alpha-beta (ring, and tree across nodes) otherwise. docs/cost-model.md derives each formula.
 #include "sim/cost_model.hpp"
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 
 #include "common/errors.hpp"
 #include "common/units.hpp"
+#include "sim/nccl_protocols.hpp"
 #include "sim/reference_efficiency.hpp"
 #include "sim/step_cost.hpp"
 
@@ -41,7 +42,7 @@ DatasheetCostModel::DatasheetCostModel(const Hardware& hardware, Precision preci
                                        bool flash2_attention)
     : hardware_(hardware), peak_flops_per_s_(hardware.gpu.peak_flops_per_s(precision)),
       bytes_per_value_(precision == Precision::kFp32 ? 4.0 : precision == Precision::kFp8 ? 1.0 : 2.0),
-      c_(std::move(constants)) {
+      ll_max_bus_(nccl_ll_max_bus_bytes_per_s(hardware.gpu.name)), c_(std::move(constants)) {
   TRAINSIM_ASSERT(peak_flops_per_s_ > 0, "the GPU has no peak for this precision (checked by the caller)");
   const ReferenceEfficiency reference = reference_efficiency(hardware.gpu, precision, flash2_attention);
   gemm_flops_per_s_ = peak_flops_per_s_ * c_.gemm_peak_fraction * reference.gemm_ratio;
@@ -88,6 +89,12 @@ double DatasheetCostModel::bus_bandwidth_bytes_per_s(const GroupScope& scope) co
 
 double DatasheetCostModel::collective_s(CollectiveKind kind, double bytes, const GroupScope& scope) const {
   if (scope.size <= 1 || bytes <= 0) return 0.0;
+  const bool ring = kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kAllGather || kind == CollectiveKind::kReduceScatter;
+  if (ring && scope.intra_node() && hardware_.gpu.nvlink_bandwidth_bytes_per_s > 0) {
+    // Inside an NVLink node NCCL picks LL, LL128 or Simple by its tuner model (sim/nccl_protocols.hpp).
+    return nccl_intra_node_ring_s(kind, bytes, scope.size, bus_bandwidth_bytes_per_s(scope), ll_max_bus_) +
+           c_.kernel_overhead_s;
+  }
   const double n = static_cast<double>(scope.size);
   const double bandwidth_s = bytes * bus_factor(kind, scope.size) / bus_bandwidth_bytes_per_s(scope);
   const double alpha = scope.intra_node() ? c_.collective_step_intra_s : c_.collective_step_inter_s;

@@ -26,7 +26,9 @@ struct EfficiencyConstants {
   // Host time to issue one op (framework dispatch + launch); the device idles when the host is
   // behind. Eager PyTorch per-op call: 8.6 us (pytorch #114860, shared/reference §5a).
   double host_dispatch_s = 8.6e-6;
-  double collective_step_intra_s = 2e-6;    // alpha per ring step inside a node
+  // Alpha per step inside a node: send/recv and all-to-all, and rings on GPUs without NVLink
+  // (NVLink rings take NCCL's protocol latencies, sim/nccl_protocols.hpp).
+  double collective_step_intra_s = 2e-6;
   double collective_step_inter_s = 8e-6;    // alpha per step across nodes
   int64_t gemm_tile_m = 128, gemm_tile_n = 128;  // output tile per thread block
   std::string provenance;                   // how these values were obtained
@@ -72,6 +74,7 @@ class DatasheetCostModel final : public CostModel {
   double attention_flops_per_s_;  // 16-bit peak x attention_peak_fraction x reference attention ratio
   std::string reference_;
   double bytes_per_value_;
+  double ll_max_bus_;  // NCCL's LL bandwidth cap for this GPU's generation (0: not known)
   EfficiencyConstants c_;
 };
 

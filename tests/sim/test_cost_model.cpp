@@ -3,6 +3,7 @@
 
 #include "common/units.hpp"
 #include "sim/cost_model.hpp"
+#include "sim/nccl_protocols.hpp"
 #include "sim/step_cost.hpp"
 
 using namespace trainsim;
@@ -32,16 +33,32 @@ TEST_CASE("bus-bandwidth factors follow nccl-tests PERFORMANCE.md") {
   CHECK(bus_factor(CollectiveKind::kSendRecv, 2) == 1.0);
 }
 
-TEST_CASE("a ring all-reduce inside a node takes 2(n-1)/n S / busbw plus 2(n-1) latency steps") {
+TEST_CASE("a ring all-reduce inside a node: NCCL's fastest protocol, Simple for large buffers") {
   const Hardware hw = a100_cluster();
   EfficiencyConstants c;
   c.kernel_overhead_s = 0;
   const DatasheetCostModel cost(hw, Precision::kBf16, c);
   const GroupScope node{8, 8, 1};
-  const double bytes = 1e9;
   const double busbw = hw.gpu.nvlink_bandwidth_bytes_per_s * c.nvlink_bandwidth_fraction;
-  CHECK(cost.collective_s(CollectiveKind::kAllReduce, bytes, node) ==
-        Approx(2.0 * 7 / 8 * bytes / busbw + 14 * c.collective_step_intra_s));
+  // 1 GB: Simple, 8.4 us + 14 steps x 3.4 us + 2(n-1)/n S / busbw.
+  CHECK(cost.collective_s(CollectiveKind::kAllReduce, 1e9, node) == Approx(8.4e-6 + 14 * 3.4e-6 + 2.0 * 7 / 8 * 1e9 / busbw));
+  // 64 KiB: LL, 6.6 us + 14 x 0.6 us, at A100's LL cap of 87.7 GB/s (half of 232 is more).
+  CHECK(cost.collective_s(CollectiveKind::kAllReduce, 65536, node) == Approx(6.6e-6 + 14 * 0.6e-6 + 2.0 * 7 / 8 * 65536 / 87.7e9));
+  // 4 MiB: LL128, 14 us + 14 x 1.9 us at 0.92 of the bus bandwidth.
+  const double mib4 = 4.0 * 1024 * 1024;
+  CHECK(cost.collective_s(CollectiveKind::kAllReduce, mib4, node) == Approx(14e-6 + 14 * 1.9e-6 + 2.0 * 7 / 8 * mib4 / (0.92 * busbw)));
+  // All-gather and reduce-scatter: n - 1 steps, half the bus traffic.
+  CHECK(cost.collective_s(CollectiveKind::kAllGather, 1e9, node) == Approx(8.4e-6 + 7 * 3.4e-6 + 7.0 / 8 * 1e9 / busbw));
+}
+
+TEST_CASE("NCCL's LL bandwidth cap follows the GPU generation") {
+  CHECK(nccl_ll_max_bus_bytes_per_s("a100-sxm-80gb") == 87.7e9);
+  CHECK(nccl_ll_max_bus_bytes_per_s("h100-sxm-96gb-500w") == 141e9);
+  CHECK(nccl_ll_max_bus_bytes_per_s("h200-sxm-141gb") == 141e9);
+  CHECK(nccl_ll_max_bus_bytes_per_s("mystery-gpu") == 0.0);
+  // Unknown generation: LL at half the bus bandwidth, uncapped; never slower than a known cap.
+  CHECK(nccl_intra_node_ring_s(CollectiveKind::kAllReduce, 65536, 8, 232e9, 0) <
+        nccl_intra_node_ring_s(CollectiveKind::kAllReduce, 65536, 8, 232e9, 87.7e9));
 }
 
 TEST_CASE("across nodes the bus bandwidth is the NICs of the group's members in one node") {

@@ -50,12 +50,12 @@ TEST_CASE("version-1 files are still read") {
 }
 
 TEST_CASE("mean absolute error over the predicted runs: held-out half and all runs") {
-  CHECK(result().held_out_half.mean_abs_error <= 0.106);  // measured 9.6% (2026-11-24)
-  CHECK(result().all.mean_abs_error <= 0.101);            // measured 9.1%
+  CHECK(result().held_out_half.mean_abs_error <= 0.105);  // measured 9.5% (2026-11-24)
+  CHECK(result().all.mean_abs_error <= 0.100);            // measured 9.0%
 }
 
 TEST_CASE("A100 Megatron-LM, Korthikanti, MosaicML and BLOOM groups are each within their bounds") {
-  CHECK(group("megatron_sc21_table1").mean_abs_error <= 0.07);
+  CHECK(group("megatron_sc21_table1").mean_abs_error <= 0.077);  // 6.7%
   CHECK(group("korthikanti_2022_table5").mean_abs_error <= 0.05);  // Calculon: 3.65% with hand-set efficiencies
   CHECK(group("korthikanti_2022_table5").max_abs_error <= 0.10);
   CHECK(group("mosaicml_llm_foundry_benchmarks").mean_abs_error <= 0.06);
@@ -64,11 +64,11 @@ TEST_CASE("A100 Megatron-LM, Korthikanti, MosaicML and BLOOM groups are each wit
 }
 
 TEST_CASE("H100 and H200 groups, priced from H100/H200 reference measurements (never fitted on)") {
-  CHECK(group("nemo_24_07_h100_fp8").mean_abs_error <= 0.07);   // 6.0%
-  CHECK(group("megatron_bridge_h100_fp8").mean_abs_error <= 0.10);  // 9.1%
-  CHECK(group("dgxc_h100_llama31_70b").mean_abs_error <= 0.112);  // 10.2%
-  CHECK(group("dgxc_h100_gpt3_175b").mean_abs_error <= 0.141);    // 13.1%
-  CHECK(group("megatron_bridge_h100_archive").mean_abs_error <= 0.10);  // 9.0%
+  CHECK(group("nemo_24_07_h100_fp8").mean_abs_error <= 0.064);  // 5.4%
+  CHECK(group("megatron_bridge_h100_fp8").mean_abs_error <= 0.104);  // 9.4%
+  CHECK(group("dgxc_h100_llama31_70b").mean_abs_error <= 0.117);  // 10.7% (10.2% before NCCL's protocol latencies)
+  CHECK(group("dgxc_h100_gpt3_175b").mean_abs_error <= 0.130);    // 12.0%
+  CHECK(group("megatron_bridge_h100_archive").mean_abs_error <= 0.105);  // 9.5%
   CHECK(group("torchtitan").mean_abs_error <= 0.164);  // 15.4%: 21 H100 96GB runs (assumed peak) and 2 H200
 }
 
@@ -118,7 +118,7 @@ TEST_CASE("leave-one-group-out: each group predicted with constants fitted witho
     left_out += c.held_out.mean_abs_error / static_cast<double>(cv.size());
   }
   CHECK(in_sample <= 0.099);  // measured 8.9% (2026-11-24)
-  CHECK(left_out <= 0.115);   // measured 10.5%
+  CHECK(left_out <= 0.114);   // measured 10.4%
   CHECK(left_out >= in_sample - 0.005);  // leaving a group out cannot help it by more than noise
 }
 
