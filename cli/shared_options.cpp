@@ -53,8 +53,10 @@ void PlanOptions::add_to(CLI::App& app) {
   }
   sizes["zero"] = 0;
   options["zero"] = app.add_option("--zero", sizes["zero"], "ZeRO stage 0-3 (3 = FSDP)")->check(CLI::Range(0, 3));
-  options["recompute"] = app.add_option("--recompute", recompute, "activation recomputation")
-                             ->check(CLI::IsMember({"none", "selective", "full"}));
+  options["recompute"] = app.add_option("--recompute", recompute,
+                                        "activation recomputation (selective: Megatron's attention core; selective_op: "
+                                        "torchtitan's per-op checkpointing)")
+                             ->check(CLI::IsMember({"none", "selective", "full", "selective_op"}));
   options["sequence-parallel"] = app.add_flag("--sequence-parallel", sequence_parallel, "Megatron sequence parallelism");
   options["schedule"] = app.add_option("--schedule", schedule, "pipeline schedule")
                             ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}));
@@ -70,6 +72,10 @@ void PlanOptions::add_to(CLI::App& app) {
                                           "run the backward TP collectives on the critical path (no GEMM overlap)");
   options["attention"] = app.add_option("--attention", attention, "attention kernel (default flash)")
                              ->check(CLI::IsMember({"flash", "unfused"}));
+  options["cross-entropy"] = app.add_option("--cross-entropy", cross_entropy,
+                                            "loss kernel: fused (Megatron's vocab-parallel, default) or pytorch "
+                                            "(torch cross_entropy on fp32 logits)")
+                                 ->check(CLI::IsMember({"fused", "pytorch"}));
 }
 
 namespace {
@@ -89,6 +95,14 @@ void apply_framework(const FrameworkPreset& preset, ParallelPlan& p, const State
   if (!preset.fused_attention && !stated("attention", "attention")) {
     p.attention = AttentionKernel::kUnfused;
     set.push_back("attention unfused");
+  }
+  if (preset.pytorch_cross_entropy && !stated("cross-entropy", "cross_entropy")) {
+    p.cross_entropy = LossKernel::kPytorch;
+    set.push_back("cross_entropy pytorch");
+  }
+  if (preset.per_op_checkpointing && p.recompute == Recompute::kSelective) {
+    p.recompute = Recompute::kSelectiveOp;  // the framework's only selective checkpointing
+    set.push_back("recompute selective -> selective_op (per-op checkpointing)");
   }
   if (!preset.dp_overlap && !stated("no-dp-overlap", "dp_overlap")) {
     p.dp_overlap = false;
@@ -134,6 +148,7 @@ ParallelPlan PlanOptions::resolve(const ModelSpec& model) const {
   if (given("sequence-parallel")) p.sequence_parallel = sequence_parallel;
   if (given("precision")) p.precision = parse_precision(precision);
   if (given("attention")) p.attention = parse_attention(attention);
+  if (given("cross-entropy")) p.cross_entropy = parse_cross_entropy(cross_entropy);
   if (given("no-dp-overlap")) p.dp_overlap = !no_dp_overlap;
   if (given("no-tp-overlap")) p.tp_overlap = !no_tp_overlap;
   if (given("schedule")) p.schedule = parse_schedule(schedule);

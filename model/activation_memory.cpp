@@ -1,10 +1,30 @@
 // Activation memory terms; docs/model-math.md §3 lists each stored tensor with its source.
 #include "model/activation_memory.hpp"
 
+#include <algorithm>
+
 namespace trainsim {
 
 namespace {
 double d(int64_t x) { return static_cast<double>(x); }
+
+// torchtitan's per-op policy (torchtitan/models/llama3/infra/parallelize.py, selective_ac_option
+// "op"): the layer input (the checkpoint's), the outputs of the 1st, 3rd, 5th and 7th matmul
+// (wq, wv, w1, w2 in Llama's order; wq, wv, fc1 without a gate) and attention's output and fp32
+// log-sum-exp. w2's output is kept as the matmul wrote it, whole on every TP rank.
+double selective_op_bytes(const ModelSpec& m, const ActivationLayout& l) {
+  const double sb = d(m.seq_len) * d(l.micro_batch);
+  const double e = l.bytes_per_value, t = d(l.tp);
+  const double sp_split = l.sequence_parallel ? t : 1.0;
+  const double routed = m.moe ? d(m.moe->top_k) : 1.0;
+  const double f = d(m.moe ? m.moe->expert_ffn_hidden : m.ffn_hidden);
+  const double q = d(m.attention_width()), kv = d(m.kv_width());
+  const bool gated = m.ffn_kind != FfnKind::kGelu;
+  double bytes = e * sb * d(m.hidden) / sp_split;                   // layer input
+  bytes += e * sb * (q + kv + q + routed * f) / t + 4.0 * d(m.heads) * sb / t;  // wq, wv, attention, w1
+  if (gated) bytes += e * sb * d(m.hidden) * routed;                 // w2
+  return bytes;
+}
 }  // namespace
 
 double activation_bytes_per_layer(const ModelSpec& m, const ActivationLayout& l) {
@@ -14,6 +34,7 @@ double activation_bytes_per_layer(const ModelSpec& m, const ActivationLayout& l)
   const double sp_split = l.sequence_parallel ? t : 1.0;
 
   if (l.recompute == Recompute::kFull) return e * sb * h / sp_split;  // only the layer input is kept
+  if (l.recompute == Recompute::kSelectiveOp) return selective_op_bytes(m, l);
 
   // Outside the tensor-parallel region (split only by sequence parallelism): both norm inputs,
   // the QKV and MLP input (norm outputs), the two dropout masks.  Korthikanti: 10 sbh.
@@ -52,14 +73,33 @@ double activation_bytes_output(const ModelSpec& m, const ActivationLayout& l) {
   return 2.0 * l.bytes_per_value * sb * d(m.hidden) / sp_split + 4.0 * sb * d(m.vocab) / d(l.tp);
 }
 
+double recompute_working_bytes(const ModelSpec& m, const ActivationLayout& l) {
+  if (l.recompute == Recompute::kNone) return 0.0;
+  ActivationLayout kept = l;
+  kept.recompute = Recompute::kNone;
+  return std::max(0.0, activation_bytes_per_layer(m, kept) - activation_bytes_per_layer(m, l));
+}
+
+double loss_working_bytes(const ModelSpec& m, const ActivationLayout& l) {
+  // Megatron: the bf16 logits beside their fp32 copy (the softmax and its gradient are computed in
+  // place, megatron/core/tensor_parallel/cross_entropy.py). PyTorch: the gradient of the fp32
+  // log-softmax and the gradient of its input, both fp32, beside the saved log-softmax
+  // (cross_entropy = log_softmax + nll_loss; torchtitan deletes the bf16 logits before backward).
+  const double logits = d(m.seq_len) * d(l.micro_batch) * d(m.vocab) / d(l.tp);
+  return (l.loss == LossKernel::kPytorch ? 8.0 : l.bytes_per_value) * logits;
+}
+
 const char* to_string(Recompute r) {
   switch (r) {
     case Recompute::kNone: return "none";
     case Recompute::kSelective: return "selective";
     case Recompute::kFull: return "full";
+    case Recompute::kSelectiveOp: return "selective_op";
   }
   return "?";
 }
+
+const char* to_string(LossKernel k) { return k == LossKernel::kPytorch ? "pytorch" : "fused"; }
 
 const char* to_string(AttentionKernel k) { return k == AttentionKernel::kFlash ? "flash" : "unfused"; }
 

@@ -10,10 +10,17 @@
 
 namespace trainsim {
 
-enum class Recompute { kNone, kSelective, kFull };
+// kSelective: Megatron's selective recompute (the attention core); kSelectiveOp: torchtitan's
+// per-op selective checkpointing (the outputs of every other matmul and of attention are kept,
+// the rest of the layer runs again in the backward); kFull: the whole layer runs again.
+enum class Recompute { kNone, kSelective, kFull, kSelectiveOp };
+// How the loss is computed from the logits on the last stage: kFused, Megatron's vocab-parallel
+// cross entropy (an fp32 copy of the logits turned into the softmax in place); kPytorch, PyTorch's
+// cross_entropy on the fp32-cast logits (torchtitan), which allocates its gradients apart.
 // kUnfused stores the softmax (and dropout) of the a*s^2 attention scores; kFlash (FlashAttention-
 // style fused kernel) stores only the output and the fp32 log-sum-exp per row.
 enum class AttentionKernel { kFlash, kUnfused };
+enum class LossKernel { kFused, kPytorch };
 
 struct ActivationLayout {
   int64_t micro_batch = 1;
@@ -22,6 +29,7 @@ struct ActivationLayout {
   Recompute recompute = Recompute::kNone;
   AttentionKernel attention = AttentionKernel::kFlash;
   double bytes_per_value = 2;  // 2 for bf16/fp16 activations, 4 for fp32
+  LossKernel loss = LossKernel::kFused;
 };
 
 // One transformer layer, one micro-batch, one TP rank.
@@ -31,7 +39,14 @@ double activation_bytes_embedding(const ModelSpec& model, const ActivationLayout
 // Kept on the last stage per micro-batch: final-norm input, LM-head input, fp32 logits.
 double activation_bytes_output(const ModelSpec& model, const ActivationLayout& layout);
 
+// Working memory beside the stored activations, for one micro-batch at a time: while a layer is
+// recomputed for its backward, the activations recomputation dropped (one layer); while the loss
+// is computed on the last stage, what the loss kernel allocates beyond the stored fp32 logits.
+double recompute_working_bytes(const ModelSpec& model, const ActivationLayout& layout);
+double loss_working_bytes(const ModelSpec& model, const ActivationLayout& layout);
+
 const char* to_string(Recompute recompute);
+const char* to_string(LossKernel loss);
 const char* to_string(AttentionKernel kernel);
 
 }  // namespace trainsim

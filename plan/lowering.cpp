@@ -105,6 +105,31 @@ void pair_backward_overlaps(std::vector<Op>& backward) {
   }
 }
 
+// What torchtitan's per-op checkpointing runs again in the backward: every forward op but those
+// whose outputs it keeps (the 1st, 3rd, 5th and 7th matmul: wq, wv, w1/fc1 and a gated FFN's w2;
+// attention; reduce-scatters). Of the fused QKV GEMM that is wk's third, of a gated FFN's fused
+// w1|w3 GEMM w3's half; the all-gathers of SP run again with the norms they feed.
+std::vector<Op> selective_op_recompute(const ModelSpec& m, const std::vector<Op>& forward, const Shapes& s) {
+  const bool gated = m.ffn_kind != FfnKind::kGelu;
+  std::vector<Op> out;
+  for (const Op& op : forward) {
+    const std::string name = op.name;
+    if (name == "attention" || name == "sp_reducescatter" || name == "tp_allreduce") continue;
+    if (name == "qkv") {
+      out.push_back(gemm("qkv_recompute_k", op.m, s.kv / s.t, op.k));
+    } else if (name == "fc1") {
+      if (gated) out.push_back(gemm("fc1_recompute_w3", op.m, op.n / 2, op.k));
+    } else if (name == "fc2") {
+      if (!gated) out.push_back(op);
+    } else if (name == "attn_scores" || name == "attn_context" || name == "softmax") {
+      out.push_back(op);  // an unfused attention core is not an op it keeps
+    } else {
+      out.push_back(op);  // norms, rotary, wo, activations, residual adds, SP all-gathers
+    }
+  }
+  return out;
+}
+
 LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s) {
   LayerWork w;
   const bool sp = p.sequence_parallel;
@@ -186,6 +211,8 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
       const std::string name = op.name;
       if (name == "attention" || name == "attn_scores" || name == "softmax" || name == "attn_context") w.recompute.push_back(op);
     }
+  } else if (p.recompute == Recompute::kSelectiveOp) {
+    w.recompute = selective_op_recompute(m, w.forward, s);
   }
   return w;
 }

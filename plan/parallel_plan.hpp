@@ -25,6 +25,7 @@ struct ParallelPlan {
   Schedule schedule = Schedule::k1F1B;
   Precision precision = Precision::kBf16;
   AttentionKernel attention = AttentionKernel::kFlash;
+  LossKernel cross_entropy = LossKernel::kFused;  // how the last stage computes the loss
   // Data-parallel gradient reduction overlapped with the backward in buckets (PyTorch DDP, FSDP,
   // Megatron-core --overlap-grad-reduce); false: reduced after the whole backward (Megatron-LM 2021).
   bool dp_overlap = true;

@@ -42,6 +42,10 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
     throw InputError("export: Megatron-LM has no ZeRO-2 (its distributed optimizer is ZeRO-1, FSDP is ZeRO-3)",
                      "export to deepspeed, or choose ZeRO-1 or ZeRO-3");
   }
+  if (p.recompute == Recompute::kSelectiveOp) {
+    throw InputError("export: Megatron-LM has no per-op selective checkpointing (recompute selective_op)",
+                     "export --recompute selective (the attention core) or full");
+  }
   if (p.vpp > 1 && model == nullptr) {
     throw InputError("export: interleaving (vpp " + std::to_string(p.vpp) + ") is written as layers per virtual stage",
                      "give --model so the layer count is known");

@@ -12,7 +12,14 @@ Recompute parse_recompute(const std::string& t) {
   if (t == "none") return Recompute::kNone;
   if (t == "selective") return Recompute::kSelective;
   if (t == "full") return Recompute::kFull;
-  throw InputError("recompute: \"" + t + "\" is not one of: none, selective, full");
+  if (t == "selective_op") return Recompute::kSelectiveOp;
+  throw InputError("recompute: \"" + t + "\" is not one of: none, selective, full, selective_op");
+}
+
+LossKernel parse_cross_entropy(const std::string& t) {
+  if (t == "fused") return LossKernel::kFused;
+  if (t == "pytorch") return LossKernel::kPytorch;
+  throw InputError("cross_entropy: \"" + t + "\" is not one of: fused, pytorch");
 }
 
 Schedule parse_schedule(const std::string& t) {
@@ -59,7 +66,7 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
     else p.zero_stage = static_cast<int>(*z);
   }
   note_default("recompute");
-  if (auto v = r.optional_choice("recompute", {"none", "selective", "full"})) p.recompute = parse_recompute(*v);
+  if (auto v = r.optional_choice("recompute", {"none", "selective", "full", "selective_op"})) p.recompute = parse_recompute(*v);
   note_default("sequence_parallel");
   p.sequence_parallel = r.optional_bool("sequence_parallel").value_or(p.sequence_parallel);
   if (auto v = r.optional_choice("schedule", {"gpipe", "1f1b", "interleaved"})) {
@@ -69,6 +76,7 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   }
   if (auto v = r.optional_choice("precision", {"bf16", "fp16", "fp32", "fp8"})) p.precision = parse_precision(*v);
   if (auto v = r.optional_choice("attention", {"flash", "unfused"})) p.attention = parse_attention(*v);
+  if (auto v = r.optional_choice("cross_entropy", {"fused", "pytorch"})) p.cross_entropy = parse_cross_entropy(*v);
   p.dp_overlap = r.optional_bool("dp_overlap").value_or(p.dp_overlap);
   p.tp_overlap = r.optional_bool("tp_overlap").value_or(p.tp_overlap);
   return p;
@@ -81,7 +89,7 @@ ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* d
   ParallelPlan plan = read_plan(reader, ParallelPlan{}, defaulted);
   reader.reject_unknown_keys();
   problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, vpp, micro_batch, global_batch, zero_stage, recompute, "
-                        "sequence_parallel, schedule, precision, attention, dp_overlap, tp_overlap");
+                        "sequence_parallel, schedule, precision, attention, cross_entropy, dp_overlap, tp_overlap");
   return plan;
 }
 
@@ -101,6 +109,7 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& p) {
   j["schedule"] = to_string(p.schedule);
   j["precision"] = to_string(p.precision);
   j["attention"] = to_string(p.attention);
+  j["cross_entropy"] = to_string(p.cross_entropy);
   j["dp_overlap"] = p.dp_overlap;
   j["tp_overlap"] = p.tp_overlap;
   return j;

@@ -21,6 +21,7 @@ ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* d
 nlohmann::ordered_json plan_to_json(const ParallelPlan& plan);
 
 Recompute parse_recompute(const std::string& text);
+LossKernel parse_cross_entropy(const std::string& text);
 Schedule parse_schedule(const std::string& text);
 Precision parse_precision(const std::string& text);
 AttentionKernel parse_attention(const std::string& text);

@@ -48,6 +48,7 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
   act.sequence_parallel = plan.sequence_parallel;
   act.recompute = plan.recompute;
   act.attention = plan.attention;
+  act.loss = plan.cross_entropy;
   act.bytes_per_value = plan.precision == Precision::kFp32 ? 4 : 2;
   const double act_layer = activation_bytes_per_layer(model, act);
 
@@ -73,6 +74,11 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
       const double head_in_flight = plan.schedule == Schedule::kGpipe ? s.in_flight_micro_batches : 1.0;
       activations += activation_bytes_output(model, act) * head_in_flight;
     }
+    // Beside the stored activations, one micro-batch's working memory at a time: a layer being
+    // recomputed for its backward, or (last stage) the loss being computed.
+    double working = s.layers > 0 ? recompute_working_bytes(model, act) : 0.0;
+    if (stage == plan.pp - 1) working = std::max(working, loss_working_bytes(model, act));
+    activations += working;
     const double n = static_cast<double>(s.params);
     s.memory.weights_bytes = n * bytes.weights / (plan.zero_stage >= 3 ? dp : 1.0);
     s.memory.gradients_bytes = n * bytes.gradients / (plan.zero_stage >= 2 ? dp : 1.0);

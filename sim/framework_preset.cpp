@@ -40,7 +40,15 @@ const std::vector<FrameworkPreset>& presets() {
     // Its attention is PyTorch SDPA, whose cuDNN backend is opt-in since PyTorch 2.5.1 (PR
     // #138522): on H100 it runs the FlashAttention-2 backend (pytorch #142132: 329 TFLOP/s against
     // cuDNN's 631 on the December 2024 nightly torchtitan's benchmarks used).
-    p.push_back({"torchtitan", true, 3, true, true, "torchtitan JobConfig defaults and parallelize_llama (FSDP2, SequenceParallel norms, SDPA)", true});
+    // Its selective activation checkpointing is per op (selective_ac_option "op" in its Llama
+    // configs), and its loss PyTorch's cross_entropy on pred.float() (torchtitan/components/loss.py).
+    FrameworkPreset titan{"torchtitan", true, 3, true, true,
+                          "torchtitan JobConfig defaults and parallelize_llama (FSDP2, SequenceParallel norms, SDPA, per-op "
+                          "selective checkpointing, cross_entropy on fp32 logits)",
+                          true};
+    titan.pytorch_cross_entropy = true;
+    titan.per_op_checkpointing = true;
+    p.push_back(titan);
     // LLM Foundry / Composer benchmark configs shard with FSDP FULL_SHARD.
     p.push_back({"llm-foundry", true, 3, false, true, "llm-foundry scripts/train/benchmarking configs (FSDP FULL_SHARD, flash-attn 2)", true});
     return p;

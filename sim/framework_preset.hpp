@@ -30,6 +30,10 @@ struct FrameworkPreset {
   // Data-parallel gradient reduction overlaps the backward unless stated; false: it runs after
   // the backward.
   bool dp_overlap = true;
+  // The loss is PyTorch's cross_entropy on the fp32-cast logits (LossKernel::kPytorch).
+  bool pytorch_cross_entropy = false;
+  // "Selective" recompute means per-op checkpointing (Recompute::kSelectiveOp).
+  bool per_op_checkpointing = false;
 };
 
 // The preset for `name` ("" = not stated: the generic preset). Never throws.

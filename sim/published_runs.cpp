@@ -189,15 +189,21 @@ PublishedRun read_run(const json& raw, const std::string& path, const std::strin
   defaults.dp_overlap = !old && preset.dp_overlap;
   // Megatron-LM's asynchronous TP all-reduce arrived after the SC'21 runs and BLOOM's fork.
   defaults.tp_overlap = run.group != "megatron_sc21_table1" && run.group != "bloom";
+  defaults.cross_entropy = preset.pytorch_cross_entropy ? LossKernel::kPytorch : LossKernel::kFused;
   if (auto p = r.optional_object("plan")) {
     run.plan = read_plan(*p, defaults, nullptr);
     p->reject_unknown_keys();
+    if (preset.per_op_checkpointing && run.plan.recompute == Recompute::kSelective) {
+      run.plan.recompute = Recompute::kSelectiveOp;
+      run.defaults_used.push_back("plan.recompute=selective_op (" + preset.name + "'s selective checkpointing is per op)");
+    }
   } else {
     r.add_problem("plan", "missing required object \"plan\"");
   }
   run.defaults_used.push_back(std::string("plan.attention=") + to_string(run.plan.attention));
   run.defaults_used.push_back(std::string("plan.dp_overlap=") + (run.plan.dp_overlap ? "true" : "false"));
   run.defaults_used.push_back(std::string("plan.tp_overlap=") + (run.plan.tp_overlap ? "true" : "false"));
+  run.defaults_used.push_back(std::string("plan.cross_entropy=") + to_string(run.plan.cross_entropy));
   if (auto precision = r.optional_choice("precision", {"bf16", "fp16", "fp32", "fp8"})) run.plan.precision = parse_precision(*precision);
   if (auto m = r.optional_object("measured")) read_measured(*m, run);
   else r.add_problem("measured", "missing required object \"measured\"");

@@ -244,11 +244,24 @@ cli_test("predict --framework nemo: distributed optimizer and SP with TP, said s
 cli_test("predict --framework megatron-deepspeed: unfused attention, gradient all-reduce after the backward" RC 0
   MATCH "framework megatron-deepspeed: zero_stage 0, sequence_parallel off, attention unfused, dp_overlap off"
   ARGS predict --model gpt2-355m --gpu a100-sxm-80gb --gpus 8 --tp 2 --global-batch 64 --framework megatron-deepspeed)
+cli_test("predict --framework torchtitan: its selective checkpointing is per op, its loss PyTorch's" RC 0
+  MATCH "recompute selective -> selective_op" "recompute selective_op"
+  ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --recompute selective --global-batch 16 --framework torchtitan)
+cli_test("bad: export has no Megatron-LM flag for per-op checkpointing" RC 2
+  MATCH "Megatron-LM has no per-op selective checkpointing" ARGS export ${plans}/llama3-8b-fsdp-selective-op.json --to megatron)
+cli_test("a plan file with per-op checkpointing and PyTorch's loss predicts, and says so" RC 0
+  MATCH "recompute selective_op" ARGS predict --model llama3-8b --gpu h100-sxm-96gb-500w --plan ${plans}/llama3-8b-fsdp-selective-op.json)
+cli_test("bad: the runtime does not run per-op checkpointing" RC 2
+  MATCH "recompute selective_op .per-op checkpointing. is not implemented by the runtime"
+  ARGS run --model gpt-tiny --plan ${plans}/llama3-8b-fsdp-selective-op.json --dp 1 --global-batch 2 --steps 1
+       --precision fp32 --out ${CMAKE_CURRENT_BINARY_DIR}/selective_op_run)
+cli_test("predict --cross-entropy pytorch raises the last stage's peak" RC 0
+  MATCH "cross_entropy.: .pytorch" ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --cross-entropy pytorch --format json)
 cli_test("predict --framework keeps what the flags state" RC 0
   MATCH "framework nemo: sequence_parallel on \\(" "ZeRO-0"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --tp 2 --zero 0 --global-batch 64 --framework nemo)
 cli_test("predict --framework torchtitan: FSDP and the local batch as one micro-batch" RC 0
-  MATCH "framework torchtitan: zero_stage 3, sequence_parallel off, micro_batch 2" "ZeRO-3"
+  MATCH "framework torchtitan: zero_stage 3, sequence_parallel off, cross_entropy pytorch, micro_batch 2" "ZeRO-3"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --global-batch 16 --framework torchtitan)
 cli_test("bad: predict --framework with an unknown name lists the presets" RC 2
   MATCH "--framework" "megatron-core" "torchtitan" ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --framework titan)

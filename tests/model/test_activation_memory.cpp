@@ -79,3 +79,38 @@ TEST_CASE("activations scale linearly with the micro-batch") {
   CHECK(activation_bytes_per_layer(m, korthikanti(8, true, Recompute::kNone, 4)) ==
         Approx(4 * activation_bytes_per_layer(m, korthikanti(8, true, Recompute::kNone, 1))));
 }
+
+TEST_CASE("torchtitan's per-op checkpointing keeps the layer input, every other matmul and attention") {
+  const ModelSpec m = resolve_model("llama3-8b");  // SwiGLU: wq, wk, wv, wo, w1, w3, w2
+  ActivationLayout l = korthikanti(1, false, Recompute::kSelectiveOp);
+  l.attention = AttentionKernel::kFlash;
+  const double sb = m.seq_len, h = m.hidden, q = m.attention_width(), kv = m.kv_width(), f = m.ffn_hidden;
+  // input, wq, wv, attention output, w1, w2 (bf16), log-sum-exp (fp32)
+  const double expected = 2 * sb * (h + q + kv + q + f + h) + 4.0 * m.heads * sb;
+  CHECK(activation_bytes_per_layer(m, l) == Approx(expected));
+  // 46% of what Megatron's selective recompute keeps for this layer.
+  ActivationLayout megatron = l;
+  megatron.recompute = Recompute::kSelective;
+  CHECK(activation_bytes_per_layer(m, l) / activation_bytes_per_layer(m, megatron) == Approx(0.456).epsilon(0.01));
+  // With TP 8 and SP the input is split by SP, the column-parallel outputs by TP, w2's not.
+  ActivationLayout tp = l;
+  tp.tp = 8;
+  tp.sequence_parallel = true;
+  CHECK(activation_bytes_per_layer(m, tp) == Approx(2 * sb * (h / 8 + (q + kv + q + f) / 8 + h) + 4.0 * m.heads * sb / 8));
+}
+
+TEST_CASE("working memory: a recomputed layer's dropped activations, or the loss's buffers on the last stage") {
+  const ModelSpec m = resolve_model("llama3-8b");
+  ActivationLayout l = korthikanti(1, false, Recompute::kFull);
+  l.attention = AttentionKernel::kFlash;
+  ActivationLayout none = l;
+  none.recompute = Recompute::kNone;
+  CHECK(recompute_working_bytes(m, l) == Approx(activation_bytes_per_layer(m, none) - 2.0 * m.seq_len * m.hidden));
+  CHECK(recompute_working_bytes(m, none) == 0.0);
+  const double logits = static_cast<double>(m.seq_len) * m.vocab;
+  CHECK(loss_working_bytes(m, l) == Approx(2 * logits));  // Megatron: the bf16 logits beside the fp32 softmax
+  l.loss = LossKernel::kPytorch;
+  CHECK(loss_working_bytes(m, l) == Approx(8 * logits));  // PyTorch: two fp32 gradients of the logits
+  l.tp = 4;
+  CHECK(loss_working_bytes(m, l) == Approx(2 * logits));  // vocab-parallel over TP
+}

@@ -74,3 +74,11 @@ TEST_CASE("an MoE model's FLOPs count only the routed experts") {
   CHECK(static_cast<double>(c.matmul_active) < 0.3 * static_cast<double>(c.total));
   CHECK(flops_per_token(m, Recompute::kNone).forward_matmul == 2.0 * static_cast<double>(c.matmul_active));
 }
+
+TEST_CASE("per-op checkpointing runs wk, wo and the FFN's third matmul again, and no attention") {
+  const ModelSpec m = resolve_model("llama3-8b");
+  const FlopsPerToken f = flops_per_token(m, Recompute::kSelectiveOp);
+  const double h = m.hidden, rerun = h * m.kv_width() + m.attention_width() * h + h * m.ffn_hidden;
+  CHECK(f.hardware - f.model == Approx(2.0 * m.layers * rerun));
+  CHECK(f.hardware < flops_per_token(m, Recompute::kFull).hardware);
+}

@@ -50,8 +50,8 @@ TEST_CASE("version-1 files are still read") {
 }
 
 TEST_CASE("mean absolute error over the predicted runs: held-out half and all runs") {
-  CHECK(result().held_out_half.mean_abs_error <= 0.105);  // measured 9.5% (2026-11-24)
-  CHECK(result().all.mean_abs_error <= 0.100);            // measured 9.0%
+  CHECK(result().held_out_half.mean_abs_error <= 0.102);  // measured 9.2% (2026-11-24)
+  CHECK(result().all.mean_abs_error <= 0.098);            // measured 8.8%
 }
 
 TEST_CASE("A100 Megatron-LM, Korthikanti, MosaicML and BLOOM groups are each within their bounds") {
@@ -69,7 +69,7 @@ TEST_CASE("H100 and H200 groups, priced from H100/H200 reference measurements (n
   CHECK(group("dgxc_h100_llama31_70b").mean_abs_error <= 0.117);  // 10.7% (10.2% before NCCL's protocol latencies)
   CHECK(group("dgxc_h100_gpt3_175b").mean_abs_error <= 0.130);    // 12.0%
   CHECK(group("megatron_bridge_h100_archive").mean_abs_error <= 0.105);  // 9.5%
-  CHECK(group("torchtitan").mean_abs_error <= 0.164);  // 15.4%: 21 H100 96GB runs (assumed peak) and 2 H200
+  CHECK(group("torchtitan").mean_abs_error <= 0.144);  // 13.4%: 21 H100 96GB runs (assumed peak) and 2 H200
 }
 
 TEST_CASE("Korthikanti Table 5: sequence parallel + selective recompute beats full recompute for every model") {
@@ -82,24 +82,29 @@ TEST_CASE("Korthikanti Table 5: sequence parallel + selective recompute beats fu
   }
 }
 
-TEST_CASE("at most four published runs that trained are predicted not to fit in memory") {
-  // Known misses (docs/validation.md): Nemotron-340B (NeMo 24.07, the record states no recompute
-  // and no FP8 weights) and torchtitan's Llama 3.1 8B FSDP on 8 H100 96GB (Megatron's selective
-  // recompute keeps more than torchtitan's per-op checkpointing).
+TEST_CASE("one published run that trained is predicted not to fit in memory") {
+  // The known miss (docs/validation.md): Nemotron-340B (NeMo 24.07, the record states no recompute
+  // and no FP8 weights). torchtitan's Llama 3.1 8B FSDP on 8 H100 96GB fits since its per-op
+  // checkpointing is modeled (72.4 GiB allocated; 77-82 GiB reserved measured).
   int64_t not_fitting = 0;
   for (const RunResult& r : result().runs) {
     if (r.predicted && !r.run->measured_oom && !r.predicted_fits) {
       INFO(r.run->id);
-      CHECK((r.run->id == "nemo2407-h100-fp8-Nemotron-340B-128" || r.run->id.rfind("torchtitan-8b-8gpu-FSDP", 0) == 0));
+      CHECK(r.run->id == "nemo2407-h100-fp8-Nemotron-340B-128");
       ++not_fitting;
     }
   }
-  CHECK(not_fitting <= 4);
+  CHECK(not_fitting <= 1);
 }
 
 TEST_CASE("memory is scored where it was measured, against the figure of its kind") {
   CHECK(group("zero_bubble_pp_a100").memory_count == 12);
   CHECK(group("zero_bubble_pp_a100").memory_mean_abs_error <= 0.148);  // 13.8% (25.9% with flash attention)
+  CHECK(group("torchtitan").memory_count == 11);
+  // 16.0%: per-op checkpointing and PyTorch's cross-entropy buffers (38.0% before, Megatron's
+  // selective recompute and no loss working memory).
+  CHECK(group("torchtitan").memory_mean_abs_error <= 0.17);
+  CHECK(result().all.memory_mean_abs_error <= 0.158);  // 14.8% over the 23 runs with a figure
   for (const RunResult& r : result().runs) {
     if (r.memory_error) CHECK(r.run->measured_memory_gib.has_value());
   }
@@ -117,8 +122,8 @@ TEST_CASE("leave-one-group-out: each group predicted with constants fitted witho
     in_sample += c.in_sample.mean_abs_error / static_cast<double>(cv.size());
     left_out += c.held_out.mean_abs_error / static_cast<double>(cv.size());
   }
-  CHECK(in_sample <= 0.099);  // measured 8.9% (2026-11-24)
-  CHECK(left_out <= 0.114);   // measured 10.4%
+  CHECK(in_sample <= 0.097);  // measured 8.7% (2026-11-24)
+  CHECK(left_out <= 0.110);   // measured 10.0%
   CHECK(left_out >= in_sample - 0.005);  // leaving a group out cannot help it by more than noise
 }
 
