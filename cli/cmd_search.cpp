@@ -70,7 +70,8 @@ Command add_search_command(CLI::App& root) {
   app->add_option("--attention", o->attention, "attention kernel")->check(CLI::IsMember({"flash", "unfused"}));
   app->add_option("--framework", o->framework,
                   "price attention with this framework's kernel on Hopper (PyTorch SDPA: FlashAttention-2; "
-                  "Megatron-Core/TE: cuDNN): " + join_names(framework_preset_names()))
+                  "Megatron-Core/TE: cuDNN), and search its selective recomputation and loss (torchtitan: per-op "
+                  "checkpointing, PyTorch cross-entropy): " + join_names(framework_preset_names()))
       ->check(CLI::IsMember(framework_preset_names()));
   app->add_flag("--tp-across-nodes", o->tp_across_nodes, "also try tensor parallelism wider than a node");
   app->add_option("--train-tokens", o->train_tokens, "tokens to train: report days and $ for the whole run")
@@ -105,7 +106,10 @@ Command add_search_command(CLI::App& root) {
             options.space.precision = o->precision == "bf16" ? Precision::kBf16 : o->precision == "fp16" ? Precision::kFp16
                                       : o->precision == "fp32" ? Precision::kFp32 : Precision::kFp8;
             options.space.attention = o->attention == "flash" ? AttentionKernel::kFlash : AttentionKernel::kUnfused;
-            options.flash2_attention = !o->framework.empty() && framework_preset(o->framework).flash2_attention_on_hopper;
+            const FrameworkPreset preset = framework_preset(o->framework);
+            options.flash2_attention = !o->framework.empty() && preset.flash2_attention_on_hopper;
+            if (!o->framework.empty() && preset.per_op_checkpointing) options.space.selective = Recompute::kSelectiveOp;
+            if (!o->framework.empty() && preset.pytorch_cross_entropy) options.space.cross_entropy = LossKernel::kPytorch;
             const bool show_progress = isatty(STDERR_FILENO) != 0;
             SearchReport report;
             report.model = model;

@@ -38,7 +38,7 @@ int64_t enumerate_plans(const ModelSpec& m, const PlanSpaceOptions& o,
           for (int zero = 0; zero <= 3; ++zero) {
             if (zero > 0 && dp == 1) continue;     // nothing to shard
             if (zero >= 2 && pp > 1) continue;     // not supported with pipelines
-            for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+            for (Recompute r : {Recompute::kNone, o.selective, Recompute::kFull}) {
               for (int sp = 0; sp <= (tp > 1 ? 1 : 0); ++sp) {
                 if (sp == 1 && m.seq_len % tp != 0) continue;
                 ParallelPlan p;
@@ -54,6 +54,7 @@ int64_t enumerate_plans(const ModelSpec& m, const PlanSpaceOptions& o,
                 p.sequence_parallel = sp == 1;
                 p.precision = o.precision;
                 p.attention = o.attention;
+                p.cross_entropy = o.cross_entropy;
                 ++count;
                 visit(p);
               }

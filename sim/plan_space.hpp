@@ -23,6 +23,10 @@ struct PlanSpaceOptions {
   bool tp_across_nodes = false;  // allow tp > gpus_per_node
   Precision precision = Precision::kBf16;
   AttentionKernel attention = AttentionKernel::kFlash;
+  // The framework's selective recomputation (Megatron's attention core, or torchtitan's per-op
+  // checkpointing) and loss kernel (FrameworkPreset).
+  Recompute selective = Recompute::kSelective;
+  LossKernel cross_entropy = LossKernel::kFused;
 };
 
 // Calls `visit` for every candidate; returns how many there were.

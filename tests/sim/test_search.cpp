@@ -34,6 +34,19 @@ TEST_CASE("every candidate of the plan space is a valid plan for the GPU count")
   CHECK(n > 500);
 }
 
+TEST_CASE("a framework's selective recomputation and loss are the ones the plan space explores") {
+  Case c;
+  c.options.space.selective = Recompute::kSelectiveOp;  // torchtitan (FrameworkPreset)
+  c.options.space.cross_entropy = LossKernel::kPytorch;
+  int64_t per_op = 0;
+  enumerate_plans(c.model, c.options.space, [&](const ParallelPlan& p) {
+    CHECK(p.recompute != Recompute::kSelective);
+    CHECK(p.cross_entropy == LossKernel::kPytorch);
+    if (p.recompute == Recompute::kSelectiveOp) ++per_op;
+  });
+  CHECK(per_op > 0);
+}
+
 TEST_CASE("the best plan found beats or equals every hand-written plan") {
   Case c;
   const SearchResult r = search_plans(c.model, c.hw, CostModelChoice{}, c.options);
