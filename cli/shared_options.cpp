@@ -76,6 +76,10 @@ void PlanOptions::add_to(CLI::App& app) {
                                             "loss kernel: fused (Megatron's vocab-parallel, default) or pytorch "
                                             "(torch cross_entropy on fp32 logits)")
                                  ->check(CLI::IsMember({"fused", "pytorch"}));
+  options["norm"] = app.add_option("--norm", norm,
+                                   "RMSNorm kernel: fused (default; Megatron/TE, torch.compile) or eager (PyTorch's "
+                                   "composite, an uncompiled torchtitan)")
+                        ->check(CLI::IsMember({"fused", "eager"}));
 }
 
 namespace {
@@ -99,6 +103,10 @@ void apply_framework(const FrameworkPreset& preset, ParallelPlan& p, const State
   if (preset.pytorch_cross_entropy && !stated("cross-entropy", "cross_entropy")) {
     p.cross_entropy = LossKernel::kPytorch;
     set.push_back("cross_entropy pytorch");
+  }
+  if (preset.eager_unless_compiled && !stated("norm", "norm")) {
+    p.norm = NormKernel::kEager;
+    set.push_back("norm eager (torch.compile off by default; --norm fused for a compiled run)");
   }
   if (preset.per_op_checkpointing && p.recompute == Recompute::kSelective) {
     p.recompute = Recompute::kSelectiveOp;  // the framework's only selective checkpointing
@@ -149,6 +157,7 @@ ParallelPlan PlanOptions::resolve(const ModelSpec& model) const {
   if (given("precision")) p.precision = parse_precision(precision);
   if (given("attention")) p.attention = parse_attention(attention);
   if (given("cross-entropy")) p.cross_entropy = parse_cross_entropy(cross_entropy);
+  if (given("norm")) p.norm = norm == "eager" ? NormKernel::kEager : NormKernel::kFused;
   if (given("no-dp-overlap")) p.dp_overlap = !no_dp_overlap;
   if (given("no-tp-overlap")) p.tp_overlap = !no_tp_overlap;
   if (given("schedule")) p.schedule = parse_schedule(schedule);

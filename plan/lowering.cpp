@@ -130,13 +130,27 @@ std::vector<Op> selective_op_recompute(const ModelSpec& m, const std::vector<Op>
   return out;
 }
 
+// Bytes an RMSNorm moves relative to one fused kernel: PyTorch's eager composite (fp32 up-cast,
+// square, mean, rsqrt, two multiplies, down-cast) against Liger's fused kernel on A100-SXM4-80GB,
+// bf16, M = 2048, H = 4096: 1080 / 120 GB/s forward, 508 / 68 GB/s backward of the same minimal
+// bytes (shared/reference/microbench.md §3b, Liger benchmark CSV). LayerNorm's eager kernel is
+// one fused native kernel (the same table: within 1.1-1.5x of Liger), so it stays at 1.
+struct NormTraffic {
+  double forward = 1.0, backward = 1.0;
+};
+NormTraffic norm_traffic(const ModelSpec& m, const ParallelPlan& p) {
+  if (p.norm != NormKernel::kEager || m.norm != NormKind::kRmsNorm) return {};
+  return {1080.0 / 120.0, 508.0 / 68.0};
+}
+
 LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s) {
   LayerWork w;
+  const NormTraffic nt = norm_traffic(m, p);
   const bool sp = p.sequence_parallel;
   const double act = s.sp_tokens * static_cast<double>(s.h) * s.e;  // one (tokens x h) tensor on this rank
   // Norm: read input, write output (+ statistics); backward reads input, output grad, writes grad.
-  w.forward.push_back(memory("norm1", 2 * act));
-  w.backward.push_back(memory("norm1_bwd", 3 * act));
+  w.forward.push_back(memory("norm1", 2 * act * nt.forward));
+  w.backward.push_back(memory("norm1_bwd", 3 * act * nt.backward));
   add_tp_boundary(w, s, sp, true);
   add_linear(w, "qkv", "qkv_dgrad", "qkv_wgrad", s.tokens, (s.q + 2 * s.kv) / s.t, s.h);
   if (m.position == PositionKind::kRope) {
@@ -180,8 +194,8 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
   add_tp_boundary(w, s, sp, false);
   w.forward.push_back(memory("dropout_residual", (m.dropout ? 3.5 : 3.0) * act));
   w.backward.push_back(memory("dropout_residual_bwd", (m.dropout ? 3.5 : 3.0) * act));
-  w.forward.push_back(memory("norm2", 2 * act));
-  w.backward.push_back(memory("norm2_bwd", 3 * act));
+  w.forward.push_back(memory("norm2", 2 * act * nt.forward));
+  w.backward.push_back(memory("norm2_bwd", 3 * act * nt.backward));
   add_tp_boundary(w, s, sp, true);
   const bool swiglu = m.ffn_kind == FfnKind::kSwiglu;
   const int64_t routed = m.moe ? m.moe->top_k : 1;
@@ -261,7 +275,7 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
     }
     if (stage == p.pp - 1) {
       const double logits = static_cast<double>(s.tokens) * static_cast<double>(m.vocab / p.tp) * 4.0;  // fp32
-      w.extra_forward.push_back(memory("final_norm", 2 * act));
+      w.extra_forward.push_back(memory("final_norm", 2 * act * norm_traffic(m, p).forward));
       if (p.sequence_parallel) w.extra_forward.push_back(collective("head_allgather", CollectiveKind::kAllGather, GroupKind::kTp, full_act));
       w.extra_forward.push_back(gemm("lm_head", s.tokens, m.vocab / p.tp, s.h));
       w.extra_forward.push_back(memory("cross_entropy", 3 * logits));
@@ -281,7 +295,7 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
                                               p.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
                                               GroupKind::kTp, full_act));
       }
-      w.extra_backward.push_back(memory("final_norm_bwd", 3 * act));
+      w.extra_backward.push_back(memory("final_norm_bwd", 3 * act * norm_traffic(m, p).backward));
     } else {
       w.send_bytes = act;  // Megatron sends the (SP-split or scatter-gathered) activation
     }

@@ -87,6 +87,8 @@ const char* to_string(Schedule schedule) {
   return "?";
 }
 
+const char* to_string(NormKernel n) { return n == NormKernel::kEager ? "eager" : "fused"; }
+
 const char* to_string(Precision precision) {
   switch (precision) {
     case Precision::kBf16: return "bf16";

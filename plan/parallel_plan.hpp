@@ -14,6 +14,9 @@ namespace trainsim {
 
 enum class Schedule { kGpipe, k1F1B, kInterleaved };
 enum class Precision { kBf16, kFp16, kFp32, kFp8 };
+// How RMSNorm runs: one fused kernel (Megatron/TE, apex, torch.compile), or PyTorch's eager
+// composite (several kernels around an fp32 up-cast), as an uncompiled torchtitan runs it.
+enum class NormKernel { kFused, kEager };
 
 struct ParallelPlan {
   int64_t dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1;
@@ -26,6 +29,7 @@ struct ParallelPlan {
   Precision precision = Precision::kBf16;
   AttentionKernel attention = AttentionKernel::kFlash;
   LossKernel cross_entropy = LossKernel::kFused;  // how the last stage computes the loss
+  NormKernel norm = NormKernel::kFused;            // RMSNorm's kernel (LayerNorm is fused either way)
   // Data-parallel gradient reduction overlapped with the backward in buckets (PyTorch DDP, FSDP,
   // Megatron-core --overlap-grad-reduce); false: reduced after the whole backward (Megatron-LM 2021).
   bool dp_overlap = true;
@@ -58,5 +62,6 @@ LayerRange layers_of_chunk(const ModelSpec& model, const ParallelPlan& plan, int
 
 const char* to_string(Schedule schedule);
 const char* to_string(Precision precision);
+const char* to_string(NormKernel norm);
 
 }  // namespace trainsim

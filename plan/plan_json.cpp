@@ -77,6 +77,7 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   if (auto v = r.optional_choice("precision", {"bf16", "fp16", "fp32", "fp8"})) p.precision = parse_precision(*v);
   if (auto v = r.optional_choice("attention", {"flash", "unfused"})) p.attention = parse_attention(*v);
   if (auto v = r.optional_choice("cross_entropy", {"fused", "pytorch"})) p.cross_entropy = parse_cross_entropy(*v);
+  if (auto v = r.optional_choice("norm", {"fused", "eager"})) p.norm = *v == "eager" ? NormKernel::kEager : NormKernel::kFused;
   p.dp_overlap = r.optional_bool("dp_overlap").value_or(p.dp_overlap);
   p.tp_overlap = r.optional_bool("tp_overlap").value_or(p.tp_overlap);
   return p;
@@ -89,7 +90,7 @@ ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* d
   ParallelPlan plan = read_plan(reader, ParallelPlan{}, defaulted);
   reader.reject_unknown_keys();
   problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, vpp, micro_batch, global_batch, zero_stage, recompute, "
-                        "sequence_parallel, schedule, precision, attention, cross_entropy, dp_overlap, tp_overlap");
+                        "sequence_parallel, schedule, precision, attention, cross_entropy, norm, dp_overlap, tp_overlap");
   return plan;
 }
 
@@ -110,6 +111,7 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& p) {
   j["precision"] = to_string(p.precision);
   j["attention"] = to_string(p.attention);
   j["cross_entropy"] = to_string(p.cross_entropy);
+  j["norm"] = to_string(p.norm);
   j["dp_overlap"] = p.dp_overlap;
   j["tp_overlap"] = p.tp_overlap;
   return j;

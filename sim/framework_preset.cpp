@@ -48,6 +48,7 @@ const std::vector<FrameworkPreset>& presets() {
                           true};
     titan.pytorch_cross_entropy = true;
     titan.per_op_checkpointing = true;
+    titan.eager_unless_compiled = true;  // JobConfig compile.enable = false
     p.push_back(titan);
     // LLM Foundry / Composer benchmark configs shard with FSDP FULL_SHARD.
     p.push_back({"llm-foundry", true, 3, false, true, "llm-foundry scripts/train/benchmarking configs (FSDP FULL_SHARD, flash-attn 2)", true});
@@ -77,10 +78,11 @@ std::vector<std::string> framework_preset_names() {
 
 bool option_is_modeled(const std::string& option) {
   // distributed_optimizer / zero1: ZeRO-1, the plan's zero_stage; overlap_grad_reduce: dp_overlap;
-  // selective_recompute_per_op: the plan's recompute "selective". (tp_comm_overlap, Megatron's
+  // selective_recompute_per_op: the plan's recompute "selective"; torch_compile: fused RMSNorm
+  // (FrameworkPreset::eager_unless_compiled). (tp_comm_overlap, Megatron's
   // userbuffer overlap of TP communication with the GEMMs, is not the plan's tp_overlap: issue 15.)
   static const std::vector<std::string> modeled = {"distributed_optimizer", "zero1", "overlap_grad_reduce",
-                                                   "selective_recompute_per_op"};
+                                                   "selective_recompute_per_op", "torch_compile"};
   return std::find(modeled.begin(), modeled.end(), option) != modeled.end();
 }
 

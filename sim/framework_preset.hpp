@@ -34,6 +34,10 @@ struct FrameworkPreset {
   bool pytorch_cross_entropy = false;
   // "Selective" recompute means per-op checkpointing (Recompute::kSelectiveOp).
   bool per_op_checkpointing = false;
+  // Eager PyTorch unless the run is compiled (torch.compile off by default): RMSNorm runs as
+  // PyTorch's composite (NormKernel::kEager). Runs listing torch_compile, or async_tp (which
+  // torchtitan refuses without compile), are compiled.
+  bool eager_unless_compiled = false;
 };
 
 // The preset for `name` ("" = not stated: the generic preset). Never throws.

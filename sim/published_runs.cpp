@@ -190,6 +190,8 @@ PublishedRun read_run(const json& raw, const std::string& path, const std::strin
   // Megatron-LM's asynchronous TP all-reduce arrived after the SC'21 runs and BLOOM's fork.
   defaults.tp_overlap = run.group != "megatron_sc21_table1" && run.group != "bloom";
   defaults.cross_entropy = preset.pytorch_cross_entropy ? LossKernel::kPytorch : LossKernel::kFused;
+  const bool compiled = has_option(j, "torch_compile") || has_option(j, "async_tp");  // async TP needs compile
+  defaults.norm = preset.eager_unless_compiled && !compiled ? NormKernel::kEager : NormKernel::kFused;
   if (auto p = r.optional_object("plan")) {
     run.plan = read_plan(*p, defaults, nullptr);
     p->reject_unknown_keys();
@@ -204,6 +206,7 @@ PublishedRun read_run(const json& raw, const std::string& path, const std::strin
   run.defaults_used.push_back(std::string("plan.dp_overlap=") + (run.plan.dp_overlap ? "true" : "false"));
   run.defaults_used.push_back(std::string("plan.tp_overlap=") + (run.plan.tp_overlap ? "true" : "false"));
   run.defaults_used.push_back(std::string("plan.cross_entropy=") + to_string(run.plan.cross_entropy));
+  run.defaults_used.push_back(std::string("plan.norm=") + to_string(run.plan.norm));
   if (auto precision = r.optional_choice("precision", {"bf16", "fp16", "fp32", "fp8"})) run.plan.precision = parse_precision(*precision);
   if (auto m = r.optional_object("measured")) read_measured(*m, run);
   else r.add_problem("measured", "missing required object \"measured\"");

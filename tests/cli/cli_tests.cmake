@@ -257,11 +257,14 @@ cli_test("bad: the runtime does not run per-op checkpointing" RC 2
        --precision fp32 --out ${CMAKE_CURRENT_BINARY_DIR}/selective_op_run)
 cli_test("predict --cross-entropy pytorch raises the last stage's peak" RC 0
   MATCH "cross_entropy.: .pytorch" ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --cross-entropy pytorch --format json)
+cli_test("predict --framework torchtitan --norm fused: a compiled run's RMSNorm" RC 0
+  MATCH "cross_entropy pytorch, recompute" ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --recompute selective
+  --global-batch 16 --framework torchtitan --norm fused)
 cli_test("predict --framework keeps what the flags state" RC 0
   MATCH "framework nemo: sequence_parallel on \\(" "ZeRO-0"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --tp 2 --zero 0 --global-batch 64 --framework nemo)
 cli_test("predict --framework torchtitan: FSDP and the local batch as one micro-batch" RC 0
-  MATCH "framework torchtitan: zero_stage 3, sequence_parallel off, cross_entropy pytorch, micro_batch 2" "ZeRO-3"
+  MATCH "framework torchtitan: zero_stage 3, sequence_parallel off, cross_entropy pytorch, norm eager" "micro_batch 2" "ZeRO-3"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --global-batch 16 --framework torchtitan)
 cli_test("bad: predict --framework with an unknown name lists the presets" RC 2
   MATCH "--framework" "megatron-core" "torchtitan" ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --framework titan)

@@ -22,14 +22,16 @@ TEST_CASE("every op of every lowered layer and stage has an op category") {
         p.global_batch = 4;
         p.sequence_parallel = sp;
         p.attention = attention;
-        p.recompute = Recompute::kFull;
-        const IterationWork w = lower_iteration(m, p);
-        for (const auto* ops : {&w.layer.forward, &w.layer.backward, &w.layer.recompute, &w.stages[0].extra_forward,
-                                &w.stages[0].extra_backward, &w.stages[1].extra_forward, &w.stages[1].extra_backward}) {
-          for (const Op& op : *ops) {
-            const OpCategory c = op_category_of(op.name);
-            CHECK((c == OpCategory::kTpComm) == (op.kind == OpKind::kCollective));
-            CHECK(c != OpCategory::kOther);  // "other" is what the runtime could not attribute
+        for (const Recompute r : {Recompute::kFull, Recompute::kSelectiveOp}) {
+          p.recompute = r;
+          const IterationWork w = lower_iteration(m, p);
+          for (const auto* ops : {&w.layer.forward, &w.layer.backward, &w.layer.recompute, &w.stages[0].extra_forward,
+                                  &w.stages[0].extra_backward, &w.stages[1].extra_forward, &w.stages[1].extra_backward}) {
+            for (const Op& op : *ops) {
+              const OpCategory c = op_category_of(op.name);
+              CHECK((c == OpCategory::kTpComm) == (op.kind == OpKind::kCollective));
+              CHECK(c != OpCategory::kOther);  // "other" is what the runtime could not attribute
+            }
           }
         }
       }
@@ -80,4 +82,25 @@ TEST_CASE("a RoPE model's layer rotates Q and K in both passes; a learned-positi
   CHECK(count_rotary(llama.layer.backward) == 1);
   const IterationWork gpt = lower_iteration(resolve_model("gpt2-124m"), p);
   CHECK(count_rotary(gpt.layer.forward) == 0);
+}
+
+namespace {
+double bytes_of(const std::vector<Op>& ops, const std::string& name) {
+  for (const Op& op : ops) {
+    if (op.name == name) return op.bytes;
+  }
+  return 0.0;
+}
+}  // namespace
+
+TEST_CASE("an eager RMSNorm moves 9x (forward) and 7.5x (backward) the bytes of a fused one; LayerNorm is fused anyway") {
+  ParallelPlan fused, eager;
+  eager.norm = NormKernel::kEager;
+  const ModelSpec llama = resolve_model("llama3-8b");  // RMSNorm
+  const IterationWork f = lower_iteration(llama, fused), e = lower_iteration(llama, eager);
+  CHECK(bytes_of(e.layer.forward, "norm1") == Approx(9.0 * bytes_of(f.layer.forward, "norm1")));
+  CHECK(bytes_of(e.layer.backward, "norm2_bwd") == Approx(508.0 / 68.0 * bytes_of(f.layer.backward, "norm2_bwd")));
+  CHECK(bytes_of(e.stages[0].extra_forward, "final_norm") == Approx(9.0 * bytes_of(f.stages[0].extra_forward, "final_norm")));
+  const ModelSpec gpt = resolve_model("gpt2-124m");  // LayerNorm
+  CHECK(bytes_of(lower_iteration(gpt, eager).layer.forward, "norm1") == bytes_of(lower_iteration(gpt, fused).layer.forward, "norm1"));
 }

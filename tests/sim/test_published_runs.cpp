@@ -18,10 +18,11 @@ namespace {
 
 // One run in a version-2 file; `plan` and `measured` are JSON members spliced in.
 std::string write_runs(const std::string& name, const std::string& framework, const std::string& gpu, const std::string& plan,
-                       const std::string& measured = R"("tokens_per_s_per_gpu": 1000)") {
+                       const std::string& measured = R"("tokens_per_s_per_gpu": 1000)",
+                       const std::string& options = R"("torch_compile", "distributed_optimizer", "fp8_params")") {
   const std::string path = (std::filesystem::temp_directory_path() / ("trainsim_" + name)).string();
   std::ofstream(path) << R"({"schema": "trainsim.published_runs", "schema_version": 2, "runs": [{
-    "id": "r", "group": "g", "framework": )" << framework << R"(, "options": ["torch_compile", "distributed_optimizer"],
+    "id": "r", "group": "g", "framework": )" << framework << R"(, "options": [)" << options << R"(],
     "model": {"name": "m", "layers": 8, "hidden": 1024, "heads": 16, "kv_heads": 16, "ffn_hidden": null,
               "ffn_kind": null, "vocab": null, "seq_len": 2048, "params_b": null},
     "hardware": {"gpu": ")" << gpu << R"(", "gpus": 8, "gpus_per_node": 8, "inter_node_gbps_per_gpu": null},
@@ -52,7 +53,7 @@ TEST_CASE("null fields take the documented defaults of the run's framework, and 
   CHECK(used(r, "plan.zero_stage=1"));
   CHECK(used(r, "plan.sequence_parallel=true"));
   CHECK(used(r, "precision=bf16"));
-  CHECK(r.options_not_modeled == std::vector<std::string>{"torch_compile"});
+  CHECK(r.options_not_modeled == std::vector<std::string>{"fp8_params"});
 }
 
 TEST_CASE("torchtitan runs without a pipeline take the local batch as one micro-batch") {
@@ -76,6 +77,21 @@ TEST_CASE("Megatron-DeepSpeed runs: unfused attention and the gradient all-reduc
       R"("dp": 2, "tp": 4, "pp": 1, "global_batch": 16)"));
   CHECK(nemo[0].plan.attention == AttentionKernel::kFlash);
   CHECK(nemo[0].plan.dp_overlap);
+}
+
+TEST_CASE("torchtitan runs: RMSNorm eager unless compiled (torch_compile, or async_tp which needs it)") {
+  const char* plan = R"("dp": 8, "tp": 1, "pp": 1, "global_batch": 16, "recompute": "selective")";
+  const auto eager = load_published_runs(write_runs("pr_titan_eager.json", "\"torchtitan\"", "h100-sxm-80gb", plan,
+                                                    R"("tokens_per_s_per_gpu": 1000)", R"("selective_recompute_per_op")"));
+  CHECK(eager[0].plan.norm == NormKernel::kEager);
+  CHECK(eager[0].plan.recompute == Recompute::kSelectiveOp);
+  CHECK(eager[0].plan.cross_entropy == LossKernel::kPytorch);
+  CHECK(used(eager[0], "plan.norm=eager"));
+  for (const char* options : {R"("torch_compile")", R"("async_tp")"}) {
+    const auto compiled = load_published_runs(write_runs("pr_titan_compiled.json", "\"torchtitan\"", "h100-sxm-80gb", plan,
+                                                         R"("tokens_per_s_per_gpu": 1000)", options));
+    CHECK(compiled[0].plan.norm == NormKernel::kFused);
+  }
 }
 
 TEST_CASE("an unknown framework takes the generic preset and says so") {
