@@ -49,6 +49,7 @@ Command add_search_command(CLI::App& root) {
     FormatOption format;
     int64_t gpus = 0, max_gpus = 0, global_batch = 0, top = 10, max_micro_batch = 16, simulate_best = 200;
     std::string objective = "time", precision = "bf16", attention = "flash", export_to, framework;
+    bool compiled = false;
     double train_tokens = 0, deadline_days = 0, budget_usd = 0;
     int threads = 0;
     bool tp_across_nodes = false;
@@ -73,6 +74,7 @@ Command add_search_command(CLI::App& root) {
                   "Megatron-Core/TE: cuDNN), and search its selective recomputation and loss (torchtitan: per-op "
                   "checkpointing, PyTorch cross-entropy): " + join_names(framework_preset_names()))
       ->check(CLI::IsMember(framework_preset_names()));
+  app->add_flag("--compiled", o->compiled, "with --framework torchtitan: the run uses torch.compile (fused RMSNorm)");
   app->add_flag("--tp-across-nodes", o->tp_across_nodes, "also try tensor parallelism wider than a node");
   app->add_option("--train-tokens", o->train_tokens, "tokens to train: report days and $ for the whole run")
       ->check(CLI::PositiveNumber);
@@ -110,6 +112,8 @@ Command add_search_command(CLI::App& root) {
             options.flash2_attention = !o->framework.empty() && preset.flash2_attention_on_hopper;
             if (!o->framework.empty() && preset.per_op_checkpointing) options.space.selective = Recompute::kSelectiveOp;
             if (!o->framework.empty() && preset.pytorch_cross_entropy) options.space.cross_entropy = LossKernel::kPytorch;
+            // An uncompiled framework's RMSNorm unless --compiled says the run is compiled.
+            if (!o->framework.empty() && preset.eager_unless_compiled && !o->compiled) options.space.norm = NormKernel::kEager;
             const bool show_progress = isatty(STDERR_FILENO) != 0;
             SearchReport report;
             report.model = model;

@@ -55,6 +55,7 @@ int64_t enumerate_plans(const ModelSpec& m, const PlanSpaceOptions& o,
                 p.precision = o.precision;
                 p.attention = o.attention;
                 p.cross_entropy = o.cross_entropy;
+                p.norm = o.norm;
                 ++count;
                 visit(p);
               }

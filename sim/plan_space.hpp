@@ -27,6 +27,7 @@ struct PlanSpaceOptions {
   // checkpointing) and loss kernel (FrameworkPreset).
   Recompute selective = Recompute::kSelective;
   LossKernel cross_entropy = LossKernel::kFused;
+  NormKernel norm = NormKernel::kFused;
 };
 
 // Calls `visit` for every candidate; returns how many there were.

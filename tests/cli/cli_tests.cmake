@@ -276,6 +276,8 @@ cli_test("predict --format json has memory_device_gib and its pieces" RC 0
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --tp 2 --global-batch 64 --format json)
 cli_test("search --framework torchtitan prices Hopper attention with FlashAttention-2" RC 0
   MATCH "Best plans" ARGS search --model llama3-8b --gpu h100-sxm-80gb --gpus 64 --global-batch 256 --top 1 --framework torchtitan)
+cli_test("search --framework torchtitan --compiled: fused RMSNorm" RC 0
+  MATCH "Best plans" ARGS search --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --global-batch 16 --top 1 --framework torchtitan --compiled)
 cli_test("bad: validate --cross-validate with a single group" RC 2
   MATCH "--cross-validate: 1 group.s. with predicted runs; leaving one out needs at least 2"
   ARGS validate --runs ${runs} --groups bloom --cross-validate)

@@ -38,10 +38,12 @@ TEST_CASE("a framework's selective recomputation and loss are the ones the plan 
   Case c;
   c.options.space.selective = Recompute::kSelectiveOp;  // torchtitan (FrameworkPreset)
   c.options.space.cross_entropy = LossKernel::kPytorch;
+  c.options.space.norm = NormKernel::kEager;
   int64_t per_op = 0;
   enumerate_plans(c.model, c.options.space, [&](const ParallelPlan& p) {
     CHECK(p.recompute != Recompute::kSelective);
     CHECK(p.cross_entropy == LossKernel::kPytorch);
+    CHECK(p.norm == NormKernel::kEager);
     if (p.recompute == Recompute::kSelectiveOp) ++per_op;
   });
   CHECK(per_op > 0);
