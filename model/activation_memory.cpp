@@ -7,13 +7,15 @@ namespace trainsim {
 
 namespace {
 double d(int64_t x) { return static_cast<double>(x); }
+// Tokens of one micro-batch on this rank: context parallelism splits the sequence cp ways.
+double rank_tokens(const ModelSpec& m, const ActivationLayout& l) { return d(m.seq_len) * d(l.micro_batch) / d(l.cp); }
 
 // torchtitan's per-op policy (torchtitan/models/llama3/infra/parallelize.py, selective_ac_option
 // "op"): the layer input (the checkpoint's), the outputs of the 1st, 3rd, 5th and 7th matmul
 // (wq, wv, w1, w2 in Llama's order; wq, wv, fc1 without a gate) and attention's output and fp32
 // log-sum-exp. w2's output is kept as the matmul wrote it, whole on every TP rank.
 double selective_op_bytes(const ModelSpec& m, const ActivationLayout& l) {
-  const double sb = d(m.seq_len) * d(l.micro_batch);
+  const double sb = rank_tokens(m, l);
   const double e = l.bytes_per_value, t = d(l.tp);
   const double sp_split = l.sequence_parallel ? t : 1.0;
   const double routed = m.moe ? d(m.moe->top_k) : 1.0;
@@ -28,7 +30,7 @@ double selective_op_bytes(const ModelSpec& m, const ActivationLayout& l) {
 }  // namespace
 
 double activation_bytes_per_layer(const ModelSpec& m, const ActivationLayout& l) {
-  const double sb = d(m.seq_len) * d(l.micro_batch);
+  const double sb = rank_tokens(m, l);
   const double e = l.bytes_per_value, h = d(m.hidden), t = d(l.tp);
   const double mask = m.dropout ? 1.0 : 0.0;  // dropout masks take one byte per value
   const double sp_split = l.sequence_parallel ? t : 1.0;
@@ -62,11 +64,11 @@ double activation_bytes_per_layer(const ModelSpec& m, const ActivationLayout& l)
 
 double activation_bytes_embedding(const ModelSpec& m, const ActivationLayout& l) {
   const double sp_split = l.sequence_parallel ? d(l.tp) : 1.0;
-  return m.dropout ? d(m.seq_len) * d(l.micro_batch) * d(m.hidden) / sp_split : 0.0;
+  return m.dropout ? rank_tokens(m, l) * d(m.hidden) / sp_split : 0.0;
 }
 
 double activation_bytes_output(const ModelSpec& m, const ActivationLayout& l) {
-  const double sb = d(m.seq_len) * d(l.micro_batch);
+  const double sb = rank_tokens(m, l);
   const double sp_split = l.sequence_parallel ? d(l.tp) : 1.0;
   // Final-norm input and LM-head input in the activation dtype; logits in fp32 for the loss
   // (vocab-parallel over t): Korthikanti et al. 2022 §4.3.
@@ -85,7 +87,7 @@ double loss_working_bytes(const ModelSpec& m, const ActivationLayout& l) {
   // place, megatron/core/tensor_parallel/cross_entropy.py). PyTorch: the gradient of the fp32
   // log-softmax and the gradient of its input, both fp32, beside the saved log-softmax
   // (cross_entropy = log_softmax + nll_loss; torchtitan deletes the bf16 logits before backward).
-  const double logits = d(m.seq_len) * d(l.micro_batch) * d(m.vocab) / d(l.tp);
+  const double logits = rank_tokens(m, l) * d(m.vocab) / d(l.tp);
   return (l.loss == LossKernel::kPytorch ? 8.0 : l.bytes_per_value) * logits;
 }
 

@@ -30,6 +30,7 @@ struct ActivationLayout {
   AttentionKernel attention = AttentionKernel::kFlash;
   double bytes_per_value = 2;  // 2 for bf16/fp16 activations, 4 for fp32
   LossKernel loss = LossKernel::kFused;
+  int64_t cp = 1;  // context-parallel ranks sharing each sequence
 };
 
 // One transformer layer, one micro-batch, one TP rank.

@@ -12,7 +12,8 @@ double Op::flops() const {
   if (kind == OpKind::kAttention) {
     // QK^T and AV: 4 s^2 d per head; a causal kernel computes half; backward = 2.5x (five GEMMs).
     const double s = static_cast<double>(attention_seq);
-    const double forward = 4.0 * static_cast<double>(attention_batch_heads) * s * s * static_cast<double>(attention_head_dim) * 0.5;
+    const double forward = 4.0 * static_cast<double>(attention_batch_heads) * s * s * static_cast<double>(attention_head_dim) * 0.5 /
+                           static_cast<double>(attention_cp);
     return backward ? 2.5 * forward : forward;
   }
   return 0.0;
@@ -82,6 +83,19 @@ void add_tp_boundary(LayerWork& w, const Shapes& s, bool sp, bool entering) {
   }
 }
 
+// Context parallelism's ring (Megatron-Core through Transformer Engine, cp_comm_type "p2p"): each
+// of cp - 1 steps passes this rank's K and V block to the next CP rank while attention runs on the
+// block received before; the backward passes K and V again and their gradients. One send/recv of
+// the steps' bytes, overlapped with the attention op just before it: only what is longer shows.
+void add_cp_ring(std::vector<Op>& ops, const Shapes& s, int64_t cp, bool backward) {
+  if (cp <= 1) return;
+  const double kv_block = 2.0 * static_cast<double>(s.tokens) * static_cast<double>(s.kv / s.t) * s.e;
+  Op ring = collective(backward ? "cp_ring_kv_bwd" : "cp_ring_kv", CollectiveKind::kSendRecv, GroupKind::kCp,
+                       static_cast<double>(cp - 1) * kv_block * (backward ? 2.0 : 1.0));
+  ring.overlaps_op = static_cast<int32_t>(ops.size()) - 1;  // the attention op
+  ops.push_back(ring);
+}
+
 int32_t index_of(const std::vector<Op>& ops, const std::string& name, int32_t occurrence) {
   for (size_t i = 0; i < ops.size(); ++i) {
     if (name == ops[i].name && occurrence-- == 0) return static_cast<int32_t>(i);
@@ -114,7 +128,7 @@ std::vector<Op> selective_op_recompute(const ModelSpec& m, const std::vector<Op>
   std::vector<Op> out;
   for (const Op& op : forward) {
     const std::string name = op.name;
-    if (name == "attention" || name == "sp_reducescatter" || name == "tp_allreduce") continue;
+    if (name == "attention" || name == "cp_ring_kv" || name == "sp_reducescatter" || name == "tp_allreduce") continue;
     if (name == "qkv") {
       out.push_back(gemm("qkv_recompute_k", op.m, s.kv / s.t, op.k));
     } else if (name == "fc1") {
@@ -162,16 +176,19 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
   }
   Op attention;
   attention.name = "attention";
-  const int64_t batch = s.tokens / m.seq_len;
+  const int64_t batch = p.micro_batch;
   if (p.attention == AttentionKernel::kFlash) {
     attention.kind = OpKind::kAttention;
     attention.attention_batch_heads = batch * s.heads_per_rank;
     attention.attention_seq = m.seq_len;
     attention.attention_head_dim = m.head_dim;
+    attention.attention_cp = p.cp;
     w.forward.push_back(attention);
+    add_cp_ring(w.forward, s, p.cp, false);
     attention.backward = true;
     attention.name = "attention_bwd";
     w.backward.push_back(attention);
+    add_cp_ring(w.backward, s, p.cp, true);
   } else {
     // Unfused: batched QK^T and AV GEMMs plus softmax (+ dropout) over a*s^2 scores per sequence.
     Op scores = gemm("attn_scores", m.seq_len, m.seq_len, m.head_dim);
@@ -224,6 +241,10 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
     for (const Op& op : w.forward) {
       const std::string name = op.name;
       if (name == "attention" || name == "attn_scores" || name == "softmax" || name == "attn_context") w.recompute.push_back(op);
+      if (name == "cp_ring_kv") {
+        w.recompute.push_back(op);
+        w.recompute.back().overlaps_op = static_cast<int32_t>(w.recompute.size()) - 2;  // the attention before it
+      }
     }
   } else if (p.recompute == Recompute::kSelectiveOp) {
     w.recompute = selective_op_recompute(m, w.forward, s);
@@ -236,7 +257,7 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
 IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
   IterationWork work;
   Shapes s;
-  s.tokens = p.micro_batch * m.seq_len;
+  s.tokens = p.micro_batch * m.seq_len / p.cp;  // context parallelism splits the sequence
   s.h = m.hidden;
   s.q = m.attention_width();
   s.kv = m.kv_width();

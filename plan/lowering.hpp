@@ -26,6 +26,9 @@ struct Op {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   // kAttention: batch x heads problems of (seq x head_dim), causal; forward or backward pass
   int64_t attention_batch_heads = 0, attention_seq = 0, attention_head_dim = 0;
+  // Context parallelism: the sequence's queries are spread over this many ranks (load-balanced
+  // causal chunks); this rank does 1/attention_cp of the work.
+  int64_t attention_cp = 1;
   bool backward = false;
   // kMemoryBound: bytes read + written
   double bytes = 0;

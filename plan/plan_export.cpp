@@ -53,6 +53,7 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
   std::ostringstream a;
   if (model != nullptr) a << model_args(*model);
   a << "--tensor-model-parallel-size " << p.tp << " --pipeline-model-parallel-size " << p.pp;
+  if (p.cp > 1) a << " --context-parallel-size " << p.cp;
   if (p.vpp > 1) a << " --num-layers-per-virtual-pipeline-stage " << model->layers / (p.pp * p.vpp);
   if (p.sequence_parallel) a << " --sequence-parallel";
   a << " \\\n  --micro-batch-size " << p.micro_batch << " --global-batch-size " << p.global_batch;

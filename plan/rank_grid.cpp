@@ -18,10 +18,15 @@ GroupScope group_scope(const ParallelPlan& p, GroupKind kind, int64_t gpus_per_n
       case GroupKind::kCp: return global_rank(p, 0, i, 0, 0);
       case GroupKind::kDp: return global_rank(p, 0, 0, i, 0);
       case GroupKind::kPp: return global_rank(p, 0, 0, 0, i);
+      case GroupKind::kDpCp: return global_rank(p, 0, i % p.cp, i / p.cp, 0);
     }
     return int64_t{0};
   };
-  const int64_t size = kind == GroupKind::kTp ? p.tp : kind == GroupKind::kCp ? p.cp : kind == GroupKind::kDp ? p.dp : p.pp;
+  const int64_t size = kind == GroupKind::kTp   ? p.tp
+                       : kind == GroupKind::kCp ? p.cp
+                       : kind == GroupKind::kDp ? p.dp
+                       : kind == GroupKind::kDpCp ? p.dp * p.cp
+                                                  : p.pp;
   for (int64_t i = 0; i < size; ++i) nodes.insert(rank_of(i) / gpus_per_node);
   scope.size = size;
   scope.nodes = static_cast<int64_t>(nodes.size());
@@ -35,6 +40,7 @@ const char* to_string(GroupKind kind) {
     case GroupKind::kCp: return "cp";
     case GroupKind::kDp: return "dp";
     case GroupKind::kPp: return "pp";
+    case GroupKind::kDpCp: return "dp_cp";
   }
   return "?";
 }

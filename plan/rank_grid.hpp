@@ -10,7 +10,9 @@
 
 namespace trainsim {
 
-enum class GroupKind { kTp, kCp, kDp, kPp };
+// kDpCp: the data-parallel ranks of every context-parallel rank (Megatron's dp_cp group), over
+// which gradients are reduced and optimizer states sharded: the weights are the same on every CP rank.
+enum class GroupKind { kTp, kCp, kDp, kPp, kDpCp };
 
 struct GroupScope {
   int64_t size = 1;              // ranks in the group

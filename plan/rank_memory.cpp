@@ -49,11 +49,14 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
   act.recompute = plan.recompute;
   act.attention = plan.attention;
   act.loss = plan.cross_entropy;
+  act.cp = plan.cp;
   act.bytes_per_value = plan.precision == Precision::kFp32 ? 4 : 2;
   const double act_layer = activation_bytes_per_layer(model, act);
 
   const StateBytes bytes = state_bytes_per_param(plan.precision);
-  const double dp = static_cast<double>(plan.dp);
+  // ZeRO shards over the data-parallel ranks of every CP rank (Megatron's dp_cp group, torchtitan's
+  // dp_shard_cp mesh): the weights are the same on each CP rank.
+  const double dp = static_cast<double>(plan.dp * plan.cp);
   RankMemory result;
   for (int64_t stage = 0; stage < plan.pp; ++stage) {
     StageMemory s;

@@ -11,11 +11,12 @@ namespace {
 // Adds `times` x the price of each op to its category; an overlapped collective counts only its
 // part longer than the op it overlaps (as price_ops does).
 void add_ops(std::array<double, kOpCategoryCount>& out, const std::vector<Op>& ops, double times, const CostModel& cost,
-             const GroupScope& tp_scope) {
+             const LayerScopes& scopes) {
   for (const Op& op : ops) {
-    double t = cost.op_s(op, tp_scope);
+    double t = cost.op_s(op, scopes.of(op.group));
     if (op.kind == OpKind::kCollective && op.overlaps_op >= 0) {
-      t = std::max(0.0, t - cost.op_s(ops[static_cast<size_t>(op.overlaps_op)], tp_scope));
+      const Op& hidden_by = ops[static_cast<size_t>(op.overlaps_op)];
+      t = std::max(0.0, t - cost.op_s(hidden_by, scopes.of(hidden_by.group)));
     }
     out[static_cast<size_t>(op_category_of(op.name))] += times * t;
   }
@@ -26,17 +27,17 @@ void add_ops(std::array<double, kOpCategoryCount>& out, const std::vector<Op>& o
 std::vector<OpCategoryTimes> predict_op_categories(const ModelSpec& model, const ParallelPlan& plan, const Hardware& hardware,
                                                    const CostModel& cost) {
   const IterationWork work = lower_iteration(model, plan);
-  const GroupScope tp_scope = group_scope(plan, GroupKind::kTp, hardware.gpus_per_node);
+  const LayerScopes scopes = layer_scopes(plan, hardware.gpus_per_node);
   const double micro_batches = static_cast<double>(plan.micro_batches());
   std::vector<OpCategoryTimes> out;
   for (const StageWork& stage : work.stages) {
     OpCategoryTimes t;
     const double layer_passes = static_cast<double>(stage.layers) * micro_batches;
-    add_ops(t.forward_s, work.layer.forward, layer_passes, cost, tp_scope);
-    add_ops(t.backward_s, work.layer.backward, layer_passes, cost, tp_scope);
-    add_ops(t.backward_s, work.layer.recompute, layer_passes, cost, tp_scope);
-    add_ops(t.forward_s, stage.extra_forward, micro_batches, cost, tp_scope);
-    add_ops(t.backward_s, stage.extra_backward, micro_batches, cost, tp_scope);
+    add_ops(t.forward_s, work.layer.forward, layer_passes, cost, scopes);
+    add_ops(t.backward_s, work.layer.backward, layer_passes, cost, scopes);
+    add_ops(t.backward_s, work.layer.recompute, layer_passes, cost, scopes);
+    add_ops(t.forward_s, stage.extra_forward, micro_batches, cost, scopes);
+    add_ops(t.backward_s, stage.extra_backward, micro_batches, cost, scopes);
     const double sharded = stage.params / (plan.zero_stage >= 1 ? static_cast<double>(plan.dp) : 1.0);
     t.forward_s[static_cast<size_t>(OpCategory::kOptimizer)] = cost.optimizer_s(sharded);
     out.push_back(t);

@@ -214,7 +214,7 @@ double ProfiledCostModel::attention_s(const Op& op) const {
     t = *interpolate_bytes(s2, t2, nearest) * (seq * seq) / (nearest * nearest);  // attention work grows with s^2
   }
   per_batch_head = *t;
-  return per_batch_head * static_cast<double>(op.attention_batch_heads);
+  return per_batch_head * static_cast<double>(op.attention_batch_heads) / static_cast<double>(op.attention_cp);
 }
 
 double ProfiledCostModel::interpolate_table(const MemoryBoundTable& table, double bytes) const {

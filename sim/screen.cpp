@@ -12,11 +12,10 @@ namespace trainsim {
 
 ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, const Hardware& hw, const CostModel& cost) {
   const IterationWork work = lower_iteration(model, plan);
-  const GroupScope tp_scope = group_scope(plan, GroupKind::kTp, hw.gpus_per_node);
-  const GroupScope dp_scope = group_scope(plan, GroupKind::kDp, hw.gpus_per_node);
+  const GroupScope dp_scope = group_scope(plan, GroupKind::kDpCp, hw.gpus_per_node);
   const int64_t p = plan.pp, v = plan.vpp;
   const double m = static_cast<double>(plan.micro_batches());
-  const std::vector<StepCost> steps = price_steps(work, v, cost, tp_scope);
+  const std::vector<StepCost> steps = price_steps(work, v, cost, layer_scopes(plan, hw.gpus_per_node));
 
   // Per stage: forward + backward of one micro-batch over all its chunks.
   double slowest = 0, sum = 0;

@@ -198,7 +198,7 @@ Prediction predict_iteration(const ModelSpec& model, const ParallelPlan& plan, c
   const IterationWork work = lower_iteration(model, plan);
   const PipelineSchedule schedule = make_pipeline_schedule(plan.schedule, plan.pp, plan.vpp, plan.micro_batches());
   Builder b(plan, cost, work, schedule, group_scope(plan, GroupKind::kTp, hardware.gpus_per_node),
-            group_scope(plan, GroupKind::kDp, hardware.gpus_per_node));
+            group_scope(plan, GroupKind::kDpCp, hardware.gpus_per_node));
   b.bucket_params = options.dp_bucket_params;
   const GroupScope pp_scope = group_scope(plan, GroupKind::kPp, hardware.gpus_per_node);
   GroupScope neighbours{2, pp_scope.intra_node() ? 2 : 1, pp_scope.intra_node() ? 1 : 2};
@@ -208,7 +208,7 @@ Prediction predict_iteration(const ModelSpec& model, const ParallelPlan& plan, c
   b.backward_first = b.forward;
   b.backward_last = b.forward;
   b.reductions.assign(static_cast<size_t>(plan.pp), {});
-  b.step_costs = price_steps(work, schedule.chunks, cost, b.tp_scope);
+  b.step_costs = price_steps(work, schedule.chunks, cost, layer_scopes(plan, hardware.gpus_per_node));
   for (int64_t s = 0; s < plan.pp; ++s) b.add_compute(s);
   for (int64_t s = 0; s < plan.pp; ++s) b.add_transfers(s);
   for (int64_t s = 0; s < plan.pp; ++s) {

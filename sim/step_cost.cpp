@@ -5,12 +5,17 @@
 
 namespace trainsim {
 
-StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const GroupScope& tp_scope) {
+LayerScopes layer_scopes(const ParallelPlan& plan, int64_t gpus_per_node) {
+  return {group_scope(plan, GroupKind::kTp, gpus_per_node), group_scope(plan, GroupKind::kCp, gpus_per_node)};
+}
+
+StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const LayerScopes& scopes) {
   StepCost c;
   for (const Op& op : ops) {
-    double t = cost.op_s(op, tp_scope);
+    double t = cost.op_s(op, scopes.of(op.group));
     if (op.kind == OpKind::kCollective && op.overlaps_op >= 0) {
-      t = std::max(0.0, t - cost.op_s(ops[static_cast<size_t>(op.overlaps_op)], tp_scope));  // hidden part
+      const Op& hidden_by = ops[static_cast<size_t>(op.overlaps_op)];
+      t = std::max(0.0, t - cost.op_s(hidden_by, scopes.of(hidden_by.group)));  // hidden part
     }
     (op.kind == OpKind::kCollective ? c.tp_s : c.compute_s) += t;
   }
@@ -23,12 +28,12 @@ StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const Grou
 }
 
 std::vector<StepCost> price_steps(const IterationWork& work, int64_t chunks, const CostModel& cost,
-                                  const GroupScope& tp_scope) {
+                                  const LayerScopes& scopes) {
   const int64_t stages = static_cast<int64_t>(work.stages.size());
   const int64_t virtual_stages = stages * chunks;
-  const StepCost layer_forward = price_ops(work.layer.forward, cost, tp_scope);
-  StepCost layer_backward = price_ops(work.layer.backward, cost, tp_scope);
-  layer_backward += price_ops(work.layer.recompute, cost, tp_scope);
+  const StepCost layer_forward = price_ops(work.layer.forward, cost, scopes);
+  StepCost layer_backward = price_ops(work.layer.backward, cost, scopes);
+  layer_backward += price_ops(work.layer.recompute, cost, scopes);
   std::vector<StepCost> out;
   out.reserve(static_cast<size_t>(virtual_stages * 2));
   for (int64_t vs = 0; vs < virtual_stages; ++vs) {
@@ -38,8 +43,8 @@ std::vector<StepCost> price_steps(const IterationWork& work, int64_t chunks, con
     StepCost forward = layer_forward.scaled(layers), backward = layer_backward.scaled(layers);
     const bool holds_extras = (stage == 0 && vs == 0) || (stage == stages - 1 && vs == virtual_stages - 1);
     if (holds_extras) {
-      forward += price_ops(w.extra_forward, cost, tp_scope);
-      backward += price_ops(w.extra_backward, cost, tp_scope);
+      forward += price_ops(w.extra_forward, cost, scopes);
+      backward += price_ops(w.extra_backward, cost, scopes);
     }
     out.push_back(forward);
     out.push_back(backward);

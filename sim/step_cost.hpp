@@ -30,11 +30,19 @@ struct StepCost {
   StepCost scaled(double f) const { return {compute_s * f, tp_s * f, host_idle_s * f}; }
 };
 
+// The groups a layer's collectives run in: tensor parallel, and context parallel (the KV ring).
+struct LayerScopes {
+  GroupScope tp, cp;
+  LayerScopes(const GroupScope& tp_scope, const GroupScope& cp_scope = {}) : tp(tp_scope), cp(cp_scope) {}  // NOLINT
+  const GroupScope& of(GroupKind kind) const { return kind == GroupKind::kCp ? cp : tp; }
+};
+LayerScopes layer_scopes(const ParallelPlan& plan, int64_t gpus_per_node);
+
 // Sum over `ops`; a collective that overlaps another op counts only its part longer than that op.
-StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const GroupScope& tp_scope);
+StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const LayerScopes& scopes);
 
 // [virtual stage * 2 + (backward ? 1 : 0)] for virtual stages 0 .. pp*chunks-1.
 std::vector<StepCost> price_steps(const IterationWork& work, int64_t chunks, const CostModel& cost,
-                                  const GroupScope& tp_scope);
+                                  const LayerScopes& scopes);
 
 }  // namespace trainsim

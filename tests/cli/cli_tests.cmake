@@ -82,12 +82,12 @@ set(runs ${CMAKE_CURRENT_SOURCE_DIR}/data/validation/published-runs.json)
 cli_test("validate reports per-group and held-out errors" RC 0
   MATCH "korthikanti_2022_table5" "held-out half" "megatron-sc21-t1-1008.0B" ARGS validate --runs ${runs} --tolerance 0.2)
 cli_test("validate lists the runs it cannot simulate with their reason and goes on" RC 0
-  MATCH "unsupported runs, by reason" "context parallelism" "ZeRO-3 with pipeline parallelism" "zb-2p" "all runs  *168  *169"
+  MATCH "unsupported runs, by reason" "expert parallelism" "ZeRO-3 with pipeline parallelism" "zb-2p" "all runs  *259  *78"
   ARGS validate --runs ${runs} --summary --tolerance 0.2)
 cli_test("validate --format json has the documented keys" RC 0
   MATCH "\"schema\": \"trainsim.validation\"" "\"predicted_tokens_per_s_per_gpu\"" "\"measured_tokens_per_s_per_gpu\""
         "\"error\"" "\"predicted_memory_peak_gib\"" "\"predicted_memory_reserved_gib\"" "\"memory_error\"" "\"predicted_fits\""
-        "\"defaults_used\"" "\"mean_abs_error\"" "\"status\": \"unsupported\"" "\"reason\"" "\"unsupported\": 169"
+        "\"defaults_used\"" "\"mean_abs_error\"" "\"status\": \"unsupported\"" "\"reason\"" "\"unsupported\": 78"
   ARGS validate --runs ${runs} --format json --tolerance 0.2)
 cli_test("validate --groups keeps those groups and --cross-validate refits without each" RC 0
   MATCH "leave-one-group-out" "bloom  *1 " "mean over groups"
@@ -120,6 +120,12 @@ cli_test("bad: export to DeepSpeed with pipeline stages" RC 2 MATCH "cannot expr
 cli_test("bad: search without a GPU count" RC 2 MATCH "give --gpus N" ARGS search --model gpt2-124m --gpu h100-sxm-80gb --global-batch 8)
 cli_test("bad: a deadline without a token count" RC 2 MATCH "need --train-tokens"
   ARGS search --model gpt2-124m --gpu h100-sxm-80gb --gpus 8 --global-batch 8 --deadline-days 3)
+cli_test("predict with context parallelism shows cp and prices the KV ring" RC 0
+  MATCH "dp 8 x tp 1 x pp 1 x cp 2" ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 16 --cp 2 --global-batch 16)
+cli_test("export writes --context-parallel-size" RC 0 MATCH "--context-parallel-size 2"
+  ARGS export ${plans}/llama3-70b-tp8-cp2.json --to megatron)
+cli_test("bad: context parallelism needs 2 x cp chunks of the sequence" RC 2
+  MATCH "cp .3. needs seq_len .8192. divisible by 2 x cp" ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 24 --cp 3 --global-batch 8)
 cli_test("export without a model writes the parallelism arguments" RC 0 MATCH "^--tensor-model-parallel-size 8"
   ARGS export ${plans}/llama3-70b-tp8-pp4-no-vpp.json --to megatron)
 
@@ -291,4 +297,5 @@ cli_test("bad: validate --runs gives one group in two files" RC 2
 cli_test("bad: validate --fit-constants names a constant the fit does not have" RC 2
   MATCH "--fit-constants" "gemm_peak_fraction" ARGS validate --runs ${runs} --fit --fit-constants gemm_fraction)
 cli_test("bad: validate --fit on groups with nothing to fit" RC 2
-  MATCH "--fit: no run of the chosen groups can be fitted on" ARGS validate --runs ${runs} --groups dgxc_h100_llama31_8b --fit)
+  MATCH "--fit: no run of the chosen groups can be fitted on"
+  ARGS validate --runs ${CMAKE_CURRENT_SOURCE_DIR}/data/validation/unsupported-only.json --fit)

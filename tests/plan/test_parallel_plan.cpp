@@ -44,11 +44,29 @@ TEST_CASE("sequence parallelism needs tensor parallelism") {
   CHECK_THAT(problems.items()[0], Catch::Contains("sequence parallelism needs tp > 1"));
 }
 
-TEST_CASE("context and expert parallelism say plainly that they are not modeled yet") {
+TEST_CASE("expert parallelism says plainly that it is not modeled yet") {
   ParallelPlan p;
-  p.cp = 2;
+  p.ep = 2;
   p.global_batch = 1;
   const auto problems = validate_plan(p, resolve_model("llama3-8b"), "options");
   REQUIRE(problems.size() == 1);
   CHECK_THAT(problems.items()[0], Catch::Contains("not modeled yet"));
+}
+
+TEST_CASE("context parallelism needs 2 x cp load-balanced chunks, fused attention, and SP-divisible shares") {
+  ParallelPlan p;
+  p.cp = 2;
+  p.global_batch = 1;
+  const ModelSpec m = resolve_model("llama3-8b");  // seq 8192
+  CHECK(validate_plan(p, m, "options").empty());
+  p.cp = 3;
+  p.global_batch = 1;
+  auto problems = validate_plan(p, m, "options");
+  REQUIRE(problems.size() == 1);
+  CHECK_THAT(problems.items()[0], Catch::Contains("divisible by 2 x cp (6"));
+  p.cp = 2;
+  p.attention = AttentionKernel::kUnfused;
+  problems = validate_plan(p, m, "options");
+  REQUIRE(problems.size() == 1);
+  CHECK_THAT(problems.items()[0], Catch::Contains("fused (flash) ring attention"));
 }

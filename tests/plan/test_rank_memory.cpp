@@ -143,3 +143,18 @@ TEST_CASE("stages split the layers, the first takes the remainder, and all layer
   CHECK(layers_on_stage(m, p, 0) == 8);
   CHECK(layers_on_stage(m, p, 15) == 7);
 }
+
+TEST_CASE("context parallelism divides a rank's activations by cp and shards ZeRO over dp x cp") {
+  const ModelSpec m = resolve_model("llama3-8b");
+  ParallelPlan p;
+  p.dp = 2;
+  p.global_batch = 2;
+  p.zero_stage = 1;
+  p.recompute = Recompute::kFull;
+  ParallelPlan cp = p;
+  cp.cp = 4;
+  const StageMemory a = estimate_rank_memory(m, p).stages[0], b = estimate_rank_memory(m, cp).stages[0];
+  CHECK(b.memory.activations_bytes == Approx(a.memory.activations_bytes / 4));
+  CHECK(b.memory.optimizer_bytes == Approx(a.memory.optimizer_bytes / 4));
+  CHECK(b.memory.weights_bytes == Approx(a.memory.weights_bytes));  // every CP rank holds the weights
+}

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/units.hpp"
+#include "model/model_catalog.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/nccl_protocols.hpp"
 #include "sim/step_cost.hpp"
@@ -112,4 +113,35 @@ TEST_CASE("the device idles while the host issues ops that run faster than they 
   c.host_dispatch_s = 0;
   const DatasheetCostModel no_host(hw, Precision::kBf16, c);
   CHECK(price_ops(std::vector<Op>(100, tiny), no_host, tp).host_idle_s == 0.0);
+}
+
+TEST_CASE("context parallelism: a ring of cp - 1 K,V blocks beside attention, which does 1/cp of the work") {
+  const ModelSpec m = resolve_model("llama3-8b");  // kv 1024 wide, seq 8192
+  ParallelPlan p;
+  p.cp = 4;
+  p.global_batch = 1;
+  const IterationWork w = lower_iteration(m, p);
+  const Op* attention = nullptr;
+  const Op* ring = nullptr;
+  for (const Op& op : w.layer.forward) {
+    if (std::string(op.name) == "attention") attention = &op;
+    if (std::string(op.name) == "cp_ring_kv") ring = &op;
+  }
+  REQUIRE(attention != nullptr);
+  REQUIRE(ring != nullptr);
+  const double tokens = 8192.0 / 4;
+  CHECK(ring->bytes == Approx(3 * 2 * tokens * 1024 * 2));  // (cp - 1) steps of K and V, bf16
+  CHECK(ring->group == GroupKind::kCp);
+  CHECK(&w.layer.forward[static_cast<size_t>(ring->overlaps_op)] == attention);
+  ParallelPlan one = p;
+  one.cp = 1;
+  const IterationWork w1 = lower_iteration(m, one);
+  for (const Op& op : w1.layer.forward) {
+    if (std::string(op.name) == "attention") CHECK(attention->flops() == Approx(op.flops() / 4));
+    if (std::string(op.name) == "qkv") CHECK(op.m == 4 * static_cast<int64_t>(tokens));  // GEMMs on the rank's tokens
+  }
+  // The backward passes K, V and their gradients: twice the bytes.
+  for (const Op& op : w.layer.backward) {
+    if (std::string(op.name) == "cp_ring_kv_bwd") CHECK(op.bytes == Approx(2 * ring->bytes));
+  }
 }

@@ -112,10 +112,10 @@ TEST_CASE("runs the simulator cannot simulate are read and carry their reason") 
         R"("dp": 1, "pp": 8, "tp": 1, "global_batch": 64, "schedule": "zb-2p")"));
     CHECK_THAT(runs[0].unsupported, Catch::Contains("zb-2p"));
   }
-  SECTION("context parallelism") {
-    const auto runs = load_published_runs(write_runs("pr_cp.json", "null", "a100-sxm-80gb",
-        R"("dp": 4, "cp": 2, "global_batch": 64)"));
-    CHECK_THAT(runs[0].unsupported, Catch::Contains("context parallelism"));
+  SECTION("expert parallelism") {
+    const auto runs = load_published_runs(write_runs("pr_ep.json", "null", "a100-sxm-80gb",
+        R"("dp": 8, "ep": 2, "global_batch": 64)"));
+    CHECK_THAT(runs[0].unsupported, Catch::Contains("expert parallelism"));
   }
   SECTION("a run that went out of memory needs no throughput") {
     const auto runs = load_published_runs(write_runs("pr_oom.json", "null", "a100-sxm-80gb", R"("dp": 8, "global_batch": 8)",
