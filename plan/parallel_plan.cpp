@@ -49,8 +49,11 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
   if (p.schedule == Schedule::kInterleaved) {
     if (p.pp == 1) add("schedule", "the interleaved schedule needs pp > 1");
     if (p.vpp == 1) add("vpp", "the interleaved schedule needs vpp > 1 model chunks per stage (vpp is 1)");
-    if (m.layers % (p.pp * p.vpp) != 0) {
-      add("vpp", "pp x vpp (" + s(p.pp) + " x " + s(p.vpp) + ") must divide layers (" + s(m.layers) + ")" + of_model);
+    // Layers that pp x vpp does not divide go one each to the earliest virtual stages (as NeMo's
+    // 405B recipes place 126 layers on 64); every virtual stage needs at least one layer.
+    if (m.layers < p.pp * p.vpp) {
+      add("vpp", "pp x vpp (" + s(p.pp) + " x " + s(p.vpp) + " = " + s(p.pp * p.vpp) + ") virtual stages need at least one layer each; the model has " +
+                     s(m.layers) + of_model);
     }
     if (p.global_batch % (p.dp * p.micro_batch) == 0 && p.micro_batches() % p.pp != 0) {
       add("global_batch", "the interleaved schedule needs micro-batches per DP rank (" + s(p.micro_batches()) +
@@ -76,6 +79,11 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
 }
 
 int64_t layers_on_stage(const ModelSpec& m, const ParallelPlan& p, int64_t stage) {
+  if (p.vpp > 1 && m.layers % (p.pp * p.vpp) != 0) {
+    int64_t layers = 0;
+    for (int64_t c = 0; c < p.vpp; ++c) layers += layers_of_chunk(m, p, stage, c).size();
+    return layers;
+  }
   return m.layers / p.pp + (stage < m.layers % p.pp ? 1 : 0);
 }
 
@@ -86,6 +94,15 @@ int64_t first_layer_of_stage(const ModelSpec& m, const ParallelPlan& p, int64_t 
 LayerRange layers_of_chunk(const ModelSpec& m, const ParallelPlan& p, int64_t stage, int64_t chunk) {
   const int64_t stages = p.pp * p.vpp, vs = chunk * p.pp + stage;
   LayerRange r;
+  if (p.vpp > 1 && m.layers % stages != 0 && (m.layers + 2) % stages == 0) {
+    // Megatron-Core's --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-
+    // split (NeMo's Llama 3.1 405B recipes: 126 layers on 8 x 8 virtual stages): the embedding and
+    // the loss count as a layer each, so the first and the last virtual stage hold one layer fewer.
+    const int64_t per = (m.layers + 2) / stages;
+    r.first = vs == 0 ? 0 : vs * per - 1;
+    r.last = std::min(m.layers, (vs + 1) * per - 1);
+    return r;
+  }
   r.first = vs * (m.layers / stages) + std::min(vs, m.layers % stages);
   r.last = r.first + m.layers / stages + (vs < m.layers % stages ? 1 : 0);
   return r;

@@ -45,7 +45,8 @@ struct ParallelPlan {
 // Every problem of `plan` for `model`; `where` prefixes each message (a file or "options").
 ProblemList validate_plan(const ParallelPlan& plan, const ModelSpec& model, const std::string& where);
 
-// Transformer layers held by pipeline stage `stage` (earlier stages take the remainder).
+// Transformer layers held by pipeline stage `stage` (earlier stages take the remainder; with
+// interleaving, the sum of its chunks).
 int64_t layers_on_stage(const ModelSpec& model, const ParallelPlan& plan, int64_t stage);
 // The first layer of `stage` (stages hold consecutive layers; the earlier stages take the remainder).
 int64_t first_layer_of_stage(const ModelSpec& model, const ParallelPlan& plan, int64_t stage);

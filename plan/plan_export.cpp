@@ -46,6 +46,11 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
     throw InputError("export: Megatron-LM has no per-op selective checkpointing (recompute selective_op)",
                      "export --recompute selective (the attention core) or full");
   }
+  if (p.vpp > 1 && model != nullptr && model->layers % (p.pp * p.vpp) != 0) {
+    throw InputError("export: pp x vpp (" + std::to_string(p.pp * p.vpp) + ") does not divide the layers (" +
+                         std::to_string(model->layers) + "); --num-layers-per-virtual-pipeline-stage needs it to",
+                     "choose vpp so that pp x vpp divides the layers (Megatron-Core's first/last-stage layer counts are not written yet)");
+  }
   if (p.vpp > 1 && model == nullptr) {
     throw InputError("export: interleaving (vpp " + std::to_string(p.vpp) + ") is written as layers per virtual stage",
                      "give --model so the layer count is known");

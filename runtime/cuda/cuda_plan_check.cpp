@@ -32,6 +32,7 @@ void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) 
                  " must be bf16 for --backend cuda (bf16 weights and activations, fp32 master weights, gradients and AdamW states: --precision bf16)");
   }
   if (p.cp > 1 || p.ep > 1) problems.add("plan: cp " + std::to_string(p.cp) + ", ep " + std::to_string(p.ep) + ": context and expert parallelism are not implemented (must be 1)");
+  if (p.vpp > 1 && m.layers % (p.pp * p.vpp) != 0) problems.add("plan: pp x vpp (" + std::to_string(p.pp * p.vpp) + ") must divide the layers (" + std::to_string(m.layers) + ") for the runtime's interleaved schedule");
   if (p.recompute == Recompute::kSelectiveOp) problems.add("plan: recompute selective_op (per-op checkpointing) is not implemented by the runtime (none, selective or full)");
   if (p.sequence_parallel && p.tp > 0 && (p.micro_batch * m.seq_len) % p.tp != 0) {
     problems.add("plan: sequence parallelism needs micro_batch x seq_len (" + std::to_string(p.micro_batch * m.seq_len) +

@@ -70,3 +70,28 @@ TEST_CASE("context parallelism needs 2 x cp load-balanced chunks, fused attentio
   REQUIRE(problems.size() == 1);
   CHECK_THAT(problems.items()[0], Catch::Contains("fused (flash) ring attention"));
 }
+
+TEST_CASE("virtual stages that do not divide the layers: Megatron-Core's embedding and loss accounting, else the earliest take the rest") {
+  ModelSpec m = resolve_model("llama3-8b");
+  m.layers = 126;  // Llama 3.1 405B's layer count on 8 x 8 virtual stages
+  ParallelPlan p;
+  p.pp = 8;
+  p.vpp = 8;
+  p.schedule = Schedule::kInterleaved;
+  p.global_batch = 64;
+  CHECK(validate_plan(p, m, "options").empty());
+  CHECK(layers_of_chunk(m, p, 0, 0).size() == 1);  // the embedding counts as a layer
+  CHECK(layers_of_chunk(m, p, 7, 7).size() == 1);  // and the loss
+  CHECK(layers_of_chunk(m, p, 3, 2).size() == 2);
+  int64_t total = 0;
+  for (int64_t s = 0; s < p.pp; ++s) total += layers_on_stage(m, p, s);
+  CHECK(total == 126);
+  CHECK(layers_on_stage(m, p, 0) == 15);
+  CHECK(layers_on_stage(m, p, 3) == 16);
+  m.layers = 22;  // Zero Bubble's 1.5B on 8 x 2: 22 + 2 is not a multiple of 16
+  p.vpp = 2;
+  CHECK(layers_on_stage(m, p, 0) == 3);
+  CHECK(layers_on_stage(m, p, 7) == 2);
+  m.layers = 12;  // fewer layers than virtual stages
+  CHECK_THAT(validate_plan(p, m, "options").items()[0], Catch::Contains("at least one layer each"));
+}

@@ -35,7 +35,7 @@ const ErrorSummary& group(const std::string& name) {
 TEST_CASE("every run of the version-2 file is read; those it cannot simulate are counted, not refused") {
   REQUIRE(runs().size() == 337);
   CHECK(result().all.count + result().all.unsupported == 337);
-  CHECK(result().all.count >= 259);  // predicted today (168 before context parallelism); more as issue 15 lands
+  CHECK(result().all.count >= 283);  // predicted today (168 before context parallelism and uneven virtual stages)
   for (const RunResult& r : result().runs) {
     INFO(r.run->id);
     CHECK(r.predicted == r.run->supported());
@@ -50,7 +50,7 @@ TEST_CASE("version-1 files are still read") {
 }
 
 TEST_CASE("mean absolute error over the predicted runs: held-out half and all runs") {
-  CHECK(result().held_out_half.mean_abs_error <= 0.093);  // measured 8.3% (2026-11-24, 259 runs)
+  CHECK(result().held_out_half.mean_abs_error <= 0.092);  // measured 8.2% (2026-11-24, 283 runs)
   CHECK(result().all.mean_abs_error <= 0.089);            // measured 7.9%
 }
 
@@ -60,17 +60,17 @@ TEST_CASE("A100 Megatron-LM, Korthikanti, MosaicML and BLOOM groups are each wit
   CHECK(group("korthikanti_2022_table5").max_abs_error <= 0.10);
   CHECK(group("mosaicml_llm_foundry_benchmarks").mean_abs_error <= 0.06);
   CHECK(group("bloom").max_abs_error <= 0.09);
-  CHECK(group("zero_bubble_pp_a100").mean_abs_error <= 0.062);  // 5.2%: unfused attention (2023 Megatron-LM)
+  CHECK(group("zero_bubble_pp_a100").mean_abs_error <= 0.084);  // 7.4%: 21 runs with 1F1B-I (5.2% on the 12 1F1B)
 }
 
 TEST_CASE("H100 and H200 groups, priced from H100/H200 reference measurements (never fitted on)") {
   CHECK(group("nemo_24_07_h100_fp8").mean_abs_error <= 0.062);  // 5.2%
-  CHECK(group("megatron_bridge_h100_fp8").mean_abs_error <= 0.104);  // 9.4%
+  CHECK(group("megatron_bridge_h100_fp8").mean_abs_error <= 0.081);  // 7.1%: 6 runs with the 405B CP rows
   CHECK(group("dgxc_h100_llama31_70b").mean_abs_error <= 0.059);  // 4.9%: 36 runs with the CP2 rows
   CHECK(group("dgxc_h100_llama31_8b").mean_abs_error <= 0.080);   // 7.0%: 30 runs, context parallelism
-  CHECK(group("dgxc_h100_llama31_405b").mean_abs_error <= 0.097); // 8.7%: 26 runs
+  CHECK(group("dgxc_h100_llama31_405b").mean_abs_error <= 0.094); // 8.4%: 36 runs
   CHECK(group("dgxc_h100_gpt3_175b").mean_abs_error <= 0.130);    // 12.0%
-  CHECK(group("megatron_bridge_h100_archive").mean_abs_error <= 0.105);  // 9.5%
+  CHECK(group("megatron_bridge_h100_archive").mean_abs_error <= 0.097);  // 8.7%: 7 runs
   CHECK(group("torchtitan").mean_abs_error <= 0.133);  // 12.3%: 24 H100 96GB runs (assumed peak) and 2 H200
 }
 
@@ -100,13 +100,13 @@ TEST_CASE("one published run that trained is predicted not to fit in memory") {
 }
 
 TEST_CASE("memory is scored where it was measured, against the figure of its kind") {
-  CHECK(group("zero_bubble_pp_a100").memory_count == 12);
-  CHECK(group("zero_bubble_pp_a100").memory_mean_abs_error <= 0.148);  // 13.8% (25.9% with flash attention)
+  CHECK(group("zero_bubble_pp_a100").memory_count == 21);
+  CHECK(group("zero_bubble_pp_a100").memory_mean_abs_error <= 0.137);  // 12.7% (the 12 1F1B rows: 13.8%, 25.9% with flash attention)
   CHECK(group("torchtitan").memory_count == 14);
   // 16.0%: per-op checkpointing and PyTorch's cross-entropy buffers (38.0% before, Megatron's
   // selective recompute and no loss working memory).
   CHECK(group("torchtitan").memory_mean_abs_error <= 0.164);  // 15.4% with the CP rows
-  CHECK(result().all.memory_mean_abs_error <= 0.156);  // 14.6% over the 26 runs with a figure
+  CHECK(result().all.memory_mean_abs_error <= 0.148);  // 13.8% over the 35 runs with a figure
   for (const RunResult& r : result().runs) {
     if (r.memory_error) CHECK(r.run->measured_memory_gib.has_value());
   }
@@ -124,8 +124,8 @@ TEST_CASE("leave-one-group-out: each group predicted with constants fitted witho
     in_sample += c.in_sample.mean_abs_error / static_cast<double>(cv.size());
     left_out += c.held_out.mean_abs_error / static_cast<double>(cv.size());
   }
-  CHECK(in_sample <= 0.090);  // measured 8.0% (2026-11-24, 14 groups)
-  CHECK(left_out <= 0.101);   // measured 9.1%
+  CHECK(in_sample <= 0.091);  // measured 8.1% (2026-11-24, 14 groups, 283 runs)
+  CHECK(left_out <= 0.102);   // measured 9.2%
   CHECK(left_out >= in_sample - 0.005);  // leaving a group out cannot help it by more than noise
 }
 
