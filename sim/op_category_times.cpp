@@ -38,7 +38,7 @@ std::vector<OpCategoryTimes> predict_op_categories(const ModelSpec& model, const
     add_ops(t.backward_s, work.layer.recompute, layer_passes, cost, scopes);
     add_ops(t.forward_s, stage.extra_forward, micro_batches, cost, scopes);
     add_ops(t.backward_s, stage.extra_backward, micro_batches, cost, scopes);
-    const double sharded = stage.params / (plan.zero_stage >= 1 ? static_cast<double>(plan.dp) : 1.0);
+    const double sharded = stage.params / (plan.zero_stage >= 1 ? static_cast<double>(plan.dp * plan.cp) : 1.0);
     t.forward_s[static_cast<size_t>(OpCategory::kOptimizer)] = cost.optimizer_s(sharded);
     out.push_back(t);
   }

@@ -44,7 +44,7 @@ ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, con
 
   const double params = work.stages[0].params;
   double dp_exposed = 0;
-  if (plan.dp > 1 && plan.zero_stage >= 3) {
+  if (plan.dp * plan.cp > 1 && plan.zero_stage >= 3) {
     const double gather = cost.collective_s(CollectiveKind::kAllGather, params * work.weight_bytes_per_param, dp_scope);
     const double scatter = cost.collective_s(CollectiveKind::kReduceScatter, params * work.grad_bytes_per_param, dp_scope);
     // Gathers run ahead of compute on their own stream (one per forward and backward step);
@@ -54,7 +54,7 @@ ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, con
     pipeline = std::max(gather + m * step, 2.0 * m * gather + last_backward);
     const double backward_interval = std::max(step, 2.0 * gather);  // backwards end this far apart
     dp_exposed = scatter + std::max(0.0, (m - 1.0) * (scatter - backward_interval));
-  } else if (plan.dp > 1) {
+  } else if (plan.dp * plan.cp > 1) {
     const CollectiveKind kind = plan.zero_stage == 0 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
     const double per_chunk = params / static_cast<double>(v);
     const double buckets = plan.dp_overlap ? std::max(1.0, std::ceil(per_chunk / kDpBucketParams)) : 1.0;
@@ -65,7 +65,7 @@ ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, con
       dp_exposed += cost.collective_s(CollectiveKind::kAllGather, params * work.weight_bytes_per_param, dp_scope);
     }
   }
-  const double sharded = params / (plan.zero_stage >= 1 ? static_cast<double>(plan.dp) : 1.0);
+  const double sharded = params / (plan.zero_stage >= 1 ? static_cast<double>(plan.dp * plan.cp) : 1.0);
   const double optimizer = cost.optimizer_s(sharded);
 
   ScreenEstimate out;

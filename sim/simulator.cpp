@@ -74,8 +74,8 @@ struct Builder {
 
   void add_compute(int64_t stage) {
     const int64_t m = schedule.micro_batches;
-    const bool zero3 = plan.zero_stage >= 3 && plan.dp > 1;
-    const bool bucketed = plan.dp > 1 && !zero3;
+    const bool zero3 = plan.zero_stage >= 3 && plan.dp * plan.cp > 1;
+    const bool bucketed = plan.dp * plan.cp > 1 && !zero3;
     for (const PipelineStep& step : schedule.steps[static_cast<size_t>(stage)]) {
       const int64_t vs = schedule.virtual_stage(stage, step.chunk);
       const size_t v = static_cast<size_t>(vs), mb = static_cast<size_t>(step.micro_batch);
@@ -130,13 +130,13 @@ struct Builder {
   }
 
   void add_optimizer(int64_t stage, TaskId last_compute) {
-    if (plan.dp > 1 && plan.zero_stage < 3 && !plan.dp_overlap) {
+    if (plan.dp * plan.cp > 1 && plan.zero_stage < 3 && !plan.dp_overlap) {
       for (int64_t c = 0; c < schedule.chunks; ++c) add_reductions(stage, {last_compute});
     }
-    const double sharded = work.stages[static_cast<size_t>(stage)].params / (plan.zero_stage >= 1 ? static_cast<double>(plan.dp) : 1.0);
+    const double sharded = work.stages[static_cast<size_t>(stage)].params / (plan.zero_stage >= 1 ? static_cast<double>(plan.dp * plan.cp) : 1.0);
     const TaskId opt = add(stage, kCompute, cost.optimizer_s(sharded), TaskCategory::kOptimizer, 0);
     for (TaskId r : reductions[static_cast<size_t>(stage)]) graph.add_dep(opt, r);
-    if (plan.dp > 1 && (plan.zero_stage == 1 || plan.zero_stage == 2)) {
+    if (plan.dp * plan.cp > 1 && (plan.zero_stage == 1 || plan.zero_stage == 2)) {
       // The distributed optimizer all-gathers the updated 16-bit weights.
       const double bytes = work.stages[static_cast<size_t>(stage)].params * work.weight_bytes_per_param;
       const TaskId gather = add(stage, kDpGather, cost.collective_s(CollectiveKind::kAllGather, bytes, dp_scope),

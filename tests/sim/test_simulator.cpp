@@ -111,6 +111,19 @@ TEST_CASE("pure data parallelism without overlap adds one ring all-reduce of the
   CHECK(sum(r.breakdown) == Approx(r.iteration_time_s).epsilon(1e-12));
 }
 
+TEST_CASE("context-parallel ranks reduce their gradients together even with dp 1 (the dp x cp group)") {
+  const ModelSpec m = resolve_model("llama3-8b");
+  const Hardware hw = cluster(8);
+  const DatasheetCostModel cost(hw, Precision::kBf16, EfficiencyConstants{});
+  ParallelPlan p;
+  p.cp = 8;
+  p.global_batch = 1;
+  p.dp_overlap = false;
+  const Prediction r = predict_iteration(m, p, hw, cost);
+  const double params = static_cast<double>(r.memory.peak().params);
+  CHECK(r.breakdown.dp_comm_exposed_s == Approx(cost.collective_s(CollectiveKind::kAllReduce, params * 4.0, GroupScope{8, 8, 1})).epsilon(1e-9));
+}
+
 TEST_CASE("overlapping the DP reduction with the backward hides part of it") {
   const ModelSpec m = resolve_model("gpt3-6.7b");
   const Hardware hw = cluster(64);
