@@ -144,36 +144,9 @@ std::vector<Op> selective_op_recompute(const ModelSpec& m, const std::vector<Op>
   return out;
 }
 
-// Bytes an RMSNorm moves relative to one fused kernel: PyTorch's eager composite (fp32 up-cast,
-// square, mean, rsqrt, two multiplies, down-cast) against Liger's fused kernel on A100-SXM4-80GB,
-// bf16, M = 2048, H = 4096: 1080 / 120 GB/s forward, 508 / 68 GB/s backward of the same minimal
-// bytes (shared/reference/microbench.md §3b, Liger benchmark CSV). LayerNorm's eager kernel is
-// one fused native kernel (the same table: within 1.1-1.5x of Liger), so it stays at 1.
-struct NormTraffic {
-  double forward = 1.0, backward = 1.0;
-};
-NormTraffic norm_traffic(const ModelSpec& m, const ParallelPlan& p) {
-  if (p.norm != NormKernel::kEager || m.norm != NormKind::kRmsNorm) return {};
-  return {1080.0 / 120.0, 508.0 / 68.0};
-}
-
-LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s) {
-  LayerWork w;
-  const NormTraffic nt = norm_traffic(m, p);
-  const bool sp = p.sequence_parallel;
-  const double act = s.sp_tokens * static_cast<double>(s.h) * s.e;  // one (tokens x h) tensor on this rank
-  // Norm: read input, write output (+ statistics); backward reads input, output grad, writes grad.
-  w.forward.push_back(memory("norm1", 2 * act * nt.forward));
-  w.backward.push_back(memory("norm1_bwd", 3 * act * nt.backward));
-  add_tp_boundary(w, s, sp, true);
-  add_linear(w, "qkv", "qkv_dgrad", "qkv_wgrad", s.tokens, (s.q + 2 * s.kv) / s.t, s.h);
-  if (m.position == PositionKind::kRope) {
-    // Rotary embedding of Q and K (Megatron-LM's apply_rotary_pos_emb): read and write both; the
-    // backward rotates their gradients back.
-    const double rotated = static_cast<double>(s.tokens) * static_cast<double>((s.q + s.kv) / s.t) * s.e;
-    w.forward.push_back(memory("rotary", 2 * rotated));
-    w.backward.push_back(memory("rotary_bwd", 2 * rotated));
-  }
+// The attention core: a fused (flash) kernel with context parallelism's K,V ring beside it, or
+// Megatron's unfused batched GEMMs around the softmax.
+void add_attention(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s) {
   Op attention;
   attention.name = "attention";
   const int64_t batch = p.micro_batch;
@@ -207,6 +180,39 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
     }
     w.backward.push_back(memory("softmax_bwd", (m.dropout ? 5.0 : 3.0) * probs));
   }
+}
+
+// Bytes an RMSNorm moves relative to one fused kernel: PyTorch's eager composite (fp32 up-cast,
+// square, mean, rsqrt, two multiplies, down-cast) against Liger's fused kernel on A100-SXM4-80GB,
+// bf16, M = 2048, H = 4096: 1080 / 120 GB/s forward, 508 / 68 GB/s backward of the same minimal
+// bytes (shared/reference/microbench.md §3b, Liger benchmark CSV). LayerNorm's eager kernel is
+// one fused native kernel (the same table: within 1.1-1.5x of Liger), so it stays at 1.
+struct NormTraffic {
+  double forward = 1.0, backward = 1.0;
+};
+NormTraffic norm_traffic(const ModelSpec& m, const ParallelPlan& p) {
+  if (p.norm != NormKernel::kEager || m.norm != NormKind::kRmsNorm) return {};
+  return {1080.0 / 120.0, 508.0 / 68.0};
+}
+
+LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s) {
+  LayerWork w;
+  const NormTraffic nt = norm_traffic(m, p);
+  const bool sp = p.sequence_parallel;
+  const double act = s.sp_tokens * static_cast<double>(s.h) * s.e;  // one (tokens x h) tensor on this rank
+  // Norm: read input, write output (+ statistics); backward reads input, output grad, writes grad.
+  w.forward.push_back(memory("norm1", 2 * act * nt.forward));
+  w.backward.push_back(memory("norm1_bwd", 3 * act * nt.backward));
+  add_tp_boundary(w, s, sp, true);
+  add_linear(w, "qkv", "qkv_dgrad", "qkv_wgrad", s.tokens, (s.q + 2 * s.kv) / s.t, s.h);
+  if (m.position == PositionKind::kRope) {
+    // Rotary embedding of Q and K (Megatron-LM's apply_rotary_pos_emb): read and write both; the
+    // backward rotates their gradients back.
+    const double rotated = static_cast<double>(s.tokens) * static_cast<double>((s.q + s.kv) / s.t) * s.e;
+    w.forward.push_back(memory("rotary", 2 * rotated));
+    w.backward.push_back(memory("rotary_bwd", 2 * rotated));
+  }
+  add_attention(w, m, p, s);
   add_linear(w, "proj", "proj_dgrad", "proj_wgrad", s.tokens, s.h, s.q / s.t);
   add_tp_boundary(w, s, sp, false);
   w.forward.push_back(memory("dropout_residual", (m.dropout ? 3.5 : 3.0) * act));

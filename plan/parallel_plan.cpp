@@ -7,6 +7,21 @@ namespace trainsim {
 
 namespace {
 std::string s(int64_t x) { return std::to_string(x); }
+
+// Megatron-Core's context parallelism splits each sequence in 2 x cp chunks (each rank takes one
+// from each end, balancing causal attention) and runs Transformer Engine's fused ring attention.
+template <typename Add>
+void check_context_parallel(const ParallelPlan& p, const ModelSpec& m, const std::string& of_model, Add& add) {
+  if (p.cp <= 1) return;
+  if (m.seq_len % (2 * p.cp) != 0) {
+    add("cp", "cp (" + s(p.cp) + ") needs seq_len (" + s(m.seq_len) + ") divisible by 2 x cp (" + s(2 * p.cp) +
+                  ": two load-balanced chunks per rank)" + of_model);
+  } else if (p.sequence_parallel && (m.seq_len / p.cp) % p.tp != 0) {
+    add("cp", "sequence parallelism needs each CP rank's tokens (seq_len / cp = " + s(m.seq_len / p.cp) +
+                  ") divisible by tp (" + s(p.tp) + ")");
+  }
+  if (p.attention != AttentionKernel::kFlash) add("cp", "context parallelism runs fused (flash) ring attention; attention is unfused");
+}
 }  // namespace
 
 ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::string& where) {
@@ -60,20 +75,7 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
                               ") to be a multiple of pp (" + s(p.pp) + ")");
     }
   }
-  if (p.cp > 1) {
-    // Megatron-Core's context parallelism splits each sequence in 2 x cp chunks (each rank takes one
-    // from each end, balancing causal attention) and runs Transformer Engine's fused ring attention.
-    if (m.seq_len % (2 * p.cp) != 0) {
-      add("cp", "cp (" + s(p.cp) + ") needs seq_len (" + s(m.seq_len) + ") divisible by 2 x cp (" + s(2 * p.cp) +
-                    ": two load-balanced chunks per rank)" + of_model);
-    } else if (p.sequence_parallel && (m.seq_len / p.cp) % p.tp != 0) {
-      add("cp", "sequence parallelism needs each CP rank's tokens (seq_len / cp = " + s(m.seq_len / p.cp) +
-                    ") divisible by tp (" + s(p.tp) + ")");
-    }
-    if (p.attention != AttentionKernel::kFlash) {
-      add("cp", "context parallelism runs fused (flash) ring attention; attention is unfused");
-    }
-  }
+  check_context_parallel(p, m, of_model, add);
   if (p.ep > 1) add("ep", "expert parallelism (ep " + s(p.ep) + ") is parsed but not modeled yet; use ep 1");
   return problems;
 }
