@@ -108,6 +108,10 @@ Command add_search_command(CLI::App& root) {
             options.space.precision = o->precision == "bf16" ? Precision::kBf16 : o->precision == "fp16" ? Precision::kFp16
                                       : o->precision == "fp32" ? Precision::kFp32 : Precision::kFp8;
             options.space.attention = o->attention == "flash" ? AttentionKernel::kFlash : AttentionKernel::kUnfused;
+            if (o->compiled && o->framework.empty()) {
+              throw InputError("--compiled says which RMSNorm a framework runs; it needs --framework",
+                               "add --framework torchtitan (the preset with an eager default), or leave --compiled out");
+            }
             const FrameworkPreset preset = framework_preset(o->framework);
             options.flash2_attention = !o->framework.empty() && preset.flash2_attention_on_hopper;
             if (!o->framework.empty() && preset.per_op_checkpointing) options.space.selective = Recompute::kSelectiveOp;

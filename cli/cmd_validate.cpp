@@ -13,6 +13,7 @@
 #include "cli/app.hpp"
 #include "cli/shared_options.hpp"
 #include "common/errors.hpp"
+#include "common/nearest_name.hpp"
 #include "common/profile_json.hpp"
 #include "reports/json_output.hpp"
 #include "reports/text_table.hpp"
@@ -26,7 +27,7 @@ namespace {
 
 struct Options {
   std::vector<std::string> runs_paths;
-  std::vector<std::string> fit_names;  // --fit-constants (empty: every fittable constant)
+  std::vector<std::string> fit_names;  // --fit-constants (empty: the compute constants)
   std::vector<std::string> groups;
   bool fit = false;
   bool cross_validate = false;
@@ -37,12 +38,6 @@ struct Options {
   FormatOption format;
 };
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& i : items) out += (out.empty() ? "" : ", ") + i;
-  return out;
-}
-
 // Keeps the runs of the chosen groups; an unknown group name is an input error.
 std::vector<PublishedRun> chosen_runs(std::vector<PublishedRun> runs, const Options& o) {
   if (o.groups.empty()) return runs;
@@ -52,9 +47,7 @@ std::vector<PublishedRun> chosen_runs(std::vector<PublishedRun> runs, const Opti
   }
   for (const std::string& g : o.groups) {
     if (std::find(known.begin(), known.end(), g) == known.end()) {
-      std::string list;
-      for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
-      throw InputError("--groups: no group \"" + g + "\" in " + join(o.runs_paths), "groups in the runs files: " + list);
+      throw InputError("--groups: no group \"" + g + "\" in " + join_names(o.runs_paths), "groups in the runs files: " + join_names(known));
     }
   }
   std::vector<PublishedRun> kept;
@@ -84,6 +77,43 @@ std::vector<PublishedRun> load_runs(const std::vector<std::string>& paths) {
   return all;
 }
 
+// --fit: the constants named (or the compute constants) fitted on the fit half, groups weighted equally.
+void fit(const std::vector<PublishedRun>& runs, const Options& o, EfficiencyConstants& constants) {
+  const FitSet set = fit_set(runs, {}, true);
+  if (set.runs.empty()) {
+    throw InputError("--fit: no run of the chosen groups can be fitted on (none predicted with a measured throughput in their fit half)",
+                     "choose groups with predicted runs (validate --summary lists them), or leave --groups out");
+  }
+  std::cerr << "fitting on " << set.runs.size() << " runs of " << set.groups.size()
+            << " groups (the fit half of each, groups weighted equally)...\n";
+  constants = fit_constants(
+      set, constants,
+      [](int round, double objective) {
+        std::cerr << "  round " << round + 1 << ": mean over groups of |log error| " << objective << "\n";
+      },
+      3, o.fit_names);
+  constants.provenance = "fitted by `trainsim validate --fit` on the fit half of " + join_names(o.runs_paths) +
+                         (o.fit_names.empty() ? "" : " (" + join_names(o.fit_names) + ")");
+}
+
+// --cross-validate: each group predicted with the constants fitted without it.
+std::vector<CrossValidatedGroup> leave_one_group_out(const std::vector<PublishedRun>& runs, const Options& o,
+                                                     const EfficiencyConstants& constants) {
+  const FitSet set = fit_set(runs, {}, false);
+  if (set.groups.size() < 2) {
+    throw InputError("--cross-validate: " + std::to_string(set.groups.size()) +
+                         " group(s) with predicted runs; leaving one out needs at least 2 (one to fit on, one to predict)",
+                     "give --groups at least two groups with predicted runs, or leave --groups out");
+  }
+  std::cerr << "leave-one-group-out over " << set.groups.size() << " groups:\n";
+  return cross_validate(
+      runs, set, constants,
+      [](const std::string& group) {
+        std::cerr << (group.empty() ? std::string("  fitting on every group") : "  refitting without " + group) << "\n";
+      },
+      o.fit_names);
+}
+
 int run_validate(const Options& o) {
   // Thousands of predictions allocate and free the same large event lists: keeping freed memory
   // in the process saves a page fault per page each time (the fits ran ~40% in the kernel).
@@ -96,41 +126,15 @@ int run_validate(const Options& o) {
     costs.profile_path = o.profile;
     costs.allow_extrapolation = o.allow_extrapolation;
   }
-  EfficiencyConstants& constants = costs.constants;
-  if (o.fit) {
-    const FitSet set = fit_set(runs, {}, true);
-    if (set.runs.empty()) {
-      throw InputError("--fit: no run of the chosen groups can be fitted on (none predicted with a measured throughput in their fit half)",
-                       "choose groups with predicted runs (validate --summary lists them), or leave --groups out");
-    }
-    std::cerr << "fitting on " << set.runs.size() << " runs of " << set.groups.size()
-              << " groups (the fit half of each, groups weighted equally)...\n";
-    constants = fit_constants(
-        set, constants,
-        [](int round, double objective) {
-          std::cerr << "  round " << round + 1 << ": mean over groups of |log error| " << objective << "\n";
-        },
-        3, o.fit_names);
-    constants.provenance = "fitted by `trainsim validate --fit` on the fit half of " + join(o.runs_paths) +
-                           (o.fit_names.empty() ? "" : " (" + join(o.fit_names) + ")");
+  if (!o.fit_names.empty() && !o.fit && !o.cross_validate) {
+    throw InputError("--fit-constants names the constants a fit moves; nothing is fitted without --fit or --cross-validate",
+                     "add --fit (or --cross-validate), or leave --fit-constants out");
   }
+  if (o.fit) fit(runs, o, costs.constants);
   const ValidationResult v = validate_runs(runs, costs);
-  std::vector<CrossValidatedGroup> cv;
-  if (o.cross_validate) {
-    const FitSet set = fit_set(runs, {}, false);
-    if (set.groups.size() < 2) {
-      throw InputError("--cross-validate: " + std::to_string(set.groups.size()) +
-                           " group(s) with predicted runs; leaving one out needs at least 2 (one to fit on, one to predict)",
-                       "give --groups at least two groups with predicted runs, or leave --groups out");
-    }
-    std::cerr << "leave-one-group-out over " << set.groups.size() << " groups:\n";
-    cv = cross_validate(
-        runs, set, constants,
-        [](const std::string& group) {
-          std::cerr << (group.empty() ? std::string("  fitting on every group") : "  refitting without " + group) << "\n";
-        },
-        o.fit_names);
-  }
+  const std::vector<CrossValidatedGroup> cv = o.cross_validate ? leave_one_group_out(runs, o, costs.constants)
+                                                                 : std::vector<CrossValidatedGroup>{};
+  const EfficiencyConstants& constants = costs.constants;
   ValidationReport report{&v, o.cross_validate ? &cv : nullptr, !o.summary_only};
   if (o.format.value() == OutputFormat::kJson) {
     nlohmann::ordered_json inputs = {{"runs_file", o.runs_paths.front()}, {"runs_files", o.runs_paths}, {"groups", o.groups},

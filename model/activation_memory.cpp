@@ -10,10 +10,11 @@ double d(int64_t x) { return static_cast<double>(x); }
 // Tokens of one micro-batch on this rank: context parallelism splits the sequence cp ways.
 double rank_tokens(const ModelSpec& m, const ActivationLayout& l) { return d(m.seq_len) * d(l.micro_batch) / d(l.cp); }
 
-// torchtitan's per-op policy (torchtitan/models/llama3/infra/parallelize.py, selective_ac_option
-// "op"): the layer input (the checkpoint's), the outputs of the 1st, 3rd, 5th and 7th matmul
-// (wq, wv, w1, w2 in Llama's order; wq, wv, fc1 without a gate) and attention's output and fp32
-// log-sum-exp. w2's output is kept as the matmul wrote it, whole on every TP rank.
+// torchtitan's per-op policy (_apply_ac_to_transformer_block with selective_ac_option "op": every
+// op of its save list keeps its output except every second aten.mm): the layer input (the
+// checkpoint's), the outputs of the 1st, 3rd, 5th and 7th matmul (wq, wv, w1, w2 in Llama's order;
+// wq, wv, fc1 without a gate) and attention's output and fp32 log-sum-exp. w2's output is kept as
+// the matmul wrote it, whole on every TP rank.
 double selective_op_bytes(const ModelSpec& m, const ActivationLayout& l) {
   const double sb = rank_tokens(m, l);
   const double e = l.bytes_per_value, t = d(l.tp);

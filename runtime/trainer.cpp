@@ -36,6 +36,9 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
   if (p.precision != Precision::kFp32) problems.add(std::string("plan: precision ") + to_string(p.precision) + " (the CPU runtime trains in fp32: --precision fp32)");
   if (p.cp > 1 || p.ep > 1) problems.add("plan: cp and ep are not implemented");
   if (p.vpp > 1 && m.layers % (p.pp * p.vpp) != 0) problems.add("plan: pp x vpp (" + std::to_string(p.pp * p.vpp) + ") must divide the layers (" + std::to_string(m.layers) + ") for the runtime's interleaved schedule");
+  if (p.norm != NormKernel::kFused || p.cross_entropy != LossKernel::kFused) {
+    problems.add("plan: norm eager / cross_entropy pytorch describe another framework's kernels; the runtime runs fused ones (norm fused, cross_entropy fused)");
+  }
   if (p.recompute == Recompute::kSelectiveOp) problems.add("plan: recompute selective_op (per-op checkpointing) is not implemented by the runtime (none, selective or full)");
   if (m.vocab % p.tp != 0) {
     problems.add("model \"" + m.name + "\": vocab " + std::to_string(m.vocab) + " is not divisible by tp " + std::to_string(p.tp) +

@@ -33,6 +33,9 @@ void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) 
   }
   if (p.cp > 1 || p.ep > 1) problems.add("plan: cp " + std::to_string(p.cp) + ", ep " + std::to_string(p.ep) + ": context and expert parallelism are not implemented (must be 1)");
   if (p.vpp > 1 && m.layers % (p.pp * p.vpp) != 0) problems.add("plan: pp x vpp (" + std::to_string(p.pp * p.vpp) + ") must divide the layers (" + std::to_string(m.layers) + ") for the runtime's interleaved schedule");
+  if (p.norm != NormKernel::kFused || p.cross_entropy != LossKernel::kFused) {
+    problems.add("plan: norm eager / cross_entropy pytorch describe another framework's kernels; the runtime runs fused ones (norm fused, cross_entropy fused)");
+  }
   if (p.recompute == Recompute::kSelectiveOp) problems.add("plan: recompute selective_op (per-op checkpointing) is not implemented by the runtime (none, selective or full)");
   if (p.sequence_parallel && p.tp > 0 && (p.micro_batch * m.seq_len) % p.tp != 0) {
     problems.add("plan: sequence parallelism needs micro_batch x seq_len (" + std::to_string(p.micro_batch * m.seq_len) +

@@ -261,11 +261,15 @@ cli_test("bad: export has no Megatron-LM flag for per-op checkpointing" RC 2
   MATCH "Megatron-LM has no per-op selective checkpointing" ARGS export ${plans}/llama3-8b-fsdp-selective-op.json --to megatron)
 cli_test("a plan file with per-op checkpointing and PyTorch's loss predicts, and says so" RC 0
   MATCH "recompute selective_op" ARGS predict --model llama3-8b --gpu h100-sxm-96gb-500w --plan ${plans}/llama3-8b-fsdp-selective-op.json)
+cli_test("bad: the runtime runs fused norms and loss only" RC 2
+  MATCH "norm eager / cross_entropy pytorch describe another framework's kernels"
+  ARGS run --model gpt-tiny --dp 1 --global-batch 2 --steps 1 --precision fp32 --norm eager
+       --out ${CMAKE_CURRENT_BINARY_DIR}/eager_norm_run)
 cli_test("bad: the runtime does not run per-op checkpointing" RC 2
   MATCH "recompute selective_op .per-op checkpointing. is not implemented by the runtime"
   ARGS run --model gpt-tiny --plan ${plans}/llama3-8b-fsdp-selective-op.json --dp 1 --global-batch 2 --steps 1
        --precision fp32 --out ${CMAKE_CURRENT_BINARY_DIR}/selective_op_run)
-cli_test("predict --cross-entropy pytorch raises the last stage's peak" RC 0
+cli_test("predict --cross-entropy pytorch is written in the plan JSON" RC 0
   MATCH "cross_entropy.: .pytorch" ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --cross-entropy pytorch --format json)
 cli_test("predict --framework torchtitan --norm fused: a compiled run's RMSNorm" RC 0
   MATCH "cross_entropy pytorch, recompute" ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --recompute selective
@@ -300,6 +304,11 @@ cli_test("bad: validate --runs gives one group in two files" RC 2
   MATCH "group \"megatron_sc21_table1\" is in both" ARGS validate --runs ${runs} ${runs})
 cli_test("bad: validate --fit-constants names a constant the fit does not have" RC 2
   MATCH "--fit-constants" "gemm_peak_fraction" ARGS validate --runs ${runs} --fit --fit-constants gemm_fraction)
+cli_test("bad: validate --fit-constants without a fit" RC 2
+  MATCH "--fit-constants names the constants a fit moves; nothing is fitted without --fit" ARGS validate --runs ${runs} --fit-constants host_dispatch_s)
+cli_test("bad: search --compiled without --framework" RC 2
+  MATCH "--compiled says which RMSNorm a framework runs; it needs --framework"
+  ARGS search --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --global-batch 16 --compiled)
 cli_test("bad: validate --fit on groups with nothing to fit" RC 2
   MATCH "--fit: no run of the chosen groups can be fitted on"
   ARGS validate --runs ${CMAKE_CURRENT_SOURCE_DIR}/data/validation/unsupported-only.json --fit)
