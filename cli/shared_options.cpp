@@ -35,8 +35,10 @@ const SizeFlag kSizeFlags[] = {
     {"tp", "tensor-parallel size"},
     {"pp", "pipeline-parallel size"},
     {"vpp", "virtual pipeline stages per rank (interleaved schedule)"},
-    {"cp", "context-parallel size (parsed; not modeled yet)"},
+    {"cp", "context-parallel size (ring attention)"},
     {"ep", "expert-parallel size (parsed; not modeled yet)"},
+    {"first-stage-layers", "transformer layers on the first pipeline stage (Megatron-Core's uneven split)"},
+    {"last-stage-layers", "transformer layers on the last pipeline stage"},
     {"micro-batch", "sequences per micro-batch"},
     {"global-batch", "sequences per iteration (default: dp x micro-batch)"},
 };
@@ -149,6 +151,8 @@ ParallelPlan PlanOptions::resolve(const ModelSpec& model) const {
   take("vpp", p.vpp);
   take("cp", p.cp);
   take("ep", p.ep);
+  take("first-stage-layers", p.first_stage_layers);
+  take("last-stage-layers", p.last_stage_layers);
   take("micro-batch", p.micro_batch);
   take("global-batch", p.global_batch);
   if (given("zero")) p.zero_stage = static_cast<int>(sizes.at("zero"));

@@ -283,6 +283,8 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
   for (int64_t stage = 0; stage < p.pp; ++stage) {
     StageWork w;
     w.stage = stage;
+    const int64_t chunks = p.schedule == Schedule::kInterleaved ? p.vpp : 1;
+    for (int64_t c = 0; c < chunks; ++c) w.chunk_layers.push_back(layers_of_chunk(m, p, stage, c).size());
     w.layers = layers_on_stage(m, p, stage);
     w.params = static_cast<double>(rank_memory.stages[static_cast<size_t>(stage)].params);
     if (stage == 0) {

@@ -51,6 +51,7 @@ struct LayerWork {
 struct StageWork {
   int64_t stage = 0;
   int64_t layers = 0;
+  std::vector<int64_t> chunk_layers;  // layers of each model chunk (vpp of them; one without interleaving)
   std::vector<Op> extra_forward;   // embedding (first stage), final norm + LM head + loss (last)
   std::vector<Op> extra_backward;
   double send_bytes = 0;           // activation sent to the next stage per micro-batch (0 on last)

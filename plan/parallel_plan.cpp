@@ -22,6 +22,35 @@ void check_context_parallel(const ParallelPlan& p, const ModelSpec& m, const std
   }
   if (p.attention != AttentionKernel::kFlash) add("cp", "context parallelism runs fused (flash) ring attention; attention is unfused");
 }
+
+// Megatron-Core's explicit first/last-stage layer counts: the middle stages share the rest evenly,
+// and with interleaving every stage's share splits evenly over its vpp chunks.
+template <typename Add>
+void check_stage_layers(const ParallelPlan& p, const ModelSpec& m, const std::string& of_model, Add& add) {
+  if (p.first_stage_layers <= 0 && p.last_stage_layers <= 0) return;
+  const std::string first = s(p.first_stage_layers), last = s(p.last_stage_layers);
+  if (p.pp < 2) {
+    add("first_stage_layers", "first/last-stage layer counts (" + first + ", " + last + ") need pp > 1");
+    return;
+  }
+  const int64_t middle_stages = p.pp - (p.first_stage_layers > 0) - (p.last_stage_layers > 0);
+  const int64_t middle_layers = m.layers - p.first_stage_layers - p.last_stage_layers;
+  if (middle_layers < middle_stages || (middle_stages == 0 && middle_layers != 0) ||
+      (middle_stages > 0 && middle_layers % middle_stages != 0)) {
+    add("first_stage_layers", "the layers left after the first/last stages (" + s(m.layers) + " - " + first + " - " + last +
+                                  " = " + s(middle_layers) + ") must split evenly, at least one each, over the " +
+                                  s(middle_stages) + " middle stages" + of_model);
+    return;
+  }
+  const int64_t middle = middle_stages > 0 ? middle_layers / middle_stages : 0;
+  for (int64_t on_stage : {p.first_stage_layers, p.last_stage_layers, middle}) {
+    if (on_stage > 0 && on_stage % p.vpp != 0) {
+      add("vpp", "vpp (" + s(p.vpp) + ") must divide every stage's layers (first " + first + ", middle " + s(middle) +
+                     ", last " + last + ") to split them over the model chunks");
+      return;
+    }
+  }
+}
 }  // namespace
 
 ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::string& where) {
@@ -34,6 +63,10 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
                                                    {"global_batch", p.global_batch}};
   for (const auto& [key, value] : sizes) {
     if (value < 1) add(key, std::string(key) + " (" + s(value) + ") must be >= 1");
+  }
+  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"first_stage_layers", p.first_stage_layers},
+                                   {"last_stage_layers", p.last_stage_layers}}) {
+    if (value < 0) add(key, std::string(key) + " (" + s(value) + ") must be >= 1 (0 or absent: the even split)");
   }
   if (!problems.empty()) return problems;
 
@@ -64,10 +97,12 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
   if (p.schedule == Schedule::kInterleaved) {
     if (p.pp == 1) add("schedule", "the interleaved schedule needs pp > 1");
     if (p.vpp == 1) add("vpp", "the interleaved schedule needs vpp > 1 model chunks per stage (vpp is 1)");
-    // Layers that pp x vpp does not divide go one each to the earliest virtual stages (as NeMo's
-    // 405B recipes place 126 layers on 64); every virtual stage needs at least one layer.
-    if (m.layers < p.pp * p.vpp) {
-      add("vpp", "pp x vpp (" + s(p.pp) + " x " + s(p.vpp) + " = " + s(p.pp * p.vpp) + ") virtual stages need at least one layer each; the model has " +
+    // Layers that pp x vpp does not divide go one each to the earliest virtual stages; when
+    // layers + 2 divides, the embedding and the loss count as a layer each (Megatron-Core's
+    // accounting, NeMo's 405B recipes), so the first and last virtual stage may hold none.
+    const bool accounted = (m.layers + 2) % (p.pp * p.vpp) == 0 || p.first_stage_layers > 0 || p.last_stage_layers > 0;
+    if (m.layers < p.pp * p.vpp && !accounted) {
+      add("vpp", "pp x vpp (" + s(p.pp) + " x " + s(p.vpp) + " = " + s(p.pp * p.vpp) + ") virtual stages need at least one layer each (or layers + 2 divisible by pp x vpp, the embedding and loss counted as layers); the model has " +
                      s(m.layers) + of_model);
     }
     if (p.global_batch % (p.dp * p.micro_batch) == 0 && p.micro_batches() % p.pp != 0) {
@@ -75,39 +110,63 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
                               ") to be a multiple of pp (" + s(p.pp) + ")");
     }
   }
+  check_stage_layers(p, m, of_model, add);
   check_context_parallel(p, m, of_model, add);
   if (p.ep > 1) add("ep", "expert parallelism (ep " + s(p.ep) + ") is parsed but not modeled yet; use ep 1");
   return problems;
 }
 
-int64_t layers_on_stage(const ModelSpec& m, const ParallelPlan& p, int64_t stage) {
-  if (p.vpp > 1 && m.layers % (p.pp * p.vpp) != 0) {
-    int64_t layers = 0;
-    for (int64_t c = 0; c < p.vpp; ++c) layers += layers_of_chunk(m, p, stage, c).size();
+std::vector<int64_t> virtual_stage_layers(const ModelSpec& m, const ParallelPlan& p) {
+  const int64_t stages = p.pp * p.vpp;
+  std::vector<int64_t> layers(stages, 0);
+  if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
+    const int64_t middle_stages = p.pp - (p.first_stage_layers > 0) - (p.last_stage_layers > 0);
+    const int64_t middle_layers = m.layers - p.first_stage_layers - p.last_stage_layers;
+    for (int64_t stage = 0; stage < p.pp; ++stage) {
+      int64_t on_stage = middle_stages > 0 ? middle_layers / middle_stages : 0;
+      if (stage == 0 && p.first_stage_layers > 0) on_stage = p.first_stage_layers;
+      if (stage == p.pp - 1 && p.last_stage_layers > 0) on_stage = p.last_stage_layers;
+      for (int64_t c = 0; c < p.vpp; ++c) layers[c * p.pp + stage] = on_stage / p.vpp;
+    }
     return layers;
   }
-  return m.layers / p.pp + (stage < m.layers % p.pp ? 1 : 0);
+  if (m.layers % stages != 0 && (m.layers + 2) % stages == 0) {
+    std::fill(layers.begin(), layers.end(), (m.layers + 2) / stages);
+    layers.front() -= 1;
+    layers.back() -= 1;
+    return layers;
+  }
+  for (int64_t vs = 0; vs < stages; ++vs) layers[vs] = m.layers / stages + (vs < m.layers % stages ? 1 : 0);
+  return layers;
 }
 
-int64_t first_layer_of_stage(const ModelSpec& m, const ParallelPlan& p, int64_t stage) {
-  return stage * (m.layers / p.pp) + std::min(stage, m.layers % p.pp);
+int64_t layers_on_stage(const ModelSpec& m, const ParallelPlan& p, int64_t stage) {
+  const std::vector<int64_t> layers = virtual_stage_layers(m, p);
+  int64_t on_stage = 0;
+  for (int64_t c = 0; c < p.vpp; ++c) on_stage += layers[c * p.pp + stage];
+  return on_stage;
 }
 
 LayerRange layers_of_chunk(const ModelSpec& m, const ParallelPlan& p, int64_t stage, int64_t chunk) {
-  const int64_t stages = p.pp * p.vpp, vs = chunk * p.pp + stage;
+  const std::vector<int64_t> layers = virtual_stage_layers(m, p);
+  const int64_t vs = chunk * p.pp + stage;
   LayerRange r;
-  if (p.vpp > 1 && m.layers % stages != 0 && (m.layers + 2) % stages == 0) {
-    // Megatron-Core's --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-
-    // split (NeMo's Llama 3.1 405B recipes: 126 layers on 8 x 8 virtual stages): the embedding and
-    // the loss count as a layer each, so the first and the last virtual stage hold one layer fewer.
-    const int64_t per = (m.layers + 2) / stages;
-    r.first = vs == 0 ? 0 : vs * per - 1;
-    r.last = std::min(m.layers, (vs + 1) * per - 1);
-    return r;
-  }
-  r.first = vs * (m.layers / stages) + std::min(vs, m.layers % stages);
-  r.last = r.first + m.layers / stages + (vs < m.layers % stages ? 1 : 0);
+  for (int64_t i = 0; i < vs; ++i) r.first += layers[i];
+  r.last = r.first + layers[vs];
   return r;
+}
+
+std::string describe_stage_layers(const ModelSpec& m, const ParallelPlan& p) {
+  std::vector<std::pair<int64_t, int64_t>> runs;  // (layers, stages in a row)
+  for (int64_t stage = 0; stage < p.pp; ++stage) {
+    const int64_t layers = layers_on_stage(m, p, stage);
+    if (!runs.empty() && runs.back().first == layers) ++runs.back().second;
+    else runs.emplace_back(layers, 1);
+  }
+  if (runs.size() <= 1) return "";
+  std::string out;
+  for (const auto& [layers, count] : runs) out += (out.empty() ? "" : ", ") + s(layers) + (count > 1 ? " x " + s(count) : "");
+  return out;
 }
 
 const char* to_string(Schedule schedule) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/problem_list.hpp"
 #include "model/activation_memory.hpp"
@@ -20,6 +21,9 @@ enum class NormKernel { kFused, kEager };
 
 struct ParallelPlan {
   int64_t dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1;
+  // Transformer layers on the first / last pipeline stage, the rest split evenly over the middle
+  // stages (Megatron-Core's --decoder-first/last-pipeline-num-layers); 0: not set.
+  int64_t first_stage_layers = 0, last_stage_layers = 0;
   int64_t micro_batch = 1;   // sequences per micro-batch per DP rank
   int64_t global_batch = 1;  // sequences per iteration over all DP ranks
   int zero_stage = 0;        // 0: none, 1: optimizer states, 2: + gradients, 3: + weights (FSDP)
@@ -48,8 +52,17 @@ ProblemList validate_plan(const ParallelPlan& plan, const ModelSpec& model, cons
 // Transformer layers held by pipeline stage `stage` (earlier stages take the remainder; with
 // interleaving, the sum of its chunks).
 int64_t layers_on_stage(const ModelSpec& model, const ParallelPlan& plan, int64_t stage);
-// The first layer of `stage` (stages hold consecutive layers; the earlier stages take the remainder).
-int64_t first_layer_of_stage(const ModelSpec& model, const ParallelPlan& plan, int64_t stage);
+
+// Transformer layers of each virtual stage (chunk x pp + stage, pp x vpp of them), in model order:
+// explicit first/last-stage counts when the plan sets them (each stage's share split evenly over
+// its vpp chunks); else, when pp x vpp does not divide the layers but layers + 2 does, the embedding
+// and the loss count as a layer each (Megatron-Core's --account-for-embedding/loss-in-pipeline-split,
+// Zero Bubble's layer padding), so the first and last virtual stage hold one layer fewer; else the
+// earliest virtual stages take the remainder.
+std::vector<int64_t> virtual_stage_layers(const ModelSpec& model, const ParallelPlan& plan);
+
+// "7, 8 x 14, 7": the layers of each pipeline stage, run-length coded; "" when every stage holds as many.
+std::string describe_stage_layers(const ModelSpec& model, const ParallelPlan& plan);
 
 // Consecutive transformer layers [first, last).
 struct LayerRange {

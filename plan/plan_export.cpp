@@ -37,6 +37,27 @@ std::string model_args(const ModelSpec& m) {
   return a.str();
 }
 
+// How Megatron-Core places the layers: an even split, explicit first/last-stage counts, or the
+// embedding and loss counted as layers; any other remainder it cannot express.
+std::string pipeline_split_args(const ModelSpec& m, const ParallelPlan& p) {
+  std::ostringstream a;
+  const int64_t stages = p.pp * p.vpp;
+  const bool explicit_ends = p.first_stage_layers > 0 || p.last_stage_layers > 0;
+  if (p.first_stage_layers > 0) a << " --decoder-first-pipeline-num-layers " << p.first_stage_layers;
+  if (p.last_stage_layers > 0) a << " --decoder-last-pipeline-num-layers " << p.last_stage_layers;
+  if (!explicit_ends && m.layers % stages != 0) {
+    if ((m.layers + 2) % stages != 0) {
+      throw InputError("export: pp x vpp (" + std::to_string(stages) + ") divides neither the layers (" +
+                           std::to_string(m.layers) + ") nor the layers + 2 (embedding and loss counted as layers)",
+                       "set --first-stage-layers / --last-stage-layers, or a pp and vpp that divide the layers");
+    }
+    a << " --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split";
+  }
+  if (p.vpp > 1 && (explicit_ends || m.layers % stages != 0)) a << " --num-virtual-stages-per-pipeline-rank " << p.vpp;
+  else if (p.vpp > 1) a << " --num-layers-per-virtual-pipeline-stage " << m.layers / stages;
+  return a.str();
+}
+
 std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
   if (p.zero_stage == 2) {
     throw InputError("export: Megatron-LM has no ZeRO-2 (its distributed optimizer is ZeRO-1, FSDP is ZeRO-3)",
@@ -46,11 +67,6 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
     throw InputError("export: Megatron-LM has no per-op selective checkpointing (recompute selective_op)",
                      "export --recompute selective (the attention core) or full");
   }
-  if (p.vpp > 1 && model != nullptr && model->layers % (p.pp * p.vpp) != 0) {
-    throw InputError("export: pp x vpp (" + std::to_string(p.pp * p.vpp) + ") does not divide the layers (" +
-                         std::to_string(model->layers) + "); --num-layers-per-virtual-pipeline-stage needs it to",
-                     "choose vpp so that pp x vpp divides the layers (Megatron-Core's first/last-stage layer counts are not written yet)");
-  }
   if (p.vpp > 1 && model == nullptr) {
     throw InputError("export: interleaving (vpp " + std::to_string(p.vpp) + ") is written as layers per virtual stage",
                      "give --model so the layer count is known");
@@ -59,7 +75,7 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
   if (model != nullptr) a << model_args(*model);
   a << "--tensor-model-parallel-size " << p.tp << " --pipeline-model-parallel-size " << p.pp;
   if (p.cp > 1) a << " --context-parallel-size " << p.cp;
-  if (p.vpp > 1) a << " --num-layers-per-virtual-pipeline-stage " << model->layers / (p.pp * p.vpp);
+  if (model != nullptr) a << pipeline_split_args(*model, p);
   if (p.sequence_parallel) a << " --sequence-parallel";
   a << " \\\n  --micro-batch-size " << p.micro_batch << " --global-batch-size " << p.global_batch;
   if (p.recompute == Recompute::kSelective) a << " --recompute-granularity selective";
@@ -143,8 +159,11 @@ ParallelPlan parse_megatron_args(const std::string& text, const ModelSpec& m, in
   ParallelPlan p;
   p.tp = number("--tensor-model-parallel-size", 1);
   p.pp = number("--pipeline-model-parallel-size", 1);
+  p.cp = number("--context-parallel-size", 1);
   const int64_t layers_per_chunk = number("--num-layers-per-virtual-pipeline-stage", 0);
-  p.vpp = layers_per_chunk > 0 ? m.layers / (p.pp * layers_per_chunk) : 1;
+  p.vpp = layers_per_chunk > 0 ? m.layers / (p.pp * layers_per_chunk) : number("--num-virtual-stages-per-pipeline-rank", 1);
+  p.first_stage_layers = number("--decoder-first-pipeline-num-layers", 0);
+  p.last_stage_layers = number("--decoder-last-pipeline-num-layers", 0);
   p.schedule = p.vpp > 1 ? Schedule::kInterleaved : Schedule::k1F1B;
   p.sequence_parallel = has("--sequence-parallel");
   p.micro_batch = number("--micro-batch-size", 1);
@@ -157,7 +176,7 @@ ParallelPlan parse_megatron_args(const std::string& text, const ModelSpec& m, in
                 : has("--fp16") ? Precision::kFp16 : Precision::kFp32;
   p.attention = has("--use-flash-attn") ? AttentionKernel::kFlash : AttentionKernel::kUnfused;
   p.dp_overlap = has("--overlap-grad-reduce");
-  p.dp = gpus / (p.tp * p.pp);
+  p.dp = gpus / (p.tp * p.pp * p.cp);
   return p;
 }
 

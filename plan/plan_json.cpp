@@ -59,6 +59,8 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   read_int("ep", p.ep, 1);
   read_int("vpp", p.vpp, 1);
   read_int("micro_batch", p.micro_batch, 1);
+  p.first_stage_layers = r.optional_int("first_stage_layers", 1).value_or(p.first_stage_layers);
+  p.last_stage_layers = r.optional_int("last_stage_layers", 1).value_or(p.last_stage_layers);
   read_int("global_batch", p.global_batch, 1);
   note_default("zero_stage");
   if (auto z = r.optional_int("zero_stage", 0)) {
@@ -89,7 +91,7 @@ ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* d
   JsonObjectReader reader(doc, path, "", problems);
   ParallelPlan plan = read_plan(reader, ParallelPlan{}, defaulted);
   reader.reject_unknown_keys();
-  problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, vpp, micro_batch, global_batch, zero_stage, recompute, "
+  problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, vpp, first_stage_layers, last_stage_layers, micro_batch, global_batch, zero_stage, recompute, "
                         "sequence_parallel, schedule, precision, attention, cross_entropy, norm, dp_overlap, tp_overlap");
   return plan;
 }
@@ -102,6 +104,8 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& p) {
   j["cp"] = p.cp;
   j["ep"] = p.ep;
   j["vpp"] = p.vpp;
+  if (p.first_stage_layers > 0) j["first_stage_layers"] = p.first_stage_layers;
+  if (p.last_stage_layers > 0) j["last_stage_layers"] = p.last_stage_layers;
   j["micro_batch"] = p.micro_batch;
   j["global_batch"] = p.global_batch;
   j["zero_stage"] = p.zero_stage;

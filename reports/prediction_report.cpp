@@ -95,7 +95,10 @@ std::string render_prediction_table(const Prediction& p) {
          ", global batch " + std::to_string(plan.global_batch) + " (" + std::to_string(plan.micro_batches()) + " micro-batches), " +
          to_string(plan.schedule) + ", ZeRO-" + std::to_string(plan.zero_stage) + ", recompute " + to_string(plan.recompute) +
          (plan.sequence_parallel ? ", SP" : "") + ", " + to_string(plan.precision) + ", " + to_string(plan.attention) +
-         " attention\n  cost model: " + p.cost_model + "\n";
+         " attention\n";
+  const std::string stage_layers = describe_stage_layers(p.model, plan);
+  if (!stage_layers.empty()) out += "  layers per pipeline stage: " + stage_layers + "\n";
+  out += "  cost model: " + p.cost_model + "\n";
   for (const std::string& e : p.extrapolated) out += "  EXTRAPOLATED: " + e + "\n";
   out += "\n";
   if (!p.fits) out += "  DOES NOT FIT: " + p.infeasible_reason + "\n\n";

@@ -35,7 +35,14 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
   if (m.vocab < 256) problems.add("model \"" + m.name + "\": vocab " + std::to_string(m.vocab) + " < 256 (the runtime feeds byte tokens 0-255)");
   if (p.precision != Precision::kFp32) problems.add(std::string("plan: precision ") + to_string(p.precision) + " (the CPU runtime trains in fp32: --precision fp32)");
   if (p.cp > 1 || p.ep > 1) problems.add("plan: cp and ep are not implemented");
-  if (p.vpp > 1 && m.layers % (p.pp * p.vpp) != 0) problems.add("plan: pp x vpp (" + std::to_string(p.pp * p.vpp) + ") must divide the layers (" + std::to_string(m.layers) + ") for the runtime's interleaved schedule");
+  if (p.vpp > 1 && (m.layers % (p.pp * p.vpp) != 0 || p.first_stage_layers > 0 || p.last_stage_layers > 0)) {
+    problems.add("plan: pp x vpp (" + std::to_string(p.pp * p.vpp) + ") must divide the layers (" + std::to_string(m.layers) +
+                 ") evenly for the runtime's interleaved schedule (no first/last-stage counts)");
+  }
+  const std::vector<int64_t> stage_layers = virtual_stage_layers(m, p);
+  if (std::find(stage_layers.begin(), stage_layers.end(), 0) != stage_layers.end()) {
+    problems.add("plan: a pipeline stage with no transformer layer (the embedding or loss alone) is not run by the runtime");
+  }
   if (p.norm != NormKernel::kFused || p.cross_entropy != LossKernel::kFused) {
     problems.add("plan: norm eager / cross_entropy pytorch describe another framework's kernels; the runtime runs fused ones (norm fused, cross_entropy fused)");
   }

@@ -81,6 +81,16 @@ bool has_option(const json& run, const char* option) {
   return false;
 }
 
+// The source did not say how many model chunks: the fewest (> 1) with which pp x vpp splits the
+// layers evenly, the embedding and the loss counted as a layer each if need be (Megatron-Core's
+// accounting; Zero Bubble's code asserts an even split after padding the layers by 2), else 2.
+int64_t least_interleaving(int64_t layers, int64_t pp) {
+  for (int64_t vpp = 2; pp > 0 && pp * vpp <= layers + 2; ++vpp) {
+    if (layers % (pp * vpp) == 0 || (layers + 2) % (pp * vpp) == 0) return vpp;
+  }
+  return 2;
+}
+
 void fill_plan(json& run, const FrameworkPreset& preset, Filler& fill, std::string& unsupported) {
   json& plan = run["plan"];
   if (!plan.is_object()) return;
@@ -92,9 +102,8 @@ void fill_plan(json& run, const FrameworkPreset& preset, Filler& fill, std::stri
     }
   }
   const bool interleaved = plan.contains("schedule") && plan["schedule"] == "interleaved";
-  // Two model chunks per stage: the least interleaving there is; the source did not say.
-  if (interleaved) fill(plan, "plan.", "vpp", 2);
   const int64_t dp = int_or(plan, "dp", 1), pp = int_or(plan, "pp", 1), tp = int_or(plan, "tp", 1);
+  if (interleaved) fill(plan, "plan.", "vpp", least_interleaving(int_or(run["model"], "layers", 0), pp));
   if (preset.local_batch_is_micro_batch && pp == 1 && !is_null(plan, "global_batch")) {
     fill(plan, "plan.", "micro_batch", std::max<int64_t>(1, int_or(plan, "global_batch", 1) / dp));
   }

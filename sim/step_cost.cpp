@@ -39,7 +39,7 @@ std::vector<StepCost> price_steps(const IterationWork& work, int64_t chunks, con
   for (int64_t vs = 0; vs < virtual_stages; ++vs) {
     const int64_t stage = vs % stages;
     const StageWork& w = work.stages[static_cast<size_t>(stage)];
-    const double layers = static_cast<double>(w.layers) / static_cast<double>(chunks);
+    const double layers = static_cast<double>(w.chunk_layers[static_cast<size_t>(vs / stages)]);
     StepCost forward = layer_forward.scaled(layers), backward = layer_backward.scaled(layers);
     const bool holds_extras = (stage == 0 && vs == 0) || (stage == stages - 1 && vs == virtual_stages - 1);
     if (holds_extras) {

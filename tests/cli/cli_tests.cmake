@@ -82,12 +82,12 @@ set(runs ${CMAKE_CURRENT_SOURCE_DIR}/data/validation/published-runs.json)
 cli_test("validate reports per-group and held-out errors" RC 0
   MATCH "korthikanti_2022_table5" "held-out half" "megatron-sc21-t1-1008.0B" ARGS validate --runs ${runs} --tolerance 0.2)
 cli_test("validate lists the runs it cannot simulate with their reason and goes on" RC 0
-  MATCH "unsupported runs, by reason" "expert parallelism" "ZeRO-3 with pipeline parallelism" "zb-2p" "all runs  *283  *54"
+  MATCH "unsupported runs, by reason" "expert parallelism" "ZeRO-3 with pipeline parallelism" "zb-2p" "all runs  *288  *49"
   ARGS validate --runs ${runs} --summary --tolerance 0.2)
 cli_test("validate --format json has the documented keys" RC 0
   MATCH "\"schema\": \"trainsim.validation\"" "\"predicted_tokens_per_s_per_gpu\"" "\"measured_tokens_per_s_per_gpu\""
         "\"error\"" "\"predicted_memory_peak_gib\"" "\"predicted_memory_reserved_gib\"" "\"memory_error\"" "\"predicted_fits\""
-        "\"defaults_used\"" "\"mean_abs_error\"" "\"status\": \"unsupported\"" "\"reason\"" "\"unsupported\": 54"
+        "\"defaults_used\"" "\"mean_abs_error\"" "\"status\": \"unsupported\"" "\"reason\"" "\"unsupported\": 49"
   ARGS validate --runs ${runs} --format json --tolerance 0.2)
 cli_test("validate --groups keeps those groups and --cross-validate refits without each" RC 0
   MATCH "leave-one-group-out" "bloom  *1 " "mean over groups"
@@ -127,7 +127,7 @@ cli_test("export writes --context-parallel-size" RC 0 MATCH "--context-parallel-
 cli_test("bad: context parallelism needs 2 x cp chunks of the sequence" RC 2
   MATCH "cp .3. needs seq_len .8192. divisible by 2 x cp" ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 24 --cp 3 --global-batch 8)
 cli_test("bad: export to Megatron-LM needs pp x vpp to divide the layers" RC 2
-  MATCH "pp x vpp .12. does not divide the layers .80." ARGS export ${plans}/llama3-70b-pp4-vpp3.json --model llama3-70b --to megatron)
+  MATCH "pp x vpp .12. divides neither the layers .80." ARGS export ${plans}/llama3-70b-pp4-vpp3.json --model llama3-70b --to megatron)
 cli_test("predict places layers that pp x vpp does not divide" RC 0
   MATCH "pp 4 .vpp 3." ARGS predict --model llama3-70b --gpu h100-sxm-80gb --plan ${plans}/llama3-70b-pp4-vpp3.json)
 cli_test("export without a model writes the parallelism arguments" RC 0 MATCH "^--tensor-model-parallel-size 8"
@@ -312,3 +312,9 @@ cli_test("bad: search --compiled without --framework" RC 2
 cli_test("bad: validate --fit on groups with nothing to fit" RC 2
   MATCH "--fit: no run of the chosen groups can be fitted on"
   ARGS validate --runs ${CMAKE_CURRENT_SOURCE_DIR}/data/validation/unsupported-only.json --fit)
+cli_test("predict places explicit first-stage layers and says so" RC 0
+  MATCH "layers per pipeline stage: 6, 8 x 15" ARGS predict --model llama3-405b --gpu h100-sxm-80gb --gpus 1024 --tp 8 --pp 16
+  --first-stage-layers 6 --global-batch 512)
+cli_test("bad: first/last-stage layers that leave the middle stages uneven" RC 2
+  MATCH "must split evenly" ARGS predict --model llama3-405b --gpu h100-sxm-80gb --gpus 1024 --tp 8 --pp 16
+  --first-stage-layers 6 --last-stage-layers 4 --global-batch 512)

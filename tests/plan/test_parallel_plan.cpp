@@ -94,4 +94,53 @@ TEST_CASE("virtual stages that do not divide the layers: Megatron-Core's embeddi
   CHECK(layers_on_stage(m, p, 7) == 2);
   m.layers = 12;  // fewer layers than virtual stages
   CHECK_THAT(validate_plan(p, m, "options").items()[0], Catch::Contains("at least one layer each"));
+  m.layers = 30;  // 30 + 2 on 4 x 8: the first and the last virtual stage hold the embedding / loss alone
+  p.pp = 4;
+  p.vpp = 8;
+  CHECK(validate_plan(p, m, "options").empty());
+  CHECK(layers_of_chunk(m, p, 0, 0).size() == 0);
+  CHECK(layers_of_chunk(m, p, 3, 7).size() == 0);
+  CHECK(layers_on_stage(m, p, 1) == 8);
+}
+
+TEST_CASE("without interleaving, layers + 2 that pp divides leave the first and last stage one layer fewer (Zero Bubble's padding)") {
+  ModelSpec m = resolve_model("llama3-8b");
+  m.layers = 22;  // Zero Bubble's 1.5B on 8 stages: 2, 3 x 6, 2
+  ParallelPlan p;
+  p.pp = 8;
+  p.global_batch = 8;
+  CHECK(layers_on_stage(m, p, 0) == 2);
+  CHECK(layers_on_stage(m, p, 1) == 3);
+  CHECK(layers_on_stage(m, p, 7) == 2);
+  CHECK(layers_of_chunk(m, p, 7, 0).first == 20);
+  m.layers = 21;  // 23 does not divide either: the earliest stages take the rest
+  CHECK(layers_on_stage(m, p, 0) == 3);
+  CHECK(layers_on_stage(m, p, 7) == 2);
+}
+
+TEST_CASE("explicit first/last-stage layer counts: the middle stages share the rest evenly") {
+  const ModelSpec m = resolve_model("llama3-405b");  // 126 layers
+  ParallelPlan p;
+  p.pp = 16;
+  p.global_batch = 16;
+  p.first_stage_layers = 6;  // 120 left over 15 stages
+  REQUIRE(validate_plan(p, m, "options").empty());
+  CHECK(layers_on_stage(m, p, 0) == 6);
+  CHECK(layers_on_stage(m, p, 1) == 8);
+  CHECK(layers_on_stage(m, p, 15) == 8);
+  p.last_stage_layers = 4;  // 116 over 14 does not split
+  CHECK_THAT(validate_plan(p, m, "options").items()[0], Catch::Contains("must split evenly"));
+  p.pp = 4;  // 6 + 58 x 2 + 4 with 2 chunks per stage: 58 / 2 splits, then interleave
+  p.vpp = 2;
+  p.schedule = Schedule::kInterleaved;
+  REQUIRE(validate_plan(p, m, "options").empty());
+  CHECK(layers_of_chunk(m, p, 0, 0).size() == 3);
+  CHECK(layers_of_chunk(m, p, 1, 0).size() == 29);
+  CHECK(layers_of_chunk(m, p, 0, 1).first == 3 + 29 + 29 + 2);
+  p.first_stage_layers = 5;  // 5 on 2 chunks
+  CHECK_FALSE(validate_plan(p, m, "options").empty());
+  p.pp = 1;
+  p.vpp = 1;
+  p.schedule = Schedule::k1F1B;
+  CHECK_THAT(validate_plan(p, m, "options").items()[0], Catch::Contains("need pp > 1"));
 }

@@ -86,3 +86,28 @@ TEST_CASE("without a model only the parallelism is exported, and interleaving ne
                                 ExportTarget::kMegatron),
                     Catch::Contains("layers per virtual stage"));
 }
+
+TEST_CASE("uneven pipelines export as Megatron-Core writes them and read back") {
+  ModelSpec m = resolve_model("llama3-70b");  // 80 layers
+  ParallelPlan explicit_ends = plan(2, 8, 6, 1, 1, Recompute::kNone, true, Precision::kBf16);
+  explicit_ends.first_stage_layers = 10;  // 70 left over 5 stages: 14 each
+  explicit_ends.cp = 2;
+  explicit_ends.global_batch = 64;
+  REQUIRE(validate_plan(explicit_ends, m, "test").empty());
+  std::string args = export_plan(&m, explicit_ends, 8, ExportTarget::kMegatron);
+  CHECK_THAT(args, Catch::Contains("--decoder-first-pipeline-num-layers 10"));
+  CHECK_THAT(args, Catch::Contains("--context-parallel-size 2"));
+  CHECK(plan_to_json(parse_megatron_args(args, m, explicit_ends.gpus())).dump() == plan_to_json(explicit_ends).dump());
+
+  m.layers = 126;  // the embedding and the loss count as layers: 128 on 8 x 8 virtual stages
+  const ParallelPlan accounted = plan(2, 8, 8, 8, 1, Recompute::kNone, true, Precision::kBf16);
+  REQUIRE(validate_plan(accounted, m, "test").empty());
+  args = export_plan(&m, accounted, 8, ExportTarget::kMegatron);
+  CHECK_THAT(args, Catch::Contains("--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split"));
+  CHECK_THAT(args, Catch::Contains("--num-virtual-stages-per-pipeline-rank 8"));
+  CHECK(plan_to_json(parse_megatron_args(args, m, accounted.gpus())).dump() == plan_to_json(accounted).dump());
+
+  m.layers = 125;  // neither 125 nor 127 splits over 8 stages
+  CHECK_THROWS_WITH(export_plan(&m, plan(2, 8, 8, 1, 1, Recompute::kNone, true, Precision::kBf16), 8, ExportTarget::kMegatron),
+                    Catch::Contains("divides neither the layers (125)"));
+}

@@ -50,8 +50,8 @@ TEST_CASE("version-1 files are still read") {
 }
 
 TEST_CASE("mean absolute error over the predicted runs: held-out half and all runs") {
-  CHECK(result().held_out_half.mean_abs_error <= 0.092);  // measured 8.2% (2026-11-24, 283 runs)
-  CHECK(result().all.mean_abs_error <= 0.089);            // measured 7.9%
+  CHECK(result().held_out_half.mean_abs_error <= 0.091);  // measured 8.1% (2026-11-24, 288 runs)
+  CHECK(result().all.mean_abs_error <= 0.087);            // measured 7.7%
 }
 
 TEST_CASE("A100 Megatron-LM, Korthikanti, MosaicML and BLOOM groups are each within their bounds") {
@@ -60,17 +60,17 @@ TEST_CASE("A100 Megatron-LM, Korthikanti, MosaicML and BLOOM groups are each wit
   CHECK(group("korthikanti_2022_table5").max_abs_error <= 0.10);
   CHECK(group("mosaicml_llm_foundry_benchmarks").mean_abs_error <= 0.06);
   CHECK(group("bloom").max_abs_error <= 0.09);
-  CHECK(group("zero_bubble_pp_a100").mean_abs_error <= 0.084);  // 7.4%: 21 runs with 1F1B-I (5.2% on the 12 1F1B)
+  CHECK(group("zero_bubble_pp_a100").mean_abs_error <= 0.077);  // 6.7%: 24 runs with 1F1B-I (the 14.6B's +16%)
 }
 
 TEST_CASE("H100 and H200 groups, priced from H100/H200 reference measurements (never fitted on)") {
   CHECK(group("nemo_24_07_h100_fp8").mean_abs_error <= 0.062);  // 5.2%
-  CHECK(group("megatron_bridge_h100_fp8").mean_abs_error <= 0.081);  // 7.1%: 6 runs with the 405B CP rows
+  CHECK(group("megatron_bridge_h100_fp8").mean_abs_error <= 0.078);  // 6.8%: 6 runs with the 405B CP rows
   CHECK(group("dgxc_h100_llama31_70b").mean_abs_error <= 0.059);  // 4.9%: 36 runs with the CP2 rows
   CHECK(group("dgxc_h100_llama31_8b").mean_abs_error <= 0.079);   // 6.9%: 30 runs, context parallelism
-  CHECK(group("dgxc_h100_llama31_405b").mean_abs_error <= 0.093); // 8.3%: 36 runs
+  CHECK(group("dgxc_h100_llama31_405b").mean_abs_error <= 0.088); // 7.8%: 38 runs
   CHECK(group("dgxc_h100_gpt3_175b").mean_abs_error <= 0.130);    // 12.0%
-  CHECK(group("megatron_bridge_h100_archive").mean_abs_error <= 0.097);  // 8.7%: 7 runs
+  CHECK(group("megatron_bridge_h100_archive").mean_abs_error <= 0.093);  // 8.3%: 7 runs
   CHECK(group("torchtitan").mean_abs_error <= 0.133);  // 12.3%: 24 H100 96GB runs (assumed peak) and 2 H200
 }
 
@@ -99,14 +99,25 @@ TEST_CASE("one published run that trained is predicted not to fit in memory") {
   CHECK(not_fitting <= 1);
 }
 
+TEST_CASE("an interleaved run that does not say vpp takes the fewest chunks that split its layers") {
+  std::map<std::string, std::string> vpp;
+  for (const RunResult& r : result().runs) {
+    for (const std::string& d : r.run->defaults_used) {
+      if (d.rfind("plan.vpp=", 0) == 0) vpp[r.run->id] = d;
+    }
+  }
+  CHECK(vpp["zb-t4-1.5B-1F1B-I-m24"] == "plan.vpp=3");   // 22 + 2 on 8 x 3
+  CHECK(vpp["zb-t4-28.3B-1F1B-I-m96"] == "plan.vpp=2");  // 62 + 2 on 32 x 2
+}
+
 TEST_CASE("memory is scored where it was measured, against the figure of its kind") {
-  CHECK(group("zero_bubble_pp_a100").memory_count == 21);
-  CHECK(group("zero_bubble_pp_a100").memory_mean_abs_error <= 0.137);  // 12.7% (the 12 1F1B rows: 13.8%, 25.9% with flash attention)
+  CHECK(group("zero_bubble_pp_a100").memory_count == 24);
+  CHECK(group("zero_bubble_pp_a100").memory_mean_abs_error <= 0.052);  // 4.2%: first/last stages one layer fewer, vpp 3 where it splits
   CHECK(group("torchtitan").memory_count == 14);
   // 16.0%: per-op checkpointing and PyTorch's cross-entropy buffers (38.0% before, Megatron's
   // selective recompute and no loss working memory).
   CHECK(group("torchtitan").memory_mean_abs_error <= 0.164);  // 15.4% with the CP rows
-  CHECK(result().all.memory_mean_abs_error <= 0.148);  // 13.8% over the 35 runs with a figure
+  CHECK(result().all.memory_mean_abs_error <= 0.094);  // 8.4% over the 38 runs with a figure
   for (const RunResult& r : result().runs) {
     if (r.memory_error) CHECK(r.run->measured_memory_gib.has_value());
   }
