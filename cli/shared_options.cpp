@@ -60,8 +60,10 @@ void PlanOptions::add_to(CLI::App& app) {
                                         "torchtitan's per-op checkpointing)")
                              ->check(CLI::IsMember({"none", "selective", "full", "selective_op"}));
   options["sequence-parallel"] = app.add_flag("--sequence-parallel", sequence_parallel, "Megatron sequence parallelism");
-  options["schedule"] = app.add_option("--schedule", schedule, "pipeline schedule")
-                            ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}));
+  options["schedule"] = app.add_option("--schedule", schedule,
+                                       "pipeline schedule (zb-1p / zb-2p: Zero Bubble, the backward split into input and "
+                                       "weight gradients)")
+                            ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved", "zb-1p", "zb-2p"}));
   options["framework"] = app.add_option("--framework", framework,
                                         "defaults of this framework for what the plan leaves out (ZeRO stage, SP with TP, "
                                         "micro-batch): " + join_names(framework_preset_names()))

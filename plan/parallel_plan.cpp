@@ -174,6 +174,8 @@ const char* to_string(Schedule schedule) {
     case Schedule::kGpipe: return "gpipe";
     case Schedule::k1F1B: return "1f1b";
     case Schedule::kInterleaved: return "interleaved";
+    case Schedule::kZeroBubble1p: return "zb-1p";
+    case Schedule::kZeroBubble2p: return "zb-2p";
   }
   return "?";
 }

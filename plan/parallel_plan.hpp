@@ -13,7 +13,10 @@
 
 namespace trainsim {
 
-enum class Schedule { kGpipe, k1F1B, kInterleaved };
+// kZeroBubble1p / 2p: Zero Bubble pipelines (Qi et al. 2024) with the backward split into input
+// and weight gradients, at most 1 x or 2 x pp micro-batches of activations pending.
+enum class Schedule { kGpipe, k1F1B, kInterleaved, kZeroBubble1p, kZeroBubble2p };
+inline bool is_zero_bubble(Schedule s) { return s == Schedule::kZeroBubble1p || s == Schedule::kZeroBubble2p; }
 enum class Precision { kBf16, kFp16, kFp32, kFp8 };
 // How RMSNorm runs: one fused kernel (Megatron/TE, apex, torch.compile), or PyTorch's eager
 // composite (several kernels around an fp32 up-cast), as an uncompiled torchtitan runs it.

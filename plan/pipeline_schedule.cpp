@@ -25,6 +25,9 @@ void validate_schedule(Schedule kind, int64_t stages, int64_t chunks, int64_t mi
   if (stages < 1) problems.add("pipeline stages (" + s(stages) + ") must be >= 1");
   if (micro_batches < 1) problems.add("micro_batches (" + s(micro_batches) + ") must be >= 1");
   if (chunks < 1) problems.add("chunks (" + s(chunks) + ") must be >= 1");
+  if (is_zero_bubble(kind)) {
+    problems.add(std::string("the ") + to_string(kind) + " schedule is built from the pass times (make_zero_bubble_schedule)");
+  }
   if (kind != Schedule::kInterleaved && chunks != 1) {
     problems.add(std::string("the ") + to_string(kind) + " schedule runs one model chunk per stage: chunks (" +
                  s(chunks) + ") must be 1; use the interleaved schedule for chunks > 1");
@@ -113,6 +116,8 @@ PipelineSchedule make_pipeline_schedule(Schedule kind, int64_t stages, int64_t c
       case Schedule::kInterleaved:
         schedule.steps.push_back(interleaved_steps(stages, chunks, micro_batches, stage));
         break;
+      case Schedule::kZeroBubble1p:
+      case Schedule::kZeroBubble2p: break;  // refused above
     }
   }
   return schedule;
@@ -129,7 +134,7 @@ int64_t max_in_flight(const PipelineSchedule& schedule, int64_t stage, int64_t c
     if (step.kind == StepKind::kForward) {
       in_flight.insert({step.micro_batch, step.chunk});
       peak = std::max(peak, in_flight.size());
-    } else {
+    } else if (step.kind == StepKind::kBackward) {
       in_flight.erase({step.micro_batch, step.chunk});
     }
   }

@@ -11,7 +11,9 @@
 
 namespace trainsim {
 
-enum class StepKind { kForward, kBackward };
+// kBackward is the whole backward, or with a Zero Bubble schedule only the input gradient (B),
+// the weight gradient (W) then being a kWeightGrad step of its own.
+enum class StepKind { kForward, kBackward, kWeightGrad };
 
 struct PipelineStep {
   StepKind kind = StepKind::kForward;

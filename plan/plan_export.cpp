@@ -63,6 +63,11 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
     throw InputError("export: Megatron-LM has no ZeRO-2 (its distributed optimizer is ZeRO-1, FSDP is ZeRO-3)",
                      "export to deepspeed, or choose ZeRO-1 or ZeRO-3");
   }
+  if (is_zero_bubble(p.schedule)) {
+    throw InputError(std::string("export: Megatron-LM has no Zero Bubble schedule (") + to_string(p.schedule) + ")",
+                     "the authors' fork (sail-sg/zero-bubble-pipeline-parallelism) takes --enable-zero-bubble "
+                     "--zero-bubble-max-pending-backward; or export the 1f1b / interleaved schedule");
+  }
   if (p.recompute == Recompute::kSelectiveOp) {
     throw InputError("export: Megatron-LM has no per-op selective checkpointing (recompute selective_op)",
                      "export --recompute selective (the attention core) or full");

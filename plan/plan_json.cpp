@@ -26,7 +26,9 @@ Schedule parse_schedule(const std::string& t) {
   if (t == "gpipe") return Schedule::kGpipe;
   if (t == "1f1b") return Schedule::k1F1B;
   if (t == "interleaved") return Schedule::kInterleaved;
-  throw InputError("schedule: \"" + t + "\" is not one of: gpipe, 1f1b, interleaved");
+  if (t == "zb-1p") return Schedule::kZeroBubble1p;
+  if (t == "zb-2p") return Schedule::kZeroBubble2p;
+  throw InputError("schedule: \"" + t + "\" is not one of: gpipe, 1f1b, interleaved, zb-1p, zb-2p");
 }
 
 Precision parse_precision(const std::string& t) {
@@ -71,7 +73,7 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   if (auto v = r.optional_choice("recompute", {"none", "selective", "full", "selective_op"})) p.recompute = parse_recompute(*v);
   note_default("sequence_parallel");
   p.sequence_parallel = r.optional_bool("sequence_parallel").value_or(p.sequence_parallel);
-  if (auto v = r.optional_choice("schedule", {"gpipe", "1f1b", "interleaved"})) {
+  if (auto v = r.optional_choice("schedule", {"gpipe", "1f1b", "interleaved", "zb-1p", "zb-2p"})) {
     p.schedule = parse_schedule(*v);
   } else if (p.vpp > 1) {
     p.schedule = Schedule::kInterleaved;  // vpp > 1 means the interleaved schedule

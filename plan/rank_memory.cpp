@@ -21,6 +21,12 @@ double in_flight_micro_batches(const ParallelPlan& p, int64_t stage) {
   switch (p.schedule) {
     case Schedule::kGpipe: return m;
     case Schedule::k1F1B: return std::min(static_cast<double>(p.pp - stage), m);
+    // Zero Bubble's scheduler keeps at most k x pp micro-batches' activations pending on every
+    // stage (ZB-1p: k 1, 1F1B's first stage; ZB-2p: k 2; --zero-bubble-max-pending-backward),
+    // counting what a split backward keeps for its weight gradient; later stages fill it with
+    // deferred W passes.
+    case Schedule::kZeroBubble1p: return std::min(static_cast<double>(p.pp), m);
+    case Schedule::kZeroBubble2p: return std::min(static_cast<double>(2 * p.pp), m);
     case Schedule::kInterleaved: {
       // Megatron-LM interleaved 1F1B: (p - stage - 1) * 2 + (v - 1) * p warm-up chunk forwards,
       // plus the one in steady state, each chunk holding 1/v of the stage's layers.

@@ -35,6 +35,9 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
   if (m.vocab < 256) problems.add("model \"" + m.name + "\": vocab " + std::to_string(m.vocab) + " < 256 (the runtime feeds byte tokens 0-255)");
   if (p.precision != Precision::kFp32) problems.add(std::string("plan: precision ") + to_string(p.precision) + " (the CPU runtime trains in fp32: --precision fp32)");
   if (p.cp > 1 || p.ep > 1) problems.add("plan: cp and ep are not implemented");
+  if (is_zero_bubble(p.schedule)) {
+    problems.add(std::string("plan: schedule ") + to_string(p.schedule) + " (Zero Bubble) is not implemented by the runtime (gpipe, 1f1b or interleaved)");
+  }
   if (p.vpp > 1 && (m.layers % (p.pp * p.vpp) != 0 || p.first_stage_layers > 0 || p.last_stage_layers > 0)) {
     problems.add("plan: pp x vpp (" + std::to_string(p.pp * p.vpp) + ") must divide the layers (" + std::to_string(m.layers) +
                  ") evenly for the runtime's interleaved schedule (no first/last-stage counts)");

@@ -96,8 +96,8 @@ void fill_plan(json& run, const FrameworkPreset& preset, Filler& fill, std::stri
   if (!plan.is_object()) return;
   if (plan.contains("schedule") && plan["schedule"].is_string()) {
     const std::string schedule = plan["schedule"].get<std::string>();
-    if (schedule.rfind("zb-", 0) == 0) {
-      unsupported = "schedule " + schedule + " (Zero Bubble) is not modeled yet; 1f1b and interleaved are";
+    if (schedule == "zb-v") {
+      unsupported = "schedule zb-v (Zero Bubble's V-shaped two-chunk schedule) is not modeled yet; zb-1p and zb-2p are";
       plan.erase("schedule");
     }
   }

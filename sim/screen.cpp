@@ -10,12 +10,27 @@
 
 namespace trainsim {
 
+namespace {
+// The part of 1F1B's fill-and-drain a Zero Bubble schedule still leaves idle: ZB-H1's bubble
+// (p - 1)(F + B - W) and ZB-H2's (p - 1)(F + B - 2W) against 1F1B's (p - 1)(F + B + W) (Qi et al.
+// 2024, Table 1), the automatic ZB-1p and ZB-2p being at least as good; 1 for other schedules.
+double zero_bubble_fill_fraction(const IterationWork& work, const ParallelPlan& plan, const CostModel& cost,
+                                 const LayerScopes& scopes, const std::vector<StepCost>& steps) {
+  if (!is_zero_bubble(plan.schedule)) return 1.0;
+  const double w = price_weight_grad_steps(work, plan.vpp, cost, scopes)[0].total();
+  const double f = steps[0].total(), b = steps[1].total() - w;
+  const double k = plan.schedule == Schedule::kZeroBubble2p ? 2.0 : 1.0;
+  return std::max(0.0, f + b - k * w) / std::max(f + b + w, 1e-12);
+}
+}  // namespace
+
 ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, const Hardware& hw, const CostModel& cost) {
   const IterationWork work = lower_iteration(model, plan);
   const GroupScope dp_scope = group_scope(plan, GroupKind::kDpCp, hw.gpus_per_node);
   const int64_t p = plan.pp, v = plan.vpp;
   const double m = static_cast<double>(plan.micro_batches());
-  const std::vector<StepCost> steps = price_steps(work, v, cost, layer_scopes(plan, hw.gpus_per_node));
+  const LayerScopes scopes = layer_scopes(plan, hw.gpus_per_node);
+  const std::vector<StepCost> steps = price_steps(work, v, cost, scopes);
 
   // Per stage: forward + backward of one micro-batch over all its chunks.
   double slowest = 0, sum = 0;
@@ -39,7 +54,8 @@ ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, con
   double pipeline = 0;
   // Steady state is paced by the slowest stage; filling and draining the pipeline costs the other
   // stages once (1F1B, GPipe), or 1/v of that with v interleaved chunks.
-  pipeline = m * slowest + (sum - slowest) / static_cast<double>(plan.schedule == Schedule::kInterleaved ? v : 1);
+  pipeline = m * slowest + (sum - slowest) / static_cast<double>(plan.schedule == Schedule::kInterleaved ? v : 1) *
+                               zero_bubble_fill_fraction(work, plan, cost, scopes, steps);
   pipeline += 2.0 * static_cast<double>(p - 1) * p2p;
 
   const double params = work.stages[0].params;

@@ -13,6 +13,7 @@
 #include "plan/lowering.hpp"
 #include "plan/pipeline_schedule.hpp"
 #include "plan/rank_grid.hpp"
+#include "plan/zero_bubble_schedule.hpp"
 #include "sim/step_cost.hpp"
 
 namespace trainsim {
@@ -37,6 +38,7 @@ struct Builder {
   std::vector<StepCost> parts;  // compute/TP split of each task (zero for non-compute tasks)
   std::vector<std::vector<TaskId>> forward, backward_first, backward_last;  // [virtual stage][micro-batch]
   std::vector<std::vector<TaskId>> reductions;                                // [stage]
+  std::vector<TaskId> last_task;                                              // [stage]: its last compute pass
 
   int64_t virtual_stages() const { return schedule.stages * schedule.chunks; }
 
@@ -47,7 +49,8 @@ struct Builder {
     return id;
   }
 
-  std::vector<StepCost> step_costs;  // [virtual stage * 2 + backward], priced once
+  std::vector<StepCost> step_costs;         // [virtual stage * 2 + backward], priced once
+  std::vector<StepCost> weight_grad_costs;  // [virtual stage]: W of a Zero Bubble schedule
 
   StepCost step_cost(int64_t vs, bool backward) const { return step_costs[static_cast<size_t>(vs * 2 + (backward ? 1 : 0))]; }
 
@@ -73,42 +76,63 @@ struct Builder {
   }
 
   void add_compute(int64_t stage) {
-    const int64_t m = schedule.micro_batches;
     const bool zero3 = plan.zero_stage >= 3 && plan.dp * plan.cp > 1;
-    const bool bucketed = plan.dp * plan.cp > 1 && !zero3;
     for (const PipelineStep& step : schedule.steps[static_cast<size_t>(stage)]) {
       const int64_t vs = schedule.virtual_stage(stage, step.chunk);
       const size_t v = static_cast<size_t>(vs), mb = static_cast<size_t>(step.micro_batch);
-      const bool backward = step.kind == StepKind::kBackward;
       TaskId gather = -1;
-      if (zero3) gather = add(stage, kDpGather, gather_s(stage), TaskCategory::kDpGather, step.micro_batch);
-      const StepCost c = step_cost(vs, backward);
-      if (!backward) {
+      if (zero3 && step.kind != StepKind::kWeightGrad) {
+        gather = add(stage, kDpGather, gather_s(stage), TaskCategory::kDpGather, step.micro_batch);
+      }
+      if (step.kind == StepKind::kForward) {
+        const StepCost c = step_cost(vs, false);
         forward[v][mb] = add(stage, kCompute, c.total(), TaskCategory::kForward, step.micro_batch, c);
         if (gather >= 0) graph.add_dep(forward[v][mb], gather);
+        last_task[static_cast<size_t>(stage)] = forward[v][mb];
         continue;
       }
-      // The last micro-batch's backward is split per gradient bucket so reductions can overlap it.
-      const bool split = bucketed && plan.dp_overlap && step.micro_batch == m - 1;
-      const int64_t pieces = split ? std::max<int64_t>(1, static_cast<int64_t>(std::ceil(chunk_params(stage) / bucket_params))) : 1;
-      std::vector<TaskId> ids;
-      for (int64_t i = 0; i < pieces; ++i) {
-        const StepCost piece = c.scaled(1.0 / static_cast<double>(pieces));
-        ids.push_back(add(stage, kCompute, piece.total(), TaskCategory::kBackward, step.micro_batch, piece));
-      }
+      add_backward(stage, step, gather);
+    }
+  }
+
+  // A backward (or with Zero Bubble, its B and W passes). The pass that completes a micro-batch's
+  // gradients is split per gradient bucket for its last micro-batch, so reductions overlap it.
+  void add_backward(int64_t stage, const PipelineStep& step, TaskId gather) {
+    const int64_t vs = schedule.virtual_stage(stage, step.chunk);
+    const size_t v = static_cast<size_t>(vs), mb = static_cast<size_t>(step.micro_batch);
+    const bool zero_bubble = is_zero_bubble(schedule.kind);
+    const bool completes_gradients = !zero_bubble || step.kind == StepKind::kWeightGrad;
+    const bool zero3 = plan.zero_stage >= 3 && plan.dp * plan.cp > 1;
+    const bool bucketed = plan.dp * plan.cp > 1 && !zero3;
+    StepCost c = step_cost(vs, true);
+    if (zero_bubble) {
+      const StepCost& w = weight_grad_costs[v];
+      c = step.kind == StepKind::kWeightGrad ? w : StepCost{c.compute_s - w.compute_s, c.tp_s - w.tp_s, c.host_idle_s};
+    }
+    const bool split = completes_gradients && bucketed && plan.dp_overlap && step.micro_batch == schedule.micro_batches - 1;
+    const int64_t pieces = split ? std::max<int64_t>(1, static_cast<int64_t>(std::ceil(chunk_params(stage) / bucket_params))) : 1;
+    std::vector<TaskId> ids;
+    for (int64_t i = 0; i < pieces; ++i) {
+      const StepCost piece = c.scaled(1.0 / static_cast<double>(pieces));
+      ids.push_back(add(stage, kCompute, piece.total(), TaskCategory::kBackward, step.micro_batch, piece));
+    }
+    last_task[static_cast<size_t>(stage)] = ids.back();
+    if (step.kind == StepKind::kBackward) {
       backward_first[v][mb] = ids.front();
       backward_last[v][mb] = ids.back();
       graph.add_dep(ids.front(), forward[v][mb]);
-      if (gather >= 0) graph.add_dep(ids.front(), gather);
-      if (split) add_reductions(stage, ids);
-      if (zero3) {
-        // FSDP reduce-scatters each micro-batch's gradients.
-        const double bytes = chunk_params(stage) * work.grad_bytes_per_param;
-        const TaskId rs = add(stage, kDpReduce, cost.collective_s(CollectiveKind::kReduceScatter, bytes, dp_scope),
-                              TaskCategory::kDpReduce, step.micro_batch);
-        graph.add_dep(rs, ids.back());
-        reductions[static_cast<size_t>(stage)].push_back(rs);
-      }
+    } else {
+      graph.add_dep(ids.front(), backward_last[v][mb]);
+    }
+    if (gather >= 0) graph.add_dep(ids.front(), gather);
+    if (split) add_reductions(stage, ids);
+    if (zero3 && completes_gradients) {
+      // FSDP reduce-scatters each micro-batch's gradients.
+      const double bytes = chunk_params(stage) * work.grad_bytes_per_param;
+      const TaskId rs = add(stage, kDpReduce, cost.collective_s(CollectiveKind::kReduceScatter, bytes, dp_scope),
+                            TaskCategory::kDpReduce, step.micro_batch);
+      graph.add_dep(rs, ids.back());
+      reductions[static_cast<size_t>(stage)].push_back(rs);
     }
   }
 
@@ -146,11 +170,12 @@ struct Builder {
   }
 };
 
-// Splits the critical stage's timeline into the breakdown's parts (they sum to its end time).
-Breakdown attribute(const Builder& b, const std::vector<TaskTiming>& timing, int64_t stage, double iteration_s) {
+// Splits the critical stage's timeline from `start_s` into the breakdown's parts (they sum to the
+// iteration time).
+Breakdown attribute(const Builder& b, const std::vector<TaskTiming>& timing, int64_t stage, double start_s, double iteration_s) {
   Breakdown out;
   const auto& tasks = b.graph.tasks();
-  double cursor = 0.0;
+  double cursor = start_s;
   double stage_end = 0.0;
   for (size_t i = 0; i < tasks.size(); ++i) {
     if (tasks[i].stream / kStreamsPerStage != stage) continue;
@@ -180,8 +205,27 @@ Breakdown attribute(const Builder& b, const std::vector<TaskTiming>& timing, int
     cursor = timing[i].end_s;
   }
   out.dp_comm_exposed_s += stage_end - cursor;  // the weight all-gather after the optimizer
-  out.bubble_s += iteration_s - stage_end;      // waiting for a slower stage
+  out.bubble_s += iteration_s - (stage_end - start_s);  // waiting for a slower stage
   return out;
+}
+
+// Zero Bubble's order comes from the pass times, the median stage's as its scheduler takes them.
+PipelineSchedule make_schedule(const ModelSpec& model, const ParallelPlan& plan, const std::vector<StepCost>& steps,
+                               const std::vector<StepCost>& weight_grads, double p2p_s) {
+  if (!is_zero_bubble(plan.schedule)) return make_pipeline_schedule(plan.schedule, plan.pp, plan.vpp, plan.micro_batches());
+  auto median = [&](auto pass_s) {
+    std::vector<double> v;
+    for (int64_t s = 0; s < plan.pp; ++s) v.push_back(pass_s(static_cast<size_t>(s)));
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return std::max(v[v.size() / 2], 1e-9);
+  };
+  ZeroBubbleCosts c;
+  c.forward_s = median([&](size_t s) { return steps[s * 2].total(); });
+  c.weight_grad_s = median([&](size_t s) { return weight_grads[s].total(); });
+  c.input_grad_s = median([&](size_t s) { return steps[s * 2 + 1].total() - weight_grads[s].total(); });
+  c.p2p_s = p2p_s;
+  c.weight_retained = zero_bubble_weight_retained(model, plan);
+  return make_zero_bubble_schedule(plan.schedule, plan.pp, plan.micro_batches(), c);
 }
 
 }  // namespace
@@ -196,36 +240,47 @@ Prediction predict_iteration(const ModelSpec& model, const ParallelPlan& plan, c
   out.cost_model = cost.describe();
 
   const IterationWork work = lower_iteration(model, plan);
-  const PipelineSchedule schedule = make_pipeline_schedule(plan.schedule, plan.pp, plan.vpp, plan.micro_batches());
+  const LayerScopes scopes = layer_scopes(plan, hardware.gpus_per_node);
+  const std::vector<StepCost> step_costs = price_steps(work, plan.vpp, cost, scopes);
+  const std::vector<StepCost> weight_grads =
+      is_zero_bubble(plan.schedule) ? price_weight_grad_steps(work, plan.vpp, cost, scopes) : std::vector<StepCost>{};
+  const GroupScope pp_scope = group_scope(plan, GroupKind::kPp, hardware.gpus_per_node);
+  const GroupScope neighbours{2, pp_scope.intra_node() ? 2 : 1, pp_scope.intra_node() ? 1 : 2};
+  const double p2p_s = plan.pp > 1 ? cost.collective_s(CollectiveKind::kSendRecv, work.stages[0].send_bytes, neighbours) : 0.0;
+  const PipelineSchedule schedule = make_schedule(model, plan, step_costs, weight_grads, p2p_s);
   Builder b(plan, cost, work, schedule, group_scope(plan, GroupKind::kTp, hardware.gpus_per_node),
             group_scope(plan, GroupKind::kDpCp, hardware.gpus_per_node));
   b.bucket_params = options.dp_bucket_params;
-  const GroupScope pp_scope = group_scope(plan, GroupKind::kPp, hardware.gpus_per_node);
-  GroupScope neighbours{2, pp_scope.intra_node() ? 2 : 1, pp_scope.intra_node() ? 1 : 2};
-  b.p2p_s = plan.pp > 1 ? cost.collective_s(CollectiveKind::kSendRecv, work.stages[0].send_bytes, neighbours) : 0.0;
+  b.p2p_s = p2p_s;
   const size_t vstages = static_cast<size_t>(b.virtual_stages()), m = static_cast<size_t>(schedule.micro_batches);
   b.forward.assign(vstages, std::vector<TaskId>(m, -1));
   b.backward_first = b.forward;
   b.backward_last = b.forward;
   b.reductions.assign(static_cast<size_t>(plan.pp), {});
-  b.step_costs = price_steps(work, schedule.chunks, cost, layer_scopes(plan, hardware.gpus_per_node));
+  b.last_task.assign(static_cast<size_t>(plan.pp), -1);
+  b.step_costs = step_costs;
+  b.weight_grad_costs = weight_grads;
   for (int64_t s = 0; s < plan.pp; ++s) b.add_compute(s);
   for (int64_t s = 0; s < plan.pp; ++s) b.add_transfers(s);
-  for (int64_t s = 0; s < plan.pp; ++s) {
-    const auto& steps = schedule.steps[static_cast<size_t>(s)];
-    const PipelineStep& last = steps.back();
-    b.add_optimizer(s, b.backward_last[static_cast<size_t>(schedule.virtual_stage(s, last.chunk))][static_cast<size_t>(last.micro_batch)]);
-  }
+  for (int64_t s = 0; s < plan.pp; ++s) b.add_optimizer(s, b.last_task[static_cast<size_t>(s)]);
   std::vector<TaskTiming> timing = simulate(b.graph);
 
-  std::vector<double> stage_end(static_cast<size_t>(plan.pp), 0.0);
+  // Zero Bubble's optimizer post-validation lets each stage start the next iteration without a
+  // global synchronisation: the iteration takes the longest stage span, not the makespan.
+  const bool unsynchronised = is_zero_bubble(plan.schedule);
+  std::vector<double> stage_end(static_cast<size_t>(plan.pp), 0.0), stage_start(static_cast<size_t>(plan.pp), 1e300);
   for (size_t i = 0; i < timing.size(); ++i) {
-    const size_t stage = static_cast<size_t>(b.graph.tasks()[i].stream / kStreamsPerStage);
+    const auto& task = b.graph.tasks()[i];
+    const size_t stage = static_cast<size_t>(task.stream / kStreamsPerStage);
     stage_end[stage] = std::max(stage_end[stage], timing[i].end_s);
+    if (task.stream % kStreamsPerStage == kCompute) stage_start[stage] = std::min(stage_start[stage], timing[i].start_s);
   }
-  out.critical_stage = std::max_element(stage_end.begin(), stage_end.end()) - stage_end.begin();
-  out.iteration_time_s = stage_end[static_cast<size_t>(out.critical_stage)];
-  out.breakdown = attribute(b, timing, out.critical_stage, out.iteration_time_s);
+  std::vector<double> span = stage_end;
+  for (size_t s = 0; s < span.size(); ++s) span[s] -= unsynchronised ? stage_start[s] : 0.0;
+  out.critical_stage = std::max_element(span.begin(), span.end()) - span.begin();
+  out.iteration_time_s = span[static_cast<size_t>(out.critical_stage)];
+  const double start_s = unsynchronised ? stage_start[static_cast<size_t>(out.critical_stage)] : 0.0;
+  out.breakdown = attribute(b, timing, out.critical_stage, start_s, out.iteration_time_s);
 
   const double tokens = static_cast<double>(plan.global_batch) * static_cast<double>(model.seq_len);
   const double gpus = static_cast<double>(plan.gpus());

@@ -2,6 +2,7 @@
 #include "sim/step_cost.hpp"
 
 #include <algorithm>
+#include <string>
 
 namespace trainsim {
 
@@ -48,6 +49,38 @@ std::vector<StepCost> price_steps(const IterationWork& work, int64_t chunks, con
     }
     out.push_back(forward);
     out.push_back(backward);
+  }
+  return out;
+}
+
+namespace {
+std::vector<Op> weight_grad_ops(const std::vector<Op>& ops) {
+  std::vector<Op> out;
+  for (const Op& op : ops) {
+    const std::string name = op.name;
+    if (op.kind == OpKind::kGemm && name.size() > 6 && name.compare(name.size() - 6, 6, "_wgrad") == 0) out.push_back(op);
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<StepCost> price_weight_grad_steps(const IterationWork& work, int64_t chunks, const CostModel& cost,
+                                              const LayerScopes& scopes) {
+  const int64_t stages = static_cast<int64_t>(work.stages.size());
+  const int64_t virtual_stages = stages * chunks;
+  StepCost layer = price_ops(weight_grad_ops(work.layer.backward), cost, scopes);
+  layer.host_idle_s = 0.0;  // W's ops are issued within the backward's stream of ops
+  std::vector<StepCost> out;
+  out.reserve(static_cast<size_t>(virtual_stages));
+  for (int64_t vs = 0; vs < virtual_stages; ++vs) {
+    const StageWork& w = work.stages[static_cast<size_t>(vs % stages)];
+    StepCost step = layer.scaled(static_cast<double>(w.chunk_layers[static_cast<size_t>(vs / stages)]));
+    if (vs == virtual_stages - 1) {
+      StepCost head = price_ops(weight_grad_ops(w.extra_backward), cost, scopes);
+      head.host_idle_s = 0.0;
+      step += head;
+    }
+    out.push_back(step);
   }
   return out;
 }

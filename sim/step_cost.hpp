@@ -45,4 +45,9 @@ StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const Laye
 std::vector<StepCost> price_steps(const IterationWork& work, int64_t chunks, const CostModel& cost,
                                   const LayerScopes& scopes);
 
+// The weight-gradient part (W) of each virtual stage's backward: its weight-gradient GEMMs
+// ("*_wgrad"), which a Zero Bubble schedule runs as a pass of its own; [virtual stage].
+std::vector<StepCost> price_weight_grad_steps(const IterationWork& work, int64_t chunks, const CostModel& cost,
+                                              const LayerScopes& scopes);
+
 }  // namespace trainsim

@@ -82,12 +82,12 @@ set(runs ${CMAKE_CURRENT_SOURCE_DIR}/data/validation/published-runs.json)
 cli_test("validate reports per-group and held-out errors" RC 0
   MATCH "korthikanti_2022_table5" "held-out half" "megatron-sc21-t1-1008.0B" ARGS validate --runs ${runs} --tolerance 0.2)
 cli_test("validate lists the runs it cannot simulate with their reason and goes on" RC 0
-  MATCH "unsupported runs, by reason" "expert parallelism" "ZeRO-3 with pipeline parallelism" "zb-2p" "all runs  *288  *49"
+  MATCH "unsupported runs, by reason" "expert parallelism" "ZeRO-3 with pipeline parallelism" "all runs  *312  *25"
   ARGS validate --runs ${runs} --summary --tolerance 0.2)
 cli_test("validate --format json has the documented keys" RC 0
   MATCH "\"schema\": \"trainsim.validation\"" "\"predicted_tokens_per_s_per_gpu\"" "\"measured_tokens_per_s_per_gpu\""
         "\"error\"" "\"predicted_memory_peak_gib\"" "\"predicted_memory_reserved_gib\"" "\"memory_error\"" "\"predicted_fits\""
-        "\"defaults_used\"" "\"mean_abs_error\"" "\"status\": \"unsupported\"" "\"reason\"" "\"unsupported\": 49"
+        "\"defaults_used\"" "\"mean_abs_error\"" "\"status\": \"unsupported\"" "\"reason\"" "\"unsupported\": 25"
   ARGS validate --runs ${runs} --format json --tolerance 0.2)
 cli_test("validate --groups keeps those groups and --cross-validate refits without each" RC 0
   MATCH "leave-one-group-out" "bloom  *1 " "mean over groups"
@@ -318,3 +318,7 @@ cli_test("predict places explicit first-stage layers and says so" RC 0
 cli_test("bad: first/last-stage layers that leave the middle stages uneven" RC 2
   MATCH "must split evenly" ARGS predict --model llama3-405b --gpu h100-sxm-80gb --gpus 1024 --tp 8 --pp 16
   --first-stage-layers 6 --last-stage-layers 4 --global-batch 512)
+cli_test("predict with a Zero Bubble schedule" RC 0 MATCH "zb-2p" "pipeline bubble"
+  ARGS predict --model gpt3-1.3b --gpu a100-sxm-80gb --gpus 8 --pp 8 --global-batch 64 --schedule zb-2p)
+cli_test("bad: export refuses a Zero Bubble schedule Megatron-LM does not have" RC 2
+  MATCH "no Zero Bubble schedule" ARGS export ${plans}/gpt3-1.3b-pp8-zb1p.json --to megatron)

@@ -107,10 +107,14 @@ TEST_CASE("runs the simulator cannot simulate are read and carry their reason") 
     const auto runs = load_published_runs(write_runs("pr_gpu.json", "null", "b200-sxm-180gb", R"("dp": 8, "global_batch": 8)"));
     CHECK_THAT(runs[0].unsupported, Catch::Contains("not in the catalog"));
   }
-  SECTION("a Zero Bubble schedule") {
-    const auto runs = load_published_runs(write_runs("pr_zb.json", "null", "a100-sxm-80gb",
+  SECTION("Zero Bubble's V schedule (zb-1p and zb-2p are modeled)") {
+    auto runs = load_published_runs(write_runs("pr_zb.json", "null", "a100-sxm-80gb",
+        R"("dp": 1, "pp": 8, "tp": 1, "global_batch": 64, "schedule": "zb-v")"));
+    CHECK_THAT(runs[0].unsupported, Catch::Contains("zb-v"));
+    runs = load_published_runs(write_runs("pr_zb2.json", "null", "a100-sxm-80gb",
         R"("dp": 1, "pp": 8, "tp": 1, "global_batch": 64, "schedule": "zb-2p")"));
-    CHECK_THAT(runs[0].unsupported, Catch::Contains("zb-2p"));
+    CHECK(runs[0].unsupported.empty());
+    CHECK(runs[0].plan.schedule == Schedule::kZeroBubble2p);
   }
   SECTION("expert parallelism") {
     const auto runs = load_published_runs(write_runs("pr_ep.json", "null", "a100-sxm-80gb",

@@ -74,6 +74,30 @@ TEST_CASE("a pure pipeline takes (m + p - 1) stage times with 1F1B and GPipe") {
   }
 }
 
+TEST_CASE("Zero Bubble schedules: ZB-1p within ZB-H1's bubble (p - 1)(F + B - W), ZB-2p without a bubble") {
+  const ModelSpec m = resolve_model("gpt3-1.3b");  // 24 layers; F = B = W = a third of a stage time here
+  GemmOnlyCost cost;
+  cost.vocab_ = m.vocab;
+  ParallelPlan p;
+  p.pp = 4;
+  p.global_batch = 16;
+  const double t = stage_time(m, p);
+  const Prediction one_f_one_b = predict_iteration(m, p, cluster(4), cost);
+  p.schedule = Schedule::kZeroBubble1p;
+  const Prediction zb1 = predict_iteration(m, p, cluster(4), cost);
+  p.schedule = Schedule::kZeroBubble2p;
+  const Prediction zb2 = predict_iteration(m, p, cluster(4), cost);
+  CHECK(one_f_one_b.iteration_time_s == Approx(19 * t).epsilon(1e-9));
+  CHECK(zb1.iteration_time_s <= (16 + 3.0 / 3.0) * t * (1 + 1e-9));
+  CHECK(zb2.iteration_time_s == Approx(16 * t).epsilon(1e-9));
+  for (const Prediction* r : {&zb1, &zb2}) CHECK(sum(r->breakdown) == Approx(r->iteration_time_s).epsilon(1e-12));
+  // ZB-1p keeps the first stage's 1F1B activations on every stage, ZB-2p twice as many micro-batches.
+  const auto activations = [](const Prediction& r, size_t stage) { return r.memory.stages[stage].memory.activations_bytes; };
+  CHECK(activations(zb1, 0) == Approx(activations(one_f_one_b, 0)));
+  CHECK(activations(zb1, 3) > activations(one_f_one_b, 3));
+  CHECK(activations(zb2, 0) > 1.5 * activations(one_f_one_b, 0));
+}
+
 TEST_CASE("interleaving v chunks divides the pipeline bubble by v") {
   const ModelSpec m = resolve_model("gpt3-1.3b");  // 24 layers
   GemmOnlyCost cost;

@@ -50,8 +50,8 @@ TEST_CASE("version-1 files are still read") {
 }
 
 TEST_CASE("mean absolute error over the predicted runs: held-out half and all runs") {
-  CHECK(result().held_out_half.mean_abs_error <= 0.091);  // measured 8.1% (2026-11-24, 288 runs)
-  CHECK(result().all.mean_abs_error <= 0.087);            // measured 7.7%
+  CHECK(result().held_out_half.mean_abs_error <= 0.089);  // measured 7.9% (2026-11-24, 312 runs)
+  CHECK(result().all.mean_abs_error <= 0.085);            // measured 7.5%
 }
 
 TEST_CASE("A100 Megatron-LM, Korthikanti, MosaicML and BLOOM groups are each within their bounds") {
@@ -60,7 +60,7 @@ TEST_CASE("A100 Megatron-LM, Korthikanti, MosaicML and BLOOM groups are each wit
   CHECK(group("korthikanti_2022_table5").max_abs_error <= 0.10);
   CHECK(group("mosaicml_llm_foundry_benchmarks").mean_abs_error <= 0.06);
   CHECK(group("bloom").max_abs_error <= 0.09);
-  CHECK(group("zero_bubble_pp_a100").mean_abs_error <= 0.077);  // 6.7%: 24 runs with 1F1B-I (the 14.6B's +16%)
+  CHECK(group("zero_bubble_pp_a100").mean_abs_error <= 0.068);  // 5.8%: 48 runs, ZB-1p/2p with 1F1B and 1F1B-I (the 14.6B 1F1B-I's +16%)
 }
 
 TEST_CASE("H100 and H200 groups, priced from H100/H200 reference measurements (never fitted on)") {
@@ -111,13 +111,13 @@ TEST_CASE("an interleaved run that does not say vpp takes the fewest chunks that
 }
 
 TEST_CASE("memory is scored where it was measured, against the figure of its kind") {
-  CHECK(group("zero_bubble_pp_a100").memory_count == 24);
-  CHECK(group("zero_bubble_pp_a100").memory_mean_abs_error <= 0.052);  // 4.2%: first/last stages one layer fewer, vpp 3 where it splits
+  CHECK(group("zero_bubble_pp_a100").memory_count == 48);
+  CHECK(group("zero_bubble_pp_a100").memory_mean_abs_error <= 0.041);  // 3.1%: first/last stages one layer fewer, vpp 3 where it splits, ZB's k x pp pending
   CHECK(group("torchtitan").memory_count == 14);
   // 16.0%: per-op checkpointing and PyTorch's cross-entropy buffers (38.0% before, Megatron's
   // selective recompute and no loss working memory).
   CHECK(group("torchtitan").memory_mean_abs_error <= 0.164);  // 15.4% with the CP rows
-  CHECK(result().all.memory_mean_abs_error <= 0.094);  // 8.4% over the 38 runs with a figure
+  CHECK(result().all.memory_mean_abs_error <= 0.069);  // 5.9% over the 62 runs with a figure
   for (const RunResult& r : result().runs) {
     if (r.memory_error) CHECK(r.run->measured_memory_gib.has_value());
   }
