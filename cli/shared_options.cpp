@@ -36,7 +36,7 @@ const SizeFlag kSizeFlags[] = {
     {"pp", "pipeline-parallel size"},
     {"vpp", "virtual pipeline stages per rank (interleaved schedule)"},
     {"cp", "context-parallel size (ring attention)"},
-    {"ep", "expert-parallel size (parsed; not modeled yet)"},
+    {"ep", "expert-parallel size (MoE models: experts / ep per rank, all-to-all token dispatch)"},
     {"first-stage-layers", "transformer layers on the first pipeline stage (Megatron-Core's uneven split)"},
     {"last-stage-layers", "transformer layers on the last pipeline stage"},
     {"micro-batch", "sequences per micro-batch"},

@@ -19,7 +19,7 @@ double selective_op_bytes(const ModelSpec& m, const ActivationLayout& l) {
   const double sb = rank_tokens(m, l);
   const double e = l.bytes_per_value, t = d(l.tp);
   const double sp_split = l.sequence_parallel ? t : 1.0;
-  const double routed = m.moe ? d(m.moe->top_k) : 1.0;
+  const double routed = d(m.ffn_passes());
   const double f = d(m.moe ? m.moe->expert_ffn_hidden : m.ffn_hidden);
   const double q = d(m.attention_width()), kv = d(m.kv_width());
   const bool gated = m.ffn_kind != FfnKind::kGelu;
@@ -45,7 +45,7 @@ double activation_bytes_per_layer(const ModelSpec& m, const ActivationLayout& l)
 
   // Inside it (split by t): Q, K, V, the output projection's input, the FFN's inner tensors.
   const double q = d(m.attention_width()), kv = d(m.kv_width());
-  const double routed = m.moe ? d(m.moe->top_k) : 1.0;
+  const double routed = d(m.ffn_passes());
   const double f = d(m.moe ? m.moe->expert_ffn_hidden : m.ffn_hidden);
   // GELU: its input and output (2f); SwiGLU: gate and up outputs and their product (3f).
   const double ffn_values = m.ffn_kind == FfnKind::kGelu ? 2 * f : 3 * f;

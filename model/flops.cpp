@@ -22,7 +22,7 @@ FlopsPerToken flops_per_token(const ModelSpec& m, Recompute recompute) {
     // Per-op checkpointing runs every other matmul again (wk, wo and w3 or fc2: torchtitan's policy
     // keeps wq, wv, w1, w2) and attention not at all; elementwise ops cost no FLOPs here.
     case Recompute::kSelectiveOp: {
-      const double routed = m.moe ? static_cast<double>(m.moe->top_k) : 1.0;
+      const double routed = static_cast<double>(m.ffn_passes());
       const double ffn = static_cast<double>(m.moe ? m.moe->expert_ffn_hidden : m.ffn_hidden);
       const double h = static_cast<double>(m.hidden);
       const double rerun = h * static_cast<double>(m.kv_width()) + static_cast<double>(m.attention_width()) * h + routed * h * ffn;

@@ -21,11 +21,12 @@ const std::map<std::string, std::string>& architecture_to_type() {
   static const std::map<std::string, std::string> table = {
       {"LlamaForCausalLM", "llama"},     {"MistralForCausalLM", "mistral"}, {"Qwen2ForCausalLM", "qwen2"},
       {"MixtralForCausalLM", "mixtral"}, {"GPT2LMHeadModel", "gpt2"},       {"GPTNeoXForCausalLM", "gpt_neox"},
+      {"Qwen2MoeForCausalLM", "qwen2_moe"}, {"Qwen3MoeForCausalLM", "qwen3_moe"},
   };
   return table;
 }
 
-const std::vector<std::string> kSupportedTypes = {"llama", "mistral", "qwen2", "mixtral", "gpt2", "gpt_neox"};
+const std::vector<std::string> kSupportedTypes = {"llama", "mistral", "qwen2", "mixtral", "qwen2_moe", "qwen3_moe", "gpt2", "gpt_neox"};
 
 std::string model_type_of(const nlohmann::json& doc, const std::string& path) {
   if (doc.contains("model_type") && doc["model_type"].is_string()) return doc["model_type"].get<std::string>();
@@ -53,6 +54,8 @@ std::string model_name(const nlohmann::json& doc, const std::string& path, const
 }
 
 // Llama family: Llama, Mistral, Qwen2, Mixtral share field names and the SwiGLU/RMSNorm/RoPE layout.
+void read_qwen_moe(JsonObjectReader& r, ModelSpec& m);
+
 void read_llama_family(JsonObjectReader& r, const std::string& type, ModelSpec& m) {
   m.hidden = r.required_int("hidden_size", 1);
   m.layers = r.required_int("num_hidden_layers", 1);
@@ -77,7 +80,7 @@ void read_llama_family(JsonObjectReader& r, const std::string& type, ModelSpec& 
   m.norm = NormKind::kRmsNorm;
   m.position = PositionKind::kRope;
   m.linear_bias = false;
-  m.qkv_bias = type == "qwen2";  // Qwen2 has biases on Q, K and V only
+  m.qkv_bias = type == "qwen2" || type == "qwen2_moe";  // Qwen2 has biases on Q, K and V only
   m.dropout = false;
   if (type == "mixtral") {
     MoeSpec moe;
@@ -86,6 +89,29 @@ void read_llama_family(JsonObjectReader& r, const std::string& type, ModelSpec& 
     moe.expert_ffn_hidden = m.ffn_hidden;
     m.moe = moe;
   }
+  if (type == "qwen2_moe" || type == "qwen3_moe") read_qwen_moe(r, m);
+}
+
+// Qwen2-MoE / Qwen3-MoE (transformers' Qwen2MoeConfig, Qwen3MoeConfig): every layer sparse
+// (decoder_sparse_step 1, no mlp_only_layers); Qwen2-MoE's shared expert, of
+// shared_expert_intermediate_size, counts as that many expert widths.
+void read_qwen_moe(JsonObjectReader& r, ModelSpec& m) {
+  MoeSpec moe;
+  moe.experts = r.required_int("num_experts", 1);
+  moe.top_k = r.required_int("num_experts_per_tok", 1);
+  moe.expert_ffn_hidden = r.required_int("moe_intermediate_size", 1);
+  if (auto shared = r.optional_int("shared_expert_intermediate_size", 0); shared && *shared > 0) {
+    if (*shared % moe.expert_ffn_hidden != 0) {
+      r.add_problem("shared_expert_intermediate_size", std::to_string(*shared) + " is not a multiple of moe_intermediate_size (" +
+                                                           std::to_string(moe.expert_ffn_hidden) + "): shared experts are modeled as whole experts");
+    } else {
+      moe.shared_experts = *shared / moe.expert_ffn_hidden;
+    }
+  }
+  if (r.optional_int("decoder_sparse_step", 1).value_or(1) != 1) {
+    r.add_problem("decoder_sparse_step", "dense layers between sparse ones are not modeled (decoder_sparse_step must be 1)");
+  }
+  m.moe = moe;
 }
 
 void read_gpt2(JsonObjectReader& r, ModelSpec& m) {

@@ -48,6 +48,8 @@ struct ModelSpec {
   int64_t attention_width() const { return heads * head_dim; }  // width of Q and of the output proj
   int64_t kv_width() const { return kv_heads * head_dim; }
   bool is_moe() const { return moe.has_value(); }
+  // FFN passes per token: 1, or an MoE layer's top-k routed experts plus its shared experts.
+  int64_t ffn_passes() const { return moe ? moe->top_k + moe->shared_experts : 1; }
 };
 
 // Every violated constraint of the spec, each naming `where` (file or catalog entry) and key.

@@ -37,8 +37,9 @@ ParamCounts count_params(const ModelSpec& m) {
   if (m.moe) {
     const int64_t expert = ffn_params(m, m.moe->expert_ffn_hidden);
     c.per_layer.mlp = m.moe->experts * expert;
+    c.per_layer.shared = m.moe->shared_experts * expert;
     c.per_layer.router = h * m.moe->experts;
-    mlp_active = m.moe->top_k * expert;
+    mlp_active = (m.moe->top_k + m.moe->shared_experts) * expert;
   } else {
     c.per_layer.mlp = ffn_params(m, m.ffn_hidden);
     mlp_active = c.per_layer.mlp;
@@ -56,7 +57,7 @@ ParamCounts count_params(const ModelSpec& m) {
   const int64_t q = m.attention_width(), kv = m.kv_width();
   const int64_t attention_matmul = 2 * h * q + 2 * h * kv;
   const int64_t ffn_width = m.moe ? m.moe->expert_ffn_hidden : m.ffn_hidden;
-  const int64_t ffn_matmul = (m.ffn_kind == FfnKind::kGelu ? 2 : 3) * h * ffn_width * (m.moe ? m.moe->top_k : 1);
+  const int64_t ffn_matmul = (m.ffn_kind == FfnKind::kGelu ? 2 : 3) * h * ffn_width * (m.moe ? m.moe->top_k + m.moe->shared_experts : 1);
   const int64_t router_matmul = m.moe ? h * m.moe->experts : 0;
   c.matmul_active = m.layers * (attention_matmul + ffn_matmul + router_matmul) + m.vocab * h;
   return c;

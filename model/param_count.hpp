@@ -10,10 +10,11 @@ namespace trainsim {
 
 struct LayerParams {
   int64_t attention = 0;  // Q, K, V, output projection (+ biases)
-  int64_t mlp = 0;        // dense FFN, or all experts of an MoE layer
+  int64_t mlp = 0;        // dense FFN, or all routed experts of an MoE layer
+  int64_t shared = 0;     // MoE: the shared experts every token passes through (a dense FFN)
   int64_t router = 0;     // MoE gate (hidden x experts)
   int64_t norms = 0;      // the two norms of a pre-norm block
-  int64_t total() const { return attention + mlp + router + norms; }
+  int64_t total() const { return attention + mlp + shared + router + norms; }
 };
 
 struct ParamCounts {

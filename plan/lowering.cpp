@@ -3,6 +3,7 @@
 // parallelism (Korthikanti et al. 2022 §4.2.2).
 #include "plan/lowering.hpp"
 
+#include "plan/lowering_ops.hpp"
 #include "plan/rank_memory.hpp"
 
 namespace trainsim {
@@ -19,49 +20,7 @@ double Op::flops() const {
   return 0.0;
 }
 
-namespace {
-
-Op gemm(const char* name, int64_t m, int64_t n, int64_t k) {
-  Op op;
-  op.kind = OpKind::kGemm;
-  op.name = name;
-  op.m = m;
-  op.n = n;
-  op.k = k;
-  return op;
-}
-
-Op memory(const char* name, double bytes) {
-  Op op;
-  op.kind = OpKind::kMemoryBound;
-  op.name = name;
-  op.bytes = bytes;
-  return op;
-}
-
-Op collective(const char* name, CollectiveKind kind, GroupKind group, double bytes) {
-  Op op;
-  op.kind = OpKind::kCollective;
-  op.name = name;
-  op.collective = kind;
-  op.group = group;
-  op.bytes = bytes;
-  return op;
-}
-
-// Forward/backward of a GEMM y = x W with x (tokens x k) and W (k x n): dgrad (tokens x k) and
-// wgrad (k x n), each as many FLOPs as the forward.
-void add_linear(LayerWork& w, const char* name, const char* dgrad, const char* wgrad, int64_t tokens, int64_t n, int64_t k) {
-  w.forward.push_back(gemm(name, tokens, n, k));
-  w.backward.push_back(gemm(dgrad, tokens, k, n));
-  w.backward.push_back(gemm(wgrad, k, n, tokens));
-}
-
-struct Shapes {
-  int64_t tokens, h, q, kv, f, heads_per_rank, t;
-  double e;           // bytes per activation value
-  double sp_tokens;   // tokens held by one rank outside the TP region (tokens / t with SP)
-};
+namespace lowering {
 
 // Entering and leaving the tensor-parallel region: all-reduce (no SP) or all-gather +
 // reduce-scatter (SP); the conjugate collective runs in the backward.
@@ -82,6 +41,22 @@ void add_tp_boundary(LayerWork& w, const Shapes& s, bool sp, bool entering) {
     w.backward.push_back(collective("sp_allgather", CollectiveKind::kAllGather, GroupKind::kTp, bytes));
   }
 }
+
+void add_ffn_core(LayerWork& w, const ModelSpec& m, const Shapes& s, const FfnNames& n, int64_t tokens, int64_t width,
+                  int64_t groups) {
+  const bool swiglu = m.ffn_kind == FfnKind::kSwiglu;
+  add_linear(w, n.up, n.up_dgrad, n.up_wgrad, tokens, (swiglu ? 2 : 1) * width, s.h, groups);
+  const double inner = static_cast<double>(tokens) * static_cast<double>(groups) * static_cast<double>(width) * s.e;
+  w.forward.push_back(memory(swiglu ? "swiglu" : "gelu", (swiglu ? 3.0 : 2.0) * inner));
+  w.backward.push_back(memory(swiglu ? "swiglu_bwd" : "gelu_bwd", (swiglu ? 5.0 : 3.0) * inner));
+  add_linear(w, n.down, n.down_dgrad, n.down_wgrad, tokens, s.h, width, groups);
+}
+
+}  // namespace lowering
+
+namespace {
+
+using namespace lowering;
 
 // Context parallelism's ring (Megatron-Core through Transformer Engine, cp_comm_type "p2p"): each
 // of cp - 1 steps passes this rank's K and V block to the next CP rank while attention runs on the
@@ -219,23 +194,25 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
   w.backward.push_back(memory("dropout_residual_bwd", (m.dropout ? 3.5 : 3.0) * act));
   w.forward.push_back(memory("norm2", 2 * act * nt.forward));
   w.backward.push_back(memory("norm2_bwd", 3 * act * nt.backward));
-  add_tp_boundary(w, s, sp, true);
-  const bool swiglu = m.ffn_kind == FfnKind::kSwiglu;
-  const int64_t routed = m.moe ? m.moe->top_k : 1;
-  const int64_t up_width = (swiglu ? 2 : 1) * s.f / s.t;
-  add_linear(w, "fc1", "fc1_dgrad", "fc1_wgrad", s.tokens * routed, up_width, s.h);
-  const double inner = static_cast<double>(s.tokens * routed) * static_cast<double>(s.f / s.t) * s.e;
-  w.forward.push_back(memory(swiglu ? "swiglu" : "gelu", (swiglu ? 3.0 : 2.0) * inner));
-  w.backward.push_back(memory(swiglu ? "swiglu_bwd" : "gelu_bwd", (swiglu ? 5.0 : 3.0) * inner));
-  add_linear(w, "fc2", "fc2_dgrad", "fc2_wgrad", s.tokens * routed, s.h, s.f / s.t);
-  add_tp_boundary(w, s, sp, false);
+  const bool expert_parallel = m.moe && p.ep > 1;
+  const int64_t routed = m.ffn_passes();
+  const int64_t up_width = (m.ffn_kind == FfnKind::kSwiglu ? 2 : 1) * s.f / s.t;
+  if (expert_parallel) {
+    add_moe_ffn(w, m, p, s);
+  } else {
+    // A dense FFN, or an MoE layer on one expert-parallel rank: every token's top-k (and shared)
+    // expert passes, the experts split over TP like a dense FFN (Megatron-Core's expert TP = tp).
+    add_tp_boundary(w, s, sp, true);
+    add_ffn_core(w, m, s, kFfnNames, s.tokens * routed, s.f / s.t);
+    add_tp_boundary(w, s, sp, false);
+  }
   w.forward.push_back(memory("dropout_residual", (m.dropout ? 3.5 : 3.0) * act));
   w.backward.push_back(memory("dropout_residual_bwd", (m.dropout ? 3.5 : 3.0) * act));
 
   // Bias gradients: a column sum of each biased linear's output gradient, one more read of it
   // (Megatron-LM's grad_output.sum(0); the CUDA runtime's bias_grad kernels).
   if (m.linear_bias || m.qkv_bias) w.backward.push_back(memory("qkv_bias_grad", static_cast<double>(s.tokens) * static_cast<double>((s.q + 2 * s.kv) / s.t) * s.e));
-  if (m.linear_bias) {
+  if (m.linear_bias && !expert_parallel) {
     w.backward.push_back(memory("proj_bias_grad", act));
     w.backward.push_back(memory("fc1_bias_grad", static_cast<double>(s.tokens * routed) * static_cast<double>(up_width) * s.e));
     w.backward.push_back(memory("fc2_bias_grad", act));
@@ -287,6 +264,7 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
     for (int64_t c = 0; c < chunks; ++c) w.chunk_layers.push_back(layers_of_chunk(m, p, stage, c).size());
     w.layers = layers_on_stage(m, p, stage);
     w.params = static_cast<double>(rank_memory.stages[static_cast<size_t>(stage)].params);
+    w.expert_params = static_cast<double>(rank_memory.stages[static_cast<size_t>(stage)].expert_params);
     if (stage == 0) {
       // Embedding lookup (+ positions, dropout); vocabulary-parallel embeddings all-reduce their output.
       w.extra_forward.push_back(memory("embedding", 3 * full_act));

@@ -56,6 +56,7 @@ struct StageWork {
   std::vector<Op> extra_backward;
   double send_bytes = 0;           // activation sent to the next stage per micro-batch (0 on last)
   double params = 0;               // parameters held by one rank (before ZeRO sharding)
+  double expert_params = 0;        // of which routed experts under expert parallelism
   double params_per_layer = 0;
 };
 

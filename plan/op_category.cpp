@@ -18,6 +18,11 @@ OpCategory op_category_of(std::string_view name) {
       starts("embedding_allgather") || starts("head_")) {
     return OpCategory::kTpComm;
   }
+  if (starts("moe_dispatch") || starts("moe_combine")) return OpCategory::kEpComm;
+  if (starts("moe_permute") || starts("moe_unpermute")) return OpCategory::kMoePermute;
+  if (starts("router")) return OpCategory::kMoeRouter;
+  if (starts("shared_fc1")) return OpCategory::kGemmFc1;
+  if (starts("shared_fc2")) return OpCategory::kGemmFc2;
   if (starts("qkv")) return OpCategory::kGemmQkv;
   if (starts("proj")) return OpCategory::kGemmProj;
   if (starts("fc1")) return OpCategory::kGemmFc1;

@@ -27,7 +27,10 @@ enum class OpCategory : int {
   kEmbedding,      // token (+ position) embedding lookup and its gradient scatter
   kCrossEntropy,   // softmax cross-entropy over the logits (the loss)
   kOptimizer,      // the optimizer step (norm, clipping, AdamW) outside communication
-  kTpComm,         // TP / SP collectives, as long as they hold the compute stream
+  kTpComm,         // TP / SP / CP collectives, as long as they hold the compute stream
+  kMoeRouter,      // MoE: the router's GEMMs and its softmax / top-k
+  kMoePermute,     // MoE: gathering each expert's tokens and scattering them back (weighted)
+  kEpComm,         // MoE: the expert-parallel all-to-alls (token dispatch and combine)
   kOther,          // measured only: compute-phase time outside every timed op (temporaries,
                    // copies, allocation and the page faults it causes, loop overhead)
 };
@@ -37,7 +40,8 @@ inline constexpr size_t kOpCategoryCount = static_cast<size_t>(OpCategory::kOthe
 // JSON keys, in the enum's order.
 inline constexpr std::array<std::string_view, kOpCategoryCount> kOpCategoryKeys = {
     "gemm_qkv", "gemm_proj", "gemm_fc1", "gemm_fc2", "gemm_lm_head", "attention_gemm", "attention_fused", "softmax",
-    "norm",     "activation", "residual_bias", "rotary", "embedding", "cross_entropy", "optimizer", "tp_comm", "other"};
+    "norm",     "activation", "residual_bias", "rotary", "embedding", "cross_entropy", "optimizer", "tp_comm",
+    "moe_router", "moe_permute", "ep_comm", "other"};
 
 inline constexpr std::string_view op_category_key(OpCategory c) { return kOpCategoryKeys[static_cast<size_t>(c)]; }
 

@@ -23,6 +23,26 @@ void check_context_parallel(const ParallelPlan& p, const ModelSpec& m, const std
   if (p.attention != AttentionKernel::kFlash) add("cp", "context parallelism runs fused (flash) ring attention; attention is unfused");
 }
 
+// Megatron-Core's expert parallelism: the ep ranks of an expert group are carved out of the
+// tp x cp x dp ranks of a stage (experts not tensor-split: expert TP 1, as the Megatron-Bridge
+// MoE recipes run), each holding experts / ep experts.
+template <typename Add>
+void check_expert_parallel(const ParallelPlan& p, const ModelSpec& m, const std::string& of_model, Add& add) {
+  if (p.ep <= 1) return;
+  if (!m.moe) {
+    add("ep", "expert parallelism (ep " + s(p.ep) + ") needs a mixture-of-experts model" + of_model + " (it has no \"moe\")");
+    return;
+  }
+  if (m.moe->experts % p.ep != 0) add("ep", "ep (" + s(p.ep) + ") must divide the experts (" + s(m.moe->experts) + ")" + of_model);
+  if (p.tp > 1 && !p.sequence_parallel) {
+    add("ep", "expert parallelism with tp " + s(p.tp) + " needs sequence parallelism (Megatron-Core routes each TP rank's sequence shard)");
+  }
+  if ((p.tp * p.cp * p.dp) % p.ep != 0) {
+    add("ep", "ep (" + s(p.ep) + ") must divide tp x cp x dp (" + s(p.tp * p.cp * p.dp) +
+                  "): the expert groups are carved out of a pipeline stage's ranks");
+  }
+}
+
 // Megatron-Core's explicit first/last-stage layer counts: the middle stages share the rest evenly,
 // and with interleaving every stage's share splits evenly over its vpp chunks.
 template <typename Add>
@@ -112,7 +132,7 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
   }
   check_stage_layers(p, m, of_model, add);
   check_context_parallel(p, m, of_model, add);
-  if (p.ep > 1) add("ep", "expert parallelism (ep " + s(p.ep) + ") is parsed but not modeled yet; use ep 1");
+  check_expert_parallel(p, m, of_model, add);
   return problems;
 }
 

@@ -9,6 +9,8 @@ int64_t global_rank(const ParallelPlan& p, int64_t tp, int64_t cp, int64_t dp, i
   return tp + p.tp * (cp + p.cp * (dp + p.dp * pp));
 }
 
+int64_t expert_dp(const ParallelPlan& p) { return p.ep > 1 ? p.tp * p.cp * p.dp / p.ep : p.dp * p.cp; }
+
 GroupScope group_scope(const ParallelPlan& p, GroupKind kind, int64_t gpus_per_node) {
   GroupScope scope;
   std::set<int64_t> nodes;
@@ -19,14 +21,19 @@ GroupScope group_scope(const ParallelPlan& p, GroupKind kind, int64_t gpus_per_n
       case GroupKind::kDp: return global_rank(p, 0, 0, i, 0);
       case GroupKind::kPp: return global_rank(p, 0, 0, 0, i);
       case GroupKind::kDpCp: return global_rank(p, 0, i % p.cp, i / p.cp, 0);
+      case GroupKind::kEp: return i;               // ranks 0 .. ep-1 of the first stage
+      case GroupKind::kExpertDp:  // every ep-th rank of the stage; without EP, the dp x cp group
+        return p.ep > 1 ? i * p.ep : global_rank(p, 0, i % p.cp, i / p.cp, 0);
     }
     return int64_t{0};
   };
-  const int64_t size = kind == GroupKind::kTp   ? p.tp
-                       : kind == GroupKind::kCp ? p.cp
-                       : kind == GroupKind::kDp ? p.dp
-                       : kind == GroupKind::kDpCp ? p.dp * p.cp
-                                                  : p.pp;
+  const int64_t size = kind == GroupKind::kTp         ? p.tp
+                       : kind == GroupKind::kCp       ? p.cp
+                       : kind == GroupKind::kDp       ? p.dp
+                       : kind == GroupKind::kDpCp     ? p.dp * p.cp
+                       : kind == GroupKind::kEp       ? p.ep
+                       : kind == GroupKind::kExpertDp ? expert_dp(p)
+                                                      : p.pp;
   for (int64_t i = 0; i < size; ++i) nodes.insert(rank_of(i) / gpus_per_node);
   scope.size = size;
   scope.nodes = static_cast<int64_t>(nodes.size());
@@ -41,6 +48,8 @@ const char* to_string(GroupKind kind) {
     case GroupKind::kDp: return "dp";
     case GroupKind::kPp: return "pp";
     case GroupKind::kDpCp: return "dp_cp";
+    case GroupKind::kEp: return "ep";
+    case GroupKind::kExpertDp: return "expert_dp";
   }
   return "?";
 }

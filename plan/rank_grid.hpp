@@ -12,7 +12,10 @@ namespace trainsim {
 
 // kDpCp: the data-parallel ranks of every context-parallel rank (Megatron's dp_cp group), over
 // which gradients are reduced and optimizer states sharded: the weights are the same on every CP rank.
-enum class GroupKind { kTp, kCp, kDp, kPp, kDpCp };
+// kEp: an MoE layer's expert-parallel group (ep consecutive ranks of a stage: Megatron-Core's
+// expert grid tp-ep-dp with expert TP 1); kExpertDp: the ranks holding the same experts, over which
+// expert gradients are reduced and their optimizer states sharded (tp x cp x dp / ep of them).
+enum class GroupKind { kTp, kCp, kDp, kPp, kDpCp, kEp, kExpertDp };
 
 struct GroupScope {
   int64_t size = 1;              // ranks in the group
@@ -24,6 +27,10 @@ struct GroupScope {
 // Scope of the group of `kind` containing rank 0 (every group of a kind has the same scope when
 // gpus_per_node is a multiple or a divisor of the group's stride; otherwise this is rank 0's).
 GroupScope group_scope(const ParallelPlan& plan, GroupKind kind, int64_t gpus_per_node);
+
+// Ranks that hold the same experts and reduce their gradients: tp x cp x dp / ep with expert
+// parallelism, else dp x cp (the experts then are split over TP like a dense FFN).
+int64_t expert_dp(const ParallelPlan& plan);
 
 // Global rank of (tp, cp, dp, pp) coordinates in Megatron order.
 int64_t global_rank(const ParallelPlan& plan, int64_t tp, int64_t cp, int64_t dp, int64_t pp);

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "model/param_count.hpp"
+#include "plan/rank_grid.hpp"
 
 namespace trainsim {
 
@@ -44,8 +45,12 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
   // Norms, row-parallel biases (attention output, FFN down) and the MoE router are replicated over
   // tensor-parallel ranks; everything else in a layer is split t ways (Shoeybi et al. 2019).
   const int64_t layer_replicated = params.per_layer.norms + params.per_layer.router + (model.linear_bias ? 2 * model.hidden : 0);
-  const int64_t layer_split = params.per_layer.total() - layer_replicated;
-  const int64_t layer_on_rank = layer_split / plan.tp + layer_replicated;
+  // With expert parallelism the routed experts are not TP-split: a rank holds experts / ep of them
+  // whole (expert TP 1), their states sharded over the ranks holding the same experts.
+  const bool expert_parallel = plan.ep > 1 && model.moe;
+  const int64_t layer_experts = expert_parallel ? params.per_layer.mlp / plan.ep : 0;
+  const int64_t layer_split = params.per_layer.total() - layer_replicated - (expert_parallel ? params.per_layer.mlp : 0);
+  const int64_t layer_on_rank = layer_split / plan.tp + layer_replicated + layer_experts;
   const int64_t embedding_on_rank = params.token_embedding / plan.tp;  // vocab-parallel
 
   ActivationLayout act;
@@ -63,12 +68,14 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
   // ZeRO shards over the data-parallel ranks of every CP rank (Megatron's dp_cp group, torchtitan's
   // dp_shard_cp mesh): the weights are the same on each CP rank.
   const double dp = static_cast<double>(plan.dp * plan.cp);
+  const double expert_dp_ranks = static_cast<double>(expert_dp(plan));
   RankMemory result;
   for (int64_t stage = 0; stage < plan.pp; ++stage) {
     StageMemory s;
     s.stage = stage;
     s.layers = layers_on_stage(model, plan, stage);
     s.params = s.layers * layer_on_rank;
+    s.expert_params = s.layers * layer_experts;
     s.in_flight_micro_batches = in_flight_micro_batches(plan, stage);
     double activations = act_layer * static_cast<double>(s.layers) * s.in_flight_micro_batches;
     if (stage == 0) {
@@ -88,10 +95,13 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
     double working = s.layers > 0 ? recompute_working_bytes(model, act) : 0.0;
     if (stage == plan.pp - 1) working = std::max(working, loss_working_bytes(model, act));
     activations += working;
-    const double n = static_cast<double>(s.params);
-    s.memory.weights_bytes = n * bytes.weights / (plan.zero_stage >= 3 ? dp : 1.0);
-    s.memory.gradients_bytes = n * bytes.gradients / (plan.zero_stage >= 2 ? dp : 1.0);
-    s.memory.optimizer_bytes = n * bytes.optimizer / (plan.zero_stage >= 1 ? dp : 1.0);
+    const double dense = static_cast<double>(s.params - s.expert_params), experts = static_cast<double>(s.expert_params);
+    const auto state = [&](double bytes_per_param, bool sharded) {
+      return dense * bytes_per_param / (sharded ? dp : 1.0) + experts * bytes_per_param / (sharded ? expert_dp_ranks : 1.0);
+    };
+    s.memory.weights_bytes = state(bytes.weights, plan.zero_stage >= 3);
+    s.memory.gradients_bytes = state(bytes.gradients, plan.zero_stage >= 2);
+    s.memory.optimizer_bytes = state(bytes.optimizer, plan.zero_stage >= 1);
     s.memory.activations_bytes = activations;
     // ZeRO-3 gathers a layer's full weights before use and prefetches the next: two layers live.
     if (plan.zero_stage >= 3) s.memory.other_bytes = 2.0 * static_cast<double>(layer_on_rank) * bytes.weights;

@@ -69,6 +69,7 @@ std::string params_table(const ModelReport& r) {
   row("position embedding", c.position_embedding);
   row("attention (" + std::to_string(layers) + " layers)", c.per_layer.attention * layers);
   row(std::string(r.model.moe ? "experts" : "mlp") + " (" + std::to_string(layers) + " layers)", c.per_layer.mlp * layers);
+  if (c.per_layer.shared > 0) row("shared experts (" + std::to_string(layers) + " layers)", c.per_layer.shared * layers);
   row("router (" + std::to_string(layers) + " layers)", c.per_layer.router * layers);
   row("norms", c.per_layer.norms * layers + c.final_norm);
   row(r.model.tied_embeddings ? "lm head (tied)" : "lm head", c.lm_head);
@@ -144,7 +145,7 @@ nlohmann::ordered_json model_report_json(const ModelReport& r) {
   params["position_embedding"] = c.position_embedding;
   params["final_norm"] = c.final_norm;
   params["lm_head"] = c.lm_head;
-  params["per_layer"] = {{"attention", c.per_layer.attention}, {"mlp", c.per_layer.mlp},
+  params["per_layer"] = {{"attention", c.per_layer.attention}, {"mlp", c.per_layer.mlp}, {"shared_experts", c.per_layer.shared},
                          {"router", c.per_layer.router},       {"norms", c.per_layer.norms},
                          {"total", c.per_layer.total()}};
   doc["params"] = params;

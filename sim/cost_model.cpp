@@ -96,7 +96,17 @@ double DatasheetCostModel::collective_s(CollectiveKind kind, double bytes, const
            c_.kernel_overhead_s;
   }
   const double n = static_cast<double>(scope.size);
-  const double bandwidth_s = bytes * bus_factor(kind, scope.size) / bus_bandwidth_bytes_per_s(scope);
+  double bandwidth_s = bytes * bus_factor(kind, scope.size) / bus_bandwidth_bytes_per_s(scope);
+  if (kind == CollectiveKind::kAllToAll && !scope.intra_node()) {
+    // An all-to-all is not a ring: every rank sends the share bound for other nodes, (n - r) / n
+    // of its buffer, through its own NIC, and cannot use its node's other NICs (NCCL's maintainers,
+    // nccl-tests #267 / #130: busbw = algbw (n - 1) / n, about 2 x one NIC on 2 nodes); the share
+    // staying in the node moves over NVLink at the same time.
+    const double r = static_cast<double>(scope.ranks_per_node);
+    const double nic = gbit_per_s_to_bytes_per_s(hardware_.inter_node_gbps_per_gpu) * c_.network_bandwidth_fraction;
+    const double nvlink = hardware_.gpu.nvlink_bandwidth_bytes_per_s * c_.nvlink_bandwidth_fraction;
+    bandwidth_s = std::max(bytes * (n - r) / n / nic, nvlink > 0 ? bytes * (r - 1.0) / n / nvlink : 0.0);
+  }
   const double alpha = scope.intra_node() ? c_.collective_step_intra_s : c_.collective_step_inter_s;
   double steps = kind == CollectiveKind::kAllReduce ? 2.0 * (n - 1.0) : kind == CollectiveKind::kSendRecv ? 1.0 : n - 1.0;
   // NCCL switches to a tree across nodes for all-reduce: 2 log2(n) latency steps.

@@ -26,7 +26,6 @@ double zero_bubble_fill_fraction(const IterationWork& work, const ParallelPlan& 
 
 ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, const Hardware& hw, const CostModel& cost) {
   const IterationWork work = lower_iteration(model, plan);
-  const GroupScope dp_scope = group_scope(plan, GroupKind::kDpCp, hw.gpus_per_node);
   const int64_t p = plan.pp, v = plan.vpp;
   const double m = static_cast<double>(plan.micro_batches());
   const LayerScopes scopes = layer_scopes(plan, hw.gpus_per_node);
@@ -58,11 +57,15 @@ ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, con
                                zero_bubble_fill_fraction(work, plan, cost, scopes, steps);
   pipeline += 2.0 * static_cast<double>(p - 1) * p2p;
 
-  const double params = work.stages[0].params;
+  const double params = work.stages[0].params, experts = work.stages[0].expert_params;
+  const DpScopes dp = dp_scopes(plan, hw.gpus_per_node);
+  const auto dp_s = [&](CollectiveKind kind, double share, double bytes_per_param) {
+    return dp_collective_s(cost, kind, params * share, experts * share, bytes_per_param, dp);
+  };
   double dp_exposed = 0;
   if (plan.dp * plan.cp > 1 && plan.zero_stage >= 3) {
-    const double gather = cost.collective_s(CollectiveKind::kAllGather, params * work.weight_bytes_per_param, dp_scope);
-    const double scatter = cost.collective_s(CollectiveKind::kReduceScatter, params * work.grad_bytes_per_param, dp_scope);
+    const double gather = dp_s(CollectiveKind::kAllGather, 1.0, work.weight_bytes_per_param);
+    const double scatter = dp_s(CollectiveKind::kReduceScatter, 1.0, work.grad_bytes_per_param);
     // Gathers run ahead of compute on their own stream (one per forward and backward step);
     // compute waits for the first, and for all of them when they are slower than the steps.
     // Reduce-scatters follow each backward on the reduce stream; the last is always exposed.
@@ -74,14 +77,13 @@ ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, con
     const CollectiveKind kind = plan.zero_stage == 0 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
     const double per_chunk = params / static_cast<double>(v);
     const double buckets = plan.dp_overlap ? std::max(1.0, std::ceil(per_chunk / kDpBucketParams)) : 1.0;
-    const double reduce = static_cast<double>(v) * buckets *
-                          cost.collective_s(kind, per_chunk / buckets * work.grad_bytes_per_param, dp_scope);
+    const double reduce = static_cast<double>(v) * buckets * dp_s(kind, 1.0 / (static_cast<double>(v) * buckets), work.grad_bytes_per_param);
     dp_exposed = plan.dp_overlap ? std::max(reduce / buckets, reduce - last_backward * (buckets - 1.0) / buckets) : reduce;
     if (plan.zero_stage >= 1) {
-      dp_exposed += cost.collective_s(CollectiveKind::kAllGather, params * work.weight_bytes_per_param, dp_scope);
+      dp_exposed += dp_s(CollectiveKind::kAllGather, 1.0, work.weight_bytes_per_param);
     }
   }
-  const double sharded = params / (plan.zero_stage >= 1 ? static_cast<double>(plan.dp * plan.cp) : 1.0);
+  const double sharded = optimizer_params(params, experts, plan.zero_stage, dp);
   const double optimizer = cost.optimizer_s(sharded);
 
   ScreenEstimate out;

@@ -25,13 +25,14 @@ enum Stream : int32_t { kCompute = 0, kSendNext = 1, kSendPrev = 2, kDpReduce = 
 
 struct Builder {
   Builder(const ParallelPlan& p, const CostModel& c, const IterationWork& w, const PipelineSchedule& sch, GroupScope tp,
-          GroupScope dp)
-      : plan(p), cost(c), work(w), schedule(sch), tp_scope(tp), dp_scope(dp) {}
+          const DpScopes& d)
+      : plan(p), cost(c), work(w), schedule(sch), tp_scope(tp), dp(d) {}
   const ParallelPlan& plan;
   const CostModel& cost;
   const IterationWork& work;
   const PipelineSchedule& schedule;
-  GroupScope tp_scope, dp_scope;
+  GroupScope tp_scope;
+  DpScopes dp;
   double p2p_s = 0;
   double bucket_params = 40e6;
   TaskGraph graph;
@@ -57,19 +58,25 @@ struct Builder {
   double chunk_params(int64_t stage) const {
     return work.stages[static_cast<size_t>(stage)].params / static_cast<double>(schedule.chunks);
   }
+  double chunk_expert_params(int64_t stage) const {
+    return work.stages[static_cast<size_t>(stage)].expert_params / static_cast<double>(schedule.chunks);
+  }
+  // A DP collective over `share` of a chunk's parameters (dense and experts, each in its group).
+  double chunk_dp_s(CollectiveKind kind, int64_t stage, double share, double bytes_per_param) const {
+    return dp_collective_s(cost, kind, chunk_params(stage) * share, chunk_expert_params(stage) * share, bytes_per_param, dp);
+  }
 
   double gather_s(int64_t stage) const {
     // nccl-tests convention: the buffer is the whole gathered output (every shard).
-    return cost.collective_s(CollectiveKind::kAllGather, chunk_params(stage) * work.weight_bytes_per_param, dp_scope);
+    return chunk_dp_s(CollectiveKind::kAllGather, stage, 1.0, work.weight_bytes_per_param);
   }
 
   // Gradient reduction of one chunk's parameters in buckets; each bucket waits on `ready[i]`.
   void add_reductions(int64_t stage, const std::vector<TaskId>& ready) {
-    const double params = chunk_params(stage) / static_cast<double>(ready.size());
+    const double share = 1.0 / static_cast<double>(ready.size());
     const CollectiveKind kind = plan.zero_stage == 0 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
     for (TaskId r : ready) {
-      const double bytes = params * work.grad_bytes_per_param;
-      const TaskId id = add(stage, kDpReduce, cost.collective_s(kind, bytes, dp_scope), TaskCategory::kDpReduce, 0);
+      const TaskId id = add(stage, kDpReduce, chunk_dp_s(kind, stage, share, work.grad_bytes_per_param), TaskCategory::kDpReduce, 0);
       graph.add_dep(id, r);
       reductions[static_cast<size_t>(stage)].push_back(id);
     }
@@ -128,8 +135,7 @@ struct Builder {
     if (split) add_reductions(stage, ids);
     if (zero3 && completes_gradients) {
       // FSDP reduce-scatters each micro-batch's gradients.
-      const double bytes = chunk_params(stage) * work.grad_bytes_per_param;
-      const TaskId rs = add(stage, kDpReduce, cost.collective_s(CollectiveKind::kReduceScatter, bytes, dp_scope),
+      const TaskId rs = add(stage, kDpReduce, chunk_dp_s(CollectiveKind::kReduceScatter, stage, 1.0, work.grad_bytes_per_param),
                             TaskCategory::kDpReduce, step.micro_batch);
       graph.add_dep(rs, ids.back());
       reductions[static_cast<size_t>(stage)].push_back(rs);
@@ -157,13 +163,14 @@ struct Builder {
     if (plan.dp * plan.cp > 1 && plan.zero_stage < 3 && !plan.dp_overlap) {
       for (int64_t c = 0; c < schedule.chunks; ++c) add_reductions(stage, {last_compute});
     }
-    const double sharded = work.stages[static_cast<size_t>(stage)].params / (plan.zero_stage >= 1 ? static_cast<double>(plan.dp * plan.cp) : 1.0);
+    const StageWork& w = work.stages[static_cast<size_t>(stage)];
+    const double sharded = optimizer_params(w.params, w.expert_params, plan.zero_stage, dp);
     const TaskId opt = add(stage, kCompute, cost.optimizer_s(sharded), TaskCategory::kOptimizer, 0);
     for (TaskId r : reductions[static_cast<size_t>(stage)]) graph.add_dep(opt, r);
     if (plan.dp * plan.cp > 1 && (plan.zero_stage == 1 || plan.zero_stage == 2)) {
       // The distributed optimizer all-gathers the updated 16-bit weights.
-      const double bytes = work.stages[static_cast<size_t>(stage)].params * work.weight_bytes_per_param;
-      const TaskId gather = add(stage, kDpGather, cost.collective_s(CollectiveKind::kAllGather, bytes, dp_scope),
+      const TaskId gather = add(stage, kDpGather,
+                                dp_collective_s(cost, CollectiveKind::kAllGather, w.params, w.expert_params, work.weight_bytes_per_param, dp),
                                 TaskCategory::kDpGather, 0);
       graph.add_dep(gather, opt);
     }
@@ -249,7 +256,7 @@ Prediction predict_iteration(const ModelSpec& model, const ParallelPlan& plan, c
   const double p2p_s = plan.pp > 1 ? cost.collective_s(CollectiveKind::kSendRecv, work.stages[0].send_bytes, neighbours) : 0.0;
   const PipelineSchedule schedule = make_schedule(model, plan, step_costs, weight_grads, p2p_s);
   Builder b(plan, cost, work, schedule, group_scope(plan, GroupKind::kTp, hardware.gpus_per_node),
-            group_scope(plan, GroupKind::kDpCp, hardware.gpus_per_node));
+            dp_scopes(plan, hardware.gpus_per_node));
   b.bucket_params = options.dp_bucket_params;
   b.p2p_s = p2p_s;
   const size_t vstages = static_cast<size_t>(b.virtual_stages()), m = static_cast<size_t>(schedule.micro_batches);

@@ -7,7 +7,30 @@
 namespace trainsim {
 
 LayerScopes layer_scopes(const ParallelPlan& plan, int64_t gpus_per_node) {
-  return {group_scope(plan, GroupKind::kTp, gpus_per_node), group_scope(plan, GroupKind::kCp, gpus_per_node)};
+  return {group_scope(plan, GroupKind::kTp, gpus_per_node), group_scope(plan, GroupKind::kCp, gpus_per_node),
+          group_scope(plan, GroupKind::kEp, gpus_per_node)};
+}
+
+DpScopes dp_scopes(const ParallelPlan& plan, int64_t gpus_per_node) {
+  DpScopes s;
+  s.dense = group_scope(plan, GroupKind::kDpCp, gpus_per_node);
+  s.experts = group_scope(plan, GroupKind::kExpertDp, gpus_per_node);
+  s.dense_ranks = static_cast<double>(plan.dp * plan.cp);
+  s.expert_ranks = static_cast<double>(expert_dp(plan));
+  return s;
+}
+
+double dp_collective_s(const CostModel& cost, CollectiveKind kind, double params, double expert_params, double bytes_per_param,
+                       const DpScopes& scopes) {
+  const double dense = params - expert_params;
+  double t = dense > 0 ? cost.collective_s(kind, dense * bytes_per_param, scopes.dense) : 0.0;
+  if (expert_params > 0 && scopes.experts.size > 1) t += cost.collective_s(kind, expert_params * bytes_per_param, scopes.experts);
+  return t;
+}
+
+double optimizer_params(double params, double expert_params, int zero_stage, const DpScopes& scopes) {
+  if (zero_stage < 1) return params;
+  return (params - expert_params) / scopes.dense_ranks + expert_params / scopes.expert_ranks;
 }
 
 StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const LayerScopes& scopes) {

@@ -30,13 +30,28 @@ struct StepCost {
   StepCost scaled(double f) const { return {compute_s * f, tp_s * f, host_idle_s * f}; }
 };
 
-// The groups a layer's collectives run in: tensor parallel, and context parallel (the KV ring).
+// The groups a layer's collectives run in: tensor parallel, context parallel (the KV ring) and
+// expert parallel (the MoE all-to-alls).
 struct LayerScopes {
-  GroupScope tp, cp;
-  LayerScopes(const GroupScope& tp_scope, const GroupScope& cp_scope = {}) : tp(tp_scope), cp(cp_scope) {}  // NOLINT
-  const GroupScope& of(GroupKind kind) const { return kind == GroupKind::kCp ? cp : tp; }
+  GroupScope tp, cp, ep;
+  LayerScopes(const GroupScope& tp_scope, const GroupScope& cp_scope = {}, const GroupScope& ep_scope = {})  // NOLINT
+      : tp(tp_scope), cp(cp_scope), ep(ep_scope) {}
+  const GroupScope& of(GroupKind kind) const { return kind == GroupKind::kCp ? cp : kind == GroupKind::kEp ? ep : tp; }
 };
 LayerScopes layer_scopes(const ParallelPlan& plan, int64_t gpus_per_node);
+
+// Data-parallel collectives over a stage's parameters: the dense ones over dp x cp, the routed
+// experts (under expert parallelism) over the ranks holding the same experts (rank_grid's expert_dp).
+struct DpScopes {
+  GroupScope dense, experts;
+  double dense_ranks = 1, expert_ranks = 1;  // the ZeRO sharding degrees
+};
+DpScopes dp_scopes(const ParallelPlan& plan, int64_t gpus_per_node);
+// `params` of which `expert_params` routed experts, `bytes_per_param` each.
+double dp_collective_s(const CostModel& cost, CollectiveKind kind, double params, double expert_params, double bytes_per_param,
+                       const DpScopes& scopes);
+// The parameters one rank updates with ZeRO-1+ (its shard), or all of them.
+double optimizer_params(double params, double expert_params, int zero_stage, const DpScopes& scopes);
 
 // Sum over `ops`; a collective that overlaps another op counts only its part longer than that op.
 StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const LayerScopes& scopes);

@@ -44,15 +44,6 @@ TEST_CASE("sequence parallelism needs tensor parallelism") {
   CHECK_THAT(problems.items()[0], Catch::Contains("sequence parallelism needs tp > 1"));
 }
 
-TEST_CASE("expert parallelism says plainly that it is not modeled yet") {
-  ParallelPlan p;
-  p.ep = 2;
-  p.global_batch = 1;
-  const auto problems = validate_plan(p, resolve_model("llama3-8b"), "options");
-  REQUIRE(problems.size() == 1);
-  CHECK_THAT(problems.items()[0], Catch::Contains("not modeled yet"));
-}
-
 TEST_CASE("context parallelism needs 2 x cp load-balanced chunks, fused attention, and SP-divisible shares") {
   ParallelPlan p;
   p.cp = 2;

@@ -145,3 +145,17 @@ TEST_CASE("context parallelism: a ring of cp - 1 K,V blocks beside attention, wh
     if (std::string(op.name) == "cp_ring_kv_bwd") CHECK(op.bytes == Approx(2 * ring->bytes));
   }
 }
+
+TEST_CASE("an all-to-all across nodes goes through each rank's own NIC, not the node's ring bandwidth") {
+  const DatasheetCostModel cost(a100_cluster(), Precision::kBf16, no_latency());
+  const double nic = gbit_per_s_to_bytes_per_s(200) * EfficiencyConstants{}.network_bandwidth_fraction;
+  const GroupScope two_nodes{16, 8, 2};
+  const double bytes = 128e6;
+  // Half of every rank's buffer is for the other node: 8/16 of it over one NIC.
+  CHECK(cost.collective_s(CollectiveKind::kAllToAll, bytes, two_nodes) == Approx(bytes * 8.0 / 16.0 / nic));
+  // busbw = algbw (n - 1) / n: about twice one NIC on two nodes (nccl-tests #267).
+  const double busbw = bytes / cost.collective_s(CollectiveKind::kAllToAll, bytes, two_nodes) * 15.0 / 16.0;
+  CHECK(busbw == Approx(1.875 * nic));
+  // A ring all-gather of the same buffer is far cheaper: its node crossings use every NIC.
+  CHECK(cost.collective_s(CollectiveKind::kAllGather, bytes, two_nodes) < 0.3 * cost.collective_s(CollectiveKind::kAllToAll, bytes, two_nodes));
+}

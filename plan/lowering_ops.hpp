@@ -1,0 +1,77 @@
+// Building blocks of plan/lowering.cpp shared with the MoE lowering (plan/moe_lowering.cpp): op
+// constructors, a linear layer's three GEMMs, the per-rank shapes of a layer and the TP region's
+// boundary collectives.
+#pragma once
+
+#include <cstdint>
+
+#include "plan/lowering.hpp"
+#include "plan/parallel_plan.hpp"
+
+namespace trainsim::lowering {
+
+inline Op gemm(const char* name, int64_t m, int64_t n, int64_t k, int64_t batch = 1) {
+  Op op;
+  op.kind = OpKind::kGemm;
+  op.name = name;
+  op.m = m;
+  op.n = n;
+  op.k = k;
+  op.batch = batch;
+  return op;
+}
+
+inline Op memory(const char* name, double bytes) {
+  Op op;
+  op.kind = OpKind::kMemoryBound;
+  op.name = name;
+  op.bytes = bytes;
+  return op;
+}
+
+inline Op collective(const char* name, CollectiveKind kind, GroupKind group, double bytes) {
+  Op op;
+  op.kind = OpKind::kCollective;
+  op.name = name;
+  op.collective = kind;
+  op.group = group;
+  op.bytes = bytes;
+  return op;
+}
+
+// Forward/backward of a GEMM y = x W with x (tokens x k) and W (k x n): dgrad (tokens x k) and
+// wgrad (k x n), each as many FLOPs as the forward; `batch` independent products (grouped experts).
+inline void add_linear(LayerWork& w, const char* name, const char* dgrad, const char* wgrad, int64_t tokens, int64_t n,
+                       int64_t k, int64_t batch = 1) {
+  w.forward.push_back(gemm(name, tokens, n, k, batch));
+  w.backward.push_back(gemm(dgrad, tokens, k, n, batch));
+  w.backward.push_back(gemm(wgrad, k, n, tokens, batch));
+}
+
+struct Shapes {
+  int64_t tokens, h, q, kv, f, heads_per_rank, t;
+  double e;           // bytes per activation value
+  double sp_tokens;   // tokens held by one rank outside the TP region (tokens / t with SP)
+};
+
+// Entering (`entering`) or leaving the tensor-parallel region; see plan/lowering.cpp.
+void add_tp_boundary(LayerWork& w, const Shapes& s, bool sp, bool entering);
+
+// The op names of an FFN's two linears (string literals: ops keep the pointer).
+struct FfnNames {
+  const char *up, *up_dgrad, *up_wgrad, *down, *down_dgrad, *down_wgrad;
+};
+inline constexpr FfnNames kFfnNames{"fc1", "fc1_dgrad", "fc1_wgrad", "fc2", "fc2_dgrad", "fc2_wgrad"};
+inline constexpr FfnNames kSharedFfnNames{"shared_fc1", "shared_fc1_dgrad", "shared_fc1_wgrad",
+                                          "shared_fc2", "shared_fc2_dgrad", "shared_fc2_wgrad"};
+
+// An FFN's up (and gate) projection, activation and down projection over `tokens` rows of width
+// `width` (per rank), `groups` independent FFNs (local experts) of that shape.
+void add_ffn_core(LayerWork& w, const ModelSpec& m, const Shapes& s, const FfnNames& names, int64_t tokens, int64_t width,
+                  int64_t groups = 1);
+
+// An MoE layer's FFN with expert parallelism (ep > 1): router, permutation, all-to-all dispatch,
+// the local experts' grouped GEMMs, combine, and the shared experts (plan/moe_lowering.cpp).
+void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s);
+
+}  // namespace trainsim::lowering

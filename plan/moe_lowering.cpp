@@ -1,0 +1,54 @@
+// An MoE layer's FFN under expert parallelism, as Megatron-Core's MoELayer runs it with the
+// all-to-all token dispatcher (megatron/core/transformer/moe/token_dispatcher.py): the router's
+// logits, softmax and top-k; the token copies permuted so each expert's are contiguous; an
+// all-to-all over the expert-parallel group (dispatch); the local experts' FFNs as one grouped
+// GEMM per linear; the all-to-all back (combine); the copies unpermuted and summed with their
+// router weights. Shared experts (DeepSeek, Qwen2-MoE) run as a TP-split dense FFN on every token.
+//
+// Load balance: every expert gets the mean share of token copies (dropless routing with the
+// auxiliary balance loss on; the measured imbalance of a real router is not modeled).
+#include <algorithm>
+#include <cmath>
+
+#include "plan/lowering_ops.hpp"
+
+namespace trainsim::lowering {
+
+void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s) {
+  const MoeSpec& moe = *m.moe;
+  // One rank routes the tokens it holds: the sequence-parallel shard (Megatron-Core runs MoE with
+  // TP only with SP), each copied top_k times.
+  const double tokens = s.sp_tokens;
+  const double copies = tokens * static_cast<double>(moe.top_k);
+  const double copy_bytes = copies * static_cast<double>(s.h) * s.e;
+  const double token_bytes = tokens * static_cast<double>(s.h) * s.e;
+
+  add_linear(w, "router", "router_dgrad", "router_wgrad", std::max<int64_t>(1, std::llround(tokens)), moe.experts, s.h);
+  const double logits = tokens * static_cast<double>(moe.experts) * 4.0;  // fp32 softmax and top-k
+  w.forward.push_back(memory("router_topk", 3 * logits));
+  w.backward.push_back(memory("router_topk_bwd", 3 * logits));
+
+  w.forward.push_back(memory("moe_permute", 2 * copy_bytes));
+  w.forward.push_back(collective("moe_dispatch", CollectiveKind::kAllToAll, GroupKind::kEp, copy_bytes));
+  // After the dispatch a rank holds, on average, as many copies as it sent, spread over its
+  // experts / ep local experts: one grouped GEMM per linear over them.
+  const int64_t local_experts = moe.experts / p.ep;
+  const int64_t per_expert = std::max<int64_t>(1, std::llround(copies / static_cast<double>(local_experts)));
+  add_ffn_core(w, m, s, kFfnNames, per_expert, moe.expert_ffn_hidden, local_experts);
+  w.forward.push_back(collective("moe_combine", CollectiveKind::kAllToAll, GroupKind::kEp, copy_bytes));
+  w.forward.push_back(memory("moe_unpermute", 2 * copy_bytes + token_bytes));
+
+  // The backward runs the same all-to-alls on the gradients, in reverse.
+  w.backward.push_back(memory("moe_unpermute_bwd", 2 * copy_bytes + token_bytes));
+  w.backward.push_back(collective("moe_combine_bwd", CollectiveKind::kAllToAll, GroupKind::kEp, copy_bytes));
+  w.backward.push_back(collective("moe_dispatch_bwd", CollectiveKind::kAllToAll, GroupKind::kEp, copy_bytes));
+  w.backward.push_back(memory("moe_permute_bwd", 2 * copy_bytes));
+
+  if (moe.shared_experts > 0) {
+    add_tp_boundary(w, s, p.sequence_parallel, true);
+    add_ffn_core(w, m, s, kSharedFfnNames, s.tokens, moe.shared_experts * moe.expert_ffn_hidden / s.t);
+    add_tp_boundary(w, s, p.sequence_parallel, false);
+  }
+}
+
+}  // namespace trainsim::lowering

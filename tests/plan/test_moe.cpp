@@ -1,0 +1,120 @@
+// Mixture-of-experts layers under expert parallelism: the plan's constraints, the all-to-all bytes
+// per token, the grouped expert GEMMs, and an MoE layer's memory per rank by hand.
+#include <catch2/catch.hpp>
+
+#include "model/model_catalog.hpp"
+#include "model/param_count.hpp"
+#include "plan/lowering.hpp"
+#include "plan/rank_grid.hpp"
+#include "plan/rank_memory.hpp"
+
+using namespace trainsim;
+
+namespace {
+
+// Qwen3-30B-A3B with Megatron-Bridge's layout: 16 GPUs, dp 16, ep 16, ZeRO-1.
+ParallelPlan qwen_plan() {
+  ParallelPlan p;
+  p.dp = 16;
+  p.ep = 16;
+  p.global_batch = 64;
+  p.zero_stage = 1;
+  return p;
+}
+
+const Op& find_op(const std::vector<Op>& ops, const std::string& name) {
+  for (const Op& op : ops) {
+    if (name == op.name) return op;
+  }
+  FAIL("no op " << name);
+  return ops.front();
+}
+
+}  // namespace
+
+TEST_CASE("expert parallelism needs an MoE model, experts and stage ranks it divides, and SP with TP") {
+  const ModelSpec qwen = resolve_model("qwen3-30b-a3b");
+  ParallelPlan p = qwen_plan();
+  CHECK(validate_plan(p, qwen, "options").empty());
+  CHECK_THAT(validate_plan(p, resolve_model("llama3-8b"), "options").items()[0], Catch::Contains("needs a mixture-of-experts model"));
+  p.ep = 48;  // 128 experts
+  p.dp = 48;
+  p.global_batch = 48;
+  CHECK_THAT(validate_plan(p, qwen, "options").items()[0], Catch::Contains("must divide the experts (128)"));
+  p = qwen_plan();
+  p.dp = 8;
+  p.global_batch = 64;
+  CHECK_THAT(validate_plan(p, qwen, "options").items()[0], Catch::Contains("must divide tp x cp x dp (8)"));
+  p = qwen_plan();
+  p.tp = 2;
+  p.dp = 8;
+  CHECK_THAT(validate_plan(p, qwen, "options").items()[0], Catch::Contains("needs sequence parallelism"));
+  p.sequence_parallel = true;
+  CHECK(validate_plan(p, qwen, "options").empty());
+}
+
+TEST_CASE("the dispatch and combine all-to-alls move top_k copies of every token's hidden state each way") {
+  const ModelSpec m = resolve_model("qwen3-30b-a3b");  // h 2048, 128 experts, top 8
+  ParallelPlan p = qwen_plan();
+  const LayerWork w = lower_iteration(m, p).layer;
+  const double tokens = 4096.0;  // one sequence per micro-batch, no TP
+  const double copy_bytes = tokens * 8 * 2048 * 2.0;
+  for (const char* name : {"moe_dispatch", "moe_combine"}) {
+    const Op& op = find_op(w.forward, name);
+    CHECK(op.collective == CollectiveKind::kAllToAll);
+    CHECK(op.group == GroupKind::kEp);
+    CHECK(op.bytes == Approx(copy_bytes));  // 2 x top_k x h bytes per token and direction in bf16
+  }
+  for (const char* name : {"moe_dispatch_bwd", "moe_combine_bwd"}) CHECK(find_op(w.backward, name).bytes == Approx(copy_bytes));
+  // 8 local experts, each with the mean share of the 4096 x 8 copies: one grouped GEMM per linear.
+  const Op& fc1 = find_op(w.forward, "fc1");
+  CHECK(fc1.batch == 8);
+  CHECK(fc1.m == 4096);
+  CHECK(fc1.n == 2 * 768);  // SwiGLU's gate and up
+  CHECK(fc1.k == 2048);
+  CHECK(find_op(w.forward, "router").n == 128);
+  // Every expert FLOP is there: 2 x copies x (3 matrices of h x f).
+  double expert_flops = 0;
+  for (const Op& op : w.forward) {
+    if (std::string(op.name) == "fc1" || std::string(op.name) == "fc2") expert_flops += op.flops();
+  }
+  CHECK(expert_flops == Approx(2.0 * tokens * 8 * 3 * 2048 * 768));
+}
+
+TEST_CASE("an MoE layer's memory per rank: experts / ep whole experts, their optimizer states over the expert-DP ranks") {
+  const ModelSpec m = resolve_model("qwen3-30b-a3b");
+  ParallelPlan p = qwen_plan();
+  p.tp = 2;
+  p.dp = 16;
+  p.ep = 8;
+  p.sequence_parallel = true;
+  p.global_batch = 64;
+  REQUIRE(validate_plan(p, m, "options").empty());
+  const ParamCounts c = count_params(m);
+  const StageMemory s = estimate_rank_memory(m, p).stages[0];
+  const int64_t experts_per_layer = c.per_layer.mlp / 8;  // 16 of 128 experts, not split over TP
+  const int64_t dense_per_layer = c.per_layer.attention / 2 + c.per_layer.norms + c.per_layer.router;
+  CHECK(s.expert_params == 48 * experts_per_layer);
+  CHECK(s.params == 48 * (experts_per_layer + dense_per_layer) + c.token_embedding / 2 + c.final_norm + c.lm_head / 2);
+  CHECK(expert_dp(p) == 4);  // tp x dp / ep = 32 / 8 ranks hold the same experts
+  const double dense = static_cast<double>(s.params - s.expert_params), experts = static_cast<double>(s.expert_params);
+  CHECK(s.memory.optimizer_bytes == Approx(12.0 * dense / 16.0 + 12.0 * experts / 4.0));
+  CHECK(s.memory.weights_bytes == Approx(2.0 * (dense + experts)));
+  // The expert-parallel group is 8 consecutive ranks: inside one node.
+  CHECK(group_scope(p, GroupKind::kEp, 8).intra_node());
+  CHECK(group_scope(p, GroupKind::kExpertDp, 8).nodes == 4);
+}
+
+TEST_CASE("Qwen MoE Hugging Face configs: Qwen3's routed experts, Qwen2-MoE's shared expert") {
+  const std::string data = TRAINSIM_TEST_DATA;
+  const ModelSpec q3 = resolve_model(data + "/hf/qwen3-30b-a3b/config.json");
+  REQUIRE(q3.moe);
+  CHECK(q3.moe->experts == 128);
+  CHECK(q3.moe->expert_ffn_hidden == 768);
+  CHECK(count_params(q3).total == count_params(resolve_model("qwen3-30b-a3b")).total);
+  CHECK(count_params(q3).active_per_token == Approx(3.35e9).epsilon(0.01));  // "30.5B total, 3.3B activated"
+  const ModelSpec q2 = resolve_model(data + "/hf/qwen1.5-moe-a2.7b/config.json");
+  CHECK(q2.moe->shared_experts == 4);  // 5632 / 1408
+  CHECK(count_params(q2).total == Approx(14.3e9).epsilon(0.01));            // "14.3B parameters"
+  CHECK(count_params(q2).active_per_token == Approx(2.7e9).epsilon(0.01));  // "2.7B activated"
+}
