@@ -6,6 +6,7 @@
 #include "common/errors.hpp"
 #include "model/model_catalog.hpp"
 #include "plan/plan_export.hpp"
+#include "plan/plan_import.hpp"
 #include "plan/plan_json.hpp"
 
 using namespace trainsim;
