@@ -1,4 +1,4 @@
-// `trainsim export PLAN.json --to megatron|deepspeed|torchrun [--model M] [--gpus-per-node N]`.
+// `trainsim export PLAN.json --to megatron|deepspeed|torchrun|torchtitan [--model M] [--gpus-per-node N]`.
 #include <iostream>
 #include <optional>
 
@@ -19,10 +19,12 @@ Command add_export_command(CLI::App& root) {
     int64_t gpus_per_node = 8;
   };
   auto o = std::make_shared<Options>();
-  CLI::App* app = root.add_subcommand("export", "print a plan as Megatron-LM arguments, a DeepSpeed config or a torchrun line");
+  CLI::App* app = root.add_subcommand("export", "print a plan as Megatron-LM arguments, a DeepSpeed config, a torchrun line or a torchtitan job TOML");
   app->add_option("plan", o->plan_path, "plan JSON (keys as in --plan)")->required();
-  app->add_option("--model", o->model, "the model (needed for its Megatron arguments and for interleaving)");
-  app->add_option("--to", o->to, "megatron, deepspeed or torchrun")->required()->check(CLI::IsMember({"megatron", "deepspeed", "torchrun"}));
+  app->add_option("--model", o->model, "the model (needed for its Megatron arguments, for interleaving, and for torchtitan)");
+  app->add_option("--to", o->to, "megatron, deepspeed, torchrun or torchtitan")
+      ->required()
+      ->check(CLI::IsMember({"megatron", "deepspeed", "torchrun", "torchtitan"}));
   app->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node for torchrun/srun (default 8)")->check(CLI::PositiveNumber);
   return {app, [o]() {
             const ParallelPlan plan = load_plan_file(o->plan_path);

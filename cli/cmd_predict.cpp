@@ -1,10 +1,12 @@
-// `trainsim predict --model M <hardware> <plan> [--trace FILE] [--format json]`: one iteration.
+// `trainsim predict --model M <hardware> <plan> [--from FORMAT FILE] [--trace FILE] [--format json]`:
+// one iteration.
 #include <fstream>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/app.hpp"
+#include "cli/import_options.hpp"
 #include "cli/shared_options.hpp"
 #include "sim/framework_preset.hpp"
 #include "common/errors.hpp"
@@ -21,6 +23,7 @@ Command add_predict_command(CLI::App& root) {
   struct Options {
     ModelOptions model;
     PlanOptions plan;
+    ImportOptions from;
     HardwareOptions hardware;
     FormatOption format;
     std::string trace_path;
@@ -30,13 +33,17 @@ Command add_predict_command(CLI::App& root) {
   o->model.add_to(*app);
   o->hardware.add_to(*app);
   o->plan.add_to(*app);
+  o->from.add_to(*app);
   o->format.add_to(*app);
   app->add_option("--trace", o->trace_path, "write a Chrome/Perfetto trace of the iteration to this file");
   return {app, [o]() {
-            const ModelSpec model = o->model.resolve();
-            const ParallelPlan plan = o->plan.resolve(model);
+            ModelSpec model = o->model.resolve();
+            const std::optional<ImportedJob> job = o->from.load(o->model, model, o->plan.given("gpus") ? o->plan.gpus : 0);
+            const ParallelPlan plan = o->plan.resolve(model, job ? &*job : nullptr);
             const Hardware hardware = o->hardware.resolve(plan);
-            const bool flash2 = o->plan.given("framework") && framework_preset(o->plan.framework).flash2_attention_on_hopper;
+            // The framework's attention kernel: --framework, else the imported file's framework.
+            const std::string framework = o->plan.given("framework") ? o->plan.framework : job ? job->framework : "";
+            const bool flash2 = !framework.empty() && framework_preset(framework).flash2_attention_on_hopper;
             const std::unique_ptr<CostModel> cost = o->hardware.costs().make(hardware, plan.precision, flash2);
             SimulationOptions options;
             options.keep_trace = !o->trace_path.empty();

@@ -1,23 +1,31 @@
 // `trainsim search --model M --gpu G[,G...] --gpus N|--max-gpus N --global-batch B
 //  [--objective time|cost] [--top K] [--train-tokens T --deadline-days D --budget-usd B]
-//  [--export megatron|deepspeed|torchrun] [--format json]`: ranks every valid plan.
+//  [--export megatron|deepspeed|torchrun|torchtitan] [--from FORMAT FILE] [--format json]`: ranks every
+//  valid plan; with --from, also simulates the imported plan to set it beside the best.
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 
 #include "common/nearest_name.hpp"
 #include "sim/framework_preset.hpp"
 #include "cli/app.hpp"
+#include "cli/import_options.hpp"
 #include "cli/shared_options.hpp"
 #include "common/errors.hpp"
 #include "plan/plan_export.hpp"
+#include "plan/plan_json.hpp"
+#include "reports/prediction_report.hpp"
 #include "reports/json_output.hpp"
 #include "reports/search_report.hpp"
+#include "reports/text_table.hpp"
 #include "sim/search.hpp"
+#include "sim/simulator.hpp"
 
 namespace trainsim {
 
@@ -40,84 +48,163 @@ void draw_progress(const std::string& label, double fraction) {
   std::fflush(stderr);
 }
 
-}  // namespace
+struct Options {
+  ModelOptions model;
+  HardwareOptions hardware;
+  FormatOption format;
+  ImportOptions from;
+  int64_t gpus = 0, max_gpus = 0, global_batch = 0, top = 10, max_micro_batch = 16, simulate_best = 200;
+  std::string objective = "time", precision = "bf16", attention = "flash", export_to, framework;
+  bool compiled = false;
+  double train_tokens = 0, deadline_days = 0, budget_usd = 0;
+  int threads = 0;
+  bool tp_across_nodes = false;
+  std::map<std::string, CLI::Option*> options;
+  bool given(const std::string& name) const { return options.at(name)->count() > 0; }
+};
 
-Command add_search_command(CLI::App& root) {
-  struct Options {
-    ModelOptions model;
-    HardwareOptions hardware;
-    FormatOption format;
-    int64_t gpus = 0, max_gpus = 0, global_batch = 0, top = 10, max_micro_batch = 16, simulate_best = 200;
-    std::string objective = "time", precision = "bf16", attention = "flash", export_to, framework;
-    bool compiled = false;
-    double train_tokens = 0, deadline_days = 0, budget_usd = 0;
-    int threads = 0;
-    bool tp_across_nodes = false;
-  };
-  auto o = std::make_shared<Options>();
-  CLI::App* app = root.add_subcommand("search", "rank every valid plan for a model on a cluster");
-  o->model.add_to(*app);
-  o->hardware.add_to(*app);
-  o->format.add_to(*app);
-  app->add_option("--gpus", o->gpus, "number of GPUs")->check(CLI::PositiveNumber);
-  app->add_option("--max-gpus", o->max_gpus, "also every power-of-two GPU count up to this")->check(CLI::PositiveNumber);
-  app->add_option("--global-batch", o->global_batch, "sequences per iteration")->required()->check(CLI::PositiveNumber);
-  app->add_option("--objective", o->objective, "rank by time or by cost")->check(CLI::IsMember({"time", "cost"}));
-  app->add_option("--top", o->top, "plans to show (default 10)")->check(CLI::PositiveNumber);
-  app->add_option("--max-micro-batch", o->max_micro_batch, "largest micro-batch tried (default 16)")->check(CLI::PositiveNumber);
-  app->add_option("--simulate-best", o->simulate_best, "screened plans re-simulated on the event engine (default 200)")
+void add_options(CLI::App* app, Options& o) {
+  o.model.add_to(*app);
+  o.hardware.add_to(*app);
+  o.format.add_to(*app);
+  o.from.add_to(*app);
+  o.options["gpus"] = app->add_option("--gpus", o.gpus, "number of GPUs")->check(CLI::PositiveNumber);
+  o.options["max-gpus"] = app->add_option("--max-gpus", o.max_gpus, "also every power-of-two GPU count up to this")->check(CLI::PositiveNumber);
+  o.options["global-batch"] = app->add_option("--global-batch", o.global_batch, "sequences per iteration (required unless --from gives it)")
+                                  ->check(CLI::PositiveNumber);
+  app->add_option("--objective", o.objective, "rank by time or by cost")->check(CLI::IsMember({"time", "cost"}));
+  app->add_option("--top", o.top, "plans to show (default 10)")->check(CLI::PositiveNumber);
+  app->add_option("--max-micro-batch", o.max_micro_batch, "largest micro-batch tried (default 16)")->check(CLI::PositiveNumber);
+  app->add_option("--simulate-best", o.simulate_best, "screened plans re-simulated on the event engine (default 200)")
       ->check(CLI::PositiveNumber);
-  app->add_option("--precision", o->precision, "training precision")->check(CLI::IsMember({"bf16", "fp16", "fp32", "fp8"}));
-  app->add_option("--attention", o->attention, "attention kernel")->check(CLI::IsMember({"flash", "unfused"}));
-  app->add_option("--framework", o->framework,
+  o.options["precision"] = app->add_option("--precision", o.precision, "training precision")->check(CLI::IsMember({"bf16", "fp16", "fp32", "fp8"}));
+  o.options["attention"] = app->add_option("--attention", o.attention, "attention kernel")->check(CLI::IsMember({"flash", "unfused"}));
+  o.options["framework"] = app->add_option("--framework", o.framework,
                   "price attention with this framework's kernel on Hopper (PyTorch SDPA: FlashAttention-2; "
                   "Megatron-Core/TE: cuDNN), and search its selective recomputation and loss (torchtitan: per-op "
                   "checkpointing, PyTorch cross-entropy): " + join_names(framework_preset_names()))
       ->check(CLI::IsMember(framework_preset_names()));
-  app->add_flag("--compiled", o->compiled, "with --framework torchtitan: the run uses torch.compile (fused RMSNorm)");
-  app->add_flag("--tp-across-nodes", o->tp_across_nodes, "also try tensor parallelism wider than a node");
-  app->add_option("--train-tokens", o->train_tokens, "tokens to train: report days and $ for the whole run")
+  o.options["compiled"] = app->add_flag("--compiled", o.compiled, "with --framework torchtitan: the run uses torch.compile (fused RMSNorm)");
+  app->add_flag("--tp-across-nodes", o.tp_across_nodes, "also try tensor parallelism wider than a node");
+  app->add_option("--train-tokens", o.train_tokens, "tokens to train: report days and $ for the whole run")
       ->check(CLI::PositiveNumber);
-  app->add_option("--deadline-days", o->deadline_days, "drop plans that take longer (needs --train-tokens)")
+  app->add_option("--deadline-days", o.deadline_days, "drop plans that take longer (needs --train-tokens)")
       ->check(CLI::PositiveNumber);
-  app->add_option("--budget-usd", o->budget_usd, "drop plans that cost more (needs --train-tokens)")->check(CLI::PositiveNumber);
-  app->add_option("--threads", o->threads, "screening threads (default: all cores)")->check(CLI::PositiveNumber);
-  app->add_option("--export", o->export_to, "print the best plan as launch arguments")
-      ->check(CLI::IsMember({"megatron", "deepspeed", "torchrun"}));
+  app->add_option("--budget-usd", o.budget_usd, "drop plans that cost more (needs --train-tokens)")->check(CLI::PositiveNumber);
+  app->add_option("--threads", o.threads, "screening threads (default: all cores)")->check(CLI::PositiveNumber);
+  app->add_option("--export", o.export_to, "print the best plan as launch arguments")
+      ->check(CLI::IsMember({"megatron", "deepspeed", "torchrun", "torchtitan"}));
+}
+
+// What the searched job is, where the flags leave it to the --from file: GPU count, global
+// batch, precision, and (torchtitan) the framework and whether it is compiled.
+void take_from_import(Options& o, const ImportedJob& job) {
+  if (!o.given("gpus") && !o.given("max-gpus")) o.gpus = job.plan.gpus();
+  if (!o.given("global-batch")) o.global_batch = job.plan.global_batch;
+  if (!o.given("precision")) o.precision = to_string(job.plan.precision);
+  if (!o.given("framework") && job.framework == "torchtitan") {
+    o.framework = job.framework;
+    if (!o.given("compiled")) o.compiled = job.plan.norm == NormKernel::kFused;
+  }
+}
+
+SearchOptions search_options(const Options& o) {
+  if (o.gpus <= 0 && o.max_gpus <= 0) {
+    throw InputError("search: give --gpus N (one GPU count) or --max-gpus N (every power of two up to N)", "e.g. --gpus 256");
+  }
+  if (o.global_batch <= 0) throw InputError("search: give --global-batch B (sequences per iteration)", "e.g. --global-batch 512");
+  if ((o.deadline_days > 0 || o.budget_usd > 0) && o.train_tokens <= 0) {
+    throw InputError("--deadline-days and --budget-usd need --train-tokens (the run they apply to)");
+  }
+  if (o.compiled && o.framework.empty()) {
+    throw InputError("--compiled says which RMSNorm a framework runs; it needs --framework",
+                     "add --framework torchtitan (the preset with an eager default), or leave --compiled out");
+  }
+  SearchOptions options;
+  options.objective = o.objective == "cost" ? Objective::kCost : Objective::kTime;
+  options.simulate_best = o.simulate_best;
+  options.threads = o.threads;
+  options.train_tokens = o.train_tokens;
+  options.deadline_days = o.deadline_days;
+  options.budget_usd = o.budget_usd;
+  options.space.global_batch = o.global_batch;
+  options.space.max_micro_batch = o.max_micro_batch;
+  options.space.tp_across_nodes = o.tp_across_nodes;
+  options.space.precision = parse_precision(o.precision);
+  options.space.attention = parse_attention(o.attention);
+  const FrameworkPreset preset = framework_preset(o.framework);
+  options.flash2_attention = !o.framework.empty() && preset.flash2_attention_on_hopper;
+  if (!o.framework.empty() && preset.per_op_checkpointing) options.space.selective = Recompute::kSelectiveOp;
+  if (!o.framework.empty() && preset.pytorch_cross_entropy) options.space.cross_entropy = LossKernel::kPytorch;
+  // An uncompiled framework's RMSNorm unless --compiled says the run is compiled.
+  if (!o.framework.empty() && preset.eager_unless_compiled && !o.compiled) options.space.norm = NormKernel::kEager;
+  return options;
+}
+
+// The imported plan at the searched GPU count, global batch and precision, on the first GPU type;
+// a plan that is not valid there is described instead of simulated.
+struct ImportedResult {
+  std::optional<Prediction> prediction;
+  std::string not_simulated;  // why, when there is no prediction
+};
+
+ImportedResult simulate_imported(const Options& o, const ModelSpec& model, const ImportedJob& job, bool flash2) {
+  ParallelPlan plan = job.plan;
+  const int64_t gpus = o.gpus > 0 ? o.gpus : o.max_gpus;
+  const int64_t model_parallel = plan.tp * plan.pp * plan.cp;
+  if (gpus % model_parallel != 0) return {std::nullopt, "tp x pp x cp (" + std::to_string(model_parallel) + ") does not divide " + std::to_string(gpus) + " GPUs"};
+  plan.dp = gpus / model_parallel;
+  plan.global_batch = o.global_batch;
+  plan.precision = parse_precision(o.precision);
+  const ProblemList problems = validate_plan(plan, model, job.file);
+  if (!problems.empty()) return {std::nullopt, problems.items().front()};
+  const Hardware hw = o.hardware.resolve_gpu(o.hardware.gpu_names().front(), gpus, plan.precision);
+  const std::unique_ptr<CostModel> cost = o.hardware.costs().make(hw, plan.precision, flash2);
+  return {predict_iteration(model, plan, hw, *cost, SimulationOptions{}), ""};
+}
+
+std::string render_imported(const ImportedJob& job, const ImportedResult& r, const SearchReport& report) {
+  std::string out = "\nImported plan (" + job.file + "): ";
+  if (!r.prediction) return out + "not simulated: " + r.not_simulated + "\n";
+  const Prediction& p = *r.prediction;
+  out += "dp " + std::to_string(p.plan.dp) + " x tp " + std::to_string(p.plan.tp) + " x pp " + std::to_string(p.plan.pp) +
+         " x cp " + std::to_string(p.plan.cp) + ", micro-batch " + std::to_string(p.plan.micro_batch) + ", ZeRO-" +
+         std::to_string(p.plan.zero_stage) + ", recompute " + to_string(p.plan.recompute) + ": ";
+  if (!p.fits) return out + "does not fit (" + p.infeasible_reason + ")\n";
+  out += format_fixed(p.tokens_per_s_per_gpu, 1) + " tokens/s per GPU, iteration " + format_fixed(p.iteration_time_s, 3) + " s";
+  if (!report.best.empty() && p.tokens_per_s_per_gpu > 0) {
+    out += "; the best plan above: " + format_fixed(report.best.front().prediction.tokens_per_s_per_gpu / p.tokens_per_s_per_gpu, 2) +
+           "x its tokens/s per GPU";
+  }
+  return out + "\n";
+}
+
+nlohmann::ordered_json imported_json(const ImportedJob& job, const ImportedResult& r) {
+  nlohmann::ordered_json j;
+  j["file"] = job.file;
+  if (!r.prediction) {
+    j["not_simulated"] = r.not_simulated;
+    return j;
+  }
+  j["plan"] = plan_to_json(r.prediction->plan);
+  const nlohmann::ordered_json result = prediction_result_json(*r.prediction);
+  for (const auto& [key, value] : result.items()) j[key] = value;
+  return j;
+}
+
+}  // namespace
+
+Command add_search_command(CLI::App& root) {
+  auto o = std::make_shared<Options>();
+  CLI::App* app = root.add_subcommand("search", "rank every valid plan for a model on a cluster");
+  add_options(app, *o);
   return {app, [o]() {
-            if (o->gpus <= 0 && o->max_gpus <= 0) {
-              throw InputError("search: give --gpus N (one GPU count) or --max-gpus N (every power of two up to N)",
-                               "e.g. --gpus 256");
-            }
-            if ((o->deadline_days > 0 || o->budget_usd > 0) && o->train_tokens <= 0) {
-              throw InputError("--deadline-days and --budget-usd need --train-tokens (the run they apply to)");
-            }
-            const ModelSpec model = o->model.resolve();
+            ModelSpec model = o->model.resolve();
+            const std::optional<ImportedJob> job = o->from.load(o->model, model, o->gpus);
+            if (job) take_from_import(*o, *job);
+            SearchOptions options = search_options(*o);
             const std::vector<std::string> gpus = o->hardware.gpu_names();
             if (gpus.empty()) throw InputError("missing --gpu or --cluster", "e.g. --gpu h100-sxm-80gb,a100-sxm-80gb");
-            SearchOptions options;
-            options.objective = o->objective == "cost" ? Objective::kCost : Objective::kTime;
-            options.simulate_best = o->simulate_best;
-            options.threads = o->threads;
-            options.train_tokens = o->train_tokens;
-            options.deadline_days = o->deadline_days;
-            options.budget_usd = o->budget_usd;
-            options.space.global_batch = o->global_batch;
-            options.space.max_micro_batch = o->max_micro_batch;
-            options.space.tp_across_nodes = o->tp_across_nodes;
-            options.space.precision = o->precision == "bf16" ? Precision::kBf16 : o->precision == "fp16" ? Precision::kFp16
-                                      : o->precision == "fp32" ? Precision::kFp32 : Precision::kFp8;
-            options.space.attention = o->attention == "flash" ? AttentionKernel::kFlash : AttentionKernel::kUnfused;
-            if (o->compiled && o->framework.empty()) {
-              throw InputError("--compiled says which RMSNorm a framework runs; it needs --framework",
-                               "add --framework torchtitan (the preset with an eager default), or leave --compiled out");
-            }
-            const FrameworkPreset preset = framework_preset(o->framework);
-            options.flash2_attention = !o->framework.empty() && preset.flash2_attention_on_hopper;
-            if (!o->framework.empty() && preset.per_op_checkpointing) options.space.selective = Recompute::kSelectiveOp;
-            if (!o->framework.empty() && preset.pytorch_cross_entropy) options.space.cross_entropy = LossKernel::kPytorch;
-            // An uncompiled framework's RMSNorm unless --compiled says the run is compiled.
-            if (!o->framework.empty() && preset.eager_unless_compiled && !o->compiled) options.space.norm = NormKernel::kEager;
             const bool show_progress = isatty(STDERR_FILENO) != 0;
             SearchReport report;
             report.model = model;
@@ -141,10 +228,13 @@ Command add_search_command(CLI::App& root) {
               }
             }
             report.finish(static_cast<size_t>(o->top));
+            const ImportedResult imported = job ? simulate_imported(*o, model, *job, options.flash2_attention) : ImportedResult{};
             if (o->format.value() == OutputFormat::kJson) {
-              write_json(std::cout, report.to_json());
+              nlohmann::ordered_json doc = report.to_json();
+              if (job) doc["imported"] = imported_json(*job, imported);
+              write_json(std::cout, doc);
             } else {
-              std::cout << report.render();
+              std::cout << report.render() << (job ? render_imported(*job, imported, report) : "");
             }
             if (!o->export_to.empty()) {
               if (report.best.empty()) throw InputError("--export: no plan fits, so there is nothing to export");

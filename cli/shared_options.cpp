@@ -11,6 +11,7 @@
 #include "common/profile_json.hpp"
 #include "sim/profiled_cost_model.hpp"
 #include "model/model_catalog.hpp"
+#include "plan/plan_import.hpp"
 #include "plan/plan_json.hpp"
 
 namespace trainsim {
@@ -23,6 +24,11 @@ void ModelOptions::add_to(CLI::App& app) {
 
 ModelSpec ModelOptions::resolve() const {
   return resolve_model(model, seq_len_option->count() > 0 ? std::optional<int64_t>(seq_len) : std::nullopt);
+}
+
+ModelSpec ModelOptions::resolve(int64_t file_seq_len) const {
+  if (seq_len_option->count() > 0 || file_seq_len <= 0) return resolve();
+  return resolve_model(model, file_seq_len);
 }
 
 namespace {
@@ -138,12 +144,65 @@ bool PlanOptions::given(const std::string& name) const {
   return it != options.end() && it->second->count() > 0;
 }
 
-ParallelPlan PlanOptions::resolve(const ModelSpec& model) const {
+namespace {
+
+// dp from the GPU count when neither a flag nor the plan file states it; else the count must match.
+void fit_dp_to_gpus(ParallelPlan& p, int64_t gpus, bool dp_free, bool gpus_given, const ImportedJob* imported) {
+  const int64_t model_parallel = p.tp * p.pp * p.cp;
+  if (dp_free) {
+    if (gpus % model_parallel != 0) {
+      throw InputError("--gpus: gpus (" + std::to_string(gpus) + ") must be a multiple of tp x pp x cp (" +
+                           std::to_string(model_parallel) + ")",
+                       "choose tp, pp and cp whose product divides the GPU count, or give --dp");
+    }
+    p.dp = gpus / model_parallel;
+  } else if (p.gpus() != gpus && !gpus_given && imported != nullptr) {
+    throw InputError("the plan needs dp x tp x pp x cp = " + std::to_string(p.gpus()) + " GPUs, but " + imported->file +
+                         " launches " + std::to_string(gpus),
+                     "leave --dp out, or give --gpus");
+  } else if (p.gpus() != gpus && !gpus_given) {
+    throw InputError("the plan needs dp x tp x pp x cp = " + std::to_string(p.gpus()) + " ranks, but mpirun started " +
+                         std::to_string(gpus),
+                     "run under `mpirun -np " + std::to_string(p.gpus()) + " trainsim run ...`");
+  } else if (p.gpus() != gpus) {
+    throw InputError("--gpus: dp x tp x pp x cp (" + std::to_string(p.dp) + " x " + std::to_string(p.tp) + " x " +
+                         std::to_string(p.pp) + " x " + std::to_string(p.cp) + " = " + std::to_string(p.gpus()) +
+                         ") must equal gpus (" + std::to_string(gpus) + ")",
+                     "leave --dp out to have it derived from --gpus");
+  }
+}
+
+}  // namespace
+
+ParallelPlan PlanOptions::resolve(const ModelSpec& model, const ImportedJob* imported) const {
+  if (imported != nullptr && given("plan")) {
+    throw InputError("--plan and --from both give the plan", "give one of them; flags on top override either");
+  }
   std::vector<std::string> defaulted = {"dp", "tp", "pp", "cp", "ep", "vpp", "micro_batch", "global_batch"};
   ParallelPlan p = given("plan") ? load_plan_file(plan_path, &(defaulted = {})) : ParallelPlan{};
+  if (imported != nullptr) {
+    p = imported->plan;
+    defaulted = imported->defaulted;
+  }
+  const bool from_file = given("plan") || imported != nullptr;
   auto is_defaulted = [&](const std::string& key) {
     return std::find(defaulted.begin(), defaulted.end(), key) != defaulted.end();
   };
+  apply_flags(p);
+  // Keys the user stated (a flag, or the plan file): a framework preset never overrides them.
+  auto stated = [&](const char* flag, const char* key) { return given(flag) || (from_file && !is_defaulted(key)); };
+
+  const int64_t file_gpus = imported != nullptr ? imported->gpus : 0;
+  const int64_t gpus = given("gpus") ? this->gpus : file_gpus > 0 ? file_gpus : default_gpus;
+  if (gpus > 0) fit_dp_to_gpus(p, gpus, !given("dp") && is_defaulted("dp"), given("gpus"), imported);
+  if (given("framework")) apply_framework(framework_preset(framework), p, stated);
+  if (!given("global-batch") && is_defaulted("global_batch")) p.global_batch = p.dp * p.micro_batch;
+  const std::string where = imported != nullptr ? imported->file : given("plan") ? plan_path : "options";
+  validate_plan(p, model, where).throw_if_any("INTERFACE.md lists the plan options; docs/model-math.md the memory conventions");
+  return p;
+}
+
+void PlanOptions::apply_flags(ParallelPlan& p) const {
   auto take = [&](const char* flag, int64_t& field) {
     if (given(flag)) field = sizes.at(flag);
   };
@@ -168,35 +227,6 @@ ParallelPlan PlanOptions::resolve(const ModelSpec& model) const {
   if (given("no-tp-overlap")) p.tp_overlap = !no_tp_overlap;
   if (given("schedule")) p.schedule = parse_schedule(schedule);
   else if (p.vpp > 1) p.schedule = Schedule::kInterleaved;
-  // Keys the user stated (a flag, or the plan file): a framework preset never overrides them.
-  auto stated = [&](const char* flag, const char* key) { return given(flag) || (given("plan") && !is_defaulted(key)); };
-
-  const int64_t model_parallel = p.tp * p.pp * p.cp;
-  const int64_t gpus = given("gpus") ? this->gpus : default_gpus;
-  if (gpus > 0) {
-    if (!given("dp") && is_defaulted("dp")) {
-      if (gpus % model_parallel != 0) {
-        throw InputError("--gpus: gpus (" + std::to_string(gpus) + ") must be a multiple of tp x pp x cp (" +
-                             std::to_string(model_parallel) + ")",
-                         "choose tp, pp and cp whose product divides the GPU count, or give --dp");
-      }
-      p.dp = gpus / model_parallel;
-    } else if (p.gpus() != gpus && !given("gpus")) {
-      throw InputError("the plan needs dp x tp x pp x cp = " + std::to_string(p.gpus()) + " ranks, but mpirun started " +
-                           std::to_string(gpus),
-                       "run under `mpirun -np " + std::to_string(p.gpus()) + " trainsim run ...`");
-    } else if (p.gpus() != gpus) {
-      throw InputError("--gpus: dp x tp x pp x cp (" + std::to_string(p.dp) + " x " + std::to_string(p.tp) + " x " +
-                           std::to_string(p.pp) + " x " + std::to_string(p.cp) + " = " + std::to_string(p.gpus()) +
-                           ") must equal gpus (" + std::to_string(gpus) + ")",
-                       "leave --dp out to have it derived from --gpus");
-    }
-  }
-  if (given("framework")) apply_framework(framework_preset(framework), p, stated);
-  if (!given("global-batch") && is_defaulted("global_batch")) p.global_batch = p.dp * p.micro_batch;
-  validate_plan(p, model, given("plan") ? plan_path : "options")
-      .throw_if_any("INTERFACE.md lists the plan options; docs/model-math.md the memory conventions");
-  return p;
 }
 
 void HardwareOptions::add_to(CLI::App& app) {

@@ -27,7 +27,11 @@ struct ModelOptions {
   CLI::Option* seq_len_option = nullptr;
   void add_to(CLI::App& app);
   ModelSpec resolve() const;
+  // With `seq_len` (> 0) as the sequence length unless --seq-len states one.
+  ModelSpec resolve(int64_t seq_len) const;
 };
+
+struct ImportedJob;
 
 struct PlanOptions {
   std::string plan_path;
@@ -44,8 +48,12 @@ struct PlanOptions {
   bool given(const std::string& name) const;
   // The plan from --plan (if any) with the flags on top, the --framework preset's defaults for
   // what neither states (printed on stderr), dp from --gpus when left out, a global batch of dp x
-  // micro-batch when none is given; validated against the model.
-  ParallelPlan resolve(const ModelSpec& model) const;
+  // micro-batch when none is given; validated against the model. `imported` (--from) stands in for
+  // --plan.
+  ParallelPlan resolve(const ModelSpec& model, const ImportedJob* imported = nullptr) const;
+
+ private:
+  void apply_flags(ParallelPlan& plan) const;  // the plan flags given, over `plan`
 };
 
 // `--gpu --cluster --gpus-per-node --inter-node-gbps --price`; the GPU count comes from the plan.

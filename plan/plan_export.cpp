@@ -1,14 +1,13 @@
-// Export to Megatron-LM, DeepSpeed and torchrun, and the parsers for the round trip.
+// Export to Megatron-LM, DeepSpeed and torchrun (torchtitan: plan/torchtitan_export.cpp).
 #include "plan/plan_export.hpp"
 
-#include <map>
+#include <algorithm>
 #include <sstream>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "common/errors.hpp"
-#include "common/json_reader.hpp"
+#include "plan/torchtitan_export.hpp"
 
 namespace trainsim {
 
@@ -16,7 +15,8 @@ ExportTarget parse_export_target(const std::string& name) {
   if (name == "megatron") return ExportTarget::kMegatron;
   if (name == "deepspeed") return ExportTarget::kDeepSpeed;
   if (name == "torchrun") return ExportTarget::kTorchrun;
-  throw InputError("--to: \"" + name + "\" is not one of: megatron, deepspeed, torchrun");
+  if (name == "torchtitan") return ExportTarget::kTorchtitan;
+  throw InputError("--to: \"" + name + "\" is not one of: megatron, deepspeed, torchrun, torchtitan");
 }
 
 namespace {
@@ -33,6 +33,11 @@ std::string model_args(const ModelSpec& m) {
   if (m.position == PositionKind::kRope) a << " --position-embedding-type rope";
   if (!m.tied_embeddings) a << " --untie-embeddings-and-output-weights";
   if (!m.linear_bias) a << " --disable-bias-linear";
+  if (m.moe) {
+    a << " \\\n  --num-experts " << m.moe->experts << " --moe-router-topk " << m.moe->top_k << " --moe-ffn-hidden-size "
+      << m.moe->expert_ffn_hidden << " --moe-grouped-gemm --moe-token-dispatcher-type alltoall";
+    if (m.moe->shared_experts > 0) a << " --moe-shared-expert-intermediate-size " << m.moe->shared_experts * m.moe->expert_ffn_hidden;
+  }
   a << " \\\n  ";
   return a.str();
 }
@@ -80,6 +85,7 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
   if (model != nullptr) a << model_args(*model);
   a << "--tensor-model-parallel-size " << p.tp << " --pipeline-model-parallel-size " << p.pp;
   if (p.cp > 1) a << " --context-parallel-size " << p.cp;
+  if (p.ep > 1) a << " --expert-model-parallel-size " << p.ep << " --expert-tensor-parallel-size 1";
   if (model != nullptr) a << pipeline_split_args(*model, p);
   if (p.sequence_parallel) a << " --sequence-parallel";
   a << " \\\n  --micro-batch-size " << p.micro_batch << " --global-batch-size " << p.global_batch;
@@ -115,21 +121,19 @@ std::string deepspeed_config(const ParallelPlan& p) {
   return j.dump(2) + "\n";
 }
 
-std::vector<std::string> split_words(const std::string& text) {
-  std::istringstream in(text);
-  std::vector<std::string> words;
-  for (std::string w; in >> w;) {
-    if (w != "\\") words.push_back(w);
-  }
-  return words;
-}
-
 }  // namespace
 
 std::string export_plan(const ModelSpec* m, const ParallelPlan& p, int64_t gpus_per_node, ExportTarget target) {
   switch (target) {
     case ExportTarget::kMegatron: return megatron_args(m, p) + "\n";
     case ExportTarget::kDeepSpeed: return deepspeed_config(p);
+    case ExportTarget::kTorchtitan: {
+      if (m == nullptr) {
+        throw InputError("export --to torchtitan needs the model (its sequence length, flavor and pipeline split)",
+                         "give --model");
+      }
+      return export_torchtitan(*m, p, gpus_per_node);
+    }
     case ExportTarget::kTorchrun: {
       const int64_t per_node = std::min(gpus_per_node, p.gpus());
       const int64_t nodes = (p.gpus() + per_node - 1) / per_node;
@@ -142,64 +146,6 @@ std::string export_plan(const ModelSpec* m, const ParallelPlan& p, int64_t gpus_
     }
   }
   return {};
-}
-
-ParallelPlan parse_megatron_args(const std::string& text, const ModelSpec& m, int64_t gpus) {
-  const std::vector<std::string> w = split_words(text);
-  std::map<std::string, std::string> values;
-  std::vector<std::string> flags;
-  for (size_t i = 0; i < w.size(); ++i) {
-    if (i + 1 < w.size() && w[i + 1].rfind("--", 0) != 0) {
-      values[w[i]] = w[i + 1];
-      ++i;
-    } else {
-      flags.push_back(w[i]);
-    }
-  }
-  auto has = [&](const std::string& f) { return std::find(flags.begin(), flags.end(), f) != flags.end(); };
-  auto number = [&](const std::string& key, int64_t fallback) {
-    const auto it = values.find(key);
-    return it == values.end() ? fallback : std::stoll(it->second);
-  };
-  ParallelPlan p;
-  p.tp = number("--tensor-model-parallel-size", 1);
-  p.pp = number("--pipeline-model-parallel-size", 1);
-  p.cp = number("--context-parallel-size", 1);
-  const int64_t layers_per_chunk = number("--num-layers-per-virtual-pipeline-stage", 0);
-  p.vpp = layers_per_chunk > 0 ? m.layers / (p.pp * layers_per_chunk) : number("--num-virtual-stages-per-pipeline-rank", 1);
-  p.first_stage_layers = number("--decoder-first-pipeline-num-layers", 0);
-  p.last_stage_layers = number("--decoder-last-pipeline-num-layers", 0);
-  p.schedule = p.vpp > 1 ? Schedule::kInterleaved : Schedule::k1F1B;
-  p.sequence_parallel = has("--sequence-parallel");
-  p.micro_batch = number("--micro-batch-size", 1);
-  p.global_batch = number("--global-batch-size", 1);
-  const auto granularity = values.find("--recompute-granularity");
-  p.recompute = granularity == values.end() ? Recompute::kNone
-                : granularity->second == "selective" ? Recompute::kSelective : Recompute::kFull;
-  p.zero_stage = has("--use-distributed-optimizer") ? 1 : has("--use-torch-fsdp2") ? 3 : 0;
-  p.precision = values.count("--fp8-format") ? Precision::kFp8 : has("--bf16") ? Precision::kBf16
-                : has("--fp16") ? Precision::kFp16 : Precision::kFp32;
-  p.attention = has("--use-flash-attn") ? AttentionKernel::kFlash : AttentionKernel::kUnfused;
-  p.dp_overlap = has("--overlap-grad-reduce");
-  p.dp = gpus / (p.tp * p.pp * p.cp);
-  return p;
-}
-
-ParallelPlan parse_deepspeed_config(const std::string& json_text, int64_t gpus) {
-  const nlohmann::json j = parse_json_text(json_text, "DeepSpeed config");
-  ParallelPlan p;
-  p.global_batch = j.value("train_batch_size", int64_t{1});
-  p.micro_batch = j.value("train_micro_batch_size_per_gpu", int64_t{1});
-  p.dp = gpus;
-  if (j.contains("zero_optimization")) {
-    p.zero_stage = j["zero_optimization"].value("stage", 0);
-    p.dp_overlap = j["zero_optimization"].value("overlap_comm", true);
-  }
-  const bool bf16 = j.contains("bf16") && j["bf16"].value("enabled", false);
-  const bool fp16 = j.contains("fp16") && j["fp16"].value("enabled", false);
-  p.precision = bf16 ? Precision::kBf16 : fp16 ? Precision::kFp16 : Precision::kFp32;
-  p.recompute = j.contains("activation_checkpointing") ? Recompute::kFull : Recompute::kNone;
-  return p;
 }
 
 }  // namespace trainsim

@@ -322,3 +322,40 @@ cli_test("predict with a Zero Bubble schedule" RC 0 MATCH "zb-2p" "pipeline bubb
   ARGS predict --model gpt3-1.3b --gpu a100-sxm-80gb --gpus 8 --pp 8 --global-batch 64 --schedule zb-2p)
 cli_test("bad: export refuses a Zero Bubble schedule Megatron-LM does not have" RC 2
   MATCH "no Zero Bubble schedule" ARGS export ${plans}/gpt3-1.3b-pp8-zb1p.json --to megatron)
+
+# --from: plans imported from launch files (flags on top override them); what is not modeled is listed.
+set(imports ${CMAKE_CURRENT_SOURCE_DIR}/data/import)
+cli_test("predict --from megatron reads a launch script, its world size and lists the flags not modeled" RC 0
+  MATCH "dp 4 x tp 2 x pp 2, micro-batch 1, global batch 128" "ZeRO-1, recompute selective, SP, bf16"
+        "megatron_llama3_8b.sh \\(megatron\\): not modeled, ignored: --overlap-param-gather, --tp-comm-overlap"
+  ARGS predict --model llama3-8b --gpu h100-sxm-80gb --from megatron ${imports}/megatron_llama3_8b.sh)
+cli_test("predict --from megatron: flags given on the command line override the script" RC 0
+  MATCH "dp 2 x tp 4 x pp 2" ARGS predict --model llama3-8b --gpu h100-sxm-80gb --from megatron ${imports}/megatron_llama3_8b.sh --tp 4)
+cli_test("predict --from deepspeed derives dp from the batch arithmetic" RC 0
+  MATCH "16 x a100-sxm-80gb" "dp 16 x tp 1 x pp 1, micro-batch 4, global batch 256" "ZeRO-2"
+        "not modeled, ignored: zero_optimization.contiguous_gradients, zero_optimization.reduce_bucket_size"
+  ARGS predict --model gpt3-1.3b --gpu a100-sxm-80gb --from deepspeed ${imports}/ds_config.json)
+cli_test("predict --from torchtitan: FSDP, per-op checkpointing and torchtitan's attention kernel" RC 0
+  MATCH "dp 8 x tp 8 x pp 1, micro-batch 2, global batch 16" "ZeRO-3, recompute selective_op, SP" "FlashAttention-2"
+        "not modeled, ignored: parallelism.enable_async_tensor_parallel"
+  ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 64 --from torchtitan ${imports}/torchtitan_llama3_8b.toml)
+cli_test("search --from sets the imported plan beside the best" RC 0
+  MATCH "Best plans" "Imported plan \\(.*megatron_llama3_8b.sh\\): dp 4 x tp 2 x pp 2 x cp 1.*tokens/s per GPU"
+  ARGS search --model llama3-8b --gpu h100-sxm-80gb --from megatron ${imports}/megatron_llama3_8b.sh --top 1)
+cli_test("export --to torchtitan writes a job TOML" RC 0
+  MATCH "flavor = \"8B\"" "data_parallel_shard_degree = 8" "selective_ac_option = \"op\"" "local_batch_size = 2"
+  ARGS export ${plans}/llama3-8b-fsdp-selective-op.json --model llama3-8b --to torchtitan)
+cli_test("bad: export --to torchtitan of a plan torchtitan cannot run names every setting" RC 2
+  MATCH "zero_stage 1: torchtitan has no ZeRO-1/2" "recompute selective \\(Megatron's attention core\\)"
+  ARGS export ${plans}/llama3-70b-tp8-pp4.json --model llama3-70b --to torchtitan)
+cli_test("bad: --from torchtitan with malformed TOML names the file and the parse error" RC 2
+  MATCH "torchtitan_malformed.toml: malformed TOML at line 3, column [0-9]+:" "hint: check the file with a TOML validator"
+  ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --from torchtitan ${imports}/torchtitan_malformed.toml)
+cli_test("bad: --from megatron with a malformed value names the file, the flag and the value" RC 2
+  MATCH "megatron_bad_value.sh: --tensor-model-parallel-size: \"x\" is not an integer"
+  ARGS predict --model llama3-8b --gpu h100-sxm-80gb --from megatron ${imports}/megatron_bad_value.sh)
+cli_test("bad: --from megatron without a world size asks for --gpus" RC 2
+  MATCH "the GPU count is not in the file" "hint: give --gpus N"
+  ARGS predict --model llama3-8b --gpu h100-sxm-80gb --from megatron ${imports}/ds_config.json)
+cli_test("bad: --from an unknown format lists the formats" RC 2 MATCH "\"titan\" is not one of: megatron, deepspeed, torchtitan"
+  ARGS predict --model llama3-8b --gpu h100-sxm-80gb --from titan ${imports}/torchtitan_llama3_8b.toml)

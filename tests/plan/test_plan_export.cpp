@@ -6,6 +6,7 @@
 #include "common/errors.hpp"
 #include "model/model_catalog.hpp"
 #include "plan/plan_export.hpp"
+#include "plan/plan_import.hpp"
 #include "plan/plan_json.hpp"
 
 using namespace trainsim;
@@ -110,4 +111,18 @@ TEST_CASE("uneven pipelines export as Megatron-Core writes them and read back") 
   m.layers = 125;  // neither 125 nor 127 splits over 8 stages
   CHECK_THROWS_WITH(export_plan(&m, plan(2, 8, 8, 1, 1, Recompute::kNone, true, Precision::kBf16), 8, ExportTarget::kMegatron),
                     Catch::Contains("divides neither the layers (125)"));
+}
+
+TEST_CASE("an MoE plan exports its experts and expert parallelism for Megatron-Core and reads back") {
+  const ModelSpec m = resolve_model("qwen3-30b-a3b");
+  ParallelPlan p = plan(16, 1, 1, 1, 1, Recompute::kNone, false, Precision::kBf16);
+  p.ep = 16;
+  p.attention = AttentionKernel::kFlash;
+  REQUIRE(validate_plan(p, m, "test").empty());
+  const std::string args = export_plan(&m, p, 8, ExportTarget::kMegatron);
+  for (const char* expected : {"--num-experts 128", "--moe-router-topk 8", "--moe-ffn-hidden-size 768", "--moe-grouped-gemm",
+                               "--expert-model-parallel-size 16 --expert-tensor-parallel-size 1"}) {
+    CHECK_THAT(args, Catch::Contains(expected));
+  }
+  CHECK(plan_to_json(parse_megatron_args(args, m, p.gpus())).dump() == plan_to_json(p).dump());
 }

@@ -1,0 +1,233 @@
+// Megatron-LM / Megatron-Core arguments -> a plan. The flags are Megatron-LM's
+// (megatron/training/arguments.py); what a script leaves out takes Megatron's default (no ZeRO,
+// fp32, no sequence parallelism, micro-batch 1, global batch = dp x micro-batch). Flags that set
+// the model are checked against --model; the launcher's (torchrun, srun) give the world size.
+// Training flags that do not change the iteration's speed are accepted quietly; any other flag
+// trainsim does not model is listed, never dropped.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "common/errors.hpp"
+#include "plan/launch_args.hpp"
+#include "plan/plan_import.hpp"
+
+namespace trainsim {
+
+namespace {
+
+// Flags the plan or the model check reads.
+const std::set<std::string> kValueFlags = {
+    "--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--context-parallel-size",
+    "--expert-model-parallel-size", "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
+    "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers", "--micro-batch-size",
+    "--global-batch-size", "--recompute-granularity", "--recompute-method", "--recompute-num-layers", "--fp8-format",
+    "--transformer-impl", "--num-layers", "--hidden-size", "--num-attention-heads", "--num-query-groups",
+    "--kv-channels", "--ffn-hidden-size", "--seq-length", "--max-position-embeddings", "--normalization",
+    "--position-embedding-type", "--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size",
+    "--moe-shared-expert-intermediate-size", "--expert-tensor-parallel-size", "--moe-token-dispatcher-type"};
+const std::set<std::string> kReadSwitches = {
+    "--sequence-parallel", "--use-distributed-optimizer", "--use-torch-fsdp2", "--bf16", "--fp16", "--use-flash-attn",
+    "--overlap-grad-reduce", "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
+    "--swiglu", "--untie-embeddings-and-output-weights", "--group-query-attention", "--disable-bias-linear",
+    "--moe-grouped-gemm"};
+// Switches that are known not to take a value (so the next word is not read as one), but are not
+// modeled: listed like any unknown flag.
+const std::set<std::string> kOtherSwitches = {"--tp-comm-overlap", "--overlap-param-gather", "--use-mcore-models",
+                                              "--no-gradient-accumulation-fusion", "--no-masked-softmax-fusion",
+                                              "--no-bias-gelu-fusion", "--no-bias-dropout-fusion", "--log-throughput",
+                                              "--no-load-optim", "--no-load-rng", "--standalone"};
+// Not about performance: optimizer, schedule of the learning rate, data, checkpoints, logging.
+const std::set<std::string> kQuiet = {
+    "--lr", "--min-lr", "--lr-decay-style", "--lr-decay-iters", "--lr-decay-samples", "--lr-warmup-iters",
+    "--lr-warmup-fraction", "--lr-warmup-samples", "--train-iters", "--train-samples", "--weight-decay", "--clip-grad",
+    "--adam-beta1", "--adam-beta2", "--adam-eps", "--init-method-std", "--seed", "--save", "--load", "--save-interval",
+    "--eval-interval", "--eval-iters", "--log-interval", "--data-path", "--split", "--tokenizer-type",
+    "--tokenizer-model", "--vocab-file", "--merge-file", "--tensorboard-dir", "--wandb-project", "--wandb-exp-name",
+    "--exit-interval", "--attention-dropout", "--hidden-dropout", "--log-throughput", "--no-load-optim", "--no-load-rng"};
+// torchrun's and srun's own flags: the world size, and rendezvous details.
+const std::set<std::string> kLauncher = {
+    "--nnodes", "--nproc-per-node", "--nproc_per_node", "--node-rank", "--node_rank", "--master-addr", "--master_addr",
+    "--master-port", "--master_port", "--rdzv-backend", "--rdzv_backend", "--rdzv-endpoint", "--rdzv_endpoint",
+    "--rdzv-id", "--rdzv_id", "--standalone", "--nodes", "--ntasks-per-node", "--gpus-per-node"};
+
+struct MegatronArgs {
+  std::string file;
+  std::map<std::string, std::string> values;  // the last value of each flag (argparse: the last wins)
+  std::set<std::string> switches;
+  bool has(const std::string& flag) const { return switches.count(flag) > 0 || values.count(flag) > 0; }
+  int64_t number(const std::string& flag, int64_t fallback, int64_t min_value = 1) const {
+    const auto it = values.find(flag);
+    return it == values.end() ? fallback : parse_count(file, flag, it->second, min_value);
+  }
+  std::string text(const std::string& flag, const std::string& fallback) const {
+    const auto it = values.find(flag);
+    return it == values.end() ? fallback : it->second;
+  }
+};
+
+MegatronArgs collect(const std::string& text, const std::string& file, std::vector<std::string>& not_modeled) {
+  std::set<std::string> switches = kReadSwitches;
+  switches.insert(kOtherSwitches.begin(), kOtherSwitches.end());
+  MegatronArgs args{file, {}, {}};
+  for (const LaunchFlag& f : launch_flags(launch_words(text), switches)) {
+    const bool known = kValueFlags.count(f.name) > 0 || kReadSwitches.count(f.name) > 0;
+    if (kValueFlags.count(f.name) > 0 && !f.value) {
+      throw InputError(file + ": " + f.name + " needs a value", "write it as " + f.name + " N");
+    }
+    if (!known && kQuiet.count(f.name) == 0 && kLauncher.count(f.name) == 0) {
+      if (std::find(not_modeled.begin(), not_modeled.end(), f.name) == not_modeled.end()) not_modeled.push_back(f.name);
+    }
+    if (f.value) args.values[f.name] = *f.value;
+    else args.switches.insert(f.name);
+  }
+  return args;
+}
+
+// How the layers are placed: interleaving, explicit first/last-stage counts, and Megatron-Core's
+// embedding/loss accounting (which trainsim applies by itself when layers + 2 divides pp x vpp).
+void read_pipeline(const MegatronArgs& a, const ModelSpec& m, ParallelPlan& p) {
+  const int64_t layers_per_chunk = a.number("--num-layers-per-virtual-pipeline-stage", 0);
+  if (layers_per_chunk > 0) {
+    if (m.layers % (p.pp * layers_per_chunk) != 0) {
+      throw InputError(a.file + ": --num-layers-per-virtual-pipeline-stage: " + std::to_string(layers_per_chunk) +
+                           " x pp (" + std::to_string(p.pp) + ") does not divide the layers (" + std::to_string(m.layers) +
+                           ") of model \"" + m.name + "\"",
+                       "check --model, or use --num-virtual-stages-per-pipeline-rank");
+    }
+    p.vpp = m.layers / (p.pp * layers_per_chunk);
+  } else {
+    p.vpp = a.number("--num-virtual-stages-per-pipeline-rank", 1);
+  }
+  p.first_stage_layers = a.number("--decoder-first-pipeline-num-layers", 0);
+  p.last_stage_layers = a.number("--decoder-last-pipeline-num-layers", 0);
+  p.schedule = p.vpp > 1 ? Schedule::kInterleaved : Schedule::k1F1B;
+  const bool embedding = a.has("--account-for-embedding-in-pipeline-split");
+  const bool loss = a.has("--account-for-loss-in-pipeline-split");
+  const int64_t stages = p.pp * p.vpp;
+  if (embedding != loss) {
+    throw InputError(a.file + ": " + (embedding ? "--account-for-embedding-in-pipeline-split" : "--account-for-loss-in-pipeline-split") +
+                         " without the other: trainsim counts the embedding and the loss as a layer each, together",
+                     "give both flags, or neither");
+  }
+  if (embedding && stages > 2 && (m.layers + 2) % stages != 0) {
+    throw InputError(a.file + ": --account-for-embedding/loss-in-pipeline-split: layers + 2 (" + std::to_string(m.layers + 2) +
+                         ") must be divisible by pp x vpp (" + std::to_string(stages) + ")",
+                     "Megatron-Core refuses this split too; check --model");
+  }
+}
+
+void read_training(const MegatronArgs& a, ImportedJob& job) {
+  ParallelPlan& p = job.plan;
+  p.sequence_parallel = a.has("--sequence-parallel");
+  p.micro_batch = a.number("--micro-batch-size", 1);
+  if (a.values.count("--global-batch-size") > 0) p.global_batch = a.number("--global-batch-size", 1);
+  else job.defaulted.push_back("global_batch");
+  const std::string granularity = a.text("--recompute-granularity", "none");
+  if (granularity != "none" && granularity != "full" && granularity != "selective") {
+    throw InputError(a.file + ": --recompute-granularity: \"" + granularity + "\" is not one of: full, selective");
+  }
+  p.recompute = granularity == "full" ? Recompute::kFull : granularity == "selective" ? Recompute::kSelective : Recompute::kNone;
+  const std::string method = a.text("--recompute-method", "uniform");
+  const int64_t recompute_layers = a.number("--recompute-num-layers", 1);
+  if (p.recompute == Recompute::kFull && (method != "uniform" || recompute_layers != 1)) {
+    job.not_modeled.push_back("--recompute-method " + method + " --recompute-num-layers " + std::to_string(recompute_layers) +
+                              " (trainsim recomputes every layer: uniform 1)");
+  }
+  p.zero_stage = a.has("--use-torch-fsdp2") ? 3 : a.has("--use-distributed-optimizer") ? 1 : 0;
+  p.precision = a.has("--fp8-format") ? Precision::kFp8 : a.has("--bf16") ? Precision::kBf16
+                : a.has("--fp16") ? Precision::kFp16 : Precision::kFp32;
+  const std::string impl = a.text("--transformer-impl", "");
+  p.attention = a.has("--use-flash-attn") || impl == "transformer_engine" ? AttentionKernel::kFlash : AttentionKernel::kUnfused;
+  if (p.attention == AttentionKernel::kUnfused) {
+    job.notes.push_back("attention unfused (neither --use-flash-attn nor --transformer-impl transformer_engine)");
+  }
+  p.dp_overlap = a.has("--overlap-grad-reduce");
+}
+
+// The script's model flags against --model: every disagreement, together.
+void check_model(const MegatronArgs& a, const ModelSpec& m) {
+  std::vector<std::string> problems;
+  auto compare = [&](const char* flag, int64_t model_value, const char* field) {
+    if (a.values.count(flag) == 0) return;
+    const int64_t v = a.number(flag, 0);
+    if (v != model_value) {
+      problems.push_back(a.file + ": " + flag + " " + std::to_string(v) + " is not model \"" + m.name + "\"'s " + field +
+                         " (" + std::to_string(model_value) + ")");
+    }
+  };
+  compare("--num-layers", m.layers, "layers");
+  compare("--hidden-size", m.hidden, "hidden");
+  compare("--num-experts", m.moe ? m.moe->experts : 0, "moe.experts");
+  compare("--moe-router-topk", m.moe ? m.moe->top_k : 0, "moe.top_k");
+  compare("--moe-ffn-hidden-size", m.moe ? m.moe->expert_ffn_hidden : 0, "moe.expert_ffn_hidden");
+  compare("--num-attention-heads", m.heads, "heads");
+  compare("--ffn-hidden-size", m.ffn_hidden, "ffn_hidden");
+  compare("--kv-channels", m.head_dim, "head_dim");
+  if (a.has("--group-query-attention")) compare("--num-query-groups", m.kv_heads, "kv_heads");
+  if (a.has("--num-layers") && !a.has("--group-query-attention") && m.kv_heads != m.heads) {
+    problems.push_back(a.file + ": no --group-query-attention, but model \"" + m.name + "\" has " + std::to_string(m.kv_heads) +
+                       " kv_heads for " + std::to_string(m.heads) + " heads");
+  }
+  if (a.has("--num-layers") && a.has("--swiglu") != (m.ffn_kind == FfnKind::kSwiglu)) {
+    problems.push_back(a.file + ": --swiglu is " + (a.has("--swiglu") ? "" : "not ") + "given, but model \"" + m.name +
+                       "\"'s FFN is " + to_string(m.ffn_kind));
+  }
+  if (!problems.empty()) throw InputError(problems, "give the --model the script trains (a Hugging Face config.json works)");
+}
+
+// torchrun --nnodes N --nproc-per-node M, or srun --nodes N --ntasks-per-node M: N x M; 0 if not said.
+int64_t launcher_gpus(const MegatronArgs& a) {
+  for (const auto& [nodes, per_node] : {std::pair<const char*, const char*>{"--nnodes", "--nproc-per-node"},
+                                        {"--nnodes", "--nproc_per_node"}, {"--nodes", "--ntasks-per-node"}}) {
+    if (a.values.count(per_node) > 0) {
+      return a.number(nodes, 1) * a.number(per_node, 1);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+ImportedJob import_megatron(const std::string& text, const std::string& file, const ModelSpec& model, int64_t gpus) {
+  ImportedJob job;
+  job.defaulted.push_back("dp");
+  const MegatronArgs a = collect(text, file, job.not_modeled);
+  check_model(a, model);
+  ParallelPlan& p = job.plan;
+  p.tp = a.number("--tensor-model-parallel-size", 1);
+  p.pp = a.number("--pipeline-model-parallel-size", 1);
+  p.cp = a.number("--context-parallel-size", 1);
+  p.ep = a.number("--expert-model-parallel-size", 1);
+  // trainsim models experts whole on each EP rank (expert TP 1) and the all-to-all dispatcher.
+  if (a.number("--expert-tensor-parallel-size", 1) != 1 && p.ep > 1) job.not_modeled.push_back("--expert-tensor-parallel-size " + a.values.at("--expert-tensor-parallel-size") + " (modeled as 1)");
+  if (a.values.count("--moe-token-dispatcher-type") > 0 && a.values.at("--moe-token-dispatcher-type") != "alltoall") {
+    job.not_modeled.push_back("--moe-token-dispatcher-type " + a.values.at("--moe-token-dispatcher-type") + " (modeled as alltoall)");
+  }
+  read_pipeline(a, model, p);
+  read_training(a, job);
+  if (a.values.count("--seq-length") > 0) job.seq_len = a.number("--seq-length", 0);
+  if (gpus <= 0) job.gpus = launcher_gpus(a);  // --gpus wins, and spares reading the launcher's counts
+  const int64_t world = gpus > 0 ? gpus : job.gpus;
+  if (world <= 0) {
+    throw InputError(file + ": the GPU count is not in the file (no torchrun --nnodes/--nproc-per-node or srun --nodes/--ntasks-per-node)",
+                     "give --gpus N");
+  }
+  const int64_t model_parallel = p.tp * p.pp * p.cp;
+  if (world % model_parallel != 0) {
+    throw InputError(file + ": " + std::to_string(world) + " GPUs is not a multiple of tp x pp x cp (" +
+                         std::to_string(model_parallel) + ")",
+                     "check --gpus against the script's parallel sizes");
+  }
+  p.dp = world / model_parallel;
+  if (std::find(job.defaulted.begin(), job.defaulted.end(), "global_batch") != job.defaulted.end()) {
+    p.global_batch = p.dp * p.micro_batch;
+  }
+  return job;
+}
+
+ParallelPlan parse_megatron_args(const std::string& args, const ModelSpec& model, int64_t gpus) {
+  return import_megatron(args, "Megatron-LM arguments", model, gpus).plan;
+}
+
+}  // namespace trainsim

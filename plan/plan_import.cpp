@@ -1,0 +1,184 @@
+// The import formats, and the DeepSpeed config importer (data parallelism only: tp = pp = 1, as
+// DeepSpeed's config says nothing of them; Megatron-DeepSpeed takes them as Megatron arguments).
+// Keys follow DeepSpeed's config reference (deepspeed.ai/docs/config-json); "auto" (filled in by
+// the Hugging Face Trainer) counts as not stated.
+#include "plan/plan_import.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "common/errors.hpp"
+#include "common/json_reader.hpp"
+
+namespace trainsim {
+
+ImportFormat parse_import_format(const std::string& name) {
+  if (name == "megatron") return ImportFormat::kMegatron;
+  if (name == "deepspeed") return ImportFormat::kDeepSpeed;
+  if (name == "torchtitan") return ImportFormat::kTorchtitan;
+  throw InputError("--from: \"" + name + "\" is not one of: megatron, deepspeed, torchtitan",
+                   "--from FORMAT FILE, e.g. --from megatron train.sh");
+}
+
+const char* to_string(ImportFormat format) {
+  switch (format) {
+    case ImportFormat::kMegatron: return "megatron";
+    case ImportFormat::kDeepSpeed: return "deepspeed";
+    case ImportFormat::kTorchtitan: return "torchtitan";
+  }
+  return "?";
+}
+
+ImportedJob import_job(ImportFormat format, const std::string& text, const std::string& file, const ModelSpec& model,
+                       int64_t gpus) {
+  ImportedJob job;
+  switch (format) {
+    case ImportFormat::kMegatron: job = import_megatron(text, file, model, gpus); break;
+    case ImportFormat::kDeepSpeed: job = import_deepspeed(text, file, gpus); break;
+    case ImportFormat::kTorchtitan: job = import_torchtitan(text, file, model, gpus); break;
+  }
+  job.file = file;
+  return job;
+}
+
+namespace {
+
+using Json = nlohmann::json;
+
+// Keys of one config object: those read, those accepted quietly (not about speed), the rest listed.
+void list_unread(const Json& object, const std::string& prefix, const std::set<std::string>& read,
+                 const std::set<std::string>& quiet, std::vector<std::string>& not_modeled) {
+  for (const auto& [key, value] : object.items()) {
+    if (read.count(key) > 0 || quiet.count(key) > 0 || value.is_null() || value == false) continue;
+    not_modeled.push_back(prefix + key);
+  }
+}
+
+struct DeepSpeedReader {
+  const std::string& file;
+  ImportedJob& job;
+
+  // An integer >= 1 at `object[key]`; nullopt when absent or "auto".
+  std::optional<int64_t> count(const Json& object, const std::string& path, const char* key) const {
+    if (!object.contains(key) || object[key].is_null()) return std::nullopt;
+    const Json& v = object[key];
+    if (v == "auto") {
+      job.notes.push_back(path + key + " is \"auto\" (set by the launcher): not stated");
+      return std::nullopt;
+    }
+    if (!v.is_number_integer() || v.get<int64_t>() < 1) {
+      throw InputError(file + ": /" + path + key + ": expected an integer >= 1, got " + v.dump(), "write a whole number");
+    }
+    return v.get<int64_t>();
+  }
+  bool enabled(const Json& root, const char* section) const {
+    if (!root.contains(section) || !root[section].is_object() || !root[section].contains("enabled")) return false;
+    const Json& v = root[section]["enabled"];
+    if (v == "auto") {
+      job.notes.push_back(std::string(section) + ".enabled is \"auto\" (set by the launcher): taken as off");
+      return false;
+    }
+    if (!v.is_boolean()) throw InputError(file + ": /" + section + "/enabled: expected true or false, got " + v.dump());
+    return v.get<bool>();
+  }
+};
+
+// train_batch_size = micro-batch x gradient accumulation x dp (DeepSpeed checks the same).
+void read_batch(const Json& j, const DeepSpeedReader& r, int64_t gpus, ImportedJob& job) {
+  const auto total = r.count(j, "", "train_batch_size");
+  const auto micro = r.count(j, "", "train_micro_batch_size_per_gpu");
+  const auto steps = r.count(j, "", "gradient_accumulation_steps");
+  int64_t dp = gpus;
+  if (dp <= 0 && total && micro && steps) {
+    if (*total % (*micro * *steps) != 0) {
+      throw InputError(r.file + ": train_batch_size (" + std::to_string(*total) + ") is not a multiple of train_micro_batch_size_per_gpu x gradient_accumulation_steps (" +
+                       std::to_string(*micro * *steps) + ")");
+    }
+    dp = *total / (*micro * *steps);
+    job.gpus = dp;
+  }
+  if (dp <= 0) {
+    throw InputError(r.file + ": the GPU count is not in the config (it needs train_batch_size, train_micro_batch_size_per_gpu and gradient_accumulation_steps to derive it)",
+                     "give --gpus N");
+  }
+  ParallelPlan& p = job.plan;
+  p.dp = dp;
+  const int64_t per_rank = total ? *total / dp : micro.value_or(1) * steps.value_or(1);
+  p.micro_batch = micro ? *micro : per_rank / steps.value_or(1);
+  p.global_batch = total ? *total : p.micro_batch * steps.value_or(1) * dp;
+  if (!total && !steps) job.defaulted.push_back("global_batch");
+  const bool consistent = p.micro_batch >= 1 && p.global_batch % (dp * p.micro_batch) == 0 &&
+                          (!steps || p.global_batch == p.micro_batch * *steps * dp);
+  if (!consistent) {
+    throw InputError(r.file + ": train_batch_size " + (total ? std::to_string(*total) : "(not given)") +
+                         " != train_micro_batch_size_per_gpu " + (micro ? std::to_string(*micro) : "(not given)") +
+                         " x gradient_accumulation_steps " + (steps ? std::to_string(*steps) : "(not given)") + " x dp " +
+                         std::to_string(dp),
+                     "DeepSpeed refuses this too; check --gpus and the three batch keys");
+  }
+}
+
+void read_zero(const Json& j, const DeepSpeedReader& r, ImportedJob& job) {
+  ParallelPlan& p = job.plan;
+  p.zero_stage = 0;
+  p.dp_overlap = false;  // DeepSpeed's overlap_comm default below stage 3
+  if (!j.contains("zero_optimization")) return;
+  const Json& z = j["zero_optimization"];
+  if (!z.is_object()) throw InputError(r.file + ": /zero_optimization: expected an object, got " + z.dump());
+  if (z.contains("stage")) {
+    if (!z["stage"].is_number_integer() || z["stage"].get<int64_t>() < 0 || z["stage"].get<int64_t>() > 3) {
+      throw InputError(r.file + ": /zero_optimization/stage: expected 0, 1, 2 or 3, got " + z["stage"].dump());
+    }
+    p.zero_stage = z["stage"].get<int>();
+  }
+  p.dp_overlap = p.zero_stage == 3;  // DeepSpeed turns overlap_comm on for stage 3 unless stated
+  if (z.contains("overlap_comm")) {
+    if (!z["overlap_comm"].is_boolean()) throw InputError(r.file + ": /zero_optimization/overlap_comm: expected true or false, got " + z["overlap_comm"].dump());
+    p.dp_overlap = z["overlap_comm"].get<bool>();
+  }
+  list_unread(z, "zero_optimization.", {"stage", "overlap_comm"}, {"stage3_gather_16bit_weights_on_model_save"}, job.not_modeled);
+}
+
+}  // namespace
+
+ImportedJob import_deepspeed(const std::string& json_text, const std::string& file, int64_t gpus) {
+  const Json j = parse_json_text(json_text, file);
+  if (!j.is_object()) throw InputError(file + ": a DeepSpeed config is a JSON object", "see deepspeed.ai/docs/config-json");
+  ImportedJob job;
+  job.framework = "deepspeed";
+  const DeepSpeedReader r{file, job};
+  read_batch(j, r, gpus, job);
+  read_zero(j, r, job);
+  const bool bf16 = r.enabled(j, "bf16"), fp16 = r.enabled(j, "fp16");
+  job.plan.precision = bf16 ? Precision::kBf16 : fp16 ? Precision::kFp16 : Precision::kFp32;
+  job.plan.recompute = j.contains("activation_checkpointing") ? Recompute::kFull : Recompute::kNone;
+  list_unread(j, "",
+              {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "zero_optimization",
+               "bf16", "fp16", "activation_checkpointing"},
+              {"optimizer", "scheduler", "gradient_clipping", "steps_per_print", "wall_clock_breakdown", "wandb", "tensorboard",
+               "csv_monitor", "comms_logger", "flops_profiler", "zero_allow_untested_optimizer", "dump_state"},
+              job.not_modeled);
+  for (const char* section : {"bf16", "fp16"}) {
+    if (j.contains(section) && j[section].is_object()) {
+      list_unread(j[section], std::string(section) + ".", {"enabled"},
+                  {"loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis", "min_loss_scale", "consecutive_hysteresis"},
+                  job.not_modeled);
+    }
+  }
+  if (j.contains("activation_checkpointing") && j["activation_checkpointing"].is_object()) {
+    list_unread(j["activation_checkpointing"], "activation_checkpointing.", {},
+                {"contiguous_memory_optimization", "number_checkpoints", "synchronize_checkpoint_boundary", "profile"},
+                job.not_modeled);
+  }
+  job.defaulted.push_back("dp");
+  return job;
+}
+
+ParallelPlan parse_deepspeed_config(const std::string& json_text, int64_t gpus) {
+  return import_deepspeed(json_text, "DeepSpeed config", gpus).plan;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,116 @@
+// Importers of launch files: what they read, what they list as not modeled, and bad values.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "common/errors.hpp"
+#include "model/model_catalog.hpp"
+#include "plan/launch_args.hpp"
+#include "plan/plan_import.hpp"
+
+using namespace trainsim;
+
+namespace {
+std::string read_data(const std::string& name) {
+  std::ifstream in(std::string(TRAINSIM_TEST_DATA) + "/import/" + name);
+  REQUIRE(in);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+}  // namespace
+
+TEST_CASE("a launch script's words: comments, continuations, quotes and its own variables") {
+  const std::vector<std::string> words = launch_words(
+      "# a comment --tensor-model-parallel-size 9\nTP=4\nexport NODES=${NNODES:-2}\nARGS=\"--pp $TP\"\n"
+      "torchrun --nnodes $NODES \\\n  train.py --tp ${TP} $ARGS --name 'a b' --dp=$UNSET\n");
+  CHECK(words == std::vector<std::string>{"export", "torchrun", "--nnodes", "2", "train.py", "--tp", "4", "--pp", "4",
+                                          "--name", "a b", "--dp=$UNSET"});
+  const std::vector<LaunchFlag> flags = launch_flags({"--bf16", "x.py", "--tp", "4", "--swiglu", "--dp=2"}, {"--bf16", "--swiglu"});
+  REQUIRE(flags.size() == 4);
+  CHECK((flags[0].name == "--bf16" && !flags[0].value));
+  CHECK((flags[1].name == "--tp" && *flags[1].value == "4"));
+  CHECK((flags[3].name == "--dp" && *flags[3].value == "2"));
+}
+
+TEST_CASE("a Megatron-LM launch script imports with its world size, and lists the flags not modeled") {
+  const ModelSpec m = resolve_model("llama3-8b");
+  const ImportedJob job = import_megatron(read_data("megatron_llama3_8b.sh"), "train.sh", m, 0);
+  CHECK(job.gpus == 16);  // torchrun --nnodes ${NNODES:-2} --nproc-per-node 8
+  CHECK(job.seq_len == 8192);
+  const ParallelPlan& p = job.plan;
+  CHECK((p.dp == 4 && p.tp == 2 && p.pp == 2 && p.cp == 1));
+  CHECK((p.micro_batch == 1 && p.global_batch == 128 && p.zero_stage == 1));
+  CHECK((p.sequence_parallel && p.dp_overlap && p.recompute == Recompute::kSelective));
+  CHECK((p.attention == AttentionKernel::kFlash && p.precision == Precision::kBf16));
+  // --lr, --seed, --data-path, --save ...: not about speed, accepted quietly.
+  CHECK(job.not_modeled == std::vector<std::string>{"--overlap-param-gather", "--tp-comm-overlap"});
+  CHECK(import_megatron(read_data("megatron_llama3_8b.sh"), "train.sh", m, 32).plan.dp == 8);  // --gpus wins
+}
+
+TEST_CASE("Megatron-LM flags trainsim does not know are listed, never dropped") {
+  const ModelSpec m = resolve_model("llama3-8b");
+  const ImportedJob job = import_megatron("--tensor-model-parallel-size 2 --foo 3 --bar --lr 1e-4 --bar", "args", m, 8);
+  CHECK(job.not_modeled == std::vector<std::string>{"--foo", "--bar"});
+  CHECK(job.plan.dp == 4);
+  const ImportedJob partial = import_megatron("--recompute-granularity full --recompute-method block --recompute-num-layers 4",
+                                              "args", m, 8);
+  CHECK_THAT(partial.not_modeled.at(0), Catch::Contains("--recompute-method block --recompute-num-layers 4"));
+}
+
+TEST_CASE("malformed Megatron-LM values are InputErrors naming the file, the flag and the value") {
+  const ModelSpec m = resolve_model("llama3-8b");
+  CHECK_THROWS_AS(import_megatron(read_data("megatron_bad_value.sh"), "bad.sh", m, 0), InputError);
+  CHECK_THROWS_WITH(import_megatron(read_data("megatron_bad_value.sh"), "bad.sh", m, 0),
+                    "bad.sh: --tensor-model-parallel-size: \"x\" is not an integer");
+  CHECK_THROWS_WITH(import_megatron("--pipeline-model-parallel-size $PP", "run.sh", m, 8),
+                    "run.sh: --pipeline-model-parallel-size: \"$PP\" is not an integer");
+  CHECK_THROWS_WITH(import_megatron("--micro-batch-size 99999999999999999999", "run.sh", m, 8), Catch::Contains("is not an integer"));
+  CHECK_THROWS_WITH(import_megatron("--micro-batch-size 0", "run.sh", m, 8), "run.sh: --micro-batch-size: 0 must be >= 1");
+  CHECK_THROWS_WITH(import_megatron("--recompute-granularity partial", "run.sh", m, 8), Catch::Contains("\"partial\" is not one of"));
+  CHECK_THROWS_WITH(import_megatron("--tensor-model-parallel-size 2", "run.sh", m, 0), Catch::Contains("the GPU count is not in the file"));
+  CHECK_THROWS_WITH(import_megatron("--num-layers 80 --hidden-size 4096", "run.sh", m, 8),
+                    Catch::Contains("--num-layers 80 is not model \"llama3-8b\"'s layers (32)"));
+  CHECK_THROWS_WITH(import_megatron("--account-for-embedding-in-pipeline-split", "run.sh", m, 8), Catch::Contains("without the other"));
+}
+
+TEST_CASE("a DeepSpeed config imports its batch arithmetic and ZeRO stage, and lists the keys not modeled") {
+  const ImportedJob job = import_deepspeed(read_data("ds_config.json"), "ds.json", 0);
+  CHECK(job.gpus == 16);  // 256 / (4 x 4)
+  CHECK((job.plan.dp == 16 && job.plan.micro_batch == 4 && job.plan.global_batch == 256));
+  CHECK((job.plan.zero_stage == 2 && job.plan.dp_overlap && job.plan.precision == Precision::kBf16));
+  CHECK(job.not_modeled == std::vector<std::string>{"zero_optimization.contiguous_gradients", "zero_optimization.reduce_bucket_size"});
+
+  const ImportedJob stage3 = import_deepspeed(R"({"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 3,
+      "offload_optimizer": {"device": "cpu"}}, "train_batch_size": "auto", "bf16": {"enabled": "auto"}})", "ds.json", 8);
+  CHECK((stage3.plan.global_batch == 16 && stage3.plan.dp_overlap && stage3.plan.precision == Precision::kFp32));
+  CHECK(stage3.not_modeled == std::vector<std::string>{"zero_optimization.offload_optimizer"});
+  CHECK(stage3.notes.size() == 2);  // both "auto" values
+}
+
+TEST_CASE("bad DeepSpeed configs are InputErrors naming the file, the key and the value") {
+  CHECK_THROWS_WITH(import_deepspeed(R"({"train_batch_size": 64, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 3})", "ds.json", 0),
+                    Catch::Contains("not a multiple of"));
+  CHECK_THROWS_WITH(import_deepspeed(R"({"train_batch_size": 64, "gradient_accumulation_steps": 3})", "ds.json", 8),
+                    Catch::Contains("ds.json: train_batch_size 64 != train_micro_batch_size_per_gpu"));
+  CHECK_THROWS_WITH(import_deepspeed(R"({"zero_optimization": {"stage": "3"}})", "ds.json", 8),
+                    "ds.json: /zero_optimization/stage: expected 0, 1, 2 or 3, got \"3\"");
+  CHECK_THROWS_WITH(import_deepspeed(R"({"train_batch_size": 1.5})", "ds.json", 8), Catch::Contains("/train_batch_size: expected an integer"));
+  CHECK_THROWS_WITH(import_deepspeed("{\"stage\": ", "ds.json", 8), Catch::Contains("ds.json: malformed JSON"));
+  CHECK_THROWS_WITH(import_deepspeed("{}", "ds.json", 0), Catch::Contains("the GPU count is not in the config"));
+}
+
+TEST_CASE("a torchtitan job TOML imports its mesh and kernels, and lists the keys not modeled") {
+  const ModelSpec m = resolve_model("llama3-8b");
+  const ImportedJob job = import_torchtitan(read_data("torchtitan_llama3_8b.toml"), "job.toml", m, 64);
+  const ParallelPlan& p = job.plan;
+  CHECK((p.dp == 8 && p.tp == 8 && p.zero_stage == 3 && p.sequence_parallel));
+  CHECK((p.micro_batch == 2 && p.global_batch == 16 && p.recompute == Recompute::kSelectiveOp));
+  CHECK((p.norm == NormKernel::kFused && p.cross_entropy == LossKernel::kPytorch));
+  CHECK(job.seq_len == 8192);
+  CHECK(job.framework == "torchtitan");
+  // [job], [optimizer], [profiling], the dataset and steps: accepted quietly.
+  CHECK(job.not_modeled == std::vector<std::string>{"parallelism.enable_async_tensor_parallel"});
+  CHECK(import_job(ImportFormat::kTorchtitan, read_data("torchtitan_llama3_8b.toml"), "job.toml", m, 64).file == "job.toml");
+}

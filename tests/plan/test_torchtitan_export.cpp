@@ -1,0 +1,165 @@
+// torchtitan job TOML: export -> parse back -> the same plan; what torchtitan cannot run is refused.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "common/errors.hpp"
+#include "model/model_catalog.hpp"
+#include "plan/plan_export.hpp"
+#include "plan/plan_import.hpp"
+#include "plan/plan_json.hpp"
+#include "plan/torchtitan_export.hpp"
+
+using namespace trainsim;
+
+namespace {
+
+// What torchtitan runs: FSDP (or DDP alone), SequenceParallel with TP, SDPA, PyTorch's loss.
+ParallelPlan titan_plan(int64_t dp, int64_t tp, int64_t pp, int64_t cp, int zero) {
+  ParallelPlan p;
+  p.dp = dp;
+  p.tp = tp;
+  p.pp = pp;
+  p.cp = cp;
+  p.zero_stage = zero;
+  p.sequence_parallel = tp > 1;
+  p.cross_entropy = LossKernel::kPytorch;
+  p.micro_batch = 2;
+  p.global_batch = dp * 2;
+  return p;
+}
+
+void check_round_trip(const ModelSpec& m, const ParallelPlan& p) {
+  const std::string toml = export_plan(&m, p, 8, ExportTarget::kTorchtitan);
+  INFO(toml);
+  const ParallelPlan back = parse_torchtitan_toml(toml, m, p.gpus());
+  CHECK(plan_to_json(back).dump() == plan_to_json(p).dump());
+  CHECK(plan_to_json(parse_torchtitan_toml(toml, m, 0)).dump() == plan_to_json(p).dump());  // the degrees give the world size
+}
+
+}  // namespace
+
+TEST_CASE("torchtitan's layer split takes the embedding and output weights off the end stages") {
+  // torchtitan/distributed/pipeline_parallel.py, generate_llm_fqn_per_model_part(2, 3, 2, 2)'s
+  // docstring example: 3 layers + 4 weights over 2 stages (4 and 3 effective layers).
+  CHECK(torchtitan_stage_layers(3, 2, 2, 2) == std::vector<int64_t>{2, 1});
+  CHECK(torchtitan_stage_layers(80, 4, 1, 1) == std::vector<int64_t>{20, 21, 20, 19});  // the defaults: uneven
+  CHECK(torchtitan_stage_layers(80, 4, 0, 0) == std::vector<int64_t>{20, 20, 20, 20});
+  CHECK(torchtitan_stage_layers(4, 8, 0, 0).empty());  // a stage without layers
+}
+
+TEST_CASE("a torchtitan job reads back to the same plan: FSDP + TP, compiled, per-op checkpointing") {
+  const ModelSpec m = resolve_model("llama3-70b");
+  ParallelPlan p = titan_plan(8, 8, 1, 1, 3);
+  p.recompute = Recompute::kSelectiveOp;
+  p.global_batch = 8 * 2 * 4;  // 4 gradient accumulation steps
+  REQUIRE(validate_plan(p, m, "test").empty());
+  const std::string toml = export_plan(&m, p, 8, ExportTarget::kTorchtitan);
+  for (const char* expected : {"flavor = \"70B\"", "data_parallel_shard_degree = 8", "data_parallel_replicate_degree = 1",
+                               "tensor_parallel_degree = 8", "local_batch_size = 2", "global_batch_size = 64",
+                               "selective_ac_option = \"op\"", "[compile]\nenable = true", "seq_len = 8192"}) {
+    CHECK_THAT(toml, Catch::Contains(expected));
+  }
+  check_round_trip(m, p);
+}
+
+TEST_CASE("a torchtitan job reads back to the same plan: FSDP + TP + interleaved pipeline") {
+  ModelSpec m = resolve_model("llama3-70b");
+  ParallelPlan p = titan_plan(4, 8, 4, 1, 3);
+  p.vpp = 5;  // 20 virtual stages of 4 layers
+  p.schedule = Schedule::kInterleaved;
+  p.micro_batch = 1;
+  p.global_batch = 4 * 16;
+  p.recompute = Recompute::kFull;
+  const std::string toml = export_plan(&m, p, 8, ExportTarget::kTorchtitan);
+  for (const char* expected : {"pipeline_parallel_schedule = \"Interleaved1F1B\"", "pipeline_parallel_layers_per_stage = 4",
+                               "pipeline_parallel_first_stage_less_layers = 0", "pipeline_parallel_microbatch_size = 1",
+                               "local_batch_size = 16"}) {
+    CHECK_THAT(toml, Catch::Contains(expected));
+  }
+  check_round_trip(m, p);
+
+  m.layers = 126;  // Llama 3.1 405B's depth on 8 x 8 virtual stages: the embedding and loss count as layers
+  p.pp = 8;
+  p.vpp = 8;
+  p.global_batch = 4 * 16;
+  CHECK_THAT(export_plan(&m, p, 8, ExportTarget::kTorchtitan), Catch::Contains("pipeline_parallel_first_stage_less_layers = 1"));
+  check_round_trip(m, p);
+}
+
+TEST_CASE("a torchtitan job reads back to the same plan: explicit first-stage layers, 1F1B and GPipe") {
+  const ModelSpec m = resolve_model("llama3-70b");
+  ParallelPlan p = titan_plan(1, 8, 6, 1, 0);
+  p.first_stage_layers = 10;  // 70 left over 5 stages
+  p.global_batch = 12;
+  p.micro_batch = 1;
+  CHECK_THAT(export_plan(&m, p, 8, ExportTarget::kTorchtitan), Catch::Contains("pipeline_parallel_first_stage_less_layers = 4"));
+  check_round_trip(m, p);
+  p.first_stage_layers = 0;
+  p.pp = 4;
+  p.schedule = Schedule::kGpipe;
+  check_round_trip(m, p);
+}
+
+TEST_CASE("a torchtitan job reads back to the same plan: context parallelism with fp8, and DDP") {
+  const ModelSpec m = resolve_model("llama3-8b");
+  ParallelPlan cp = titan_plan(2, 2, 1, 2, 3);
+  cp.precision = Precision::kFp8;
+  CHECK_THAT(export_plan(&m, cp, 8, ExportTarget::kTorchtitan), Catch::Contains("converters = [\"quantize.linear.float8\"]"));
+  check_round_trip(m, cp);
+
+  ParallelPlan ddp = titan_plan(8, 1, 1, 1, 0);
+  ddp.precision = Precision::kFp32;
+  ddp.norm = NormKernel::kEager;  // an uncompiled run
+  const std::string toml = export_plan(&m, ddp, 8, ExportTarget::kTorchtitan);
+  CHECK_THAT(toml, Catch::Contains("data_parallel_replicate_degree = 8"));
+  CHECK_THAT(toml, Catch::Contains("mixed_precision_param = \"float32\""));
+  CHECK_THAT(toml, Catch::Contains("[compile]\nenable = false"));
+  check_round_trip(m, ddp);
+}
+
+TEST_CASE("export --to torchtitan refuses what torchtitan cannot run, every setting at once") {
+  const ModelSpec m = resolve_model("llama3-8b");
+  ParallelPlan p = titan_plan(4, 2, 1, 1, 1);
+  p.recompute = Recompute::kSelective;
+  p.sequence_parallel = false;
+  try {
+    export_plan(&m, p, 8, ExportTarget::kTorchtitan);
+    FAIL("no InputError");
+  } catch (const InputError& e) {
+    REQUIRE(e.problems().size() == 3);
+    CHECK_THAT(e.problems()[0], Catch::Contains("zero_stage 1: torchtitan has no ZeRO-1/2"));
+    CHECK_THAT(e.problems()[1], Catch::Contains("recompute selective (Megatron's attention core)"));
+    CHECK_THAT(e.problems()[2], Catch::Contains("tp 2 without sequence parallelism"));
+  }
+  CHECK_THROWS_WITH(export_plan(nullptr, titan_plan(8, 1, 1, 1, 3), 8, ExportTarget::kTorchtitan), Catch::Contains("needs the model"));
+  ParallelPlan ddp_tp = titan_plan(4, 2, 1, 1, 0);
+  CHECK_THROWS_WITH(export_plan(&m, ddp_tp, 8, ExportTarget::kTorchtitan), Catch::Contains("DDP runs only alone"));
+}
+
+TEST_CASE("a model that is no Llama 3 flavor is exported with a comment asking for one") {
+  const ModelSpec m = resolve_model("gpt3-1.3b");
+  ParallelPlan p = titan_plan(8, 1, 1, 1, 3);
+  const std::string toml = export_plan(&m, p, 8, ExportTarget::kTorchtitan);
+  CHECK_THAT(toml, Catch::Contains("# flavor: must be set"));
+  CHECK_THAT(toml, !Catch::Contains("flavor = "));
+}
+
+TEST_CASE("bad torchtitan files are InputErrors naming the file, the key and the value") {
+  const ModelSpec m = resolve_model("llama3-8b");
+  CHECK_THROWS_WITH(import_torchtitan("[parallelism]\ntensor_parallel_degree = = 2\n", "job.toml", m, 8),
+                    Catch::Contains("job.toml: malformed TOML at line 2"));
+  CHECK_THROWS_WITH(import_torchtitan("[parallelism]\ntensor_parallel_degree = \"2\"\n", "job.toml", m, 8),
+                    Catch::Contains("job.toml: parallelism.tensor_parallel_degree: expected an integer, got a string (\"2\")"));
+  // No [activation_checkpoint]: torchtitan's default checkpoints every 2nd layer whole.
+  CHECK_THROWS_WITH(import_torchtitan("[training]\nlocal_batch_size = 1\n", "job.toml", m, 8),
+                    Catch::Contains("activation_checkpoint.selective_ac_option: \"2\""));
+  const std::string ac = "[activation_checkpoint]\nmode = \"none\"\n";
+  CHECK_THROWS_WITH(import_torchtitan(ac + "[parallelism]\ndata_parallel_replicate_degree = 2\ndata_parallel_shard_degree = 4\n", "job.toml", m, 8),
+                    Catch::Contains("HSDP"));
+  CHECK_THROWS_WITH(import_torchtitan(ac + "[parallelism]\npipeline_parallel_degree = 2\npipeline_parallel_schedule = \"ZBVZeroBubble\"\n", "job.toml", m, 8),
+                    Catch::Contains("\"ZBVZeroBubble\" is not modeled"));
+  CHECK_THROWS_WITH(import_torchtitan(ac + "[model]\nname = \"llama3\"\nflavor = \"70B\"\n", "job.toml", m, 8),
+                    Catch::Contains("model.flavor: \"70B\" is not model \"llama3-8b\""));
+  CHECK_THROWS_WITH(import_torchtitan(ac, "job.toml", m, 0), Catch::Contains("needs the GPU count"));
+}
