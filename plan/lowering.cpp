@@ -194,16 +194,13 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
   w.backward.push_back(memory("dropout_residual_bwd", (m.dropout ? 3.5 : 3.0) * act));
   w.forward.push_back(memory("norm2", 2 * act * nt.forward));
   w.backward.push_back(memory("norm2_bwd", 3 * act * nt.backward));
-  const bool expert_parallel = m.moe && p.ep > 1;
-  const int64_t routed = m.ffn_passes();
+  const bool moe = m.moe.has_value();
   const int64_t up_width = (m.ffn_kind == FfnKind::kSwiglu ? 2 : 1) * s.f / s.t;
-  if (expert_parallel) {
+  if (moe) {
     add_moe_ffn(w, m, p, s);
   } else {
-    // A dense FFN, or an MoE layer on one expert-parallel rank: every token's top-k (and shared)
-    // expert passes, the experts split over TP like a dense FFN (Megatron-Core's expert TP = tp).
     add_tp_boundary(w, s, sp, true);
-    add_ffn_core(w, m, s, kFfnNames, s.tokens * routed, s.f / s.t);
+    add_ffn_core(w, m, s, kFfnNames, s.tokens, s.f / s.t);
     add_tp_boundary(w, s, sp, false);
   }
   w.forward.push_back(memory("dropout_residual", (m.dropout ? 3.5 : 3.0) * act));
@@ -212,9 +209,9 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
   // Bias gradients: a column sum of each biased linear's output gradient, one more read of it
   // (Megatron-LM's grad_output.sum(0); the CUDA runtime's bias_grad kernels).
   if (m.linear_bias || m.qkv_bias) w.backward.push_back(memory("qkv_bias_grad", static_cast<double>(s.tokens) * static_cast<double>((s.q + 2 * s.kv) / s.t) * s.e));
-  if (m.linear_bias && !expert_parallel) {
+  if (m.linear_bias && !moe) {
     w.backward.push_back(memory("proj_bias_grad", act));
-    w.backward.push_back(memory("fc1_bias_grad", static_cast<double>(s.tokens * routed) * static_cast<double>(up_width) * s.e));
+    w.backward.push_back(memory("fc1_bias_grad", static_cast<double>(s.tokens) * static_cast<double>(up_width) * s.e));
     w.backward.push_back(memory("fc2_bias_grad", act));
   }
   if (p.tp_overlap) pair_backward_overlaps(w.backward);

@@ -70,8 +70,8 @@ inline constexpr FfnNames kSharedFfnNames{"shared_fc1", "shared_fc1_dgrad", "sha
 void add_ffn_core(LayerWork& w, const ModelSpec& m, const Shapes& s, const FfnNames& names, int64_t tokens, int64_t width,
                   int64_t groups = 1);
 
-// An MoE layer's FFN with expert parallelism (ep > 1): router, permutation, all-to-all dispatch,
-// the local experts' grouped GEMMs, combine, and the shared experts (plan/moe_lowering.cpp).
+// An MoE layer's FFN: router, permutation, (with ep > 1) all-to-all dispatch, the local experts'
+// grouped GEMMs, combine, and the shared experts (plan/moe_lowering.cpp).
 void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s);
 
 }  // namespace trainsim::lowering

@@ -49,6 +49,7 @@ std::string plan_summary(const json& p) {
   if (n("vpp") > 1) out += " ×" + std::to_string(n("vpp"));
   if (n("pp") > 1) out += " (" + s("schedule") + ")";
   if (n("cp") > 1) out += " · CP " + std::to_string(n("cp"));
+  if (n("ep") > 1) out += " · EP " + std::to_string(n("ep"));
   out += " · micro-batch " + std::to_string(n("micro_batch")) + " · global batch " + std::to_string(n("global_batch"));
   out += " · ZeRO-" + std::to_string(p.contains("zero_stage") ? p["zero_stage"].get<int64_t>() : 0);
   if (p.value("sequence_parallel", false)) out += " · SP";

@@ -33,6 +33,7 @@ namespace {
 std::string plan_cells(const ParallelPlan& p) {
   std::string s = "dp" + std::to_string(p.dp) + " tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp);
   if (p.cp > 1) s += " cp" + std::to_string(p.cp);
+  if (p.ep > 1) s += " ep" + std::to_string(p.ep);
   if (p.vpp > 1) s += " v" + std::to_string(p.vpp);
   s += " mb" + std::to_string(p.micro_batch) + " z" + std::to_string(p.zero_stage) + " " + to_string(p.recompute);
   if (p.sequence_parallel) s += " sp";

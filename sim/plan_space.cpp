@@ -13,6 +13,74 @@ std::vector<int64_t> divisors(int64_t n) {
 }
 }  // namespace
 
+namespace {
+
+// Context-parallel sizes for tp x pp: each rank keeps at least min_cp_tokens of the sequence in
+// 2 x cp load-balanced chunks (Megatron-Core's ring needs flash attention).
+std::vector<int64_t> cp_sizes(const ModelSpec& m, const PlanSpaceOptions& o, int64_t tp, int64_t pp) {
+  std::vector<int64_t> out;
+  for (int64_t cp : divisors(o.gpus / (tp * pp))) {
+    if (cp > 1 && (cp > o.max_cp || o.attention != AttentionKernel::kFlash || m.seq_len % (2 * cp) != 0 ||
+                   m.seq_len / cp < o.min_cp_tokens)) {
+      continue;
+    }
+    out.push_back(cp);
+  }
+  return out;
+}
+
+// Expert-parallel sizes: 1, and for an MoE model the divisors of its experts that divide the
+// stage's tp x cp x dp ranks.
+std::vector<int64_t> ep_sizes(const ModelSpec& m, int64_t stage_ranks) {
+  std::vector<int64_t> out = {1};
+  if (!m.moe) return out;
+  for (int64_t ep : divisors(m.moe->experts)) {
+    if (ep > 1 && stage_ranks % ep == 0) out.push_back(ep);
+  }
+  return out;
+}
+
+// The rest of a plan for fixed sizes: micro-batch, interleaving, ZeRO, recomputation, SP.
+template <typename Visit>
+int64_t enumerate_knobs(const ModelSpec& m, const PlanSpaceOptions& o, ParallelPlan base, Visit&& visit) {
+  int64_t count = 0;
+  const int64_t per_rank = o.global_batch / base.dp;
+  for (int64_t mb : divisors(per_rank)) {
+    if (mb > o.max_micro_batch) break;
+    const int64_t micro_batches = per_rank / mb;
+    std::vector<int64_t> vpps = {1};
+    if (base.pp > 1 && micro_batches % base.pp == 0) {
+      for (int64_t v = 2; v <= o.max_vpp; ++v) {
+        if (m.layers % (base.pp * v) == 0) vpps.push_back(v);
+      }
+    }
+    for (int64_t vpp : vpps) {
+      for (int zero = 0; zero <= 3; ++zero) {
+        if (zero > 0 && base.dp * base.cp == 1) continue;  // nothing to shard
+        if (zero >= 2 && base.pp > 1) continue;           // not supported with pipelines
+        for (Recompute r : {Recompute::kNone, o.selective, Recompute::kFull}) {
+          for (int sp = 0; sp <= (base.tp > 1 ? 1 : 0); ++sp) {
+            if (sp == 1 && (m.seq_len / base.cp) % base.tp != 0) continue;
+            if (sp == 0 && base.tp > 1 && (base.ep > 1 || base.cp > 1)) continue;  // Megatron-Core runs these with SP
+            ParallelPlan p = base;
+            p.vpp = vpp;
+            p.schedule = vpp > 1 ? Schedule::kInterleaved : Schedule::k1F1B;
+            p.micro_batch = mb;
+            p.zero_stage = zero;
+            p.recompute = r;
+            p.sequence_parallel = sp == 1;
+            ++count;
+            visit(p);
+          }
+        }
+      }
+    }
+  }
+  return count;
+}
+
+}  // namespace
+
 int64_t enumerate_plans(const ModelSpec& m, const PlanSpaceOptions& o,
                         const std::function<void(const ParallelPlan&)>& visit) {
   int64_t count = 0;
@@ -22,45 +90,22 @@ int64_t enumerate_plans(const ModelSpec& m, const PlanSpaceOptions& o,
     if (!o.tp_across_nodes && tp > o.gpus_per_node) continue;
     for (int64_t pp : divisors(o.gpus / tp)) {
       if (m.layers % pp != 0) continue;
-      const int64_t dp = o.gpus / (tp * pp);
-      if (o.global_batch % dp != 0) continue;
-      const int64_t per_rank = o.global_batch / dp;
-      for (int64_t mb : divisors(per_rank)) {
-        if (mb > o.max_micro_batch) break;
-        const int64_t micro_batches = per_rank / mb;
-        std::vector<int64_t> vpps = {1};
-        if (pp > 1 && micro_batches % pp == 0) {
-          for (int64_t v = 2; v <= o.max_vpp; ++v) {
-            if (m.layers % (pp * v) == 0) vpps.push_back(v);
-          }
-        }
-        for (int64_t vpp : vpps) {
-          for (int zero = 0; zero <= 3; ++zero) {
-            if (zero > 0 && dp == 1) continue;     // nothing to shard
-            if (zero >= 2 && pp > 1) continue;     // not supported with pipelines
-            for (Recompute r : {Recompute::kNone, o.selective, Recompute::kFull}) {
-              for (int sp = 0; sp <= (tp > 1 ? 1 : 0); ++sp) {
-                if (sp == 1 && m.seq_len % tp != 0) continue;
-                ParallelPlan p;
-                p.dp = dp;
-                p.tp = tp;
-                p.pp = pp;
-                p.vpp = vpp;
-                p.schedule = vpp > 1 ? Schedule::kInterleaved : Schedule::k1F1B;
-                p.micro_batch = mb;
-                p.global_batch = o.global_batch;
-                p.zero_stage = zero;
-                p.recompute = r;
-                p.sequence_parallel = sp == 1;
-                p.precision = o.precision;
-                p.attention = o.attention;
-                p.cross_entropy = o.cross_entropy;
-                p.norm = o.norm;
-                ++count;
-                visit(p);
-              }
-            }
-          }
+      for (int64_t cp : cp_sizes(m, o, tp, pp)) {
+        const int64_t dp = o.gpus / (tp * pp * cp);
+        if (o.global_batch % dp != 0) continue;
+        for (int64_t ep : ep_sizes(m, tp * cp * dp)) {
+          ParallelPlan base;
+          base.dp = dp;
+          base.tp = tp;
+          base.pp = pp;
+          base.cp = cp;
+          base.ep = ep;
+          base.global_batch = o.global_batch;
+          base.precision = o.precision;
+          base.attention = o.attention;
+          base.cross_entropy = o.cross_entropy;
+          base.norm = o.norm;
+          count += enumerate_knobs(m, o, base, visit);
         }
       }
     }

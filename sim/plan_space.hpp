@@ -21,6 +21,10 @@ struct PlanSpaceOptions {
   int64_t max_micro_batch = 16;
   int64_t max_vpp = 8;
   bool tp_across_nodes = false;  // allow tp > gpus_per_node
+  // Context parallelism: up to max_cp ranks, each keeping at least min_cp_tokens of the sequence
+  // (bounds of the search space, not costs: they keep it to the sizes teams run).
+  int64_t max_cp = 16;
+  int64_t min_cp_tokens = 4096;
   Precision precision = Precision::kBf16;
   AttentionKernel attention = AttentionKernel::kFlash;
   // The framework's selective recomputation (Megatron's attention core, or torchtitan's per-op

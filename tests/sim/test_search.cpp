@@ -2,6 +2,8 @@
 // result does not depend on the thread count, and deadlines / budgets prune.
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include "model/model_catalog.hpp"
 #include "sim/plan_space.hpp"
 #include "sim/search.hpp"
@@ -32,6 +34,32 @@ TEST_CASE("every candidate of the plan space is a valid plan for the GPU count")
     CHECK(validate_plan(p, c.model, "space").empty());
   });
   CHECK(n > 500);
+}
+
+TEST_CASE("the plan space explores expert parallelism for an MoE model and context parallelism for long sequences") {
+  PlanSpaceOptions space;
+  space.gpus = 64;
+  space.global_batch = 256;
+  space.max_micro_batch = 2;
+  const ModelSpec moe = resolve_model("qwen3-30b-a3b");
+  std::set<int64_t> eps;
+  enumerate_plans(moe, space, [&](const ParallelPlan& p) {
+    CHECK(validate_plan(p, moe, "space").empty());
+    eps.insert(p.ep);
+  });
+  CHECK(eps.count(1) == 1);
+  CHECK(eps.count(8) == 1);
+  CHECK(eps.count(64) == 1);
+  ModelSpec dense = resolve_model("llama3-8b");
+  dense.seq_len = 32768;
+  std::set<int64_t> cps;
+  enumerate_plans(dense, space, [&](const ParallelPlan& p) {
+    CHECK(validate_plan(p, dense, "space").empty());
+    CHECK(p.ep == 1);
+    CHECK(dense.seq_len / p.cp >= space.min_cp_tokens);
+    cps.insert(p.cp);
+  });
+  CHECK(cps == std::set<int64_t>{1, 2, 4, 8});
 }
 
 TEST_CASE("a framework's selective recomputation and loss are the ones the plan space explores") {
