@@ -91,7 +91,7 @@ std::string render_prediction_table(const Prediction& p) {
                     std::to_string(p.hardware.gpus_per_node) + " per node, " +
                     format_fixed(p.hardware.inter_node_gbps_per_gpu, 0) + " Gb/s per GPU across nodes)\n";
   out += "  plan: dp " + std::to_string(plan.dp) + " x tp " + std::to_string(plan.tp) + " x pp " + std::to_string(plan.pp) +
-         (plan.cp > 1 ? " x cp " + std::to_string(plan.cp) : "") + (plan.ep > 1 ? " (ep " + std::to_string(plan.ep) + ")" : "") + (plan.vpp > 1 ? " (vpp " + std::to_string(plan.vpp) + ")" : "") + ", micro-batch " + std::to_string(plan.micro_batch) +
+         (plan.cp > 1 ? " x cp " + std::to_string(plan.cp) : "") + (plan.vpp > 1 ? " (vpp " + std::to_string(plan.vpp) + ")" : "") + (plan.ep > 1 ? ", ep " + std::to_string(plan.ep) : "") + ", micro-batch " + std::to_string(plan.micro_batch) +
          ", global batch " + std::to_string(plan.global_batch) + " (" + std::to_string(plan.micro_batches()) + " micro-batches), " +
          to_string(plan.schedule) + ", ZeRO-" + std::to_string(plan.zero_stage) + ", recompute " + to_string(plan.recompute) +
          (plan.sequence_parallel ? ", SP" : "") + ", " + to_string(plan.precision) + ", " + to_string(plan.attention) +
@@ -128,7 +128,7 @@ std::string render_prediction_table(const Prediction& p) {
   TextTable parts({{"where the time goes (stage " + std::to_string(p.critical_stage) + ")", TextTable::Align::kLeft},
                    {"seconds"}, {"share"}});
   const std::pair<const char*, double> rows[] = {{"compute", b.compute_s},
-                                                 {"TP communication (exposed)", b.tp_comm_exposed_s},
+                                                 {plan.cp > 1 || plan.ep > 1 ? "TP/CP/EP communication (exposed)" : "TP communication (exposed)", b.tp_comm_exposed_s},
                                                  {"DP communication (exposed)", b.dp_comm_exposed_s},
                                                  {"PP communication (exposed)", b.pp_comm_exposed_s},
                                                  {"pipeline bubble", b.bubble_s},
