@@ -107,9 +107,9 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
     add("sequence_parallel", "tp (" + s(p.tp) + ") must divide seq_len (" + s(m.seq_len) + ") to split the sequence");
   }
   if (p.zero_stage < 0 || p.zero_stage > 3) add("zero_stage", "zero stage (" + s(p.zero_stage) + ") must be 0, 1, 2 or 3");
-  if (p.zero_stage >= 2 && p.pp > 1) {
-    add("zero_stage", "ZeRO-" + s(p.zero_stage) + " with pipeline parallelism (pp " + s(p.pp) +
-                          ") is not supported by Megatron-LM or DeepSpeed; use ZeRO-1 (distributed optimizer)");
+  if (p.zero_stage == 2 && p.pp > 1) {
+    add("zero_stage", "ZeRO-2 with pipeline parallelism (pp " + s(p.pp) +
+                          ") is not supported by Megatron-LM or DeepSpeed; use ZeRO-1 (distributed optimizer) or ZeRO-3 (FSDP, as torchtitan composes it with pipelines)");
   }
   if (p.vpp > 1 && p.schedule != Schedule::kInterleaved) {
     add("vpp", "vpp (" + s(p.vpp) + ") > 1 needs the interleaved schedule (schedule is " + to_string(p.schedule) + ")");

@@ -99,12 +99,16 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
     const auto state = [&](double bytes_per_param, bool sharded) {
       return dense * bytes_per_param / (sharded ? dp : 1.0) + experts * bytes_per_param / (sharded ? expert_dp_ranks : 1.0);
     };
-    s.memory.weights_bytes = state(bytes.weights, plan.zero_stage >= 3);
+    s.memory.weights_bytes = state(bytes.weights, plan.zero_stage >= 3 && !keeps_gathered_weights(plan));
     s.memory.gradients_bytes = state(bytes.gradients, plan.zero_stage >= 2);
     s.memory.optimizer_bytes = state(bytes.optimizer, plan.zero_stage >= 1);
     s.memory.activations_bytes = activations;
     // ZeRO-3 gathers a layer's full weights before use and prefetches the next: two layers live.
-    if (plan.zero_stage >= 3) s.memory.other_bytes = 2.0 * static_cast<double>(layer_on_rank) * bytes.weights;
+    if (keeps_gathered_weights(plan)) {
+      s.memory.other_bytes = state(bytes.weights, false);  // the unsharded 16-bit gradients being accumulated
+    } else if (plan.zero_stage >= 3) {
+      s.memory.other_bytes = 2.0 * static_cast<double>(layer_on_rank) * bytes.weights;
+    }
     result.stages.push_back(s);
   }
   for (const auto& s : result.stages) {

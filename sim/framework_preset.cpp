@@ -79,10 +79,13 @@ std::vector<std::string> framework_preset_names() {
 bool option_is_modeled(const std::string& option) {
   // distributed_optimizer / zero1: ZeRO-1, the plan's zero_stage; overlap_grad_reduce: dp_overlap;
   // selective_recompute_per_op: the plan's recompute "selective"; torch_compile: fused RMSNorm
-  // (FrameworkPreset::eager_unless_compiled). (tp_comm_overlap, Megatron's
-  // userbuffer overlap of TP communication with the GEMMs, is not the plan's tp_overlap: issue 15.)
+  // (FrameworkPreset::eager_unless_compiled); fsdp_no_reshard_after_forward: FSDP with a pipeline
+  // keeps the gathered weights (keeps_gathered_weights; every run listing it pipelines).
+  // (tp_comm_overlap, Megatron's userbuffer overlap of TP communication with the GEMMs, is not the
+  // plan's tp_overlap: issue 15.)
   static const std::vector<std::string> modeled = {"distributed_optimizer", "zero1", "overlap_grad_reduce",
-                                                   "selective_recompute_per_op", "torch_compile"};
+                                                   "selective_recompute_per_op", "torch_compile",
+                                                   "fsdp_no_reshard_after_forward"};
   return std::find(modeled.begin(), modeled.end(), option) != modeled.end();
 }
 

@@ -57,7 +57,7 @@ int64_t enumerate_knobs(const ModelSpec& m, const PlanSpaceOptions& o, ParallelP
     for (int64_t vpp : vpps) {
       for (int zero = 0; zero <= 3; ++zero) {
         if (zero > 0 && base.dp * base.cp == 1) continue;  // nothing to shard
-        if (zero >= 2 && base.pp > 1) continue;           // not supported with pipelines
+        if (zero == 2 && base.pp > 1) continue;           // not supported with pipelines
         for (Recompute r : {Recompute::kNone, o.selective, Recompute::kFull}) {
           for (int sp = 0; sp <= (base.tp > 1 ? 1 : 0); ++sp) {
             if (sp == 1 && (m.seq_len / base.cp) % base.tp != 0) continue;

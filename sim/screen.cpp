@@ -63,7 +63,13 @@ ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, con
     return dp_collective_s(cost, kind, params * share, experts * share, bytes_per_param, dp);
   };
   double dp_exposed = 0;
-  if (plan.dp * plan.cp > 1 && plan.zero_stage >= 3) {
+  if (plan.dp * plan.cp > 1 && keeps_gathered_weights(plan)) {
+    // FSDP with a pipeline: each chunk gathered once ahead of its first forward (the first one
+    // exposed) and its gradients reduce-scattered once after the last backward (the last exposed).
+    const double share = 1.0 / static_cast<double>(v);
+    dp_exposed = dp_s(CollectiveKind::kAllGather, share, work.weight_bytes_per_param) +
+                 dp_s(CollectiveKind::kReduceScatter, share, work.grad_bytes_per_param);
+  } else if (plan.dp * plan.cp > 1 && plan.zero_stage >= 3) {
     const double gather = dp_s(CollectiveKind::kAllGather, 1.0, work.weight_bytes_per_param);
     const double scatter = dp_s(CollectiveKind::kReduceScatter, 1.0, work.grad_bytes_per_param);
     // Gathers run ahead of compute on their own stream (one per forward and backward step);

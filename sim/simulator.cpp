@@ -84,12 +84,17 @@ struct Builder {
 
   void add_compute(int64_t stage) {
     const bool zero3 = plan.zero_stage >= 3 && plan.dp * plan.cp > 1;
+    std::vector<bool> gathered(static_cast<size_t>(schedule.chunks), false);
     for (const PipelineStep& step : schedule.steps[static_cast<size_t>(stage)]) {
       const int64_t vs = schedule.virtual_stage(stage, step.chunk);
       const size_t v = static_cast<size_t>(vs), mb = static_cast<size_t>(step.micro_batch);
       TaskId gather = -1;
-      if (zero3 && step.kind != StepKind::kWeightGrad) {
+      // FSDP gathers a chunk's weights for every step, or with a pipeline once (kept: torchtitan
+      // does not reshard after the forward when it pipelines).
+      const bool needs_gather = !keeps_gathered_weights(plan) || !gathered[static_cast<size_t>(step.chunk)];
+      if (zero3 && step.kind != StepKind::kWeightGrad && needs_gather) {
         gather = add(stage, kDpGather, gather_s(stage), TaskCategory::kDpGather, step.micro_batch);
+        gathered[static_cast<size_t>(step.chunk)] = true;
       }
       if (step.kind == StepKind::kForward) {
         const StepCost c = step_cost(vs, false);
@@ -133,8 +138,10 @@ struct Builder {
     }
     if (gather >= 0) graph.add_dep(ids.front(), gather);
     if (split) add_reductions(stage, ids);
-    if (zero3 && completes_gradients) {
-      // FSDP reduce-scatters each micro-batch's gradients.
+    const bool last_micro_batch = step.micro_batch == schedule.micro_batches - 1;
+    if (zero3 && completes_gradients && (!keeps_gathered_weights(plan) || last_micro_batch)) {
+      // FSDP reduce-scatters each micro-batch's gradients, or with a pipeline (gradients
+      // accumulated unsharded) once after the last.
       const TaskId rs = add(stage, kDpReduce, chunk_dp_s(CollectiveKind::kReduceScatter, stage, 1.0, work.grad_bytes_per_param),
                             TaskCategory::kDpReduce, step.micro_batch);
       graph.add_dep(rs, ids.back());

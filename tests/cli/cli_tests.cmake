@@ -81,14 +81,18 @@ cli_test("bad: unknown option value" RC 2 MATCH "recompute" ARGS model --model l
 set(runs ${CMAKE_CURRENT_SOURCE_DIR}/data/validation/published-runs.json)
 cli_test("validate reports per-group and held-out errors" RC 0
   MATCH "korthikanti_2022_table5" "held-out half" "megatron-sc21-t1-1008.0B" ARGS validate --runs ${runs} --tolerance 0.2)
+cli_test("validate predicts every published run" RC 0 MATCH "all runs  *337  *0" ARGS validate --runs ${runs} --summary --tolerance 0.2)
 cli_test("validate lists the runs it cannot simulate with their reason and goes on" RC 0
-  MATCH "unsupported runs, by reason" "ZeRO-3 with pipeline parallelism" "all runs  *331  *6"
-  ARGS validate --runs ${runs} --summary --tolerance 0.2)
+  MATCH "unsupported runs, by reason" "zb-v .Zero Bubble's V-shaped" "all runs  *0  *1"
+  ARGS validate --runs ${CMAKE_CURRENT_SOURCE_DIR}/data/validation/unsupported-only.json --summary --tolerance 0.2)
 cli_test("validate --format json has the documented keys" RC 0
   MATCH "\"schema\": \"trainsim.validation\"" "\"predicted_tokens_per_s_per_gpu\"" "\"measured_tokens_per_s_per_gpu\""
         "\"error\"" "\"predicted_memory_peak_gib\"" "\"predicted_memory_reserved_gib\"" "\"memory_error\"" "\"predicted_fits\""
-        "\"defaults_used\"" "\"mean_abs_error\"" "\"status\": \"unsupported\"" "\"reason\"" "\"unsupported\": 6"
+        "\"defaults_used\"" "\"mean_abs_error\"" "\"unsupported\": 0"
   ARGS validate --runs ${runs} --format json --tolerance 0.2)
+cli_test("validate --format json gives an unsupported run's status and reason" RC 0
+  MATCH "\"status\": \"unsupported\"" "\"reason\"" "\"unsupported\": 1"
+  ARGS validate --runs ${CMAKE_CURRENT_SOURCE_DIR}/data/validation/unsupported-only.json --format json --tolerance 0.2)
 cli_test("validate --groups keeps those groups and --cross-validate refits without each" RC 0
   MATCH "leave-one-group-out" "bloom  *1 " "mean over groups"
   ARGS validate --runs ${runs} --groups bloom,zero_bubble_pp_a100 --cross-validate --summary)

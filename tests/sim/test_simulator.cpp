@@ -194,3 +194,31 @@ TEST_CASE("the 1T model on 3072 GPUs simulates one pipeline of 64 stages and 512
   CHECK(r.mfu < 0.8);
   CHECK(sum(r.breakdown) == Approx(r.iteration_time_s).epsilon(1e-9));
 }
+
+TEST_CASE("FSDP with a pipeline gathers each chunk's weights once and reduce-scatters its gradients once") {
+  const ModelSpec m = resolve_model("gpt3-1.3b");
+  GemmOnlyCost cost(1e-3);  // every collective 1 ms
+  cost.vocab_ = m.vocab;
+  ParallelPlan p;
+  p.dp = 2;
+  p.pp = 2;
+  p.zero_stage = 3;
+  p.global_batch = 16;
+  SimulationOptions keep;
+  keep.keep_trace = true;
+  const Prediction r = predict_iteration(m, p, cluster(4), cost, keep);
+  int64_t gathers = 0, reductions = 0;
+  for (const auto& task : r.trace.graph.tasks()) {
+    if (task.stream / r.trace.streams_per_stage != 0) continue;  // stage 0
+    gathers += task.category == static_cast<int32_t>(TaskCategory::kDpGather) ? 1 : 0;
+    reductions += task.category == static_cast<int32_t>(TaskCategory::kDpReduce) ? 1 : 0;
+  }
+  CHECK(gathers == 1);
+  CHECK(reductions == 1);
+  // Memory: the gathered 16-bit weights and the unsharded 16-bit gradients stay, states are sharded.
+  const StageMemory& s = r.memory.stages[0];
+  const double n = static_cast<double>(s.params);
+  CHECK(s.memory.weights_bytes == Approx(2.0 * n));
+  CHECK(s.memory.other_bytes == Approx(2.0 * n));
+  CHECK(s.memory.optimizer_bytes == Approx(12.0 * n / 2.0));
+}

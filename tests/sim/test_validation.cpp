@@ -35,7 +35,7 @@ const ErrorSummary& group(const std::string& name) {
 TEST_CASE("every run of the version-2 file is read; those it cannot simulate are counted, not refused") {
   REQUIRE(runs().size() == 337);
   CHECK(result().all.count + result().all.unsupported == 337);
-  CHECK(result().all.count >= 283);  // predicted today (168 before context parallelism and uneven virtual stages)
+  CHECK(result().all.count == 337);  // every run predicted (168 before CP, uneven stages, Zero Bubble, EP and FSDP + PP)
   for (const RunResult& r : result().runs) {
     INFO(r.run->id);
     CHECK(r.predicted == r.run->supported());
@@ -50,8 +50,8 @@ TEST_CASE("version-1 files are still read") {
 }
 
 TEST_CASE("mean absolute error over the predicted runs: held-out half and all runs") {
-  CHECK(result().held_out_half.mean_abs_error <= 0.114);  // measured 10.4% (2026-11-24, 331 runs; 7.9% before the 19 MoE rows)
-  CHECK(result().all.mean_abs_error <= 0.108);            // measured 9.8% (7.5% on the 312 dense runs)
+  CHECK(result().held_out_half.mean_abs_error <= 0.117);  // measured 10.7% (2026-11-24, all 337 runs; 7.9% before the 19 MoE and 6 FSDP + PP rows)
+  CHECK(result().all.mean_abs_error <= 0.111);            // measured 10.1% (7.5% on the 312 runs before MoE and FSDP + PP)
 }
 
 TEST_CASE("A100 Megatron-LM, Korthikanti, MosaicML and BLOOM groups are each within their bounds") {
@@ -71,7 +71,7 @@ TEST_CASE("H100 and H200 groups, priced from H100/H200 reference measurements (n
   CHECK(group("dgxc_h100_llama31_405b").mean_abs_error <= 0.088); // 7.8%: 38 runs
   CHECK(group("dgxc_h100_gpt3_175b").mean_abs_error <= 0.130);    // 12.0%
   CHECK(group("megatron_bridge_h100_archive").mean_abs_error <= 0.382);  // 37.2%: 26 runs, 19 MoE (GPT-OSS +37..+62%, Qwen3-30B at EP8 +34..+231%; 8.3% on the 7 dense)
-  CHECK(group("torchtitan").mean_abs_error <= 0.133);  // 12.3%: 24 H100 96GB runs (assumed peak) and 2 H200
+  CHECK(group("torchtitan").mean_abs_error <= 0.152);  // 14.2%: 30 H100 96GB runs (assumed peak; the 405B FSDP + PP rows +35/+54%) and 2 H200
 }
 
 TEST_CASE("Korthikanti Table 5: sequence parallel + selective recompute beats full recompute for every model") {
@@ -114,11 +114,11 @@ TEST_CASE("an interleaved run that does not say vpp takes the fewest chunks that
 TEST_CASE("memory is scored where it was measured, against the figure of its kind") {
   CHECK(group("zero_bubble_pp_a100").memory_count == 48);
   CHECK(group("zero_bubble_pp_a100").memory_mean_abs_error <= 0.041);  // 3.1%: first/last stages one layer fewer, vpp 3 where it splits, ZB's k x pp pending
-  CHECK(group("torchtitan").memory_count == 14);
+  CHECK(group("torchtitan").memory_count == 20);
   // 16.0%: per-op checkpointing and PyTorch's cross-entropy buffers (38.0% before, Megatron's
   // selective recompute and no loss working memory).
-  CHECK(group("torchtitan").memory_mean_abs_error <= 0.164);  // 15.4% with the CP rows
-  CHECK(result().all.memory_mean_abs_error <= 0.069);  // 5.9% over the 62 runs with a figure
+  CHECK(group("torchtitan").memory_mean_abs_error <= 0.233);  // 22.3% with the 405B FSDP + PP rows (-30..-50%: reserved against allocated, Float8)
+  CHECK(result().all.memory_mean_abs_error <= 0.098);  // 8.8% over the 68 runs with a figure
   for (const RunResult& r : result().runs) {
     if (r.memory_error) CHECK(r.run->measured_memory_gib.has_value());
   }
