@@ -223,6 +223,39 @@ Breakdown attribute(const Builder& b, const std::vector<TaskTiming>& timing, int
   return out;
 }
 
+// The critical stage, the iteration time and its breakdown. Zero Bubble's optimizer
+// post-validation lets each stage start the next iteration without a global synchronisation: the
+// iteration then takes the longest stage span, not the makespan.
+void time_iteration(const Builder& b, const std::vector<TaskTiming>& timing, const ParallelPlan& plan, Prediction& out) {
+  const bool unsynchronised = is_zero_bubble(plan.schedule);
+  std::vector<double> stage_end(static_cast<size_t>(plan.pp), 0.0), stage_start(static_cast<size_t>(plan.pp), 1e300);
+  for (size_t i = 0; i < timing.size(); ++i) {
+    const auto& task = b.graph.tasks()[i];
+    const size_t stage = static_cast<size_t>(task.stream / kStreamsPerStage);
+    stage_end[stage] = std::max(stage_end[stage], timing[i].end_s);
+    if (task.stream % kStreamsPerStage == kCompute) stage_start[stage] = std::min(stage_start[stage], timing[i].start_s);
+  }
+  std::vector<double> span = stage_end;
+  for (size_t s = 0; s < span.size(); ++s) span[s] -= unsynchronised ? stage_start[s] : 0.0;
+  out.critical_stage = std::max_element(span.begin(), span.end()) - span.begin();
+  out.iteration_time_s = span[static_cast<size_t>(out.critical_stage)];
+  const double start_s = unsynchronised ? stage_start[static_cast<size_t>(out.critical_stage)] : 0.0;
+  out.breakdown = attribute(b, timing, out.critical_stage, start_s, out.iteration_time_s);
+}
+
+// Whether the peak stage's memory fits the GPU; says by how much when it does not.
+void check_fit(const Hardware& hardware, Prediction& out) {
+  out.memory_capacity_gib = bytes_to_gib(hardware.gpu.memory_bytes);
+  const double peak_gib = bytes_to_gib(out.memory.peak().memory.total_bytes());
+  if (peak_gib > out.memory_capacity_gib) {
+    out.fits = false;
+    char reason[160];
+    std::snprintf(reason, sizeof reason, "needs %.1f GiB on pipeline stage %lld, the GPU has %.1f GiB", peak_gib,
+                  static_cast<long long>(out.memory.peak_stage), out.memory_capacity_gib);
+    out.infeasible_reason = reason;
+  }
+}
+
 // Zero Bubble's order comes from the pass times, the median stage's as its scheduler takes them.
 PipelineSchedule make_schedule(const ModelSpec& model, const ParallelPlan& plan, const std::vector<StepCost>& steps,
                                const std::vector<StepCost>& weight_grads, double p2p_s) {
@@ -279,22 +312,7 @@ Prediction predict_iteration(const ModelSpec& model, const ParallelPlan& plan, c
   for (int64_t s = 0; s < plan.pp; ++s) b.add_optimizer(s, b.last_task[static_cast<size_t>(s)]);
   std::vector<TaskTiming> timing = simulate(b.graph);
 
-  // Zero Bubble's optimizer post-validation lets each stage start the next iteration without a
-  // global synchronisation: the iteration takes the longest stage span, not the makespan.
-  const bool unsynchronised = is_zero_bubble(plan.schedule);
-  std::vector<double> stage_end(static_cast<size_t>(plan.pp), 0.0), stage_start(static_cast<size_t>(plan.pp), 1e300);
-  for (size_t i = 0; i < timing.size(); ++i) {
-    const auto& task = b.graph.tasks()[i];
-    const size_t stage = static_cast<size_t>(task.stream / kStreamsPerStage);
-    stage_end[stage] = std::max(stage_end[stage], timing[i].end_s);
-    if (task.stream % kStreamsPerStage == kCompute) stage_start[stage] = std::min(stage_start[stage], timing[i].start_s);
-  }
-  std::vector<double> span = stage_end;
-  for (size_t s = 0; s < span.size(); ++s) span[s] -= unsynchronised ? stage_start[s] : 0.0;
-  out.critical_stage = std::max_element(span.begin(), span.end()) - span.begin();
-  out.iteration_time_s = span[static_cast<size_t>(out.critical_stage)];
-  const double start_s = unsynchronised ? stage_start[static_cast<size_t>(out.critical_stage)] : 0.0;
-  out.breakdown = attribute(b, timing, out.critical_stage, start_s, out.iteration_time_s);
+  time_iteration(b, timing, plan, out);
 
   const double tokens = static_cast<double>(plan.global_batch) * static_cast<double>(model.seq_len);
   const double gpus = static_cast<double>(plan.gpus());
@@ -308,15 +326,7 @@ Prediction predict_iteration(const ModelSpec& model, const ParallelPlan& plan, c
   out.hfu = out.hardware_tflops_per_gpu / peak_tflops;
 
   out.memory = work.memory;
-  out.memory_capacity_gib = bytes_to_gib(hardware.gpu.memory_bytes);
-  const double peak_gib = bytes_to_gib(out.memory.peak().memory.total_bytes());
-  if (peak_gib > out.memory_capacity_gib) {
-    out.fits = false;
-    char reason[160];
-    std::snprintf(reason, sizeof reason, "needs %.1f GiB on pipeline stage %lld, the GPU has %.1f GiB", peak_gib,
-                  static_cast<long long>(out.memory.peak_stage), out.memory_capacity_gib);
-    out.infeasible_reason = reason;
-  }
+  check_fit(hardware, out);
   out.usd_per_iteration = out.iteration_time_s / 3600.0 * gpus * hardware.usd_per_gpu_hour;
   if (options.keep_trace) {
     out.trace.graph = std::move(b.graph);
