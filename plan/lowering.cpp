@@ -252,14 +252,15 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
   work.layer = lower_layer(m, p, s);
   work.memory = estimate_rank_memory(m, p);
   const RankMemory& rank_memory = work.memory;
+  const std::vector<int64_t> stage_layers = virtual_stage_layers(m, p);
   const double act = s.sp_tokens * static_cast<double>(s.h) * s.e;
   const double full_act = static_cast<double>(s.tokens) * static_cast<double>(s.h) * s.e;
   for (int64_t stage = 0; stage < p.pp; ++stage) {
     StageWork w;
     w.stage = stage;
     const int64_t chunks = p.schedule == Schedule::kInterleaved ? p.vpp : 1;
-    for (int64_t c = 0; c < chunks; ++c) w.chunk_layers.push_back(layers_of_chunk(m, p, stage, c).size());
-    w.layers = layers_on_stage(m, p, stage);
+    for (int64_t c = 0; c < chunks; ++c) w.chunk_layers.push_back(stage_layers[static_cast<size_t>(c * p.pp + stage)]);
+    w.layers = rank_memory.stages[static_cast<size_t>(stage)].layers;
     w.params = static_cast<double>(rank_memory.stages[static_cast<size_t>(stage)].params);
     w.expert_params = static_cast<double>(rank_memory.stages[static_cast<size_t>(stage)].expert_params);
     if (stage == 0) {

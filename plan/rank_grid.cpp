@@ -1,7 +1,6 @@
 // Rank placement and group scopes (Megatron-LM order tp-cp-dp-pp).
 #include "plan/rank_grid.hpp"
 
-#include <set>
 
 namespace trainsim {
 
@@ -13,7 +12,6 @@ int64_t expert_dp(const ParallelPlan& p) { return p.ep > 1 ? p.tp * p.cp * p.dp 
 
 GroupScope group_scope(const ParallelPlan& p, GroupKind kind, int64_t gpus_per_node) {
   GroupScope scope;
-  std::set<int64_t> nodes;
   auto rank_of = [&](int64_t i) {
     switch (kind) {
       case GroupKind::kTp: return global_rank(p, i, 0, 0, 0);
@@ -34,9 +32,15 @@ GroupScope group_scope(const ParallelPlan& p, GroupKind kind, int64_t gpus_per_n
                        : kind == GroupKind::kEp       ? p.ep
                        : kind == GroupKind::kExpertDp ? expert_dp(p)
                                                       : p.pp;
-  for (int64_t i = 0; i < size; ++i) nodes.insert(rank_of(i) / gpus_per_node);
+  // Every group's ranks grow with i, so the nodes it spans are the changes of node along it.
+  int64_t node_count = 0, last_node = -1;
+  for (int64_t i = 0; i < size; ++i) {
+    const int64_t node = rank_of(i) / gpus_per_node;
+    if (node != last_node) ++node_count;
+    last_node = node;
+  }
   scope.size = size;
-  scope.nodes = static_cast<int64_t>(nodes.size());
+  scope.nodes = node_count;
   scope.ranks_per_node = (size + scope.nodes - 1) / scope.nodes;
   return scope;
 }

@@ -70,10 +70,11 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
   const double dp = static_cast<double>(plan.dp * plan.cp);
   const double expert_dp_ranks = static_cast<double>(expert_dp(plan));
   RankMemory result;
+  const std::vector<int64_t> stage_layers = virtual_stage_layers(model, plan);
   for (int64_t stage = 0; stage < plan.pp; ++stage) {
     StageMemory s;
     s.stage = stage;
-    s.layers = layers_on_stage(model, plan, stage);
+    for (int64_t c = 0; c < plan.vpp; ++c) s.layers += stage_layers[static_cast<size_t>(c * plan.pp + stage)];
     s.params = s.layers * layer_on_rank;
     s.expert_params = s.layers * layer_experts;
     s.in_flight_micro_batches = in_flight_micro_batches(plan, stage);
