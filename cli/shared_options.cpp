@@ -86,6 +86,10 @@ void PlanOptions::add_to(CLI::App& app) {
                                             "loss kernel: fused (Megatron's vocab-parallel, default) or pytorch "
                                             "(torch cross_entropy on fp32 logits)")
                                  ->check(CLI::IsMember({"fused", "pytorch"}));
+  options["cp-comm"] = app.add_option("--cp-comm", cp_comm,
+                                      "how CP ranks share K and V: p2p (a ring overlapped with attention, default), "
+                                      "all_gather (Llama 3's) or a2a (Ulysses' head split)")
+                           ->check(CLI::IsMember({"p2p", "all_gather", "a2a"}));
   options["norm"] = app.add_option("--norm", norm,
                                    "RMSNorm kernel: fused (default; Megatron/TE, torch.compile) or eager (PyTorch's "
                                    "composite, an uncompiled torchtitan)")
@@ -223,6 +227,7 @@ void PlanOptions::apply_flags(ParallelPlan& p) const {
   if (given("attention")) p.attention = parse_attention(attention);
   if (given("cross-entropy")) p.cross_entropy = parse_cross_entropy(cross_entropy);
   if (given("norm")) p.norm = norm == "eager" ? NormKernel::kEager : NormKernel::kFused;
+  if (given("cp-comm")) p.cp_comm = parse_cp_comm(cp_comm);
   if (given("no-dp-overlap")) p.dp_overlap = !no_dp_overlap;
   if (given("no-tp-overlap")) p.tp_overlap = !no_tp_overlap;
   if (given("schedule")) p.schedule = parse_schedule(schedule);

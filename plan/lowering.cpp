@@ -71,6 +71,34 @@ void add_cp_ring(std::vector<Op>& ops, const Shapes& s, int64_t cp, bool backwar
   ops.push_back(ring);
 }
 
+// Context parallelism's exchange of K and V around the attention op (`after`: the ops that follow
+// it). p2p: the ring above, after (overlapping) the attention op. all_gather: K and V of every CP
+// rank gathered before attention (cp blocks, exposed); the backward gathers them again and
+// reduce-scatters their gradients (Megatron-Core's AttnFuncWithCPAndKVAllGather). a2a: Q, K and V
+// all-to-all'd from a sequence split to a head split before attention and the output back after;
+// the backward the same on the gradients.
+void add_cp_exchange(std::vector<Op>& ops, const Shapes& s, const ParallelPlan& p, bool backward, bool after = false) {
+  if (p.cp <= 1) return;
+  const double tokens = static_cast<double>(s.tokens), e = s.e;
+  const double kv_block = 2.0 * tokens * static_cast<double>(s.kv / s.t) * e;
+  const double cp = static_cast<double>(p.cp);
+  switch (p.cp_comm) {
+    case CpComm::kP2p:
+      if (after) add_cp_ring(ops, s, p.cp, backward);
+      return;
+    case CpComm::kAllGather:
+      if (after && backward) ops.push_back(collective("cp_reducescatter_dkv", CollectiveKind::kReduceScatter, GroupKind::kCp, cp * kv_block));
+      if (!after) ops.push_back(collective(backward ? "cp_allgather_kv_bwd" : "cp_allgather_kv", CollectiveKind::kAllGather, GroupKind::kCp, cp * kv_block));
+      return;
+    case CpComm::kA2a: {
+      const double qkv = tokens * static_cast<double>((s.q + 2 * s.kv) / s.t) * e, out = tokens * static_cast<double>(s.q / s.t) * e;
+      if (!after) ops.push_back(collective(backward ? "cp_a2a_out_bwd" : "cp_a2a_qkv", CollectiveKind::kAllToAll, GroupKind::kCp, backward ? out : qkv));
+      if (after) ops.push_back(collective(backward ? "cp_a2a_qkv_bwd" : "cp_a2a_out", CollectiveKind::kAllToAll, GroupKind::kCp, backward ? qkv : out));
+      return;
+    }
+  }
+}
+
 int32_t index_of(const std::vector<Op>& ops, const std::string& name, int32_t occurrence) {
   for (size_t i = 0; i < ops.size(); ++i) {
     if (name == ops[i].name && occurrence-- == 0) return static_cast<int32_t>(i);
@@ -131,12 +159,19 @@ void add_attention(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, cons
     attention.attention_seq = m.seq_len;
     attention.attention_head_dim = m.head_dim;
     attention.attention_cp = p.cp;
+    if (p.cp > 1 && p.cp_comm == CpComm::kA2a) {
+      // Ulysses: the all-to-all gives each rank the whole sequence for heads / cp of its heads.
+      attention.attention_batch_heads /= p.cp;
+      attention.attention_cp = 1;
+    }
+    add_cp_exchange(w.forward, s, p, false);
     w.forward.push_back(attention);
-    add_cp_ring(w.forward, s, p.cp, false);
+    add_cp_exchange(w.forward, s, p, false, true);
     attention.backward = true;
     attention.name = "attention_bwd";
+    add_cp_exchange(w.backward, s, p, true);
     w.backward.push_back(attention);
-    add_cp_ring(w.backward, s, p.cp, true);
+    add_cp_exchange(w.backward, s, p, true, true);
   } else {
     // Unfused: batched QK^T and AV GEMMs plus softmax (+ dropout) over a*s^2 scores per sequence.
     Op scores = gemm("attn_scores", m.seq_len, m.seq_len, m.head_dim);
@@ -225,6 +260,7 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
         w.recompute.push_back(op);
         w.recompute.back().overlaps_op = static_cast<int32_t>(w.recompute.size()) - 2;  // the attention before it
       }
+      if (name == "cp_allgather_kv" || name == "cp_a2a_qkv" || name == "cp_a2a_out") w.recompute.push_back(op);
     }
   } else if (p.recompute == Recompute::kSelectiveOp) {
     w.recompute = selective_op_recompute(m, w.forward, s);

@@ -11,6 +11,7 @@
 #include "common/errors.hpp"
 #include "plan/launch_args.hpp"
 #include "plan/plan_import.hpp"
+#include "plan/plan_json.hpp"
 
 namespace trainsim {
 
@@ -25,7 +26,8 @@ const std::set<std::string> kValueFlags = {
     "--transformer-impl", "--num-layers", "--hidden-size", "--num-attention-heads", "--num-query-groups",
     "--kv-channels", "--ffn-hidden-size", "--seq-length", "--max-position-embeddings", "--normalization",
     "--position-embedding-type", "--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size",
-    "--moe-shared-expert-intermediate-size", "--expert-tensor-parallel-size", "--moe-token-dispatcher-type"};
+    "--moe-shared-expert-intermediate-size", "--expert-tensor-parallel-size", "--moe-token-dispatcher-type",
+    "--cp-comm-type"};
 const std::set<std::string> kReadSwitches = {
     "--sequence-parallel", "--use-distributed-optimizer", "--use-torch-fsdp2", "--bf16", "--fp16", "--use-flash-attn",
     "--overlap-grad-reduce", "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
@@ -199,6 +201,11 @@ ImportedJob import_megatron(const std::string& text, const std::string& file, co
   p.pp = a.number("--pipeline-model-parallel-size", 1);
   p.cp = a.number("--context-parallel-size", 1);
   p.ep = a.number("--expert-model-parallel-size", 1);
+  if (a.values.count("--cp-comm-type") > 0) {
+    const std::string type = a.values.at("--cp-comm-type");
+    if (type == "p2p" || type == "all_gather" || type == "a2a") p.cp_comm = parse_cp_comm(type);
+    else job.not_modeled.push_back("--cp-comm-type " + type + " (modeled as p2p)");
+  }
   // trainsim models experts whole on each EP rank (expert TP 1) and the all-to-all dispatcher.
   if (a.number("--expert-tensor-parallel-size", 1) != 1 && p.ep > 1) job.not_modeled.push_back("--expert-tensor-parallel-size " + a.values.at("--expert-tensor-parallel-size") + " (modeled as 1)");
   if (a.values.count("--moe-token-dispatcher-type") > 0 && a.values.at("--moe-token-dispatcher-type") != "alltoall") {

@@ -21,6 +21,10 @@ void check_context_parallel(const ParallelPlan& p, const ModelSpec& m, const std
                   ") divisible by tp (" + s(p.tp) + ")");
   }
   if (p.attention != AttentionKernel::kFlash) add("cp", "context parallelism runs fused (flash) ring attention; attention is unfused");
+  if (p.cp_comm == CpComm::kA2a && ((m.heads / p.tp) % p.cp != 0 || (m.kv_heads / p.tp) % p.cp != 0)) {
+    add("cp_comm", "a2a (Ulysses) splits each TP rank's heads over the CP ranks: cp (" + s(p.cp) + ") must divide heads / tp (" +
+                       s(m.heads / p.tp) + ") and kv_heads / tp (" + s(m.kv_heads / p.tp) + ")" + of_model);
+  }
 }
 
 // Megatron-Core's expert parallelism: the ep ranks of an expert group are carved out of the
@@ -201,6 +205,8 @@ const char* to_string(Schedule schedule) {
 }
 
 const char* to_string(NormKernel n) { return n == NormKernel::kEager ? "eager" : "fused"; }
+
+const char* to_string(CpComm c) { return c == CpComm::kAllGather ? "all_gather" : c == CpComm::kA2a ? "a2a" : "p2p"; }
 
 const char* to_string(Precision precision) {
   switch (precision) {

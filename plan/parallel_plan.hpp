@@ -21,6 +21,11 @@ enum class Precision { kBf16, kFp16, kFp32, kFp8 };
 // How RMSNorm runs: one fused kernel (Megatron/TE, apex, torch.compile), or PyTorch's eager
 // composite (several kernels around an fp32 up-cast), as an uncompiled torchtitan runs it.
 enum class NormKernel { kFused, kEager };
+// How context-parallel ranks share K and V (Megatron-Core's cp_comm_type): a ring of send/recvs
+// overlapped with attention (p2p, Transformer Engine's default), an all-gather of K and V before
+// attention and a reduce-scatter of their gradients (all_gather, as Llama 3 trained), or
+// DeepSpeed-Ulysses' all-to-alls that trade the sequence split for a head split (a2a).
+enum class CpComm { kP2p, kAllGather, kA2a };
 
 struct ParallelPlan {
   int64_t dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1;
@@ -37,6 +42,7 @@ struct ParallelPlan {
   AttentionKernel attention = AttentionKernel::kFlash;
   LossKernel cross_entropy = LossKernel::kFused;  // how the last stage computes the loss
   NormKernel norm = NormKernel::kFused;            // RMSNorm's kernel (LayerNorm is fused either way)
+  CpComm cp_comm = CpComm::kP2p;                   // with cp > 1
   // Data-parallel gradient reduction overlapped with the backward in buckets (PyTorch DDP, FSDP,
   // Megatron-core --overlap-grad-reduce); false: reduced after the whole backward (Megatron-LM 2021).
   bool dp_overlap = true;
@@ -80,5 +86,6 @@ LayerRange layers_of_chunk(const ModelSpec& model, const ParallelPlan& plan, int
 const char* to_string(Schedule schedule);
 const char* to_string(Precision precision);
 const char* to_string(NormKernel norm);
+const char* to_string(CpComm cp_comm);
 
 }  // namespace trainsim

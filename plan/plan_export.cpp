@@ -85,6 +85,7 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
   if (model != nullptr) a << model_args(*model);
   a << "--tensor-model-parallel-size " << p.tp << " --pipeline-model-parallel-size " << p.pp;
   if (p.cp > 1) a << " --context-parallel-size " << p.cp;
+  if (p.cp > 1 && p.cp_comm != CpComm::kP2p) a << " --cp-comm-type " << to_string(p.cp_comm);
   if (p.ep > 1) a << " --expert-model-parallel-size " << p.ep << " --expert-tensor-parallel-size 1";
   if (model != nullptr) a << pipeline_split_args(*model, p);
   if (p.sequence_parallel) a << " --sequence-parallel";

@@ -31,6 +31,13 @@ Schedule parse_schedule(const std::string& t) {
   throw InputError("schedule: \"" + t + "\" is not one of: gpipe, 1f1b, interleaved, zb-1p, zb-2p");
 }
 
+CpComm parse_cp_comm(const std::string& t) {
+  if (t == "p2p") return CpComm::kP2p;
+  if (t == "all_gather") return CpComm::kAllGather;
+  if (t == "a2a") return CpComm::kA2a;
+  throw InputError("cp_comm: \"" + t + "\" is not one of: p2p, all_gather, a2a");
+}
+
 Precision parse_precision(const std::string& t) {
   if (t == "bf16") return Precision::kBf16;
   if (t == "fp16") return Precision::kFp16;
@@ -82,6 +89,7 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   if (auto v = r.optional_choice("attention", {"flash", "unfused"})) p.attention = parse_attention(*v);
   if (auto v = r.optional_choice("cross_entropy", {"fused", "pytorch"})) p.cross_entropy = parse_cross_entropy(*v);
   if (auto v = r.optional_choice("norm", {"fused", "eager"})) p.norm = *v == "eager" ? NormKernel::kEager : NormKernel::kFused;
+  if (auto v = r.optional_choice("cp_comm", {"p2p", "all_gather", "a2a"})) p.cp_comm = parse_cp_comm(*v);
   p.dp_overlap = r.optional_bool("dp_overlap").value_or(p.dp_overlap);
   p.tp_overlap = r.optional_bool("tp_overlap").value_or(p.tp_overlap);
   return p;
@@ -94,7 +102,7 @@ ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* d
   ParallelPlan plan = read_plan(reader, ParallelPlan{}, defaulted);
   reader.reject_unknown_keys();
   problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, vpp, first_stage_layers, last_stage_layers, micro_batch, global_batch, zero_stage, recompute, "
-                        "sequence_parallel, schedule, precision, attention, cross_entropy, norm, dp_overlap, tp_overlap");
+                        "sequence_parallel, schedule, precision, attention, cross_entropy, norm, cp_comm, dp_overlap, tp_overlap");
   return plan;
 }
 
@@ -118,6 +126,7 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& p) {
   j["attention"] = to_string(p.attention);
   j["cross_entropy"] = to_string(p.cross_entropy);
   j["norm"] = to_string(p.norm);
+  if (p.cp > 1) j["cp_comm"] = to_string(p.cp_comm);
   j["dp_overlap"] = p.dp_overlap;
   j["tp_overlap"] = p.tp_overlap;
   return j;

@@ -126,3 +126,16 @@ TEST_CASE("an MoE plan exports its experts and expert parallelism for Megatron-C
   }
   CHECK(plan_to_json(parse_megatron_args(args, m, p.gpus())).dump() == plan_to_json(p).dump());
 }
+
+TEST_CASE("the CP communication type exports as --cp-comm-type and reads back") {
+  const ModelSpec m = resolve_model("llama3-70b");
+  ParallelPlan p = plan(2, 8, 4, 1, 1, Recompute::kNone, true, Precision::kBf16);
+  p.cp = 2;
+  p.cp_comm = CpComm::kAllGather;
+  p.global_batch = 32;
+  p.attention = AttentionKernel::kFlash;
+  REQUIRE(validate_plan(p, m, "test").empty());
+  const std::string args = export_plan(&m, p, 8, ExportTarget::kMegatron);
+  CHECK_THAT(args, Catch::Contains("--cp-comm-type all_gather"));
+  CHECK(plan_to_json(parse_megatron_args(args, m, p.gpus())).dump() == plan_to_json(p).dump());
+}

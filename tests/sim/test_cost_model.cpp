@@ -159,3 +159,36 @@ TEST_CASE("an all-to-all across nodes goes through each rank's own NIC, not the 
   // A ring all-gather of the same buffer is far cheaper: its node crossings use every NIC.
   CHECK(cost.collective_s(CollectiveKind::kAllGather, bytes, two_nodes) < 0.3 * cost.collective_s(CollectiveKind::kAllToAll, bytes, two_nodes));
 }
+
+TEST_CASE("context parallelism's K,V all-gather (Llama 3) and Ulysses' all-to-alls: their bytes, the same attention work") {
+  const ModelSpec m = resolve_model("llama3-8b");  // 32 heads, 8 KV heads of 128, seq 8192
+  ParallelPlan p;
+  p.cp = 4;
+  p.global_batch = 1;
+  const auto op_named = [](const std::vector<Op>& ops, const char* name) -> const Op* {
+    for (const Op& op : ops) {
+      if (std::string(op.name) == name) return &op;
+    }
+    return nullptr;
+  };
+  const double tokens = 8192.0 / 4;
+  const double ring_flops = op_named(lower_iteration(m, p).layer.forward, "attention")->flops();
+  p.cp_comm = CpComm::kAllGather;
+  LayerWork w = lower_iteration(m, p).layer;
+  REQUIRE(op_named(w.forward, "cp_allgather_kv") != nullptr);
+  CHECK(op_named(w.forward, "cp_allgather_kv")->bytes == Approx(4 * 2 * tokens * 1024 * 2));  // every rank's K and V
+  CHECK(op_named(w.backward, "cp_reducescatter_dkv")->collective == CollectiveKind::kReduceScatter);
+  CHECK(op_named(w.forward, "cp_ring_kv") == nullptr);
+  CHECK(op_named(w.forward, "attention")->flops() == Approx(ring_flops));
+  p.cp_comm = CpComm::kA2a;  // 8 KV heads over cp 4: 2 each
+  REQUIRE(validate_plan(p, m, "test").empty());
+  w = lower_iteration(m, p).layer;
+  CHECK(op_named(w.forward, "cp_a2a_qkv")->bytes == Approx(tokens * (4096 + 2 * 1024) * 2));
+  CHECK(op_named(w.forward, "cp_a2a_out")->bytes == Approx(tokens * 4096 * 2));
+  CHECK(op_named(w.forward, "cp_a2a_qkv")->collective == CollectiveKind::kAllToAll);
+  CHECK(op_named(w.backward, "cp_a2a_qkv_bwd") != nullptr);
+  CHECK(op_named(w.forward, "attention")->flops() == Approx(ring_flops));  // heads / cp over the whole sequence
+  p.cp = 16;  // 8 KV heads do not split 16 ways
+  p.global_batch = 1;
+  CHECK_THAT(validate_plan(p, m, "test").items()[0], Catch::Contains("a2a (Ulysses)"));
+}
