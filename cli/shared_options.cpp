@@ -44,6 +44,7 @@ const SizeFlag kSizeFlags[] = {
     {"cp", "context-parallel size (ring attention)"},
     {"ep", "expert-parallel size (MoE models: experts / ep per rank, all-to-all token dispatch)"},
     {"first-stage-layers", "transformer layers on the first pipeline stage (Megatron-Core's uneven split)"},
+    {"dp-shard", "ZeRO shard group size (HSDP: shard over this many dp x cp ranks, replicate across)"},
     {"last-stage-layers", "transformer layers on the last pipeline stage"},
     {"micro-batch", "sequences per micro-batch"},
     {"global-batch", "sequences per iteration (default: dp x micro-batch)"},
@@ -217,6 +218,7 @@ void PlanOptions::apply_flags(ParallelPlan& p) const {
   take("cp", p.cp);
   take("ep", p.ep);
   take("first-stage-layers", p.first_stage_layers);
+  take("dp-shard", p.dp_shard);
   take("last-stage-layers", p.last_stage_layers);
   take("micro-batch", p.micro_batch);
   take("global-batch", p.global_batch);

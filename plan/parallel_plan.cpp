@@ -135,6 +135,11 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
     }
   }
   check_stage_layers(p, m, of_model, add);
+  if (p.dp_shard < 0) add("dp_shard", "dp_shard (" + s(p.dp_shard) + ") must be >= 1 (0 or absent: every dp x cp rank)");
+  if (p.dp_shard > 0 && ((p.dp * p.cp) % p.dp_shard != 0 || p.zero_stage == 0)) {
+    add("dp_shard", "dp_shard (" + s(p.dp_shard) + ") shards ZeRO states over part of the dp x cp (" + s(p.dp * p.cp) +
+                        ") ranks: it must divide them and needs zero_stage >= 1 (it is " + s(p.zero_stage) + ")");
+  }
   check_context_parallel(p, m, of_model, add);
   check_expert_parallel(p, m, of_model, add);
   return problems;

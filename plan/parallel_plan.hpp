@@ -35,6 +35,10 @@ struct ParallelPlan {
   int64_t micro_batch = 1;   // sequences per micro-batch per DP rank
   int64_t global_batch = 1;  // sequences per iteration over all DP ranks
   int zero_stage = 0;        // 0: none, 1: optimizer states, 2: + gradients, 3: + weights (FSDP)
+  // ZeRO's shard group: 0 shards over all dp x cp ranks; n < dp x cp shards over n of them and
+  // replicates across the dp x cp / n groups, all-reducing the shards' gradients (HSDP: shard
+  // inside a node, replicate across; Megatron-Core's --num-distributed-optimizer-instances).
+  int64_t dp_shard = 0;
   Recompute recompute = Recompute::kNone;
   bool sequence_parallel = false;
   Schedule schedule = Schedule::k1F1B;
@@ -51,6 +55,9 @@ struct ParallelPlan {
   bool tp_overlap = true;
 
   int64_t gpus() const { return dp * tp * pp * cp; }
+  // Ranks a ZeRO shard group holds (dp x cp unless dp_shard says fewer), and how many replicate it.
+  int64_t shard_ranks() const { return dp_shard > 0 ? dp_shard : dp * cp; }
+  int64_t shard_replicas() const { return dp * cp / shard_ranks(); }
   // Micro-batches per DP rank per iteration (gradient accumulation steps).
   int64_t micro_batches() const { return global_batch / (dp * micro_batch); }
 };

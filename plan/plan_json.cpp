@@ -69,6 +69,7 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   read_int("vpp", p.vpp, 1);
   read_int("micro_batch", p.micro_batch, 1);
   p.first_stage_layers = r.optional_int("first_stage_layers", 1).value_or(p.first_stage_layers);
+  p.dp_shard = r.optional_int("dp_shard", 1).value_or(p.dp_shard);
   p.last_stage_layers = r.optional_int("last_stage_layers", 1).value_or(p.last_stage_layers);
   read_int("global_batch", p.global_batch, 1);
   note_default("zero_stage");
@@ -101,7 +102,7 @@ ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* d
   JsonObjectReader reader(doc, path, "", problems);
   ParallelPlan plan = read_plan(reader, ParallelPlan{}, defaulted);
   reader.reject_unknown_keys();
-  problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, vpp, first_stage_layers, last_stage_layers, micro_batch, global_batch, zero_stage, recompute, "
+  problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, vpp, first_stage_layers, last_stage_layers, micro_batch, global_batch, zero_stage, dp_shard, recompute, "
                         "sequence_parallel, schedule, precision, attention, cross_entropy, norm, cp_comm, dp_overlap, tp_overlap");
   return plan;
 }
@@ -119,6 +120,7 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& p) {
   j["micro_batch"] = p.micro_batch;
   j["global_batch"] = p.global_batch;
   j["zero_stage"] = p.zero_stage;
+  if (p.dp_shard > 0) j["dp_shard"] = p.dp_shard;
   j["recompute"] = to_string(p.recompute);
   j["sequence_parallel"] = p.sequence_parallel;
   j["schedule"] = to_string(p.schedule);

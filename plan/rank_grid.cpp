@@ -22,6 +22,8 @@ GroupScope group_scope(const ParallelPlan& p, GroupKind kind, int64_t gpus_per_n
       case GroupKind::kEp: return i;               // ranks 0 .. ep-1 of the first stage
       case GroupKind::kExpertDp:  // every ep-th rank of the stage; without EP, the dp x cp group
         return p.ep > 1 ? i * p.ep : global_rank(p, 0, i % p.cp, i / p.cp, 0);
+      case GroupKind::kDpShard: return p.tp * i;                       // dp x cp order: rank = tp x index
+      case GroupKind::kDpReplicate: return p.tp * p.shard_ranks() * i;
     }
     return int64_t{0};
   };
@@ -31,6 +33,8 @@ GroupScope group_scope(const ParallelPlan& p, GroupKind kind, int64_t gpus_per_n
                        : kind == GroupKind::kDpCp     ? p.dp * p.cp
                        : kind == GroupKind::kEp       ? p.ep
                        : kind == GroupKind::kExpertDp ? expert_dp(p)
+                       : kind == GroupKind::kDpShard  ? p.shard_ranks()
+                       : kind == GroupKind::kDpReplicate ? p.shard_replicas()
                                                       : p.pp;
   // Every group's ranks grow with i, so the nodes it spans are the changes of node along it.
   int64_t node_count = 0, last_node = -1;
@@ -54,6 +58,8 @@ const char* to_string(GroupKind kind) {
     case GroupKind::kDpCp: return "dp_cp";
     case GroupKind::kEp: return "ep";
     case GroupKind::kExpertDp: return "expert_dp";
+    case GroupKind::kDpShard: return "dp_shard";
+    case GroupKind::kDpReplicate: return "dp_replicate";
   }
   return "?";
 }

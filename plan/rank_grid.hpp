@@ -15,7 +15,9 @@ namespace trainsim {
 // kEp: an MoE layer's expert-parallel group (ep consecutive ranks of a stage: Megatron-Core's
 // expert grid tp-ep-dp with expert TP 1); kExpertDp: the ranks holding the same experts, over which
 // expert gradients are reduced and their optimizer states sharded (tp x cp x dp / ep of them).
-enum class GroupKind { kTp, kCp, kDp, kPp, kDpCp, kEp, kExpertDp };
+// kDpShard / kDpReplicate: with a ZeRO shard group smaller than dp x cp (HSDP), the ranks of one
+// shard group (consecutive in dp x cp order) and the ranks holding the same shard across groups.
+enum class GroupKind { kTp, kCp, kDp, kPp, kDpCp, kEp, kExpertDp, kDpShard, kDpReplicate };
 
 struct GroupScope {
   int64_t size = 1;              // ranks in the group

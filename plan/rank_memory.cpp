@@ -67,7 +67,7 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
   const StateBytes bytes = state_bytes_per_param(plan.precision);
   // ZeRO shards over the data-parallel ranks of every CP rank (Megatron's dp_cp group, torchtitan's
   // dp_shard_cp mesh): the weights are the same on each CP rank.
-  const double dp = static_cast<double>(plan.dp * plan.cp);
+  const double dp = static_cast<double>(plan.shard_ranks());  // HSDP: the shard group only
   const double expert_dp_ranks = static_cast<double>(expert_dp(plan));
   RankMemory result;
   const std::vector<int64_t> stage_layers = virtual_stage_layers(model, plan);

@@ -60,6 +60,9 @@ std::vector<std::string> refusals(const ParallelPlan& p) {
     out.push_back(e + "zero_stage 0 with dp " + s(p.dp) + " and tp x pp x cp " + s(p.tp * p.pp * p.cp) +
                   ": torchtitan's DDP runs only alone (\"DDP has not supported > 1D parallelism\"); use zero_stage 3 (FSDP)");
   }
+  if (p.zero_stage == 3 && p.dp_shard > 0 && p.dp_shard % p.cp != 0) {
+    out.push_back(e + "dp_shard " + s(p.dp_shard) + " is not a multiple of cp " + s(p.cp) + ": torchtitan's FSDP mesh always spans the CP ranks");
+  }
   if (p.zero_stage == 0 && p.cp > 1) {
     out.push_back(e + "zero_stage 0 with cp " + s(p.cp) + ": torchtitan shards the weights over the CP ranks with FSDP; use zero_stage 3");
   }
@@ -147,9 +150,11 @@ void write_model_and_training(std::ostream& o, const ModelSpec& m, const Paralle
 
 void write_parallelism(std::ostream& o, const ModelSpec& m, const ParallelPlan& p) {
   const bool fsdp = p.zero_stage == 3;
-  o << "\n[parallelism]\ndata_parallel_replicate_degree = " << (fsdp ? 1 : p.dp) << "\ndata_parallel_shard_degree = "
-    << (fsdp ? p.dp : 1) << "\n";
-  if (fsdp && p.dp * p.cp > 1) o << "fsdp_reshard_after_forward = \"always\"  # trainsim's ZeRO-3: gathered again for the backward\n";
+  // HSDP: torchtitan's shard degree leaves out the CP ranks it folds into the FSDP mesh.
+  const int64_t replicate = fsdp ? p.shard_replicas() : p.dp, shard = fsdp ? p.shard_ranks() / p.cp : 1;
+  o << "\n[parallelism]\ndata_parallel_replicate_degree = " << replicate << "\ndata_parallel_shard_degree = " << shard << "\n";
+  if (fsdp && p.dp * p.cp > 1 && p.pp == 1) o << "fsdp_reshard_after_forward = \"always\"  # trainsim's ZeRO-3: gathered again for the backward\n";
+  if (fsdp && p.dp * p.cp > 1 && p.pp > 1) o << "fsdp_reshard_after_forward = \"never\"  # trainsim's FSDP with a pipeline keeps the gathered weights\n";
   o << "tensor_parallel_degree = " << p.tp << "\nenable_async_tensor_parallel = false  # not modeled by trainsim\n"
     << "pipeline_parallel_degree = " << p.pp << "\n";
   if (p.pp > 1) {

@@ -127,18 +127,18 @@ void read_mesh(TomlReader& r, const std::string& file, int64_t gpus, ImportedJob
       throw InputError(file + ": the degrees multiply to " + s(job.gpus) + " GPUs, not --gpus " + s(gpus), "torchtitan refuses a world size other than the product too; check --gpus");
     }
   }
-  if (replicate > 1 && shard > 1) {
-    r.refuse("parallelism.data_parallel_replicate_degree", s(replicate) + " with data_parallel_shard_degree " + s(shard) + " is HSDP, which trainsim does not model", "use one of the two data-parallel degrees");
-  }
-  if (replicate > 1 && p.tp * p.pp * p.cp > 1) {
+  if (replicate > 1 && shard == 1 && p.tp * p.pp * p.cp > 1) {
     r.refuse("parallelism.data_parallel_replicate_degree", s(replicate) + " (DDP) with tp x pp x cp " + s(p.tp * p.pp * p.cp) + ": torchtitan's DDP runs only alone", "shard instead (data_parallel_shard_degree)");
   }
   p.dp = replicate * shard;
   p.zero_stage = shard > 1 || p.cp > 1 ? 3 : 0;  // FSDP is applied over the CP ranks too (ParallelDims.fsdp_enabled)
+  if (p.zero_stage == 3 && replicate > 1) p.dp_shard = shard * p.cp;  // HSDP: shard inside, replicate across
   p.sequence_parallel = p.tp > 1;                // Llama 3's TP plan: SequenceParallel norms
   const std::string reshard = r.string("parallelism.fsdp_reshard_after_forward").value_or("default");
-  if (p.zero_stage == 3 && (reshard == "never" || (reshard == "default" && p.pp > 1))) {
-    job.not_modeled.push_back("parallelism.fsdp_reshard_after_forward=" + reshard + " (weights kept after the forward)");
+  // trainsim's FSDP keeps the gathered weights exactly when it pipelines (torchtitan's "default").
+  const bool keeps = reshard == "never" || (reshard == "default" && p.pp > 1);
+  if (p.zero_stage == 3 && keeps != (p.pp > 1)) {
+    job.not_modeled.push_back("parallelism.fsdp_reshard_after_forward=" + reshard + " (modeled as " + (p.pp > 1 ? "never" : "always") + " with pp " + s(p.pp) + ")");
   }
   const std::string rotate = r.string("parallelism.context_parallel_rotate_method").value_or("allgather");
   if (p.cp > 1) job.notes.push_back("context parallelism exchanges K/V by " + rotate + " (context_parallel_rotate_method); trainsim models a ring");

@@ -93,7 +93,8 @@ std::string render_prediction_table(const Prediction& p) {
   out += "  plan: dp " + std::to_string(plan.dp) + " x tp " + std::to_string(plan.tp) + " x pp " + std::to_string(plan.pp) +
          (plan.cp > 1 ? " x cp " + std::to_string(plan.cp) : "") + (plan.vpp > 1 ? " (vpp " + std::to_string(plan.vpp) + ")" : "") + (plan.ep > 1 ? ", ep " + std::to_string(plan.ep) : "") + ", micro-batch " + std::to_string(plan.micro_batch) +
          ", global batch " + std::to_string(plan.global_batch) + " (" + std::to_string(plan.micro_batches()) + " micro-batches), " +
-         to_string(plan.schedule) + ", ZeRO-" + std::to_string(plan.zero_stage) + ", recompute " + to_string(plan.recompute) +
+         to_string(plan.schedule) + ", ZeRO-" + std::to_string(plan.zero_stage) +
+         (plan.shard_replicas() > 1 ? " sharded over " + std::to_string(plan.shard_ranks()) + " x " + std::to_string(plan.shard_replicas()) + " replicas" : "") + ", recompute " + to_string(plan.recompute) +
          (plan.sequence_parallel ? ", SP" : "") + ", " + to_string(plan.precision) + ", " + to_string(plan.attention) +
          " attention\n";
   const std::string stage_layers = describe_stage_layers(p.model, plan);

@@ -35,7 +35,9 @@ std::string plan_cells(const ParallelPlan& p) {
   if (p.cp > 1) s += " cp" + std::to_string(p.cp);
   if (p.ep > 1) s += " ep" + std::to_string(p.ep);
   if (p.vpp > 1) s += " v" + std::to_string(p.vpp);
-  s += " mb" + std::to_string(p.micro_batch) + " z" + std::to_string(p.zero_stage) + " " + to_string(p.recompute);
+  s += " mb" + std::to_string(p.micro_batch) + " z" + std::to_string(p.zero_stage);
+  if (p.shard_replicas() > 1) s += "/" + std::to_string(p.shard_ranks());
+  s += std::string(" ") + to_string(p.recompute);
   if (p.sequence_parallel) s += " sp";
   return s;
 }

@@ -89,6 +89,7 @@ ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, con
       dp_exposed += dp_s(CollectiveKind::kAllGather, 1.0, work.weight_bytes_per_param);
     }
   }
+  dp_exposed += replica_reduce_s(cost, params, experts, work.grad_bytes_per_param, dp);  // HSDP, after the last reduction
   const double sharded = optimizer_params(params, experts, plan.zero_stage, dp);
   const double optimizer = cost.optimizer_s(sharded);
 

@@ -171,6 +171,15 @@ struct Builder {
       for (int64_t c = 0; c < schedule.chunks; ++c) add_reductions(stage, {last_compute});
     }
     const StageWork& w = work.stages[static_cast<size_t>(stage)];
+    auto& stage_reductions = reductions[static_cast<size_t>(stage)];
+    if (dp.replicas.size > 1) {
+      // HSDP: each shard's gradients are all-reduced across the shard groups once they are reduced.
+      const TaskId across = add(stage, kDpReduce, replica_reduce_s(cost, w.params, w.expert_params, work.grad_bytes_per_param, dp),
+                                TaskCategory::kDpReduce, 0);
+      for (TaskId r : stage_reductions) graph.add_dep(across, r);
+      graph.add_dep(across, last_compute);
+      stage_reductions.push_back(across);
+    }
     const double sharded = optimizer_params(w.params, w.expert_params, plan.zero_stage, dp);
     const TaskId opt = add(stage, kCompute, cost.optimizer_s(sharded), TaskCategory::kOptimizer, 0);
     for (TaskId r : reductions[static_cast<size_t>(stage)]) graph.add_dep(opt, r);

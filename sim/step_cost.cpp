@@ -13,9 +13,11 @@ LayerScopes layer_scopes(const ParallelPlan& plan, int64_t gpus_per_node) {
 
 DpScopes dp_scopes(const ParallelPlan& plan, int64_t gpus_per_node) {
   DpScopes s;
-  s.dense = group_scope(plan, GroupKind::kDpCp, gpus_per_node);
+  const bool hsdp = plan.shard_replicas() > 1;
+  s.dense = group_scope(plan, hsdp ? GroupKind::kDpShard : GroupKind::kDpCp, gpus_per_node);
   s.experts = group_scope(plan, GroupKind::kExpertDp, gpus_per_node);
-  s.dense_ranks = static_cast<double>(plan.dp * plan.cp);
+  s.dense_ranks = static_cast<double>(plan.shard_ranks());
+  if (hsdp) s.replicas = group_scope(plan, GroupKind::kDpReplicate, gpus_per_node);
   s.expert_ranks = static_cast<double>(expert_dp(plan));
   return s;
 }
@@ -26,6 +28,11 @@ double dp_collective_s(const CostModel& cost, CollectiveKind kind, double params
   double t = dense > 0 ? cost.collective_s(kind, dense * bytes_per_param, scopes.dense) : 0.0;
   if (expert_params > 0 && scopes.experts.size > 1) t += cost.collective_s(kind, expert_params * bytes_per_param, scopes.experts);
   return t;
+}
+
+double replica_reduce_s(const CostModel& cost, double params, double expert_params, double bytes_per_param, const DpScopes& scopes) {
+  if (scopes.replicas.size <= 1) return 0.0;
+  return cost.collective_s(CollectiveKind::kAllReduce, (params - expert_params) / scopes.dense_ranks * bytes_per_param, scopes.replicas);
 }
 
 double optimizer_params(double params, double expert_params, int zero_stage, const DpScopes& scopes) {

@@ -45,11 +45,14 @@ LayerScopes layer_scopes(const ParallelPlan& plan, int64_t gpus_per_node);
 struct DpScopes {
   GroupScope dense, experts;
   double dense_ranks = 1, expert_ranks = 1;  // the ZeRO sharding degrees
+  GroupScope replicas;                       // HSDP: the groups holding the same shard (size 1: none)
 };
 DpScopes dp_scopes(const ParallelPlan& plan, int64_t gpus_per_node);
 // `params` of which `expert_params` routed experts, `bytes_per_param` each.
 double dp_collective_s(const CostModel& cost, CollectiveKind kind, double params, double expert_params, double bytes_per_param,
                        const DpScopes& scopes);
+// HSDP: the all-reduce of a rank's gradient shard across the shard groups (0 without replicas).
+double replica_reduce_s(const CostModel& cost, double params, double expert_params, double bytes_per_param, const DpScopes& scopes);
 // The parameters one rank updates with ZeRO-1+ (its shard), or all of them.
 double optimizer_params(double params, double expert_params, int zero_stage, const DpScopes& scopes);
 

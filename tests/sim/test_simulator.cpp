@@ -222,3 +222,27 @@ TEST_CASE("FSDP with a pipeline gathers each chunk's weights once and reduce-sca
   CHECK(s.memory.other_bytes == Approx(2.0 * n));
   CHECK(s.memory.optimizer_bytes == Approx(12.0 * n / 2.0));
 }
+
+TEST_CASE("HSDP shards the states inside a group and all-reduces each shard's gradients across the groups") {
+  const ModelSpec m = resolve_model("gpt3-1.3b");
+  GemmOnlyCost cost(1e-3);  // every collective 1 ms
+  cost.vocab_ = m.vocab;
+  ParallelPlan p;
+  p.dp = 16;
+  p.zero_stage = 3;
+  p.global_batch = 16;
+  const Prediction fsdp = predict_iteration(m, p, cluster(16), cost);
+  p.dp_shard = 8;  // shard inside a node, 2 replicas
+  REQUIRE(validate_plan(p, m, "test").empty());
+  SimulationOptions keep;
+  keep.keep_trace = true;
+  const Prediction hsdp = predict_iteration(m, p, cluster(16), cost, keep);
+  const double n = static_cast<double>(hsdp.memory.stages[0].params);
+  CHECK(hsdp.memory.stages[0].memory.optimizer_bytes == Approx(12.0 * n / 8.0));
+  CHECK(fsdp.memory.stages[0].memory.optimizer_bytes == Approx(12.0 * n / 16.0));
+  int64_t reductions = 0;
+  for (const auto& task : hsdp.trace.graph.tasks()) reductions += task.category == static_cast<int32_t>(TaskCategory::kDpReduce) ? 1 : 0;
+  CHECK(reductions == 2);  // the micro-batch's reduce-scatter in the group, the all-reduce across groups
+  CHECK(hsdp.iteration_time_s == Approx(fsdp.iteration_time_s + 1e-3));  // that all-reduce is exposed here
+  CHECK_THAT(validate_plan([&] { ParallelPlan q = p; q.dp_shard = 5; return q; }(), m, "test").items()[0], Catch::Contains("must divide"));
+}
