@@ -4,8 +4,10 @@
 #include "sim/published_runs.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include "common/json_reader.hpp"
+#include "model/model_catalog.hpp"
 #include "model/model_json.hpp"
 #include "plan/plan_json.hpp"
 #include "sim/framework_preset.hpp"
@@ -64,6 +66,18 @@ void fill_model(json& model, Filler& fill, std::string& unsupported) {
     }
   }
   fill(model, "model.", "vocab", 50257);
+  // The format has no head_dim: a model the catalog knows by the same name, with the same layers,
+  // hidden width and heads, takes the catalog's (its Hugging Face config's); else hidden / heads.
+  if (!model.contains("head_dim") && model.contains("name") && model["name"].is_string()) {
+    std::string name = model["name"].get<std::string>();
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    for (const ModelSpec& known : builtin_models()) {
+      if (known.name == name && known.layers == int_or(model, "layers", 0) && known.hidden == int_or(model, "hidden", 0) &&
+          known.heads == int_or(model, "heads", 0) && known.head_dim * known.heads != known.hidden) {
+        fill(model, "model.", "head_dim", known.head_dim);
+      }
+    }
+  }
 }
 
 // GPU-dependent network: DGX A100 nodes have 8 x HDR 200 Gb/s, DGX H100/H200 8 x NDR 400 Gb/s.

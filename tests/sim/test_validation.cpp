@@ -50,8 +50,8 @@ TEST_CASE("version-1 files are still read") {
 }
 
 TEST_CASE("mean absolute error over the predicted runs: held-out half and all runs") {
-  CHECK(result().held_out_half.mean_abs_error <= 0.117);  // measured 10.7% (2026-11-24, all 337 runs; 7.9% before the 19 MoE and 6 FSDP + PP rows)
-  CHECK(result().all.mean_abs_error <= 0.111);            // measured 10.1% (7.5% on the 312 runs before MoE and FSDP + PP)
+  CHECK(result().held_out_half.mean_abs_error <= 0.114);  // measured 10.4% (2026-11-24, all 337 runs; 7.9% before the 19 MoE and 6 FSDP + PP rows)
+  CHECK(result().all.mean_abs_error <= 0.107);            // measured 9.7% (7.5% on the 312 runs before MoE and FSDP + PP)
 }
 
 TEST_CASE("A100 Megatron-LM, Korthikanti, MosaicML and BLOOM groups are each within their bounds") {
@@ -70,7 +70,7 @@ TEST_CASE("H100 and H200 groups, priced from H100/H200 reference measurements (n
   CHECK(group("dgxc_h100_llama31_8b").mean_abs_error <= 0.079);   // 6.9%: 30 runs, context parallelism
   CHECK(group("dgxc_h100_llama31_405b").mean_abs_error <= 0.088); // 7.8%: 38 runs
   CHECK(group("dgxc_h100_gpt3_175b").mean_abs_error <= 0.130);    // 12.0%
-  CHECK(group("megatron_bridge_h100_archive").mean_abs_error <= 0.382);  // 37.2%: 26 runs, 19 MoE (GPT-OSS +37..+62%, Qwen3-30B at EP8 +34..+231%; 8.3% on the 7 dense)
+  CHECK(group("megatron_bridge_h100_archive").mean_abs_error <= 0.334);  // 32.4%: 26 runs, 19 MoE (GPT-OSS +37..+62%, Qwen3-30B at PP2 x EP8 +52..+170%; 8.3% on the 7 dense)
   CHECK(group("torchtitan").mean_abs_error <= 0.152);  // 14.2%: 30 H100 96GB runs (assumed peak; the 405B FSDP + PP rows +35/+54%) and 2 H200
 }
 
