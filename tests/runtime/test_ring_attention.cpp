@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
+#include <functional>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <thread>
