@@ -144,6 +144,8 @@ Command add_run_command(CLI::App& root) {
             MPI_Comm_rank(MPI_COMM_WORLD, &rank);
             MPI_Comm_size(MPI_COMM_WORLD, &size);
             a->plan.default_gpus = size;
+            // The CPU runtime's kernels are its own (CP runs its unfused ring attention).
+            a->plan.rules = a->backend == "cpu" ? PlanRules::kCpuRuntime : PlanRules::kFrameworks;
             int status = 0;
             try {
               status = run_training(*a, rank, size);

@@ -203,7 +203,7 @@ ParallelPlan PlanOptions::resolve(const ModelSpec& model, const ImportedJob* imp
   if (given("framework")) apply_framework(framework_preset(framework), p, stated);
   if (!given("global-batch") && is_defaulted("global_batch")) p.global_batch = p.dp * p.micro_batch;
   const std::string where = imported != nullptr ? imported->file : given("plan") ? plan_path : "options";
-  validate_plan(p, model, where).throw_if_any("INTERFACE.md lists the plan options; docs/model-math.md the memory conventions");
+  validate_plan(p, model, where, rules).throw_if_any("INTERFACE.md lists the plan options; docs/model-math.md the memory conventions");
   return p;
 }
 

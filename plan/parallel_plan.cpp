@@ -11,7 +11,7 @@ std::string s(int64_t x) { return std::to_string(x); }
 // Megatron-Core's context parallelism splits each sequence in 2 x cp chunks (each rank takes one
 // from each end, balancing causal attention) and runs Transformer Engine's fused ring attention.
 template <typename Add>
-void check_context_parallel(const ParallelPlan& p, const ModelSpec& m, const std::string& of_model, Add& add) {
+void check_context_parallel(const ParallelPlan& p, const ModelSpec& m, const std::string& of_model, PlanRules rules, Add& add) {
   if (p.cp <= 1) return;
   if (m.seq_len % (2 * p.cp) != 0) {
     add("cp", "cp (" + s(p.cp) + ") needs seq_len (" + s(m.seq_len) + ") divisible by 2 x cp (" + s(2 * p.cp) +
@@ -20,7 +20,9 @@ void check_context_parallel(const ParallelPlan& p, const ModelSpec& m, const std
     add("cp", "sequence parallelism needs each CP rank's tokens (seq_len / cp = " + s(m.seq_len / p.cp) +
                   ") divisible by tp (" + s(p.tp) + ")");
   }
-  if (p.attention != AttentionKernel::kFlash) add("cp", "context parallelism runs fused (flash) ring attention; attention is unfused");
+  if (p.attention != AttentionKernel::kFlash && rules == PlanRules::kFrameworks) {
+    add("cp", "context parallelism runs fused (flash) ring attention; attention is unfused (trainsim's CPU runtime runs its own unfused ring: `trainsim run`)");
+  }
   if (p.cp_comm == CpComm::kA2a && ((m.heads / p.tp) % p.cp != 0 || (m.kv_heads / p.tp) % p.cp != 0)) {
     add("cp_comm", "a2a (Ulysses) splits each TP rank's heads over the CP ranks: cp (" + s(p.cp) + ") must divide heads / tp (" +
                        s(m.heads / p.tp) + ") and kv_heads / tp (" + s(m.kv_heads / p.tp) + ")" + of_model);
@@ -77,7 +79,7 @@ void check_stage_layers(const ParallelPlan& p, const ModelSpec& m, const std::st
 }
 }  // namespace
 
-ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::string& where) {
+ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::string& where, PlanRules rules) {
   ProblemList problems;
   auto add = [&](const std::string& key, const std::string& message) {
     problems.add(where + ": " + key + ": " + message);
@@ -140,7 +142,7 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
     add("dp_shard", "dp_shard (" + s(p.dp_shard) + ") shards ZeRO states over part of the dp x cp (" + s(p.dp * p.cp) +
                         ") ranks: it must divide them and needs zero_stage >= 1 (it is " + s(p.zero_stage) + ")");
   }
-  check_context_parallel(p, m, of_model, add);
+  check_context_parallel(p, m, of_model, rules, add);
   check_expert_parallel(p, m, of_model, add);
   return problems;
 }

@@ -62,8 +62,14 @@ struct ParallelPlan {
   int64_t micro_batches() const { return global_batch / (dp * micro_batch); }
 };
 
+// Whose rules a plan must follow: the frameworks trainsim predicts (Megatron-LM, DeepSpeed,
+// torchtitan), or trainsim's own CPU runtime, whose kernels are its own: it runs context
+// parallelism with its unfused ring attention, where Megatron-Core runs only a fused (flash) one.
+enum class PlanRules { kFrameworks, kCpuRuntime };
+
 // Every problem of `plan` for `model`; `where` prefixes each message (a file or "options").
-ProblemList validate_plan(const ParallelPlan& plan, const ModelSpec& model, const std::string& where);
+ProblemList validate_plan(const ParallelPlan& plan, const ModelSpec& model, const std::string& where,
+                          PlanRules rules = PlanRules::kFrameworks);
 
 // Transformer layers held by pipeline stage `stage` (earlier stages take the remainder; with
 // interleaving, the sum of its chunks).

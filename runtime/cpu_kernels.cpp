@@ -71,18 +71,24 @@ Matrix rms_norm_backward(const Matrix& dy, const Vector& gamma, const LayerNormC
   return dx;
 }
 
-RotaryTables rotary_tables(int64_t seq, int64_t head_dim, double theta) {
-  const int64_t half = head_dim / 2;
-  RotaryTables t{Matrix(seq, half), Matrix(seq, half)};
+RotaryTables rotary_tables(const std::vector<int32_t>& positions, int64_t head_dim, double theta) {
+  const int64_t half = head_dim / 2, rows = static_cast<int64_t>(positions.size());
+  RotaryTables t{Matrix(rows, half), Matrix(rows, half)};
   for (int64_t i = 0; i < half; ++i) {
     const double frequency = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
-    for (int64_t p = 0; p < seq; ++p) {
-      const double angle = static_cast<double>(p) * frequency;
-      t.cos(p, i) = static_cast<float>(std::cos(angle));
-      t.sin(p, i) = static_cast<float>(std::sin(angle));
+    for (int64_t r = 0; r < rows; ++r) {
+      const double angle = static_cast<double>(positions[static_cast<size_t>(r)]) * frequency;
+      t.cos(r, i) = static_cast<float>(std::cos(angle));
+      t.sin(r, i) = static_cast<float>(std::sin(angle));
     }
   }
   return t;
+}
+
+RotaryTables rotary_tables(int64_t seq, int64_t head_dim, double theta) {
+  std::vector<int32_t> positions(static_cast<size_t>(seq));
+  for (int64_t p = 0; p < seq; ++p) positions[static_cast<size_t>(p)] = static_cast<int32_t>(p);
+  return rotary_tables(positions, head_dim, theta);
 }
 
 void rotary_embedding(Matrix& qkv, const RotaryTables& tables, int64_t heads, int64_t kv_heads, int64_t head_dim, bool inverse) {

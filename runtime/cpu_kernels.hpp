@@ -37,6 +37,9 @@ struct RotaryTables {
   Matrix cos, sin;  // (seq, head_dim / 2)
 };
 RotaryTables rotary_tables(int64_t seq, int64_t head_dim, double theta);
+// Row r holds the angles of position positions[r] (a CP rank's chunks: the rotation then turns
+// local row r of each sequence by its true position).
+RotaryTables rotary_tables(const std::vector<int32_t>& positions, int64_t head_dim, double theta);
 void rotary_embedding(Matrix& qkv, const RotaryTables& tables, int64_t heads, int64_t kv_heads, int64_t head_dim, bool inverse);
 
 // The residual add x + branch, with the branch's bias added in the same pass when there is one

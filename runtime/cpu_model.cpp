@@ -1,5 +1,5 @@
-// GPT stage forward/backward; see cpu_model.hpp. Shapes: T = micro-batch tokens, R = rows this
-// rank holds outside the TP region (T, or T / tp with sequence parallelism), h hidden,
+// GPT stage forward/backward; see cpu_model.hpp. Shapes: T = micro-batch tokens of this CP rank
+// (B x s / cp), R = rows this rank holds outside the TP region (T, or T / tp with sequence parallelism), h hidden,
 // q_l / f_l the attention / FFN width of this TP rank.
 #include "runtime/cpu_model.hpp"
 
@@ -71,40 +71,6 @@ using C = OpCategory;
 
 }  // namespace
 
-int64_t StageLayout::layer_count() const {
-  int64_t n = 0;
-  for (const LayerRange& c : chunks) n += c.size();
-  return n;
-}
-
-int64_t StageLayout::first_local_layer(int64_t chunk) const {
-  int64_t n = 0;
-  for (int64_t c = 0; c < chunk; ++c) n += chunks[static_cast<size_t>(c)].size();
-  return n;
-}
-
-int64_t StageLayout::local_layer(int64_t layer) const {
-  int64_t n = 0;
-  for (const LayerRange& c : chunks) {
-    if (layer >= c.first && layer < c.last) return n + layer - c.first;
-    n += c.size();
-  }
-  return -1;
-}
-
-StageLayout stage_layout(const ModelSpec& model, const ParallelPlan& plan, int64_t pp_rank, int64_t tp_rank) {
-  StageLayout layout;
-  const int64_t chunks = plan.schedule == Schedule::kInterleaved ? plan.vpp : 1;
-  for (int64_t c = 0; c < chunks; ++c) layout.chunks.push_back(layers_of_chunk(model, plan, pp_rank, c));
-  layout.embedding = pp_rank == 0;
-  layout.head = pp_rank == plan.pp - 1;
-  layout.tp = plan.tp;
-  layout.tp_rank = tp_rank;
-  layout.sequence_parallel = plan.sequence_parallel;
-  layout.recompute = plan.recompute;
-  return layout;
-}
-
 size_t StageModel::add(const std::string& name, Matrix value, bool tp_split, bool sp_partial) {
   Param p;
   p.name = name;
@@ -119,12 +85,13 @@ size_t StageModel::add(const std::string& name, Matrix value, bool tp_split, boo
 StageModel::StageModel(const ModelSpec& m, const StageLayout& layout, uint64_t seed)
     : layout_(layout), hidden_(m.hidden), heads_local_(m.heads / layout.tp), kv_heads_local_(m.kv_heads / layout.tp),
       head_dim_(m.head_dim), ffn_local_(m.ffn_hidden / layout.tp), seq_(m.seq_len),
+      seq_local_(m.seq_len / layout.cp), positions_(context_positions(m.seq_len, layout.cp, layout.cp_rank)),
       vocab_local_(m.vocab / layout.tp), vocab_first_(layout.tp_rank * (m.vocab / layout.tp)),
       swiglu_(m.ffn_kind == FfnKind::kSwiglu), rms_norm_(m.norm == NormKind::kRmsNorm), rope_(m.position == PositionKind::kRope),
       rope_theta_(m.rope_theta) {
   check_runtime_supports(m);
   TRAINSIM_ASSERT(m.vocab % layout.tp == 0, "check_runtime_plan refuses a vocabulary that tp does not divide");
-  if (rope_) rotary_ = rotary_tables(seq_, head_dim_, rope_theta_);
+  if (rope_) rotary_ = rotary_tables(positions_, head_dim_, rope_theta_);  // by local row: each at its true position
   const int64_t h = m.hidden, t = layout.tp, r = layout.tp_rank;
   const float std = 0.02f, residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(m.layers));  // GPT-2 init
   const bool all_biases = m.linear_bias, qkv_bias = m.linear_bias || m.qkv_bias;
@@ -202,7 +169,7 @@ Matrix StageModel::layer_forward(const LayerParams& p, const Matrix& x, LayerCac
   c.ln1_out = enter_tp_region(norm(x, p.ln1_g, p.ln1_b, c.ln1), sp, tp);
   c.qkv = timed_op(C::kGemmQkv, [&] { return linear(c.ln1_out, p.w_qkv, p.b_qkv); });
   if (rope_) timed_op(C::kRotary, [&] { rotary_embedding(c.qkv, rotary_, heads_local_, kv_heads_local_, head_dim_, false); });
-  c.attn_out = causal_attention(c.qkv, batch, seq_, heads_local_, head_dim_, c.attention, kv_heads_local_);
+  c.attn_out = attention(c.qkv, batch, c);
   const Matrix o = leave_tp_region(timed_op(C::kGemmProj, [&] { return Matrix(c.attn_out * v(p.w_o)); }), sp, tp);
   c.x_mid = timed_op(C::kResidualBias, [&] { return residual_add(x, o, bias_or_null(p.b_o)); });
   c.ln2_out = enter_tp_region(norm(c.x_mid, p.ln2_g, p.ln2_b, c.ln2), sp, tp);
@@ -234,13 +201,25 @@ Matrix StageModel::layer_backward(const LayerParams& p, const Matrix& dy, const 
     g(p.w_o).noalias() += c.attn_out.transpose() * dout;
     return Matrix(dout * v(p.w_o).transpose());
   });
-  Matrix dqkv = causal_attention_backward(dattn, c.qkv, batch, seq_, heads_local_, head_dim_, c.attention, kv_heads_local_);
+  Matrix dqkv = attention_backward(dattn, batch, c);
   if (rope_) timed_op(C::kRotary, [&] { rotary_embedding(dqkv, rotary_, heads_local_, kv_heads_local_, head_dim_, true); });
   timed_op(C::kGemmQkv, [&] { g(p.w_qkv).noalias() += c.ln1_out.transpose() * dqkv; });
   add_bias_grad(dqkv, p.b_qkv);
   const Matrix da = leave_tp_region(timed_op(C::kGemmQkv, [&] { return Matrix(dqkv * v(p.w_qkv).transpose()); }), sp, tp);
   const Matrix dnorm1 = norm_backward(da, p.ln1_g, p.ln1_b, c.ln1);
   return timed_op(C::kResidualBias, [&] { return residual_add(dx_mid, dnorm1); });
+}
+
+// The attention core: causal attention over whole sequences, or with CP the ring over this rank's chunks.
+Matrix StageModel::attention(const Matrix& qkv, int64_t batch, LayerCache& c) {
+  if (layout_.cp == 1) return causal_attention(qkv, batch, seq_, heads_local_, head_dim_, c.attention, kv_heads_local_);
+  TRAINSIM_ASSERT(cp_ != nullptr && cp_->size() == layout_.cp, "a context-parallel stage needs its CP ring (set_cp_group)");
+  return ring_attention(qkv, RingShape{batch, heads_local_, kv_heads_local_, head_dim_}, *cp_, c.ring);
+}
+
+Matrix StageModel::attention_backward(const Matrix& dout, int64_t batch, const LayerCache& c) {
+  if (layout_.cp == 1) return causal_attention_backward(dout, c.qkv, batch, seq_, heads_local_, head_dim_, c.attention, kv_heads_local_);
+  return ring_attention_backward(dout, c.qkv, c.attn_out, RingShape{batch, heads_local_, kv_heads_local_, head_dim_}, *cp_, c.ring);
 }
 
 Matrix StageModel::forward(const Matrix& input, MicroBatchState& s, TpGroup& tp, float loss_scale, double& loss_sum, int64_t chunk) {
@@ -274,7 +253,7 @@ Matrix StageModel::forward(const Matrix& input, MicroBatchState& s, TpGroup& tp,
 // The token embedding (this rank's vocabulary rows; with TP the partial lookups are summed, or
 // summed and split by token rows with SP) plus learned positions of this rank's rows.
 Matrix StageModel::embed(const MicroBatchState& s, TpGroup& tp) {
-  const int64_t tokens = s.batch * seq_;
+  const int64_t tokens = s.batch * seq_local_;
   Matrix x = timed_op(C::kEmbedding, [&] {
     Matrix out = layout_.tp > 1 ? Matrix::Zero(tokens, hidden_) : Matrix(tokens, hidden_);
     for (int64_t i = 0; i < tokens; ++i) {
@@ -287,7 +266,7 @@ Matrix StageModel::embed(const MicroBatchState& s, TpGroup& tp) {
   if (wpe_ != kNone) {
     const ScopedOpTimer timer(C::kEmbedding);
     const int64_t first_row = layout_.sequence_parallel ? layout_.tp_rank * x.rows() : 0;
-    for (int64_t i = 0; i < x.rows(); ++i) x.row(i) += v(wpe_).row((first_row + i) % seq_);
+    for (int64_t i = 0; i < x.rows(); ++i) x.row(i) += v(wpe_).row(positions_[static_cast<size_t>((first_row + i) % seq_local_)]);
   }
   return x;
 }
@@ -311,7 +290,7 @@ void StageModel::embed_backward(const Matrix& dx, const MicroBatchState& s, TpGr
   const int64_t first_row = layout_.sequence_parallel ? layout_.tp_rank * dx.rows() : 0;
   if (wpe_ != kNone) {
     const ScopedOpTimer timer(C::kEmbedding);
-    for (int64_t i = 0; i < dx.rows(); ++i) g(wpe_).row((first_row + i) % seq_) += dx.row(i);
+    for (int64_t i = 0; i < dx.rows(); ++i) g(wpe_).row(positions_[static_cast<size_t>((first_row + i) % seq_local_)]) += dx.row(i);
   }
   const Matrix all = layout_.sequence_parallel ? tp.all_gather_rows(dx) : dx;
   const ScopedOpTimer timer(C::kEmbedding);
@@ -342,8 +321,8 @@ Matrix StageModel::backward(const Matrix& grad_output, MicroBatchState& s, TpGro
     if (layout_.recompute == Recompute::kFull) {
       const Matrix input = c.x_in;
       layer_forward(layers_[l], input, c, s.batch, tp);
-    } else if (layout_.recompute == Recompute::kSelective) {
-      causal_attention(c.qkv, s.batch, seq_, heads_local_, head_dim_, c.attention, kv_heads_local_);
+    } else if (layout_.recompute == Recompute::kSelective && layout_.cp == 1) {  // the ring keeps no probabilities
+      attention(c.qkv, s.batch, c);
     }
     dx = layer_backward(layers_[l], dx, c, s.batch, tp);
     c = LayerCache();  // this micro-batch's activations of the layer are freed

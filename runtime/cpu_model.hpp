@@ -6,8 +6,10 @@
 // all-gather / reduce-scatter of token rows); the token embedding and LM head by vocabulary rows
 // (each TP rank looks up and scores its ids, the embedding output is all-reduced or
 // reduce-scattered, the cross-entropy reduces row max, sum of exp and target logit over TP).
-// Parameters are initialised from full tensors drawn with the seed, then sliced, so every layout
-// starts from the same model.
+// With context parallelism (cp > 1) every op runs on this CP rank's two load-balanced chunks of
+// each sequence (runtime/ring_attention.hpp) at their true positions, and the attention is the
+// ring over the CP group. Parameters are initialised from full tensors drawn with the seed, then
+// sliced, so every layout starts from the same model.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +19,9 @@
 #include "model/activation_memory.hpp"
 #include "model/model_spec.hpp"
 #include "plan/parallel_plan.hpp"
+#include "runtime/cp_group.hpp"
 #include "runtime/cpu_kernels.hpp"
+#include "runtime/ring_attention.hpp"
 #include "runtime/tp_group.hpp"
 
 namespace trainsim::cpu {
@@ -37,7 +41,8 @@ struct StageLayout {
   bool embedding = false, head = false;  // the first chunk embeds, the last one has the LM head
 
   int64_t tp = 1, tp_rank = 0;
-  bool sequence_parallel = false;
+  int64_t cp = 1, cp_rank = 0;  // cp > 1: this rank holds chunks cp_rank and 2cp - 1 - cp_rank of each sequence
+  bool sequence_parallel = false;  // with CP, splits this rank's seq / cp rows of each micro-batch over TP
   Recompute recompute = Recompute::kNone;  // full: keep only each layer's input; selective: drop the softmax
 
   int64_t layer_count() const;
@@ -47,20 +52,21 @@ struct StageLayout {
   int64_t local_layer(int64_t layer) const;
 };
 
-// The layout of pipeline stage `pp_rank`, TP rank `tp_rank` under `plan`: the simulator's split of
-// layers into (virtual) stages, embedding on the first, LM head on the last.
-StageLayout stage_layout(const ModelSpec& model, const ParallelPlan& plan, int64_t pp_rank, int64_t tp_rank);
+// The layout of pipeline stage `pp_rank`, TP rank `tp_rank`, CP rank `cp_rank` under `plan`: the
+// simulator's split of layers into (virtual) stages, embedding on the first, LM head on the last.
+StageLayout stage_layout(const ModelSpec& model, const ParallelPlan& plan, int64_t pp_rank, int64_t tp_rank, int64_t cp_rank = 0);
 
 // Per micro-batch activations kept for the backward.
 struct LayerCache {
   Matrix x_in, ln1_out, qkv, attn_out, x_mid, ln2_out, fc1_out, fc1_act;
   LayerNormCache ln1, ln2;
   AttentionCache attention;
+  RingAttentionCache ring;  // cp > 1
 };
 
 struct MicroBatchState {
   int64_t batch = 0;  // sequences
-  std::vector<int32_t> tokens, targets;
+  std::vector<int32_t> tokens, targets;  // this CP rank's seq / cp of each sequence (all of it without CP)
   std::vector<LayerCache> layers;  // by local layer; a chunk's entries are emptied after its backward
   Matrix final_in, final_out;
   LayerNormCache final_ln;
@@ -105,11 +111,14 @@ class StageModel {
   int64_t layer_count() const { return static_cast<int64_t>(layers_.size()); }
   int64_t chunk_count() const { return static_cast<int64_t>(layout_.chunks.size()); }
   void set_hooks(LayerHooks* hooks) { hooks_ = hooks; }
+  // The CP ring the attention runs over; needed (before the first forward) when layout().cp > 1.
+  void set_cp_group(CpGroup* cp) { cp_ = cp; }
 
   std::vector<Param>& params() { return params_; }
   const StageLayout& layout() const { return layout_; }
   int64_t hidden() const { return hidden_; }
   int64_t seq() const { return seq_; }
+  int64_t seq_local() const { return seq_local_; }  // token rows of each sequence on this CP rank
 
  private:
   static constexpr size_t kNone = static_cast<size_t>(-1);  // a parameter the model does not have
@@ -126,13 +135,16 @@ class StageModel {
   Matrix& g(size_t i) { return params_[i].grad; }
   Matrix layer_forward(const LayerParams& p, const Matrix& x, LayerCache& c, int64_t batch, TpGroup& tp);
   Matrix layer_backward(const LayerParams& p, const Matrix& dy, const LayerCache& c, int64_t batch, TpGroup& tp);
+  Matrix attention(const Matrix& qkv, int64_t batch, LayerCache& c);
+  Matrix attention_backward(const Matrix& dout, int64_t batch, const LayerCache& c);
 
   StageLayout layout_;
-  int64_t hidden_, heads_local_, kv_heads_local_, head_dim_, ffn_local_, seq_;
+  int64_t hidden_, heads_local_, kv_heads_local_, head_dim_, ffn_local_, seq_, seq_local_;
+  std::vector<int32_t> positions_;  // the true position of each of a sequence's seq_local_ rows
   int64_t vocab_local_, vocab_first_;  // this TP rank's rows of the token embedding and LM head
   bool swiglu_ = false, rms_norm_ = false, rope_ = false;
   double rope_theta_ = 10000.0;
-  RotaryTables rotary_;  // RoPE's cosines and sines by position, computed once
+  RotaryTables rotary_;  // RoPE's cosines and sines of positions_, computed once
   std::vector<Param> params_;
   std::vector<LayerParams> layers_;
   size_t wte_ = kNone, wpe_ = kNone, lnf_g_ = kNone, lnf_b_ = kNone;
@@ -142,6 +154,7 @@ class StageModel {
   void embed_backward(const Matrix& dx, const MicroBatchState& s, TpGroup& tp);
   double head_loss(MicroBatchState& s, const Matrix& logits, float loss_scale, TpGroup& tp);
   LayerHooks* hooks_ = nullptr;
+  CpGroup* cp_ = nullptr;
 };
 
 // What keeps the runtime from running this model (it implements GPT-2-style models), and the

@@ -13,7 +13,9 @@
 //    The embeddings and final norm are gathered once per iteration.
 // With overlap (plan dp_overlap), a bucket's reduction starts as soon as its layers finish their
 // last backward of the iteration (MPI non-blocking collectives, progressed after every layer);
-// without, all reductions run after the backward. Gradients are clipped by the global norm.
+// without, all reductions run after the backward. Gradients are clipped by the global norm. With
+// context parallelism "dp" below is the dp x cp ranks (Megatron's dp_cp group): each CP rank's
+// gradients cover its own tokens and the weights are the same on every CP rank.
 #pragma once
 
 #include <mpi.h>
@@ -39,7 +41,7 @@ struct DataParallelConfig {
 };
 
 struct DataParallelComms {
-  MPI_Comm dp = MPI_COMM_NULL;         // the stage's replicas
+  MPI_Comm dp = MPI_COMM_NULL;         // the ranks that reduce gradients and shard ZeRO: dp x cp (Megatron's dp_cp)
   MPI_Comm model = MPI_COMM_NULL;      // TP x PP ranks of one replica (for the global norm)
   MPI_Comm embedding = MPI_COMM_NULL;  // first and last stage holding the tied embedding (pp > 1)
 };

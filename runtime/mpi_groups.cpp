@@ -1,5 +1,5 @@
 // Communicators by MPI_Comm_split on the Megatron rank order (plan/rank_grid), and timed TP
-// collectives.
+// collectives and CP ring transfers.
 #include "runtime/mpi_groups.hpp"
 
 #include <chrono>
@@ -32,30 +32,37 @@ RankGrid RankGrid::build(const ParallelPlan& p, MPI_Comm world, bool tied_embedd
   g.world = world;
   MPI_Comm_rank(world, &g.world_rank);
   MPI_Comm_size(world, &g.world_size);
-  // Megatron order: rank = tp + tp*(cp + cp*(dp + dp*pp)) with cp = 1.
+  // Megatron order: rank = tp + tp*(cp + cp*(dp + dp*pp)) (plan/rank_grid's global_rank).
   const int64_t r = g.world_rank;
   g.tp_rank = r % p.tp;
-  g.dp_rank = (r / p.tp) % p.dp;
-  g.pp_rank = r / (p.tp * p.dp);
-  MPI_Comm_split(world, static_cast<int>(g.dp_rank + p.dp * g.pp_rank), static_cast<int>(g.tp_rank), &g.tp);
-  MPI_Comm_split(world, static_cast<int>(g.tp_rank + p.tp * g.pp_rank), static_cast<int>(g.dp_rank), &g.dp);
-  MPI_Comm_split(world, static_cast<int>(g.dp_rank), static_cast<int>(g.tp_rank + p.tp * g.pp_rank), &g.model);
+  g.cp_rank = (r / p.tp) % p.cp;
+  g.dp_rank = (r / (p.tp * p.cp)) % p.dp;
+  g.pp_rank = r / (p.tp * p.cp * p.dp);
+  const auto split = [&](int64_t color, int64_t key, MPI_Comm* comm) {
+    MPI_Comm_split(world, static_cast<int>(color), static_cast<int>(key), comm);
+  };
+  split(g.cp_rank + p.cp * (g.dp_rank + p.dp * g.pp_rank), g.tp_rank, &g.tp);
+  split(g.tp_rank + p.tp * (g.dp_rank + p.dp * g.pp_rank), g.cp_rank, &g.cp);
+  split(g.tp_rank + p.tp * (g.cp_rank + p.cp * g.pp_rank), g.dp_rank, &g.dp);
+  split(g.tp_rank + p.tp * g.pp_rank, g.cp_rank + p.cp * g.dp_rank, &g.dp_cp);
+  split(g.cp_rank + p.cp * g.dp_rank, g.tp_rank + p.tp * g.pp_rank, &g.model);
   const bool ends = g.pp_rank == 0 || g.pp_rank == p.pp - 1;
-  MPI_Comm_split(world, p.pp > 1 && ends && tied_embeddings ? static_cast<int>(g.tp_rank + p.tp * g.dp_rank) : MPI_UNDEFINED,
+  MPI_Comm_split(world, p.pp > 1 && ends && tied_embeddings ? static_cast<int>(g.tp_rank + p.tp * (g.cp_rank + p.cp * g.dp_rank)) : MPI_UNDEFINED,
                  static_cast<int>(g.pp_rank), &g.embedding);
-  if (g.pp_rank > 0) g.prev_stage = static_cast<int>(global_rank(p, g.tp_rank, 0, g.dp_rank, g.pp_rank - 1));
-  if (g.pp_rank < p.pp - 1) g.next_stage = static_cast<int>(global_rank(p, g.tp_rank, 0, g.dp_rank, g.pp_rank + 1));
+  const auto stage_rank = [&](int64_t stage) { return static_cast<int>(global_rank(p, g.tp_rank, g.cp_rank, g.dp_rank, stage)); };
+  if (g.pp_rank > 0) g.prev_stage = stage_rank(g.pp_rank - 1);
+  if (g.pp_rank < p.pp - 1) g.next_stage = stage_rank(g.pp_rank + 1);
   g.stages = p.pp;
   g.chunks = p.schedule == Schedule::kInterleaved ? p.vpp : 1;
   if (p.pp > 1) {
-    g.ring_prev = static_cast<int>(global_rank(p, g.tp_rank, 0, g.dp_rank, (g.pp_rank + p.pp - 1) % p.pp));
-    g.ring_next = static_cast<int>(global_rank(p, g.tp_rank, 0, g.dp_rank, (g.pp_rank + 1) % p.pp));
+    g.ring_prev = stage_rank((g.pp_rank + p.pp - 1) % p.pp);
+    g.ring_next = stage_rank((g.pp_rank + 1) % p.pp);
   }
   return g;
 }
 
 void RankGrid::release() {
-  for (MPI_Comm* c : {&tp, &dp, &model, &embedding}) {
+  for (MPI_Comm* c : {&tp, &cp, &dp, &dp_cp, &model, &embedding}) {
     if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
   }
 }
@@ -91,6 +98,17 @@ Matrix MpiTpGroup::reduce_scatter_rows(const Matrix& full) {
   MPI_Reduce_scatter_block(full.data(), shard.data(), static_cast<int>(shard.size()), MPI_FLOAT, MPI_SUM, comm_);
   *seconds_ += wall_s() - start;
   return shard;
+}
+
+Matrix MpiCpGroup::ring_shift(const Matrix& block) {
+  if (size_ == 1) return block;
+  const double start = wall_s();
+  Matrix received(block.rows(), block.cols());
+  const int count = static_cast<int>(block.size());
+  MPI_Sendrecv(block.data(), count, MPI_FLOAT, (rank_ + 1) % size_, 0, received.data(), count, MPI_FLOAT, (rank_ + size_ - 1) % size_, 0,
+               comm_, MPI_STATUS_IGNORE);
+  *seconds_ += wall_s() - start;
+  return received;
 }
 
 }  // namespace trainsim::cpu

@@ -1,6 +1,6 @@
-// The MPI side of the CPU runtime: the rank grid of a plan as communicators (TP, DP, the
-// pipeline neighbours, the tied-embedding pair of first and last stage), and the TP group the
-// model calls, timing every collective into the phase clock.
+// The MPI side of the CPU runtime: the rank grid of a plan as communicators (TP, CP, DP, DP x CP,
+// the pipeline neighbours, the tied-embedding pair of first and last stage), and the TP group and
+// CP ring the model calls, timing every collective into the phase clock.
 #pragma once
 
 #include <mpi.h>
@@ -9,6 +9,7 @@
 #include <string>
 
 #include "plan/parallel_plan.hpp"
+#include "runtime/cp_group.hpp"
 #include "runtime/tp_group.hpp"
 
 namespace trainsim::cpu {
@@ -24,9 +25,13 @@ std::optional<RankError> first_error(MPI_Comm world, const std::optional<std::st
 struct RankGrid {
   MPI_Comm world = MPI_COMM_WORLD;  // the job's ranks (a sub-communicator in parity tests)
   int world_rank = 0, world_size = 1;
-  int64_t tp_rank = 0, dp_rank = 0, pp_rank = 0;
-  MPI_Comm tp = MPI_COMM_NULL, dp = MPI_COMM_NULL, model = MPI_COMM_NULL;  // model: tp x pp of one replica
-  MPI_Comm embedding = MPI_COMM_NULL;  // first and last stage of one (tp, dp) (pp > 1, tied embeddings only)
+  int64_t tp_rank = 0, cp_rank = 0, dp_rank = 0, pp_rank = 0;
+  MPI_Comm tp = MPI_COMM_NULL, cp = MPI_COMM_NULL, dp = MPI_COMM_NULL;
+  // dp_cp: the dp x cp ranks of one (tp, pp), rank cp + cp x dp (Megatron's dp_cp group), over
+  // which gradients are reduced and ZeRO shards: every CP rank holds the same weights.
+  MPI_Comm dp_cp = MPI_COMM_NULL;
+  MPI_Comm model = MPI_COMM_NULL;      // tp x pp of one replica (one cp rank of one dp rank)
+  MPI_Comm embedding = MPI_COMM_NULL;  // first and last stage of one (tp, cp, dp) (pp > 1, tied embeddings only)
   int prev_stage = -1, next_stage = -1;  // world ranks of the pipeline neighbours
   // Pipeline stages and model chunks per stage (vpp with the interleaved schedule, else 1), and the
   // world ranks of the stages before and after this one on the ring (pp > 1).
@@ -59,6 +64,22 @@ class MpiTpGroup final : public TpGroup {
  private:
   MPI_Comm comm_;
   double* seconds_;  // where the time spent goes
+  int size_ = 1, rank_ = 0;
+};
+
+class MpiCpGroup final : public CpGroup {
+ public:
+  MpiCpGroup(MPI_Comm comm, double* seconds) : comm_(comm), seconds_(seconds) {
+    MPI_Comm_size(comm, &size_);
+    MPI_Comm_rank(comm, &rank_);
+  }
+  int size() const override { return size_; }
+  int rank() const override { return rank_; }
+  Matrix ring_shift(const Matrix& block) override;  // MPI_Sendrecv to the next rank, from the previous
+
+ private:
+  MPI_Comm comm_;
+  double* seconds_;
   int size_ = 1, rank_ = 0;
 };
 

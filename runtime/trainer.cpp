@@ -20,6 +20,7 @@
 #include "runtime/heap_watermark.hpp"
 #include "runtime/host_allocator.hpp"
 #include "runtime/op_clock.hpp"
+#include "runtime/ring_attention.hpp"
 #include "runtime/token_data.hpp"
 
 namespace trainsim::cpu {
@@ -34,7 +35,11 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
   // LM head, cross-entropy over every id), only ids from 256 up never occur in the data.
   if (m.vocab < 256) problems.add("model \"" + m.name + "\": vocab " + std::to_string(m.vocab) + " < 256 (the runtime feeds byte tokens 0-255)");
   if (p.precision != Precision::kFp32) problems.add(std::string("plan: precision ") + to_string(p.precision) + " (the CPU runtime trains in fp32: --precision fp32)");
-  if (p.cp > 1 || p.ep > 1) problems.add("plan: cp and ep are not implemented");
+  if (p.ep > 1) problems.add("plan: ep " + std::to_string(p.ep) + ": expert parallelism is not implemented (the runtime runs dense models)");
+  if (p.cp > 1 && p.cp_comm != CpComm::kP2p) {
+    problems.add(std::string("plan: cp_comm ") + to_string(p.cp_comm) + ": the runtime's context parallelism is a ring (cp_comm p2p)");
+  }
+  if (p.dp_shard > 0) problems.add("plan: dp_shard " + std::to_string(p.dp_shard) + ": HSDP is not implemented by the runtime (ZeRO shards over every dp x cp rank)");
   if (is_zero_bubble(p.schedule)) {
     problems.add(std::string("plan: schedule ") + to_string(p.schedule) + " (Zero Bubble) is not implemented by the runtime (gpipe, 1f1b or interleaved)");
   }
@@ -55,7 +60,7 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
                  " (the embedding and LM head are split by vocabulary over TP ranks, as Megatron-LM splits them; Megatron pads "
                  "the vocabulary to a multiple of 128 x tp: describe the model with the padded vocab, e.g. 50304 for GPT-2)");
   }
-  problems.throw_if_any("the CPU runtime runs GPT-2- and Llama-style dense models (e.g. gpt-tiny) with DP, TP (+SP), PP (GPipe, 1F1B, interleaved 1F1B), ZeRO-0/1/2/3 and recomputation today");
+  problems.throw_if_any("the CPU runtime runs GPT-2- and Llama-style dense models (e.g. gpt-tiny) with DP, TP (+SP), PP (GPipe, 1F1B, interleaved 1F1B), CP (ring attention), ZeRO-0/1/2/3 and recomputation today");
 }
 
 namespace {
@@ -95,6 +100,8 @@ struct Trainer::Impl {
   PhaseTimes clock;  // this iteration, this rank
   OpClock ops;       // this iteration, this rank: seconds per op category
   std::unique_ptr<MpiTpGroup> tp;
+  std::unique_ptr<MpiCpGroup> cp;  // the ring attention's transfers count as TP/CP communication
+  std::vector<int32_t> positions;  // of the seq / cp tokens of each sequence this CP rank holds
   std::unique_ptr<StageModel> stage;
   std::vector<uint8_t> corpus;
   int64_t adam_step = 0;
@@ -105,8 +112,11 @@ struct Trainer::Impl {
     keep_freed_memory_in_process();
     grid = RankGrid::build(plan, world, m.tied_embeddings);
     tp = std::make_unique<MpiTpGroup>(grid.tp, &clock.tp_comm_s);
+    cp = std::make_unique<MpiCpGroup>(grid.cp, &clock.tp_comm_s);
+    positions = context_positions(m.seq_len, plan.cp, grid.cp_rank);
     memory.reset();
-    stage = std::make_unique<StageModel>(m, stage_layout(m, plan, grid.pp_rank, grid.tp_rank), options.seed);
+    stage = std::make_unique<StageModel>(m, stage_layout(m, plan, grid.pp_rank, grid.tp_rank, grid.cp_rank), options.seed);
+    stage->set_cp_group(cp.get());
     corpus = runtime::load_corpus(options.data_path, m.seq_len + 1);
     std::vector<bool> weights;
     for (const Param& prm : stage->params()) weights.push_back(counts_in_norm(prm));
@@ -114,11 +124,12 @@ struct Trainer::Impl {
     config.zero_stage = plan.zero_stage;
     config.overlap = plan.dp_overlap;
     config.bucket_params = options.bucket_params;
-    data_parallel = std::make_unique<DataParallel>(*stage, *tp, DataParallelComms{grid.dp, grid.model, grid.embedding}, config, weights, clock);
+    data_parallel = std::make_unique<DataParallel>(*stage, *tp, DataParallelComms{grid.dp_cp, grid.model, grid.embedding}, config, weights, clock);
     memory.sample();
   }
 
-  // This DP rank's share of the iteration's global batch, split into micro-batches.
+  // This DP rank's share of the iteration's global batch, split into micro-batches; with CP, this
+  // rank's two chunks of every sequence.
   std::vector<MicroBatchState> micro_batches(int64_t iteration) const {
     const int64_t per_rank = plan.global_batch / plan.dp;
     std::vector<MicroBatchState> out(static_cast<size_t>(plan.micro_batches()));
@@ -127,14 +138,18 @@ struct Trainer::Impl {
       mb.batch = plan.micro_batch;
       runtime::TokenBatch batch = runtime::token_batch(corpus, options.seed, iteration, grid.dp_rank * per_rank + k * plan.micro_batch,
                                                        plan.micro_batch, model.seq_len);
-      mb.tokens = std::move(batch.tokens);
-      mb.targets = std::move(batch.targets);
+      for (int64_t j = 0; j < plan.micro_batch; ++j) {
+        for (int32_t p : positions) {
+          mb.tokens.push_back(batch.tokens[static_cast<size_t>(j * model.seq_len + p)]);
+          mb.targets.push_back(batch.targets[static_cast<size_t>(j * model.seq_len + p)]);
+        }
+      }
     }
     return out;
   }
 
   int64_t rows_per_micro_batch() const {
-    const int64_t tokens = plan.micro_batch * model.seq_len;
+    const int64_t tokens = plan.micro_batch * model.seq_len / plan.cp;
     return plan.sequence_parallel ? tokens / plan.tp : tokens;
   }
 
@@ -287,7 +302,8 @@ struct Trainer::Impl {
     current_op_clock() = nullptr;
     rusage usage_after{};
     getrusage(RUSAGE_SELF, &usage_after);
-    // Loss: the last stage's TP-rank-0 ranks hold their replica's share.
+    // Loss: the last stage's TP-rank-0 ranks hold their replica's share (with CP, of their chunks'
+    // tokens: the sum over all of them is the global batch's, every token once).
     double mine = grid.pp_rank == plan.pp - 1 && grid.tp_rank == 0 ? loss : 0.0, total = 0;
     MPI_Allreduce(&mine, &total, 1, MPI_DOUBLE, MPI_SUM, grid.world);
     IterationRecord r;
@@ -304,14 +320,14 @@ struct Trainer::Impl {
     return r;
   }
 
-  // Rank 0 learns each pipeline stage's per-op-category medians (from TP rank 0 of DP replica 0).
+  // Rank 0 learns each pipeline stage's per-op-category medians (from TP rank 0, CP rank 0 of DP replica 0).
   std::vector<OpCategoryTimes> gather_stage_op_times(const OpCategoryTimes& mine) const {
     constexpr size_t kWidth = 2 * kOpCategoryCount + 2;
     std::vector<double> row(kWidth);
     std::copy(mine.forward_s.begin(), mine.forward_s.end(), row.begin());
     std::copy(mine.backward_s.begin(), mine.backward_s.end(), row.begin() + kOpCategoryCount);
     row[kWidth - 2] = static_cast<double>(grid.pp_rank);
-    row[kWidth - 1] = grid.tp_rank == 0 && grid.dp_rank == 0 ? 1.0 : 0.0;
+    row[kWidth - 1] = grid.tp_rank == 0 && grid.cp_rank == 0 && grid.dp_rank == 0 ? 1.0 : 0.0;
     std::vector<double> all(grid.world_rank == 0 ? kWidth * static_cast<size_t>(grid.world_size) : 0);
     MPI_Gather(row.data(), static_cast<int>(kWidth), MPI_DOUBLE, all.data(), static_cast<int>(kWidth), MPI_DOUBLE, 0, grid.world);
     std::vector<OpCategoryTimes> stages(static_cast<size_t>(plan.pp));

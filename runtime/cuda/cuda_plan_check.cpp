@@ -31,7 +31,11 @@ void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) 
     problems.add(std::string("plan: precision ") + to_string(p.precision) +
                  " must be bf16 for --backend cuda (bf16 weights and activations, fp32 master weights, gradients and AdamW states: --precision bf16)");
   }
-  if (p.cp > 1 || p.ep > 1) problems.add("plan: cp " + std::to_string(p.cp) + ", ep " + std::to_string(p.ep) + ": context and expert parallelism are not implemented (must be 1)");
+  if (p.cp > 1) {
+    problems.add("plan: cp " + std::to_string(p.cp) + ": context parallelism is not implemented by the CUDA runtime (must be 1; the CPU "
+                 "runtime runs it: --backend cpu --precision fp32)");
+  }
+  if (p.ep > 1) problems.add("plan: ep " + std::to_string(p.ep) + ": expert parallelism is not implemented (must be 1)");
   if (p.vpp > 1 && m.layers % (p.pp * p.vpp) != 0) problems.add("plan: pp x vpp (" + std::to_string(p.pp * p.vpp) + ") must divide the layers (" + std::to_string(m.layers) + ") for the runtime's interleaved schedule");
   if (p.norm != NormKernel::kFused || p.cross_entropy != LossKernel::kFused) {
     problems.add("plan: norm eager / cross_entropy pytorch describe another framework's kernels; the runtime runs fused ones (norm fused, cross_entropy fused)");

@@ -128,6 +128,9 @@ cli_test("predict with context parallelism shows cp and prices the KV ring" RC 0
   MATCH "dp 8 x tp 1 x pp 1 x cp 2" ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 16 --cp 2 --global-batch 16)
 cli_test("export writes --context-parallel-size" RC 0 MATCH "--context-parallel-size 2"
   ARGS export ${plans}/llama3-70b-tp8-cp2.json --to megatron)
+cli_test("bad: predict context parallelism with unfused attention (Megatron-Core runs a fused ring only)" RC 2
+  MATCH "cp: context parallelism runs fused .flash. ring attention" ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 16 --cp 2
+  --global-batch 16 --attention unfused)
 cli_test("bad: context parallelism needs 2 x cp chunks of the sequence" RC 2
   MATCH "cp .3. needs seq_len .8192. divisible by 2 x cp" ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 24 --cp 3 --global-batch 8)
 cli_test("bad: export to Megatron-LM needs pp x vpp to divide the layers" RC 2

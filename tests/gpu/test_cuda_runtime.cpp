@@ -64,7 +64,7 @@ TEST_CASE("the CUDA runtime reports every unsupported key at once", "[cuda_runti
   const std::string message = refusal(m, p, 3);
   CHECK_THAT(message, Catch::Contains("positions alibi"));
   CHECK_THAT(message, Catch::Contains("dropout"));
-  CHECK_THAT(message, Catch::Contains("context and expert parallelism"));
+  CHECK_THAT(message, Catch::Contains("cp 2: context parallelism is not implemented by the CUDA runtime"));
   CHECK_THAT(message, Catch::Contains("mpirun started 3"));
 }
 

@@ -60,6 +60,9 @@ TEST_CASE("context parallelism needs 2 x cp load-balanced chunks, fused attentio
   problems = validate_plan(p, m, "options");
   REQUIRE(problems.size() == 1);
   CHECK_THAT(problems.items()[0], Catch::Contains("fused (flash) ring attention"));
+  CHECK(validate_plan(p, m, "options", PlanRules::kCpuRuntime).empty());  // the CPU runtime's ring is unfused
+  p.cp = 3;
+  CHECK_THAT(validate_plan(p, m, "options", PlanRules::kCpuRuntime).items()[0], Catch::Contains("divisible by 2 x cp (6"));
 }
 
 TEST_CASE("virtual stages that do not divide the layers: Megatron-Core's embedding and loss accounting, else the earliest take the rest") {

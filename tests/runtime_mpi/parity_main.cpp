@@ -1,7 +1,7 @@
 // Loss parity of the CPU runtime, run under mpirun: rank 0 first trains the model alone (a
 // one-rank communicator), then all ranks train the same seed and data with the layout given on
 // the command line; the loss curves must agree to a relative tolerance (fp32, different
-// reduction orders). Usage: mpirun -np N runtime_parity --dp 2 --tp 1 --pp 1 [--sp] [--gpipe]
+// reduction orders). Usage: mpirun -np N runtime_parity --dp 2 --tp 1 --pp 1 [--cp C] [--sp] [--gpipe]
 // [--zero Z] [--no-overlap] [--swiglu-gqa] [--bucket PARAMS] [--recompute full|selective]
 // [--vpp V] (interleaved 1F1B with V model chunks per stage) [--llama] (RMSNorm, RoPE, untied LM
 // head, no biases, SwiGLU, GQA)
@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
     if (a == "--dp") layout.dp = std::stoll(argv[++i]);
     else if (a == "--tp") layout.tp = std::stoll(argv[++i]);
     else if (a == "--pp") layout.pp = std::stoll(argv[++i]);
+    else if (a == "--cp") layout.cp = std::stoll(argv[++i]);
     else if (a == "--sp") layout.sequence_parallel = true;
     else if (a == "--gpipe") layout.schedule = Schedule::kGpipe;
     else if (a == "--vpp") layout.vpp = std::stoll(argv[++i]), layout.schedule = Schedule::kInterleaved;
@@ -83,7 +84,7 @@ int main(int argc, char** argv) {
   layout.precision = Precision::kFp32;
   layout.attention = AttentionKernel::kUnfused;
   ParallelPlan single = layout;
-  single.dp = single.tp = single.pp = 1;
+  single.dp = single.tp = single.pp = single.cp = 1;
   single.sequence_parallel = false;
   single.zero_stage = 0;
   single.recompute = Recompute::kNone;
@@ -98,13 +99,15 @@ int main(int argc, char** argv) {
     if (rank == 0) reference = losses(single, alone);
     const std::vector<double> parallel = losses(layout, MPI_COMM_WORLD);
     if (rank == 0) {
-      std::printf("layout dp%lld tp%lld pp%lld vpp%lld zero%d recompute %s%s schedule %s on %d ranks vs 1 rank (6 steps, fp32):\n",
+      std::printf("layout dp%lld tp%lld pp%lld cp%lld vpp%lld zero%d recompute %s%s schedule %s on %d ranks vs 1 rank (6 steps, fp32):\n",
                   static_cast<long long>(layout.dp), static_cast<long long>(layout.tp), static_cast<long long>(layout.pp),
+                  static_cast<long long>(layout.cp),
                   static_cast<long long>(layout.vpp), layout.zero_stage, to_string(layout.recompute),
                   layout.sequence_parallel ? " sp" : "", to_string(layout.schedule), size);
       for (size_t i = 0; i < reference.size(); ++i) {
         const double rel = std::fabs(parallel[i] / reference[i] - 1.0);
-        std::printf("  step %zu: loss %.6f vs %.6f (relative difference %.2e)\n", i, parallel[i], reference[i], rel);
+        std::printf("  step %zu: loss %.8f vs %.8f (difference %.2e, relative %.2e)\n", i, parallel[i], reference[i],
+                    std::fabs(parallel[i] - reference[i]), rel);
         if (!(rel <= 1e-4)) failed = 1;
       }
       if (reference.back() >= reference.front()) {
