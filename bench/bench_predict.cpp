@@ -18,6 +18,9 @@ struct Case {
   const char* model;
   int64_t dp, tp, pp, vpp, micro_batch, global_batch;
   Recompute recompute;
+  Schedule schedule = Schedule::k1F1B;  // with vpp 1; interleaved when vpp > 1
+  int64_t ep = 1;
+  bool sequence_parallel = false;
 };
 
 double median_ms(const Case& c, int repeats, size_t* tasks) {
@@ -27,7 +30,9 @@ double median_ms(const Case& c, int repeats, size_t* tasks) {
   p.tp = c.tp;
   p.pp = c.pp;
   p.vpp = c.vpp;
-  p.schedule = c.vpp > 1 ? Schedule::kInterleaved : Schedule::k1F1B;
+  p.schedule = c.vpp > 1 ? Schedule::kInterleaved : c.schedule;
+  p.ep = c.ep;
+  p.sequence_parallel = c.sequence_parallel;
   p.micro_batch = c.micro_batch;
   p.global_batch = c.global_batch;
   p.recompute = c.recompute;
@@ -57,6 +62,10 @@ int main() {
       {"Megatron 530B, 2520 GPUs, TP8 PP35, m=280", "megatron-529.6b", 9, 8, 35, 1, 1, 2520, Recompute::kFull},
       {"Megatron 1T, 3072 GPUs, TP8 PP64, m=512", "megatron-1t", 6, 8, 64, 1, 1, 3072, Recompute::kFull},
       {"Llama-3 8B, 256 GPUs, DP256, m=4", "llama3-8b", 256, 1, 1, 1, 1, 1024, Recompute::kNone},
+      {"GPT-3 175B, 512 GPUs, TP8 PP32 ZB-2p, m=256", "gpt3-175b", 2, 8, 32, 1, 1, 512, Recompute::kNone,
+       Schedule::kZeroBubble2p},
+      {"Qwen3-235B-A22B, 256 GPUs, TP2 PP8 v4 EP32, m=128", "qwen3-235b-a22b", 16, 2, 8, 4, 1, 2048, Recompute::kNone,
+       Schedule::k1F1B, 32, true},
   };
   std::printf("%-44s %10s %12s\n", "plan", "tasks", "median ms");
   for (const Case& c : cases) {
