@@ -67,11 +67,11 @@ int main() {
       {"Qwen3-235B-A22B, 256 GPUs, TP2 PP8 v4 EP32, m=128", "qwen3-235b-a22b", 16, 2, 8, 4, 1, 2048, Recompute::kNone,
        Schedule::k1F1B, 32, true},
   };
-  std::printf("%-44s %10s %12s\n", "plan", "tasks", "median ms");
+  std::printf("%-52s %10s %12s\n", "plan", "tasks", "median ms");
   for (const Case& c : cases) {
     size_t tasks = 0;
     const double ms = median_ms(c, 9, &tasks);
-    std::printf("%-44s %10zu %12.2f\n", c.label, tasks, ms);
+    std::printf("%-52s %10zu %12.2f\n", c.label, tasks, ms);
   }
   return 0;
 }
