@@ -268,6 +268,52 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
   return w;
 }
 
+// The first stage's embedding lookup (+ positions, dropout) and its gradient scatter.
+void add_embedding_ops(StageWork& w, const ParallelPlan& p, const Shapes& s) {
+  const double full_act = static_cast<double>(s.tokens) * static_cast<double>(s.h) * s.e;
+  // Vocabulary-parallel embeddings all-reduce their output.
+  w.extra_forward.push_back(memory("embedding", 3 * full_act));
+  if (p.tp > 1) {
+    w.extra_forward.push_back(collective(p.sequence_parallel ? "embedding_reducescatter" : "embedding_allreduce",
+                                         p.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+                                         GroupKind::kTp, full_act));
+  }
+  // With SP the backward of the embedding's reduce-scatter all-gathers the token rows: every
+  // vocabulary shard scatters every token's gradient.
+  if (p.tp > 1 && p.sequence_parallel) {
+    w.extra_backward.push_back(collective("embedding_allgather_bwd", CollectiveKind::kAllGather, GroupKind::kTp, full_act));
+  }
+  w.extra_backward.push_back(memory("embedding_bwd", 3 * full_act));
+}
+
+// The last stage's final norm, LM head and loss, forward and backward.
+void add_head_ops(StageWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s) {
+  const double act = s.sp_tokens * static_cast<double>(s.h) * s.e;
+  const double full_act = static_cast<double>(s.tokens) * static_cast<double>(s.h) * s.e;
+  const double logits = static_cast<double>(s.tokens) * static_cast<double>(m.vocab / p.tp) * 4.0;  // fp32
+  w.extra_forward.push_back(memory("final_norm", 2 * act * norm_traffic(m, p).forward));
+  if (p.sequence_parallel) w.extra_forward.push_back(collective("head_allgather", CollectiveKind::kAllGather, GroupKind::kTp, full_act));
+  w.extra_forward.push_back(gemm("lm_head", s.tokens, m.vocab / p.tp, s.h));
+  w.extra_forward.push_back(memory("cross_entropy", 3 * logits));
+  if (p.tp > 1) {
+    // Megatron-LM's vocabulary-parallel cross-entropy all-reduces, per token, the row max, the
+    // target logit and the sum of exponentials (three fp32 all-reduces).
+    const double per_token = static_cast<double>(s.tokens) * 4.0;
+    for (int i = 0; i < 3; ++i) {
+      w.extra_forward.push_back(collective("head_loss_allreduce", CollectiveKind::kAllReduce, GroupKind::kTp, per_token));
+    }
+  }
+  w.extra_backward.push_back(memory("cross_entropy_bwd", 2 * logits));
+  w.extra_backward.push_back(gemm("lm_head_dgrad", s.tokens, s.h, m.vocab / p.tp));
+  w.extra_backward.push_back(gemm("lm_head_wgrad", s.h, m.vocab / p.tp, s.tokens));
+  if (p.tp > 1) {
+    w.extra_backward.push_back(collective(p.sequence_parallel ? "head_reducescatter" : "head_allreduce",
+                                          p.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+                                          GroupKind::kTp, full_act));
+  }
+  w.extra_backward.push_back(memory("final_norm_bwd", 3 * act * norm_traffic(m, p).backward));
+}
+
 }  // namespace
 
 IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
@@ -290,7 +336,6 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
   const RankMemory& rank_memory = work.memory;
   const std::vector<int64_t> stage_layers = virtual_stage_layers(m, p);
   const double act = s.sp_tokens * static_cast<double>(s.h) * s.e;
-  const double full_act = static_cast<double>(s.tokens) * static_cast<double>(s.h) * s.e;
   for (int64_t stage = 0; stage < p.pp; ++stage) {
     StageWork w;
     w.stage = stage;
@@ -299,44 +344,9 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
     w.layers = rank_memory.stages[static_cast<size_t>(stage)].layers;
     w.params = static_cast<double>(rank_memory.stages[static_cast<size_t>(stage)].params);
     w.expert_params = static_cast<double>(rank_memory.stages[static_cast<size_t>(stage)].expert_params);
-    if (stage == 0) {
-      // Embedding lookup (+ positions, dropout); vocabulary-parallel embeddings all-reduce their output.
-      w.extra_forward.push_back(memory("embedding", 3 * full_act));
-      if (p.tp > 1) {
-        w.extra_forward.push_back(collective(p.sequence_parallel ? "embedding_reducescatter" : "embedding_allreduce",
-                                             p.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
-                                             GroupKind::kTp, full_act));
-      }
-      // With SP the backward of the embedding's reduce-scatter all-gathers the token rows: every
-      // vocabulary shard scatters every token's gradient.
-      if (p.tp > 1 && p.sequence_parallel) {
-        w.extra_backward.push_back(collective("embedding_allgather_bwd", CollectiveKind::kAllGather, GroupKind::kTp, full_act));
-      }
-      w.extra_backward.push_back(memory("embedding_bwd", 3 * full_act));
-    }
+    if (stage == 0) add_embedding_ops(w, p, s);
     if (stage == p.pp - 1) {
-      const double logits = static_cast<double>(s.tokens) * static_cast<double>(m.vocab / p.tp) * 4.0;  // fp32
-      w.extra_forward.push_back(memory("final_norm", 2 * act * norm_traffic(m, p).forward));
-      if (p.sequence_parallel) w.extra_forward.push_back(collective("head_allgather", CollectiveKind::kAllGather, GroupKind::kTp, full_act));
-      w.extra_forward.push_back(gemm("lm_head", s.tokens, m.vocab / p.tp, s.h));
-      w.extra_forward.push_back(memory("cross_entropy", 3 * logits));
-      if (p.tp > 1) {
-        // Megatron-LM's vocabulary-parallel cross-entropy all-reduces, per token, the row max, the
-        // target logit and the sum of exponentials (three fp32 all-reduces).
-        const double per_token = static_cast<double>(s.tokens) * 4.0;
-        for (int i = 0; i < 3; ++i) {
-          w.extra_forward.push_back(collective("head_loss_allreduce", CollectiveKind::kAllReduce, GroupKind::kTp, per_token));
-        }
-      }
-      w.extra_backward.push_back(memory("cross_entropy_bwd", 2 * logits));
-      w.extra_backward.push_back(gemm("lm_head_dgrad", s.tokens, s.h, m.vocab / p.tp));
-      w.extra_backward.push_back(gemm("lm_head_wgrad", s.h, m.vocab / p.tp, s.tokens));
-      if (p.tp > 1) {
-        w.extra_backward.push_back(collective(p.sequence_parallel ? "head_reducescatter" : "head_allreduce",
-                                              p.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
-                                              GroupKind::kTp, full_act));
-      }
-      w.extra_backward.push_back(memory("final_norm_bwd", 3 * act * norm_traffic(m, p).backward));
+      add_head_ops(w, m, p, s);
     } else {
       w.send_bytes = act;  // Megatron sends the (SP-split or scatter-gathered) activation
     }

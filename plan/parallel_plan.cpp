@@ -49,6 +49,21 @@ void check_expert_parallel(const ParallelPlan& p, const ModelSpec& m, const std:
   }
 }
 
+// The ZeRO stage and its shard group (HSDP).
+template <typename Add>
+void check_zero(const ParallelPlan& p, Add& add) {
+  if (p.zero_stage < 0 || p.zero_stage > 3) add("zero_stage", "zero stage (" + s(p.zero_stage) + ") must be 0, 1, 2 or 3");
+  if (p.zero_stage == 2 && p.pp > 1) {
+    add("zero_stage", "ZeRO-2 with pipeline parallelism (pp " + s(p.pp) +
+                          ") is not supported by Megatron-LM or DeepSpeed; use ZeRO-1 (distributed optimizer) or ZeRO-3 (FSDP, as torchtitan composes it with pipelines)");
+  }
+  if (p.dp_shard < 0) add("dp_shard", "dp_shard (" + s(p.dp_shard) + ") must be >= 1 (leave it out to shard over every dp x cp rank)");
+  if (p.dp_shard > 0 && ((p.dp * p.cp) % p.dp_shard != 0 || p.zero_stage == 0)) {
+    add("dp_shard", "dp_shard (" + s(p.dp_shard) + ") shards ZeRO states over part of the dp x cp (" + s(p.dp * p.cp) +
+                        ") ranks: it must divide them and needs zero_stage >= 1 (it is " + s(p.zero_stage) + ")");
+  }
+}
+
 // Megatron-Core's explicit first/last-stage layer counts: the middle stages share the rest evenly,
 // and with interleaving every stage's share splits evenly over its vpp chunks.
 template <typename Add>
@@ -92,7 +107,7 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
   }
   for (const auto& [key, value] : {std::pair<const char*, int64_t>{"first_stage_layers", p.first_stage_layers},
                                    {"last_stage_layers", p.last_stage_layers}}) {
-    if (value < 0) add(key, std::string(key) + " (" + s(value) + ") must be >= 1 (0 or absent: the even split)");
+    if (value < 0) add(key, std::string(key) + " (" + s(value) + ") must be >= 1 (leave it out for the even split)");
   }
   if (!problems.empty()) return problems;
 
@@ -111,11 +126,6 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
   if (p.sequence_parallel && p.tp == 1) add("sequence_parallel", "sequence parallelism needs tp > 1 (tp is 1)");
   if (p.sequence_parallel && m.seq_len % p.tp != 0) {
     add("sequence_parallel", "tp (" + s(p.tp) + ") must divide seq_len (" + s(m.seq_len) + ") to split the sequence");
-  }
-  if (p.zero_stage < 0 || p.zero_stage > 3) add("zero_stage", "zero stage (" + s(p.zero_stage) + ") must be 0, 1, 2 or 3");
-  if (p.zero_stage == 2 && p.pp > 1) {
-    add("zero_stage", "ZeRO-2 with pipeline parallelism (pp " + s(p.pp) +
-                          ") is not supported by Megatron-LM or DeepSpeed; use ZeRO-1 (distributed optimizer) or ZeRO-3 (FSDP, as torchtitan composes it with pipelines)");
   }
   if (p.vpp > 1 && p.schedule != Schedule::kInterleaved) {
     add("vpp", "vpp (" + s(p.vpp) + ") > 1 needs the interleaved schedule (schedule is " + to_string(p.schedule) + ")");
@@ -137,11 +147,7 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
     }
   }
   check_stage_layers(p, m, of_model, add);
-  if (p.dp_shard < 0) add("dp_shard", "dp_shard (" + s(p.dp_shard) + ") must be >= 1 (0 or absent: every dp x cp rank)");
-  if (p.dp_shard > 0 && ((p.dp * p.cp) % p.dp_shard != 0 || p.zero_stage == 0)) {
-    add("dp_shard", "dp_shard (" + s(p.dp_shard) + ") shards ZeRO states over part of the dp x cp (" + s(p.dp * p.cp) +
-                        ") ranks: it must divide them and needs zero_stage >= 1 (it is " + s(p.zero_stage) + ")");
-  }
+  check_zero(p, add);
   check_context_parallel(p, m, of_model, rules, add);
   check_expert_parallel(p, m, of_model, add);
   return problems;

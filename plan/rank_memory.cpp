@@ -40,6 +40,32 @@ double in_flight_micro_batches(const ParallelPlan& p, int64_t stage) {
   return m;
 }
 
+namespace {
+
+// Weights, gradients and optimizer states of a stage's parameters, sharded as the ZeRO stage says.
+// ZeRO shards over the data-parallel ranks of every CP rank (Megatron's dp_cp group, torchtitan's
+// dp_shard_cp mesh; with HSDP the shard group only), routed experts over the ranks holding the
+// same experts.
+void set_state_bytes(const ParallelPlan& plan, StageMemory& s, int64_t layer_on_rank) {
+  const StateBytes bytes = state_bytes_per_param(plan.precision);
+  const double dp = static_cast<double>(plan.shard_ranks()), expert_dp_ranks = static_cast<double>(expert_dp(plan));
+  const double dense = static_cast<double>(s.params - s.expert_params), experts = static_cast<double>(s.expert_params);
+  const auto state = [&](double bytes_per_param, bool sharded) {
+    return dense * bytes_per_param / (sharded ? dp : 1.0) + experts * bytes_per_param / (sharded ? expert_dp_ranks : 1.0);
+  };
+  s.memory.weights_bytes = state(bytes.weights, plan.zero_stage >= 3 && !keeps_gathered_weights(plan));
+  s.memory.gradients_bytes = state(bytes.gradients, plan.zero_stage >= 2);
+  s.memory.optimizer_bytes = state(bytes.optimizer, plan.zero_stage >= 1);
+  if (keeps_gathered_weights(plan)) {
+    s.memory.other_bytes = state(bytes.weights, false);  // the unsharded 16-bit gradients being accumulated
+  } else if (plan.zero_stage >= 3) {
+    // ZeRO-3 gathers a layer's full weights before use and prefetches the next: two layers live.
+    s.memory.other_bytes = 2.0 * static_cast<double>(layer_on_rank) * bytes.weights;
+  }
+}
+
+}  // namespace
+
 RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan) {
   const ParamCounts params = count_params(model);
   // Norms, row-parallel biases (attention output, FFN down) and the MoE router are replicated over
@@ -64,11 +90,6 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
   act.bytes_per_value = plan.precision == Precision::kFp32 ? 4 : 2;
   const double act_layer = activation_bytes_per_layer(model, act);
 
-  const StateBytes bytes = state_bytes_per_param(plan.precision);
-  // ZeRO shards over the data-parallel ranks of every CP rank (Megatron's dp_cp group, torchtitan's
-  // dp_shard_cp mesh): the weights are the same on each CP rank.
-  const double dp = static_cast<double>(plan.shard_ranks());  // HSDP: the shard group only
-  const double expert_dp_ranks = static_cast<double>(expert_dp(plan));
   RankMemory result;
   const std::vector<int64_t> stage_layers = virtual_stage_layers(model, plan);
   for (int64_t stage = 0; stage < plan.pp; ++stage) {
@@ -96,20 +117,8 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
     double working = s.layers > 0 ? recompute_working_bytes(model, act) : 0.0;
     if (stage == plan.pp - 1) working = std::max(working, loss_working_bytes(model, act));
     activations += working;
-    const double dense = static_cast<double>(s.params - s.expert_params), experts = static_cast<double>(s.expert_params);
-    const auto state = [&](double bytes_per_param, bool sharded) {
-      return dense * bytes_per_param / (sharded ? dp : 1.0) + experts * bytes_per_param / (sharded ? expert_dp_ranks : 1.0);
-    };
-    s.memory.weights_bytes = state(bytes.weights, plan.zero_stage >= 3 && !keeps_gathered_weights(plan));
-    s.memory.gradients_bytes = state(bytes.gradients, plan.zero_stage >= 2);
-    s.memory.optimizer_bytes = state(bytes.optimizer, plan.zero_stage >= 1);
+    set_state_bytes(plan, s, layer_on_rank);
     s.memory.activations_bytes = activations;
-    // ZeRO-3 gathers a layer's full weights before use and prefetches the next: two layers live.
-    if (keeps_gathered_weights(plan)) {
-      s.memory.other_bytes = state(bytes.weights, false);  // the unsharded 16-bit gradients being accumulated
-    } else if (plan.zero_stage >= 3) {
-      s.memory.other_bytes = 2.0 * static_cast<double>(layer_on_rank) * bytes.weights;
-    }
     result.stages.push_back(s);
   }
   for (const auto& s : result.stages) {

@@ -22,6 +22,49 @@ double zero_bubble_fill_fraction(const IterationWork& work, const ParallelPlan& 
   const double k = plan.schedule == Schedule::kZeroBubble2p ? 2.0 : 1.0;
   return std::max(0.0, f + b - k * w) / std::max(f + b + w, 1e-12);
 }
+// What the pipeline leaves exposed of the data-parallel collectives (the ZeRO-3 branch, which runs
+// without a pipeline, re-times `pipeline` itself: its gathers pace the steps).
+struct StepTimes {
+  double slowest, last_backward, micro_batches;
+};
+double exposed_dp_s(const IterationWork& work, const ParallelPlan& plan, const CostModel& cost, const DpScopes& dp,
+                    const StepTimes& t, double& pipeline) {
+  const double m = t.micro_batches, slowest = t.slowest, last_backward = t.last_backward;
+  const int64_t v = plan.vpp;
+  const double params = work.stages[0].params, experts = work.stages[0].expert_params;
+  const auto dp_s = [&](CollectiveKind kind, double share, double bytes_per_param) {
+    return dp_collective_s(cost, kind, params * share, experts * share, bytes_per_param, dp);
+  };
+  double dp_exposed = 0;
+  if (plan.dp * plan.cp > 1 && keeps_gathered_weights(plan)) {
+    // FSDP with a pipeline: each chunk gathered once ahead of its first forward (the first one
+    // exposed) and its gradients reduce-scattered once after the last backward (the last exposed).
+    const double share = 1.0 / static_cast<double>(v);
+    dp_exposed = dp_s(CollectiveKind::kAllGather, share, work.weight_bytes_per_param) +
+                 dp_s(CollectiveKind::kReduceScatter, share, work.grad_bytes_per_param);
+  } else if (plan.dp * plan.cp > 1 && plan.zero_stage >= 3) {
+    const double gather = dp_s(CollectiveKind::kAllGather, 1.0, work.weight_bytes_per_param);
+    const double scatter = dp_s(CollectiveKind::kReduceScatter, 1.0, work.grad_bytes_per_param);
+    // Gathers run ahead of compute on their own stream (one per forward and backward step);
+    // compute waits for the first, and for all of them when they are slower than the steps.
+    // Reduce-scatters follow each backward on the reduce stream; the last is always exposed.
+    const double step = slowest;  // ZeRO-3 runs without pipeline parallelism: one stage
+    pipeline = std::max(gather + m * step, 2.0 * m * gather + last_backward);
+    const double backward_interval = std::max(step, 2.0 * gather);  // backwards end this far apart
+    dp_exposed = scatter + std::max(0.0, (m - 1.0) * (scatter - backward_interval));
+  } else if (plan.dp * plan.cp > 1) {
+    const CollectiveKind kind = plan.zero_stage == 0 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
+    const double per_chunk = params / static_cast<double>(v);
+    const double buckets = plan.dp_overlap ? std::max(1.0, std::ceil(per_chunk / kDpBucketParams)) : 1.0;
+    const double reduce = static_cast<double>(v) * buckets * dp_s(kind, 1.0 / (static_cast<double>(v) * buckets), work.grad_bytes_per_param);
+    dp_exposed = plan.dp_overlap ? std::max(reduce / buckets, reduce - last_backward * (buckets - 1.0) / buckets) : reduce;
+    if (plan.zero_stage >= 1) {
+      dp_exposed += dp_s(CollectiveKind::kAllGather, 1.0, work.weight_bytes_per_param);
+    }
+  }
+  dp_exposed += replica_reduce_s(cost, params, experts, work.grad_bytes_per_param, dp);  // HSDP, after the last reduction
+  return dp_exposed;
+}
 }  // namespace
 
 ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, const Hardware& hw, const CostModel& cost) {
@@ -57,40 +100,9 @@ ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, con
                                zero_bubble_fill_fraction(work, plan, cost, scopes, steps);
   pipeline += 2.0 * static_cast<double>(p - 1) * p2p;
 
-  const double params = work.stages[0].params, experts = work.stages[0].expert_params;
   const DpScopes dp = dp_scopes(plan, hw.gpus_per_node);
-  const auto dp_s = [&](CollectiveKind kind, double share, double bytes_per_param) {
-    return dp_collective_s(cost, kind, params * share, experts * share, bytes_per_param, dp);
-  };
-  double dp_exposed = 0;
-  if (plan.dp * plan.cp > 1 && keeps_gathered_weights(plan)) {
-    // FSDP with a pipeline: each chunk gathered once ahead of its first forward (the first one
-    // exposed) and its gradients reduce-scattered once after the last backward (the last exposed).
-    const double share = 1.0 / static_cast<double>(v);
-    dp_exposed = dp_s(CollectiveKind::kAllGather, share, work.weight_bytes_per_param) +
-                 dp_s(CollectiveKind::kReduceScatter, share, work.grad_bytes_per_param);
-  } else if (plan.dp * plan.cp > 1 && plan.zero_stage >= 3) {
-    const double gather = dp_s(CollectiveKind::kAllGather, 1.0, work.weight_bytes_per_param);
-    const double scatter = dp_s(CollectiveKind::kReduceScatter, 1.0, work.grad_bytes_per_param);
-    // Gathers run ahead of compute on their own stream (one per forward and backward step);
-    // compute waits for the first, and for all of them when they are slower than the steps.
-    // Reduce-scatters follow each backward on the reduce stream; the last is always exposed.
-    const double step = slowest;  // ZeRO-3 runs without pipeline parallelism: one stage
-    pipeline = std::max(gather + m * step, 2.0 * m * gather + last_backward);
-    const double backward_interval = std::max(step, 2.0 * gather);  // backwards end this far apart
-    dp_exposed = scatter + std::max(0.0, (m - 1.0) * (scatter - backward_interval));
-  } else if (plan.dp * plan.cp > 1) {
-    const CollectiveKind kind = plan.zero_stage == 0 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
-    const double per_chunk = params / static_cast<double>(v);
-    const double buckets = plan.dp_overlap ? std::max(1.0, std::ceil(per_chunk / kDpBucketParams)) : 1.0;
-    const double reduce = static_cast<double>(v) * buckets * dp_s(kind, 1.0 / (static_cast<double>(v) * buckets), work.grad_bytes_per_param);
-    dp_exposed = plan.dp_overlap ? std::max(reduce / buckets, reduce - last_backward * (buckets - 1.0) / buckets) : reduce;
-    if (plan.zero_stage >= 1) {
-      dp_exposed += dp_s(CollectiveKind::kAllGather, 1.0, work.weight_bytes_per_param);
-    }
-  }
-  dp_exposed += replica_reduce_s(cost, params, experts, work.grad_bytes_per_param, dp);  // HSDP, after the last reduction
-  const double sharded = optimizer_params(params, experts, plan.zero_stage, dp);
+  const double dp_exposed = exposed_dp_s(work, plan, cost, dp, {slowest, last_backward, m}, pipeline);
+  const double sharded = optimizer_params(work.stages[0].params, work.stages[0].expert_params, plan.zero_stage, dp);
   const double optimizer = cost.optimizer_s(sharded);
 
   ScreenEstimate out;
