@@ -81,6 +81,9 @@ void PlanOptions::add_to(CLI::App& app) {
                                           "reduce DP gradients after the whole backward instead of overlapping");
   options["no-tp-overlap"] = app.add_flag("--no-tp-overlap", no_tp_overlap,
                                           "run the backward TP collectives on the critical path (no GEMM overlap)");
+  options["tp-comm-overlap"] = app.add_flag("--tp-comm-overlap", tp_comm_overlap,
+                                            "overlap every TP collective with a GEMM, forward and backward (Megatron-Core "
+                                            "--tp-comm-overlap, torchtitan async TP); needs --sequence-parallel");
   options["attention"] = app.add_option("--attention", attention, "attention kernel (default flash)")
                              ->check(CLI::IsMember({"flash", "unfused"}));
   options["cross-entropy"] = app.add_option("--cross-entropy", cross_entropy,
@@ -110,6 +113,10 @@ void apply_framework(const FrameworkPreset& preset, ParallelPlan& p, const State
   if (!stated("sequence-parallel", "sequence_parallel")) {
     p.sequence_parallel = preset.sequence_parallel_with_tp && p.tp > 1;
     set.push_back(std::string("sequence_parallel ") + (p.sequence_parallel ? "on" : "off"));
+  }
+  if (preset.tp_comm_overlap_with_sp && p.tp > 1 && p.sequence_parallel && !stated("tp-comm-overlap", "tp_comm_overlap")) {
+    p.tp_comm_overlap = true;
+    set.push_back("tp_comm_overlap on");
   }
   if (!preset.fused_attention && !stated("attention", "attention")) {
     p.attention = AttentionKernel::kUnfused;
@@ -232,6 +239,7 @@ void PlanOptions::apply_flags(ParallelPlan& p) const {
   if (given("cp-comm")) p.cp_comm = parse_cp_comm(cp_comm);
   if (given("no-dp-overlap")) p.dp_overlap = !no_dp_overlap;
   if (given("no-tp-overlap")) p.tp_overlap = !no_tp_overlap;
+  if (given("tp-comm-overlap")) p.tp_comm_overlap = tp_comm_overlap;
   if (given("schedule")) p.schedule = parse_schedule(schedule);
   else if (p.vpp > 1) p.schedule = Schedule::kInterleaved;
 }

@@ -44,6 +44,7 @@ struct PlanOptions {
   bool sequence_parallel = false;
   bool no_dp_overlap = false;
   bool no_tp_overlap = false;
+  bool tp_comm_overlap = false;
   std::map<std::string, CLI::Option*> options;
   void add_to(CLI::App& app);
   bool given(const std::string& name) const;

@@ -122,6 +122,46 @@ void pair_backward_overlaps(std::vector<Op>& backward) {
   }
 }
 
+// Transformer Engine's userbuffer overlaps, as Megatron-Core's --tp-comm-overlap sets them up
+// (TransformerEngine transformer_engine/pytorch/module/base.py, initialize_ub defaults):
+// ring_exchange for the all-gathers before QKV and FC1 and of the output gradient before PROJ's and
+// FC2's dgrad (copy engines move the chunks; the first of t chunks is local, so (t - 1) / t of the
+// GEMM can hide the rest); pipeline for the reduce-scatters after PROJ and FC2 (4 splits on 16
+// SMs: the last split's reduce-scatter shows); bulk for the backward's input all-gather (beside
+// the dgrad GEMM) and dgrad reduce-scatter (beside the wgrad GEMM), on 16 SMs. An MoE layer's
+// experts are grouped GEMMs without userbuffers: only its attention block overlaps. torchtitan's
+// async TP (symmetric-memory micro-pipelining) is priced the same way. Not modeled: all-gathers
+// in FP8 (Transformer Engine's fp8_buf; torchao's Float8 TP casts before gathering, with or
+// without async TP), which would halve those bytes under FP8.
+constexpr int32_t kUserbufferSms = 16;   // add_ub's num_sm default for pipeline and bulk
+constexpr double kPipelineSplits = 4.0;  // num_splits default for pipeline
+void pair_tp_comm_overlaps(LayerWork& w, const ParallelPlan& p, bool dense_ffn) {
+  const double t = static_cast<double>(p.tp);
+  const auto pair = [](std::vector<Op>& ops, const char* collective, int32_t occurrence, const char* gemm,
+                       double hideable, double exposed, int32_t sms) {
+    const int32_t c = index_of(ops, collective, occurrence), g = index_of(ops, gemm, 0);
+    if (c < 0 || g < 0) return;
+    Op& op = ops[static_cast<size_t>(c)];
+    op.overlaps_op = g;
+    op.overlap_hideable_fraction = hideable;
+    op.overlap_exposed_fraction = exposed;
+    op.overlap_comm_sms = sms;
+  };
+  const double ring = (t - 1.0) / t, split = 1.0 / kPipelineSplits;
+  const char* const in[] = {"qkv", "fc1"};
+  const char* const out[] = {"proj", "fc2"};
+  const char* const in_dgrad[] = {"qkv_dgrad", "fc1_dgrad"};
+  const char* const in_wgrad[] = {"qkv_wgrad", "fc1_wgrad"};
+  const char* const out_dgrad[] = {"proj_dgrad", "fc2_dgrad"};
+  for (int32_t i = 0; i < (dense_ffn ? 2 : 1); ++i) {
+    pair(w.forward, "sp_allgather", i, in[i], ring, 0.0, 0);
+    pair(w.forward, "sp_reducescatter", i, out[i], 1.0 - split, split, kUserbufferSms);
+    pair(w.backward, "sp_allgather", i, out_dgrad[i], ring, 0.0, 0);
+    pair(w.backward, "sp_allgather_wgrad", i, in_dgrad[i], 1.0, 0.0, kUserbufferSms);
+    pair(w.backward, "sp_reducescatter", i, in_wgrad[i], 1.0, 0.0, kUserbufferSms);
+  }
+}
+
 // What torchtitan's per-op checkpointing runs again in the backward: every forward op but those
 // whose outputs it keeps (the 1st, 3rd, 5th and 7th matmul: wq, wv, w1/fc1 and a gated FFN's w2;
 // attention; reduce-scatters). Of the fused QKV GEMM that is wk's third, of a gated FFN's fused
@@ -143,6 +183,12 @@ std::vector<Op> selective_op_recompute(const ModelSpec& m, const std::vector<Op>
     } else {
       out.push_back(op);  // norms, rotary, wo, activations, residual adds, SP all-gathers
     }
+  }
+  // An overlap pairs ops by index: re-point it at the copy of its GEMM (by name), or drop it.
+  for (Op& op : out) {
+    if (op.overlaps_op < 0) continue;
+    const char* hiding = forward[static_cast<size_t>(op.overlaps_op)].name;
+    op.overlaps_op = index_of(out, hiding, 0);
   }
   return out;
 }
@@ -249,7 +295,8 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
     w.backward.push_back(memory("fc1_bias_grad", static_cast<double>(s.tokens) * static_cast<double>(up_width) * s.e));
     w.backward.push_back(memory("fc2_bias_grad", act));
   }
-  if (p.tp_overlap) pair_backward_overlaps(w.backward);
+  if (p.tp_comm_overlap) pair_tp_comm_overlaps(w, p, !moe);
+  else if (p.tp_overlap) pair_backward_overlaps(w.backward);
   if (p.recompute == Recompute::kFull) {
     w.recompute = w.forward;
   } else if (p.recompute == Recompute::kSelective) {

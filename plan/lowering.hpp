@@ -39,6 +39,14 @@ struct Op {
   // Megatron-LM overlaps the backward TP collectives with the weight- or input-gradient GEMM;
   // only the part longer than that op is exposed. -1: on the critical path.
   int32_t overlaps_op = -1;
+  // How the overlap goes (Transformer Engine's userbuffers, `tp_comm_overlap`): the share of the
+  // hiding op's time that can hide this collective (a ring exchange's first chunk runs before any
+  // data arrives: (t - 1) / t), the share of the collective always exposed (a pipelined
+  // reduce-scatter's last split: 1 / splits), and the SMs the communication kernel takes from the
+  // hiding op for all of its run (0: copy engines move the data). Defaults: a bulk overlap.
+  double overlap_hideable_fraction = 1.0;
+  double overlap_exposed_fraction = 0.0;
+  int32_t overlap_comm_sms = 0;
   double flops() const;  // 2mnk*batch for GEMMs; attention: QK^T and AV (and backward's 2.5x), causal half
 };
 

@@ -32,10 +32,10 @@ const std::set<std::string> kReadSwitches = {
     "--sequence-parallel", "--use-distributed-optimizer", "--use-torch-fsdp2", "--bf16", "--fp16", "--use-flash-attn",
     "--overlap-grad-reduce", "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
     "--swiglu", "--untie-embeddings-and-output-weights", "--group-query-attention", "--disable-bias-linear",
-    "--moe-grouped-gemm"};
+    "--moe-grouped-gemm", "--tp-comm-overlap"};
 // Switches that are known not to take a value (so the next word is not read as one), but are not
 // modeled: listed like any unknown flag.
-const std::set<std::string> kOtherSwitches = {"--tp-comm-overlap", "--overlap-param-gather", "--use-mcore-models",
+const std::set<std::string> kOtherSwitches = {"--overlap-param-gather", "--use-mcore-models",
                                               "--no-gradient-accumulation-fusion", "--no-masked-softmax-fusion",
                                               "--no-bias-gelu-fusion", "--no-bias-dropout-fusion", "--log-throughput",
                                               "--no-load-optim", "--no-load-rng", "--standalone"};
@@ -145,6 +145,7 @@ void read_training(const MegatronArgs& a, ImportedJob& job) {
     job.notes.push_back("attention unfused (neither --use-flash-attn nor --transformer-impl transformer_engine)");
   }
   p.dp_overlap = a.has("--overlap-grad-reduce");
+  p.tp_comm_overlap = a.has("--tp-comm-overlap");
 }
 
 // The script's model flags against --model: every disagreement, together.

@@ -124,6 +124,10 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
                             " x " + s(p.micro_batch) + " = " + s(p.dp * p.micro_batch) + ")");
   }
   if (p.sequence_parallel && p.tp == 1) add("sequence_parallel", "sequence parallelism needs tp > 1 (tp is 1)");
+  if (p.tp_comm_overlap && (p.tp == 1 || !p.sequence_parallel)) {
+    add("tp_comm_overlap", "TP communication overlap needs tp > 1 and sequence_parallel (tp is " + s(p.tp) + ", sequence_parallel " +
+                               (p.sequence_parallel ? "true" : "false") + "), as Megatron-Core's --tp-comm-overlap does");
+  }
   if (p.sequence_parallel && m.seq_len % p.tp != 0) {
     add("sequence_parallel", "tp (" + s(p.tp) + ") must divide seq_len (" + s(m.seq_len) + ") to split the sequence");
   }

@@ -53,6 +53,9 @@ struct ParallelPlan {
   // Backward TP collectives overlapped with the gradient GEMMs (Megatron-LM's asynchronous
   // tensor-parallel all-reduce, default since 2022); false: all on the critical path.
   bool tp_overlap = true;
+  // Every TP collective of a layer overlapped with a GEMM, forward and backward (Megatron-Core's
+  // --tp-comm-overlap through Transformer Engine's userbuffers; torchtitan's async TP): needs SP.
+  bool tp_comm_overlap = false;
 
   int64_t gpus() const { return dp * tp * pp * cp; }
   // Ranks a ZeRO shard group holds (dp x cp unless dp_shard says fewer), and how many replicate it.

@@ -93,6 +93,7 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   if (auto v = r.optional_choice("cp_comm", {"p2p", "all_gather", "a2a"})) p.cp_comm = parse_cp_comm(*v);
   p.dp_overlap = r.optional_bool("dp_overlap").value_or(p.dp_overlap);
   p.tp_overlap = r.optional_bool("tp_overlap").value_or(p.tp_overlap);
+  p.tp_comm_overlap = r.optional_bool("tp_comm_overlap").value_or(p.tp_comm_overlap);
   return p;
 }
 
@@ -103,7 +104,7 @@ ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* d
   ParallelPlan plan = read_plan(reader, ParallelPlan{}, defaulted);
   reader.reject_unknown_keys();
   problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, vpp, first_stage_layers, last_stage_layers, micro_batch, global_batch, zero_stage, dp_shard, recompute, "
-                        "sequence_parallel, schedule, precision, attention, cross_entropy, norm, cp_comm, dp_overlap, tp_overlap");
+                        "sequence_parallel, schedule, precision, attention, cross_entropy, norm, cp_comm, dp_overlap, tp_overlap, tp_comm_overlap");
   return plan;
 }
 
@@ -131,6 +132,7 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& p) {
   if (p.cp > 1) j["cp_comm"] = to_string(p.cp_comm);
   j["dp_overlap"] = p.dp_overlap;
   j["tp_overlap"] = p.tp_overlap;
+  if (p.tp_comm_overlap) j["tp_comm_overlap"] = true;
   return j;
 }
 

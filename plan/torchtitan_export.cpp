@@ -78,6 +78,9 @@ std::vector<std::string> refusals(const ParallelPlan& p) {
   if (p.tp > 1 && !p.sequence_parallel) {
     out.push_back(e + "tp " + s(p.tp) + " without sequence parallelism: torchtitan's TP plan always shards the norms' activations; turn sequence_parallel on");
   }
+  if (p.tp_comm_overlap && p.norm != NormKernel::kFused) {
+    out.push_back(e + "tp_comm_overlap with norm eager: torchtitan's async TP runs only compiled (and a compiled run's norm is fused); use norm fused");
+  }
   if (!p.dp_overlap) out.push_back(e + "dp_overlap off: torchtitan's FSDP2 and DDP always overlap the gradient reduction; turn dp_overlap on");
   return out;
 }
@@ -155,7 +158,7 @@ void write_parallelism(std::ostream& o, const ModelSpec& m, const ParallelPlan& 
   o << "\n[parallelism]\ndata_parallel_replicate_degree = " << replicate << "\ndata_parallel_shard_degree = " << shard << "\n";
   if (fsdp && p.dp * p.cp > 1 && p.pp == 1) o << "fsdp_reshard_after_forward = \"always\"  # trainsim's ZeRO-3: gathered again for the backward\n";
   if (fsdp && p.dp * p.cp > 1 && p.pp > 1) o << "fsdp_reshard_after_forward = \"never\"  # trainsim's FSDP with a pipeline keeps the gathered weights\n";
-  o << "tensor_parallel_degree = " << p.tp << "\nenable_async_tensor_parallel = false  # not modeled by trainsim\n"
+  o << "tensor_parallel_degree = " << p.tp << "\nenable_async_tensor_parallel = " << (p.tp_comm_overlap ? "true" : "false") << "\n"
     << "pipeline_parallel_degree = " << p.pp << "\n";
   if (p.pp > 1) {
     const PipelineKeys k = pipeline_keys(m, p);

@@ -134,6 +134,7 @@ void read_mesh(TomlReader& r, const std::string& file, int64_t gpus, ImportedJob
   p.zero_stage = shard > 1 || p.cp > 1 ? 3 : 0;  // FSDP is applied over the CP ranks too (ParallelDims.fsdp_enabled)
   if (p.zero_stage == 3 && replicate > 1) p.dp_shard = shard * p.cp;  // HSDP: shard inside, replicate across
   p.sequence_parallel = p.tp > 1;                // Llama 3's TP plan: SequenceParallel norms
+  p.tp_comm_overlap = p.tp > 1 && r.boolean("parallelism.enable_async_tensor_parallel").value_or(false);
   const std::string reshard = r.string("parallelism.fsdp_reshard_after_forward").value_or("default");
   // trainsim's FSDP keeps the gathered weights exactly when it pipelines (torchtitan's "default").
   const bool keeps = reshard == "never" || (reshard == "default" && p.pp > 1);

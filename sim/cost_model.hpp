@@ -50,6 +50,8 @@ class CostModel {
   // `bytes`: the whole buffer S of the nccl-tests convention (all-gather: the gathered output).
   virtual double collective_s(CollectiveKind kind, double bytes, const GroupScope& scope) const = 0;
   virtual std::string describe() const = 0;
+  // Streaming multiprocessors of the GPU priced (an overlap's communication kernel takes some).
+  virtual int64_t sm_count() const = 0;
   // Dispatches on the op's kind; collectives need the scope of the op's group.
   double op_s(const Op& op, const GroupScope& scope) const;
 };
@@ -64,6 +66,7 @@ class DatasheetCostModel final : public CostModel {
   double collective_s(CollectiveKind kind, double bytes, const GroupScope& scope) const override;
   double host_dispatch_s() const override { return c_.host_dispatch_s; }
   std::string describe() const override;
+  int64_t sm_count() const override { return hardware_.gpu.sm_count; }
   // Bus bandwidth of a group (nccl-tests convention), bytes/s.
   double bus_bandwidth_bytes_per_s(const GroupScope& scope) const;
 

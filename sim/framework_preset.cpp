@@ -15,10 +15,19 @@ const std::vector<FrameworkPreset>& presets() {
     p.push_back({"megatron-lm", true, 0, false, false, "Megatron-LM megatron/training/arguments.py defaults"});
     // Megatron-Core as NeMo 2 and Megatron-Bridge configure it: their performance recipes use the
     // distributed optimizer (ZeRO-1) and turn sequence parallelism on with tensor parallelism.
+    // Their recipes for models trained with TP also overlap the TP communication through
+    // userbuffers (NeMo llm/recipes/llama3_70b.py: MegatronCommOverlapCallback(tp_comm_overlap=True,
+    // userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192); Megatron-Bridge training/comm_overlap.py's
+    // configs for Llama 3 70B and 405B); Megatron-LM's own --tp-comm-overlap is opt-in.
     const char* mcore = "NeMo 2 / Megatron-Bridge performance recipes (use_distributed_optimizer, sequence_parallel with tp > 1)";
     p.push_back({"megatron-core", true, 1, true, false, mcore});
-    p.push_back({"nemo", true, 1, true, false, mcore});
-    p.push_back({"megatron-bridge", true, 1, true, false, mcore});
+    FrameworkPreset nemo{"nemo", true, 1, true, false,
+                         "NeMo 2 / Megatron-Bridge performance recipes (use_distributed_optimizer, sequence_parallel and "
+                         "tp_comm_overlap with tp > 1)"};
+    nemo.tp_comm_overlap_with_sp = true;
+    p.push_back(nemo);
+    nemo.name = "megatron-bridge";
+    p.push_back(nemo);
     // DeepSpeed's zero_optimization.stage defaults to 0; Megatron-DeepSpeed takes it from there.
     // Its engine all-reduces gradients after the backward (stage 0; overlap_comm is off below
     // stage 3), and Megatron-DeepSpeed's attention is the unfused core attention unless
@@ -80,12 +89,12 @@ bool option_is_modeled(const std::string& option) {
   // distributed_optimizer / zero1: ZeRO-1, the plan's zero_stage; overlap_grad_reduce: dp_overlap;
   // selective_recompute_per_op: the plan's recompute "selective"; torch_compile: fused RMSNorm
   // (FrameworkPreset::eager_unless_compiled); fsdp_no_reshard_after_forward: FSDP with a pipeline
-  // keeps the gathered weights (keeps_gathered_weights; every run listing it pipelines).
-  // (tp_comm_overlap, Megatron's userbuffer overlap of TP communication with the GEMMs, is not the
-  // plan's tp_overlap: issue 15.)
+  // keeps the gathered weights (keeps_gathered_weights; every run listing it pipelines);
+  // tp_comm_overlap (Megatron-Core's userbuffers) and async_tp (torchtitan's): the plan's
+  // tp_comm_overlap.
   static const std::vector<std::string> modeled = {"distributed_optimizer", "zero1", "overlap_grad_reduce",
                                                    "selective_recompute_per_op", "torch_compile",
-                                                   "fsdp_no_reshard_after_forward"};
+                                                   "fsdp_no_reshard_after_forward", "tp_comm_overlap", "async_tp"};
   return std::find(modeled.begin(), modeled.end(), option) != modeled.end();
 }
 

@@ -38,6 +38,9 @@ struct FrameworkPreset {
   // PyTorch's composite (NormKernel::kEager). Runs listing torch_compile, or async_tp (which
   // torchtitan refuses without compile), are compiled.
   bool eager_unless_compiled = false;
+  // Every TP collective overlapped with a GEMM (the plan's tp_comm_overlap) whenever tp > 1 with
+  // sequence parallelism, unless stated.
+  bool tp_comm_overlap_with_sp = false;
 };
 
 // The preset for `name` ("" = not stated: the generic preset). Never throws.

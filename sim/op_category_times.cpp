@@ -16,7 +16,7 @@ void add_ops(std::array<double, kOpCategoryCount>& out, const std::vector<Op>& o
     double t = cost.op_s(op, scopes.of(op.group));
     if (op.kind == OpKind::kCollective && op.overlaps_op >= 0) {
       const Op& hidden_by = ops[static_cast<size_t>(op.overlaps_op)];
-      t = std::max(0.0, t - cost.op_s(hidden_by, scopes.of(hidden_by.group)));
+      t = overlapped_collective_s(op, t, cost.op_s(hidden_by, scopes.of(hidden_by.group)), cost.sm_count());
     }
     out[static_cast<size_t>(op_category_of(op.name))] += times * t;
   }

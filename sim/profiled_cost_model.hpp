@@ -31,6 +31,7 @@ class ProfiledCostModel final : public CostModel {
   double optimizer_s(double params) const override;
   double collective_s(CollectiveKind kind, double bytes, const GroupScope& scope) const override;
   std::string describe() const override;
+  int64_t sm_count() const override { return fallback_.sm_count(); }
   // What was priced outside the measurements (empty when nothing was).
   std::set<std::string> extrapolated() const;
 

@@ -30,6 +30,11 @@ bool predates_fused_attention(const std::string& group) {
          group == "zero_bubble_pp_a100";
 }
 
+// NeMo Megatron 22.x, the NeMo launcher's 2022 runs: its GPT configs
+// (NVIDIA/NeMo-Megatron-Launcher@3579cdb3 conf/training/gpt3/*.yaml) have no flash-attention,
+// Transformer Engine or userbuffer key: Megatron's core attention, no TP communication overlap.
+bool predates_userbuffers(const std::string& group) { return group == "nemo_launcher_a100"; }
+
 bool is_null(const json& object, const char* key) { return !object.contains(key) || object[key].is_null(); }
 
 // A size the defaults may compute with: a positive integer, else `fallback` (the reader reports
@@ -208,7 +213,8 @@ PublishedRun read_run(const json& raw, const std::string& path, const std::strin
   }
   ParallelPlan defaults;
   const bool old = predates_fused_attention(run.group);
-  defaults.attention = old || !preset.fused_attention ? AttentionKernel::kUnfused : AttentionKernel::kFlash;
+  const bool no_userbuffers = old || predates_userbuffers(run.group);
+  defaults.attention = no_userbuffers || !preset.fused_attention ? AttentionKernel::kUnfused : AttentionKernel::kFlash;
   defaults.dp_overlap = !old && preset.dp_overlap;
   // Megatron-LM's asynchronous TP all-reduce arrived after the SC'21 runs and BLOOM's fork.
   defaults.tp_overlap = run.group != "megatron_sc21_table1" && run.group != "bloom";
@@ -218,6 +224,8 @@ PublishedRun read_run(const json& raw, const std::string& path, const std::strin
   if (auto p = r.optional_object("plan")) {
     run.plan = read_plan(*p, defaults, nullptr);
     p->reject_unknown_keys();
+    const bool framework_overlaps = preset.tp_comm_overlap_with_sp && !no_userbuffers && run.plan.tp > 1 && run.plan.sequence_parallel;
+    run.plan.tp_comm_overlap = has_option(j, "tp_comm_overlap") || has_option(j, "async_tp") || framework_overlaps;
     if (preset.per_op_checkpointing && run.plan.recompute == Recompute::kSelective) {
       run.plan.recompute = Recompute::kSelectiveOp;
       run.defaults_used.push_back("plan.recompute=selective_op (" + preset.name + "'s selective checkpointing is per op)");
@@ -228,6 +236,7 @@ PublishedRun read_run(const json& raw, const std::string& path, const std::strin
   run.defaults_used.push_back(std::string("plan.attention=") + to_string(run.plan.attention));
   run.defaults_used.push_back(std::string("plan.dp_overlap=") + (run.plan.dp_overlap ? "true" : "false"));
   run.defaults_used.push_back(std::string("plan.tp_overlap=") + (run.plan.tp_overlap ? "true" : "false"));
+  run.defaults_used.push_back(std::string("plan.tp_comm_overlap=") + (run.plan.tp_comm_overlap ? "true" : "false"));
   run.defaults_used.push_back(std::string("plan.cross_entropy=") + to_string(run.plan.cross_entropy));
   run.defaults_used.push_back(std::string("plan.norm=") + to_string(run.plan.norm));
   if (auto precision = r.optional_choice("precision", {"bf16", "fp16", "fp32", "fp8"})) run.plan.precision = parse_precision(*precision);

@@ -40,13 +40,32 @@ double optimizer_params(double params, double expert_params, int zero_stage, con
   return (params - expert_params) / scopes.dense_ranks + expert_params / scopes.expert_ranks;
 }
 
+// Compute kernels run 18.9% slower (mean; max 40%) while communication overlaps them, measured
+// on 4 x A100 and 4 x H100 training GPT and LLaMA models (arXiv 2507.03114; shared/reference/
+// microbench.md section 6, beside nccl #1428's 1.76-2.5x for single kernels next to an
+// all-gather). Not applied to the data-parallel overlap (sim/screen.cpp, sim/simulator.cpp).
+constexpr double kOverlapComputeSlowdown = 0.189;
+
+double overlapped_collective_s(const Op& op, double collective_s, double hiding_s, int64_t sms) {
+  // A GEMM given sms - comm of the SMs runs sms / (sms - comm) times as long (Transformer
+  // Engine launches the overlapped GEMM with that math SM count for its whole run).
+  const int64_t comm = op.overlap_comm_sms;
+  const double stretch = comm > 0 && sms > comm ? static_cast<double>(sms) / static_cast<double>(sms - comm) : 1.0;
+  const double hiding_stretched_s = hiding_s * stretch;
+  // While both run they share HBM (and the communication kernel its SMs): the hiding op is
+  // kOverlapComputeSlowdown slower for the time they overlap.
+  const double overlapped_s = std::min(collective_s, op.overlap_hideable_fraction * hiding_stretched_s);
+  return kOverlapComputeSlowdown * overlapped_s + (hiding_stretched_s - hiding_s) + std::max(op.overlap_exposed_fraction * collective_s,
+                                                    collective_s - op.overlap_hideable_fraction * hiding_stretched_s);
+}
+
 StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const LayerScopes& scopes) {
   StepCost c;
   for (const Op& op : ops) {
     double t = cost.op_s(op, scopes.of(op.group));
     if (op.kind == OpKind::kCollective && op.overlaps_op >= 0) {
       const Op& hidden_by = ops[static_cast<size_t>(op.overlaps_op)];
-      t = std::max(0.0, t - cost.op_s(hidden_by, scopes.of(hidden_by.group)));  // hidden part
+      t = overlapped_collective_s(op, t, cost.op_s(hidden_by, scopes.of(hidden_by.group)), cost.sm_count());
     }
     (op.kind == OpKind::kCollective ? c.tp_s : c.compute_s) += t;
   }

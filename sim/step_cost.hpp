@@ -56,7 +56,12 @@ double replica_reduce_s(const CostModel& cost, double params, double expert_para
 // The parameters one rank updates with ZeRO-1+ (its shard), or all of them.
 double optimizer_params(double params, double expert_params, int zero_stage, const DpScopes& scopes);
 
-// Sum over `ops`; a collective that overlaps another op counts only its part longer than that op.
+// The time a collective (`collective_s` alone) adds beside the op that hides it (`hiding_s`
+// alone): its part the overlap cannot hide, plus the slowdown of the hiding op while the
+// communication kernel holds `op.overlap_comm_sms` of the GPU's `sms` (Op's overlap fields).
+double overlapped_collective_s(const Op& op, double collective_s, double hiding_s, int64_t sms);
+
+// Sum over `ops`; a collective that overlaps another op counts only what overlapped_collective_s says.
 StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const LayerScopes& scopes);
 
 // [virtual stage * 2 + (backward ? 1 : 0)] for virtual stages 0 .. pp*chunks-1.

@@ -282,7 +282,7 @@ cli_test("predict --framework torchtitan --norm fused: a compiled run's RMSNorm"
   MATCH "cross_entropy pytorch, recompute" ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --recompute selective
   --global-batch 16 --framework torchtitan --norm fused)
 cli_test("predict --framework keeps what the flags state" RC 0
-  MATCH "framework nemo: sequence_parallel on \\(" "ZeRO-0"
+  MATCH "framework nemo: sequence_parallel on, tp_comm_overlap on \\(" "ZeRO-0"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --tp 2 --zero 0 --global-batch 64 --framework nemo)
 cli_test("predict --framework torchtitan: FSDP and the local batch as one micro-batch" RC 0
   MATCH "framework torchtitan: zero_stage 3, sequence_parallel off, cross_entropy pytorch, norm eager" "micro_batch 2" "ZeRO-3"
@@ -333,8 +333,8 @@ cli_test("bad: export refuses a Zero Bubble schedule Megatron-LM does not have" 
 # --from: plans imported from launch files (flags on top override them); what is not modeled is listed.
 set(imports ${CMAKE_CURRENT_SOURCE_DIR}/data/import)
 cli_test("predict --from megatron reads a launch script, its world size and lists the flags not modeled" RC 0
-  MATCH "dp 4 x tp 2 x pp 2, micro-batch 1, global batch 128" "ZeRO-1, recompute selective, SP, bf16"
-        "megatron_llama3_8b.sh \\(megatron\\): not modeled, ignored: --overlap-param-gather, --tp-comm-overlap"
+  MATCH "dp 4 x tp 2 x pp 2, micro-batch 1, global batch 128" "ZeRO-1, recompute selective, SP, TP comm overlap, bf16"
+        "megatron_llama3_8b.sh \\(megatron\\): not modeled, ignored: --overlap-param-gather$"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --from megatron ${imports}/megatron_llama3_8b.sh)
 cli_test("predict --from megatron: flags given on the command line override the script" RC 0
   MATCH "dp 2 x tp 4 x pp 2" ARGS predict --model llama3-8b --gpu h100-sxm-80gb --from megatron ${imports}/megatron_llama3_8b.sh --tp 4)
@@ -343,8 +343,7 @@ cli_test("predict --from deepspeed derives dp from the batch arithmetic" RC 0
         "not modeled, ignored: zero_optimization.contiguous_gradients, zero_optimization.reduce_bucket_size"
   ARGS predict --model gpt3-1.3b --gpu a100-sxm-80gb --from deepspeed ${imports}/ds_config.json)
 cli_test("predict --from torchtitan: FSDP, per-op checkpointing and torchtitan's attention kernel" RC 0
-  MATCH "dp 8 x tp 8 x pp 1, micro-batch 2, global batch 16" "ZeRO-3, recompute selective_op, SP" "FlashAttention-2"
-        "not modeled, ignored: parallelism.enable_async_tensor_parallel"
+  MATCH "dp 8 x tp 8 x pp 1, micro-batch 2, global batch 16" "ZeRO-3, recompute selective_op, SP, TP comm overlap" "FlashAttention-2"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 64 --from torchtitan ${imports}/torchtitan_llama3_8b.toml)
 cli_test("search --from sets the imported plan beside the best" RC 0
   MATCH "Best plans" "Imported plan \\(.*megatron_llama3_8b.sh\\): dp 4 x tp 2 x pp 2 x cp 1.*tokens/s per GPU"
