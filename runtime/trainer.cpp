@@ -35,7 +35,11 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
   // LM head, cross-entropy over every id), only ids from 256 up never occur in the data.
   if (m.vocab < 256) problems.add("model \"" + m.name + "\": vocab " + std::to_string(m.vocab) + " < 256 (the runtime feeds byte tokens 0-255)");
   if (p.precision != Precision::kFp32) problems.add(std::string("plan: precision ") + to_string(p.precision) + " (the CPU runtime trains in fp32: --precision fp32)");
-  if (p.ep > 1) problems.add("plan: ep " + std::to_string(p.ep) + ": expert parallelism is not implemented (the runtime runs dense models)");
+  if (p.ep > 1) problems.add("plan: ep " + std::to_string(p.ep) + ": expert parallelism is not implemented (the runtime runs MoE layers on ep 1)");
+  if (m.moe && p.tp > 1) {
+    problems.add("plan: tp " + std::to_string(p.tp) + " with the MoE model \"" + m.name +
+                 "\": the runtime does not split experts (or the router) over TP; run tp 1 and spread the experts with --ep over the dp x cp ranks");
+  }
   if (p.cp > 1 && p.cp_comm != CpComm::kP2p) {
     problems.add(std::string("plan: cp_comm ") + to_string(p.cp_comm) + ": the runtime's context parallelism is a ring (cp_comm p2p)");
   }
