@@ -170,7 +170,7 @@ TEST_CASE("the MoE layer on ep ranks (threads) equals one rank on all their toke
         }
         largest = std::max(largest, relative_difference(grad, whole.all[i].grad));
       }
-      CHECK(largest < 1e-5);
+      CHECK(largest < 5e-6);  // measured 3e-7 to 5e-7 (fp32, other summation orders)
     }
   }
 }
