@@ -16,7 +16,7 @@
 namespace trainsim::cpu {
 
 void check_runtime_supports(const ModelSpec& m) {
-  model_problems(m).throw_if_any("run a GPT-2- or Llama-style dense model, e.g. --model gpt-tiny or gpt2-124m");
+  model_problems(m).throw_if_any("run a GPT-2- or Llama-style model (dense or MoE), e.g. --model gpt-tiny or gpt2-124m");
 }
 
 ProblemList model_problems(const ModelSpec& m) {
@@ -26,7 +26,6 @@ ProblemList model_problems(const ModelSpec& m) {
   if (m.position == PositionKind::kRope && m.head_dim % 2 != 0) {
     p.add(where + ": head_dim " + std::to_string(m.head_dim) + " is odd (RoPE turns pairs of dimensions)");
   }
-  if (m.moe) p.add(where + ": MoE layers are not implemented in the CPU runtime");
   if (m.dropout) p.add(where + ": dropout is not implemented in the CPU runtime (describe the model with \"dropout\": false)");
   if (m.head_dim * m.heads != m.hidden) p.add(where + ": head_dim x heads must equal hidden in the CPU runtime");
   return p;
@@ -92,6 +91,7 @@ StageModel::StageModel(const ModelSpec& m, const StageLayout& layout, uint64_t s
   check_runtime_supports(m);
   TRAINSIM_ASSERT(m.vocab % layout.tp == 0, "check_runtime_plan refuses a vocabulary that tp does not divide");
   if (rope_) rotary_ = rotary_tables(positions_, head_dim_, rope_theta_);  // by local row: each at its true position
+  if (m.moe) moe_shape_ = MoeShape{m.moe->experts, m.moe->top_k, swiglu_};
   const int64_t h = m.hidden, t = layout.tp, r = layout.tp_rank;
   const float std = 0.02f, residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(m.layers));  // GPT-2 init
   const bool all_biases = m.linear_bias, qkv_bias = m.linear_bias || m.qkv_bias;
@@ -115,6 +115,11 @@ StageModel::StageModel(const ModelSpec& m, const StageLayout& layout, uint64_t s
       p.w_o = add(n + "w_o", row_slice(normal_matrix(n + "w_o", seed, h, h, residual_std), t, r), true, false);
       p.b_o = all_biases ? add(n + "b_o", Matrix::Zero(1, h), false, true) : kNone;
       add_norm(n + "ln2", p.ln2_g, p.ln2_b);
+      if (m.moe) {
+        add_moe(m, n, seed, p);
+        layers_.push_back(p);
+        continue;
+      }
       // SwiGLU: FC1 is [gate | up], each ffn_hidden wide.
       const std::vector<int64_t> fc1_blocks(swiglu_ ? 2 : 1, m.ffn_hidden);
       const int64_t fc1_width = m.ffn_hidden * static_cast<int64_t>(fc1_blocks.size());
@@ -173,15 +178,22 @@ Matrix StageModel::layer_forward(const LayerParams& p, const Matrix& x, LayerCac
   const Matrix o = leave_tp_region(timed_op(C::kGemmProj, [&] { return Matrix(c.attn_out * v(p.w_o)); }), sp, tp);
   c.x_mid = timed_op(C::kResidualBias, [&] { return residual_add(x, o, bias_or_null(p.b_o)); });
   c.ln2_out = enter_tp_region(norm(c.x_mid, p.ln2_g, p.ln2_b, c.ln2), sp, tp);
-  c.fc1_out = timed_op(C::kGemmFc1, [&] { return linear(c.ln2_out, p.w_1, p.b_1); });
-  c.fc1_act = timed_op(C::kActivation, [&] { return swiglu_ ? swiglu(c.fc1_out) : gelu(c.fc1_out); });
-  const Matrix mlp = leave_tp_region(timed_op(C::kGemmFc2, [&] { return Matrix(c.fc1_act * v(p.w_2)); }), sp, tp);
+  const Matrix mlp = mlp_forward(p, c, tp);
   return timed_op(C::kResidualBias, [&] { return residual_add(c.x_mid, mlp, bias_or_null(p.b_2)); });
 }
 
-Matrix StageModel::layer_backward(const LayerParams& p, const Matrix& dy, const LayerCache& c, int64_t batch, TpGroup& tp) {
+// The dense MLP (act(x W1 + b1) W2, its partial sums over TP reduced), or the MoE FFN; the caller adds b2.
+Matrix StageModel::mlp_forward(const LayerParams& p, LayerCache& c, TpGroup& tp) {
+  if (moe_shape_.experts > 0) return moe_forward(c.ln2_out, moe_params(p), moe_shape_, experts_group(), c.moe);
+  c.fc1_out = timed_op(C::kGemmFc1, [&] { return linear(c.ln2_out, p.w_1, p.b_1); });
+  c.fc1_act = timed_op(C::kActivation, [&] { return swiglu_ ? swiglu(c.fc1_out) : gelu(c.fc1_out); });
+  return leave_tp_region(timed_op(C::kGemmFc2, [&] { return Matrix(c.fc1_act * v(p.w_2)); }), layout_.sequence_parallel, tp);
+}
+
+// From the layer output's gradient to the second norm output's (the sum over TP ranks taken).
+Matrix StageModel::mlp_backward(const LayerParams& p, const Matrix& dy, const LayerCache& c, TpGroup& tp) {
+  if (moe_shape_.experts > 0) return moe_backward(dy, c.ln2_out, moe_params(p), moe_shape_, experts_group(), c.moe);
   const bool sp = layout_.sequence_parallel;
-  // MLP: y = x_mid + reduce(act(fc1) W2) + b2
   add_bias_grad(dy, p.b_2);
   const Matrix dm = enter_tp_region(dy, sp, tp);
   const Matrix dact = timed_op(C::kGemmFc2, [&] {
@@ -191,7 +203,13 @@ Matrix StageModel::layer_backward(const LayerParams& p, const Matrix& dy, const 
   const Matrix dfc1 = timed_op(C::kActivation, [&] { return swiglu_ ? swiglu_backward(dact, c.fc1_out) : gelu_backward(dact, c.fc1_out); });
   timed_op(C::kGemmFc1, [&] { g(p.w_1).noalias() += c.ln2_out.transpose() * dfc1; });
   add_bias_grad(dfc1, p.b_1);
-  const Matrix db = leave_tp_region(timed_op(C::kGemmFc1, [&] { return Matrix(dfc1 * v(p.w_1).transpose()); }), sp, tp);
+  return leave_tp_region(timed_op(C::kGemmFc1, [&] { return Matrix(dfc1 * v(p.w_1).transpose()); }), sp, tp);
+}
+
+Matrix StageModel::layer_backward(const LayerParams& p, const Matrix& dy, const LayerCache& c, int64_t batch, TpGroup& tp) {
+  const bool sp = layout_.sequence_parallel;
+  // MLP: y = x_mid + reduce(act(fc1) W2) + b2 (or the MoE FFN)
+  const Matrix db = mlp_backward(p, dy, c, tp);
   const Matrix dnorm2 = norm_backward(db, p.ln2_g, p.ln2_b, c.ln2);
   const Matrix dx_mid = timed_op(C::kResidualBias, [&] { return residual_add(dy, dnorm2); });
   // Attention: x_mid = x + reduce(attn W_o) + b_o
@@ -338,7 +356,13 @@ Matrix StageModel::backward(const Matrix& grad_output, MicroBatchState& s, TpGro
 std::vector<size_t> StageModel::layer_params(int64_t layer) const {
   const LayerParams& p = layers_[static_cast<size_t>(layer)];
   std::vector<size_t> out;
-  for (size_t i : {p.ln1_g, p.ln1_b, p.w_qkv, p.b_qkv, p.w_o, p.b_o, p.ln2_g, p.ln2_b, p.w_1, p.b_1, p.w_2, p.b_2}) {
+  for (size_t i : {p.ln1_g, p.ln1_b, p.w_qkv, p.b_qkv, p.w_o, p.b_o, p.ln2_g, p.ln2_b, p.w_1, p.b_1, p.w_2, p.b_2, p.router}) {
+    if (i != kNone) out.push_back(i);
+  }
+  for (size_t i : p.experts) {
+    if (i != kNone) out.push_back(i);
+  }
+  for (size_t i : p.shared) {
     if (i != kNone) out.push_back(i);
   }
   return out;

@@ -8,8 +8,11 @@
 // reduce-scattered, the cross-entropy reduces row max, sum of exp and target logit over TP).
 // With context parallelism (cp > 1) every op runs on this CP rank's two load-balanced chunks of
 // each sequence (runtime/ring_attention.hpp) at their true positions, and the attention is the
-// ring over the CP group. Parameters are initialised from full tensors drawn with the seed, then
-// sliced, so every layout starts from the same model.
+// ring over the CP group. With an MoE model every layer's FFN is the mixture of experts of
+// runtime/moe_layer.hpp: this rank holds experts / ep of the experts (ep > 1: expert parallelism,
+// the copies dispatched over the EP group), the router and shared experts whole (TP 1).
+// Parameters are initialised from full tensors drawn with the seed, then sliced (or, for experts,
+// each drawn by its global id), so every layout starts from the same model.
 #pragma once
 
 #include <cstdint>
@@ -21,18 +24,13 @@
 #include "plan/parallel_plan.hpp"
 #include "runtime/cp_group.hpp"
 #include "runtime/cpu_kernels.hpp"
+#include "runtime/ep_group.hpp"
+#include "runtime/moe_layer.hpp"
+#include "runtime/param.hpp"
 #include "runtime/ring_attention.hpp"
 #include "runtime/tp_group.hpp"
 
 namespace trainsim::cpu {
-
-struct Param {
-  std::string name;
-  Matrix value;
-  Matrix grad;
-  bool tp_split = false;        // a different slice on each TP rank
-  bool sp_partial_grad = false; // with SP each rank's gradient covers only its tokens: sum over TP
-};
 
 struct StageLayout {
   // The model chunks this rank holds, in order: one unless the schedule is interleaved, where
@@ -43,6 +41,7 @@ struct StageLayout {
   int64_t tp = 1, tp_rank = 0;
   int64_t cp = 1, cp_rank = 0;  // cp > 1: this rank holds chunks cp_rank and 2cp - 1 - cp_rank of each sequence
   bool sequence_parallel = false;  // with CP, splits this rank's seq / cp rows of each micro-batch over TP
+  int64_t ep = 1, ep_rank = 0;  // MoE: this rank holds experts ep_rank x experts / ep onwards (experts / ep of them)
   Recompute recompute = Recompute::kNone;  // full: keep only each layer's input; selective: drop the softmax
 
   int64_t layer_count() const;
@@ -52,9 +51,11 @@ struct StageLayout {
   int64_t local_layer(int64_t layer) const;
 };
 
-// The layout of pipeline stage `pp_rank`, TP rank `tp_rank`, CP rank `cp_rank` under `plan`: the
-// simulator's split of layers into (virtual) stages, embedding on the first, LM head on the last.
-StageLayout stage_layout(const ModelSpec& model, const ParallelPlan& plan, int64_t pp_rank, int64_t tp_rank, int64_t cp_rank = 0);
+// The layout of pipeline stage `pp_rank`, TP rank `tp_rank`, CP rank `cp_rank`, EP rank `ep_rank`
+// under `plan`: the simulator's split of layers into (virtual) stages, embedding on the first, LM
+// head on the last.
+StageLayout stage_layout(const ModelSpec& model, const ParallelPlan& plan, int64_t pp_rank, int64_t tp_rank, int64_t cp_rank = 0,
+                         int64_t ep_rank = 0);
 
 // Per micro-batch activations kept for the backward.
 struct LayerCache {
@@ -62,6 +63,7 @@ struct LayerCache {
   LayerNormCache ln1, ln2;
   AttentionCache attention;
   RingAttentionCache ring;  // cp > 1
+  MoeCache moe;             // MoE models (fc1_out, fc1_act stay empty)
 };
 
 struct MicroBatchState {
@@ -113,6 +115,8 @@ class StageModel {
   void set_hooks(LayerHooks* hooks) { hooks_ = hooks; }
   // The CP ring the attention runs over; needed (before the first forward) when layout().cp > 1.
   void set_cp_group(CpGroup* cp) { cp_ = cp; }
+  // The EP group the MoE layers dispatch over; needed (before the first forward) when layout().ep > 1.
+  void set_ep_group(EpGroup* ep) { ep_ = ep; }
 
   std::vector<Param>& params() { return params_; }
   const StageLayout& layout() const { return layout_; }
@@ -122,8 +126,12 @@ class StageModel {
 
  private:
   static constexpr size_t kNone = static_cast<size_t>(-1);  // a parameter the model does not have
-  struct LayerParams {  // biases (and RMSNorm's beta) are kNone where the model has none
-    size_t ln1_g, ln1_b, w_qkv, b_qkv, w_o, b_o, ln2_g, ln2_b, w_1, b_1, w_2, b_2;
+  struct LayerParams {  // biases (and RMSNorm's beta) are kNone where the model has none; MoE: no w_1 .. b_2
+    size_t ln1_g = kNone, ln1_b = kNone, w_qkv = kNone, b_qkv = kNone, w_o = kNone, b_o = kNone, ln2_g = kNone, ln2_b = kNone;
+    size_t w_1 = kNone, b_1 = kNone, w_2 = kNone, b_2 = kNone;
+    size_t router = kNone;                  // MoE: (h, experts)
+    std::vector<size_t> experts;            // MoE: w_1, b_1, w_2, b_2 of each local expert (4 per expert, kNone without biases)
+    size_t shared[4] = {kNone, kNone, kNone, kNone};  // MoE shared experts: w_1, b_1, w_2, b_2
   };
   size_t add(const std::string& name, Matrix value, bool tp_split, bool sp_partial);
   Matrix norm(const Matrix& x, size_t gamma, size_t beta, LayerNormCache& cache);
@@ -135,6 +143,12 @@ class StageModel {
   Matrix& g(size_t i) { return params_[i].grad; }
   Matrix layer_forward(const LayerParams& p, const Matrix& x, LayerCache& c, int64_t batch, TpGroup& tp);
   Matrix layer_backward(const LayerParams& p, const Matrix& dy, const LayerCache& c, int64_t batch, TpGroup& tp);
+  Matrix mlp_forward(const LayerParams& p, LayerCache& c, TpGroup& tp);                     // from ln2_out; before the residual
+  Matrix mlp_backward(const LayerParams& p, const Matrix& dy, const LayerCache& c, TpGroup& tp);  // to ln2_out's gradient
+  // MoE (runtime/stage_moe.cpp): the layer's router and experts, and their view for moe_layer.
+  void add_moe(const ModelSpec& m, const std::string& prefix, uint64_t seed, LayerParams& p);
+  MoeParams moe_params(const LayerParams& p);
+  EpGroup& experts_group() { return ep_ != nullptr ? *ep_ : single_ep_; }
   Matrix attention(const Matrix& qkv, int64_t batch, LayerCache& c);
   Matrix attention_backward(const Matrix& dout, int64_t batch, const LayerCache& c);
 
@@ -143,6 +157,7 @@ class StageModel {
   std::vector<int32_t> positions_;  // the true position of each of a sequence's seq_local_ rows
   int64_t vocab_local_, vocab_first_;  // this TP rank's rows of the token embedding and LM head
   bool swiglu_ = false, rms_norm_ = false, rope_ = false;
+  MoeShape moe_shape_;  // experts 0: a dense model
   double rope_theta_ = 10000.0;
   RotaryTables rotary_;  // RoPE's cosines and sines of positions_, computed once
   std::vector<Param> params_;
@@ -155,10 +170,12 @@ class StageModel {
   double head_loss(MicroBatchState& s, const Matrix& logits, float loss_scale, TpGroup& tp);
   LayerHooks* hooks_ = nullptr;
   CpGroup* cp_ = nullptr;
+  EpGroup* ep_ = nullptr;
+  SingleRankExperts single_ep_;  // ep 1: the rank holds every expert
 };
 
-// What keeps the runtime from running this model (it implements GPT-2-style models), and the
-// same as an InputError.
+// What keeps the runtime from running this model (it implements GPT-2- and Llama-style models,
+// dense or MoE), and the same as an InputError.
 ProblemList model_problems(const ModelSpec& model);
 void check_runtime_supports(const ModelSpec& model);
 

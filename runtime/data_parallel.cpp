@@ -15,22 +15,10 @@ size_t elements(const Param& p) { return static_cast<size_t>(p.value.size()); }
 DataParallel::DataParallel(StageModel& stage, TpGroup& tp, const DataParallelComms& comms, const DataParallelConfig& config,
                            std::vector<bool> counts_in_norm, PhaseTimes& clock)
     : stage_(stage), tp_(tp), comms_(comms), config_(config), clock_(clock) {
-  MPI_Comm_size(comms.dp, &dp_size_);
-  MPI_Comm_rank(comms.dp, &dp_rank_);
   std::vector<Param>& params = stage.params();
   for (const Param& p : params) shapes_.emplace_back(p.value.rows(), p.value.cols());
-  // Buckets in backward order: layers last to first, closed once they hold bucket_params.
-  bucket_of_layer_.assign(static_cast<size_t>(stage.layer_count()), 0);
-  for (int64_t l = stage.layer_count(); l-- > 0;) {
-    if (buckets_.empty() || zero3() || buckets_.back().size >= static_cast<size_t>(config.bucket_params)) buckets_.emplace_back();
-    Bucket& b = buckets_.back();
-    for (size_t i : stage.layer_params(l)) {
-      b.params.push_back(i);
-      b.size += elements(params[i]);
-    }
-    ++b.layers;
-    bucket_of_layer_[static_cast<size_t>(l)] = buckets_.size() - 1;
-  }
+  buckets_of_layer_.assign(static_cast<size_t>(stage.layer_count()), {});
+  for (int64_t l = stage.layer_count(); l-- > 0;) add_layer_buckets(l);
   const std::vector<size_t> outer = stage.outer_params();
   if (!outer.empty()) {
     buckets_.emplace_back();
@@ -39,35 +27,68 @@ DataParallel::DataParallel(StageModel& stage, TpGroup& tp, const DataParallelCom
       buckets_.back().size += elements(params[i]);
     }
   }
-  const size_t parts = static_cast<size_t>(dp_size_);
-  for (Bucket& b : buckets_) {
-    b.padded = (b.size + parts - 1) / parts * parts;
-    b.shard = b.padded / parts;
-    size_t at = 0;
-    for (size_t i : b.params) {
-      const size_t n = elements(params[i]);
-      if (counts_in_norm[i]) {
-        if (!b.norm_runs.empty() && b.norm_runs.back().second == at) {
-          b.norm_runs.back().second = at + n;  // joins the run before
-        } else {
-          b.norm_runs.emplace_back(at, at + n);
-        }
-      }
-      at += n;
-    }
-    const size_t states = config.zero_stage == 0 ? b.padded : b.shard;
-    b.m.assign(states, 0.0f);
-    b.v.assign(states, 0.0f);
-    if (config.zero_stage >= 2) b.grad_shard.assign(b.shard, 0.0f);
-    if (zero3()) {  // keep this rank's shard of the weights, drop the rest
-      std::vector<float> values;
-      pack_values(b, values);
-      b.master.assign(values.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(dp_rank_) * b.shard),
-                      values.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(dp_rank_ + 1) * b.shard));
-      release(b);
-    }
-  }
+  for (Bucket& b : buckets_) open_bucket(b, counts_in_norm);
   stage.set_hooks(this);
+}
+
+// Buckets in backward order: layers last to first, closed once they hold bucket_params (ZeRO-3:
+// one layer each); a layer's expert parameters go to the open expert bucket, the rest to the dense one.
+void DataParallel::add_layer_buckets(int64_t layer) {
+  const std::vector<Param>& params = stage_.params();
+  for (const bool experts : {false, true}) {
+    std::vector<size_t> ids;
+    for (size_t i : stage_.layer_params(layer)) {
+      if (params[i].expert == experts) ids.push_back(i);
+    }
+    if (ids.empty()) continue;
+    size_t& open = open_[experts ? 1 : 0];
+    if (open == kNoBucket || zero3() || buckets_[open].size >= static_cast<size_t>(config_.bucket_params)) {
+      buckets_.emplace_back();
+      buckets_.back().experts = experts;
+      open = buckets_.size() - 1;
+    }
+    Bucket& b = buckets_[open];
+    for (size_t i : ids) {
+      b.params.push_back(i);
+      b.size += elements(params[i]);
+    }
+    ++b.layers;
+    buckets_of_layer_[static_cast<size_t>(layer)].push_back(open);
+  }
+}
+
+// The bucket's group, shards, norm runs and AdamW states (ZeRO-3: keeps only its shard of the weights).
+void DataParallel::open_bucket(Bucket& b, const std::vector<bool>& counts_in_norm) {
+  b.comm = b.experts ? comms_.expert_dp : comms_.dp;
+  has_experts_ = has_experts_ || b.experts;
+  MPI_Comm_size(b.comm, &b.ranks);
+  MPI_Comm_rank(b.comm, &b.rank);
+  const size_t parts = static_cast<size_t>(b.ranks);
+  b.padded = (b.size + parts - 1) / parts * parts;
+  b.shard = b.padded / parts;
+  size_t at = 0;
+  for (size_t i : b.params) {
+    const size_t n = elements(stage_.params()[i]);
+    if (counts_in_norm[i]) {
+      if (!b.norm_runs.empty() && b.norm_runs.back().second == at) {
+        b.norm_runs.back().second = at + n;  // joins the run before
+      } else {
+        b.norm_runs.emplace_back(at, at + n);
+      }
+    }
+    at += n;
+  }
+  const size_t states = config_.zero_stage == 0 ? b.padded : b.shard;
+  b.m.assign(states, 0.0f);
+  b.v.assign(states, 0.0f);
+  if (config_.zero_stage >= 2) b.grad_shard.assign(b.shard, 0.0f);
+  if (zero3()) {  // keep this rank's shard of the weights, drop the rest
+    std::vector<float> values;
+    pack_values(b, values);
+    b.master.assign(values.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(b.rank) * b.shard),
+                    values.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(b.rank + 1) * b.shard));
+    release(b);
+  }
 }
 
 DataParallel::~DataParallel() {
@@ -117,7 +138,7 @@ void DataParallel::unpack_values(const Bucket& b, const std::vector<float>& flat
 void DataParallel::gather(Bucket& b, bool with_grads) {
   const double start = timed_start();
   std::vector<float> flat(b.padded);
-  MPI_Allgather(b.master.data(), static_cast<int>(b.shard), MPI_FLOAT, flat.data(), static_cast<int>(b.shard), MPI_FLOAT, comms_.dp);
+  MPI_Allgather(b.master.data(), static_cast<int>(b.shard), MPI_FLOAT, flat.data(), static_cast<int>(b.shard), MPI_FLOAT, b.comm);
   timed_stop(start);
   unpack_values(b, flat);
   if (!with_grads) return;
@@ -138,15 +159,15 @@ void DataParallel::release(Bucket& b) {
 void DataParallel::launch(Bucket& b) {
   pack_grads(b, b.flat);
   b.launched = true;
-  if (dp_size_ == 1) {
+  if (b.ranks == 1) {
     if (config_.zero_stage >= 2) b.grad_shard.assign(b.flat.begin(), b.flat.begin() + static_cast<std::ptrdiff_t>(b.shard));
     return;
   }
   const double start = timed_start();
   if (config_.zero_stage == 2) {
-    MPI_Ireduce_scatter_block(b.flat.data(), b.grad_shard.data(), static_cast<int>(b.shard), MPI_FLOAT, MPI_SUM, comms_.dp, &b.request);
+    MPI_Ireduce_scatter_block(b.flat.data(), b.grad_shard.data(), static_cast<int>(b.shard), MPI_FLOAT, MPI_SUM, b.comm, &b.request);
   } else {
-    MPI_Iallreduce(MPI_IN_PLACE, b.flat.data(), static_cast<int>(b.padded), MPI_FLOAT, MPI_SUM, comms_.dp, &b.request);
+    MPI_Iallreduce(MPI_IN_PLACE, b.flat.data(), static_cast<int>(b.padded), MPI_FLOAT, MPI_SUM, b.comm, &b.request);
   }
   timed_stop(start);
 }
@@ -156,7 +177,7 @@ void DataParallel::reduce_scatter_into_shard(Bucket& b) {
   pack_grads(b, b.flat);
   std::vector<float> part(b.shard);
   const double start = timed_start();
-  MPI_Reduce_scatter_block(b.flat.data(), part.data(), static_cast<int>(b.shard), MPI_FLOAT, MPI_SUM, comms_.dp);
+  MPI_Reduce_scatter_block(b.flat.data(), part.data(), static_cast<int>(b.shard), MPI_FLOAT, MPI_SUM, b.comm);
   timed_stop(start);
   for (size_t i = 0; i < b.shard; ++i) b.grad_shard[i] += part[i];
   std::vector<float>().swap(b.flat);
@@ -178,48 +199,62 @@ void DataParallel::begin_iteration() {
 }
 
 void DataParallel::before_layer(int64_t layer, bool backward) {
-  if (zero3()) gather(buckets_[bucket_of_layer_[static_cast<size_t>(layer)]], backward);
+  if (!zero3()) return;
+  for (size_t i : buckets_of_layer_[static_cast<size_t>(layer)]) gather(buckets_[i], backward);
 }
 
 void DataParallel::after_layer_forward(int64_t layer) {
-  if (zero3()) release(buckets_[bucket_of_layer_[static_cast<size_t>(layer)]]);
+  if (!zero3()) return;
+  for (size_t i : buckets_of_layer_[static_cast<size_t>(layer)]) release(buckets_[i]);
 }
 
 void DataParallel::after_layer_backward(int64_t layer) {
-  Bucket& b = buckets_[bucket_of_layer_[static_cast<size_t>(layer)]];
+  const std::vector<size_t>& held_by = buckets_of_layer_[static_cast<size_t>(layer)];
   if (zero3()) {
     stage_.finish_layer_gradients(layer, tp_);
-    reduce_scatter_into_shard(b);
-    release(b);
+    for (size_t i : held_by) {
+      reduce_scatter_into_shard(buckets_[i]);
+      release(buckets_[i]);
+    }
     return;
   }
   if (!last_backward_) return;
   stage_.finish_layer_gradients(layer, tp_);
-  if (++b.layers_done == b.layers && config_.overlap) launch(b);
+  for (size_t i : held_by) {
+    Bucket& b = buckets_[i];
+    if (++b.layers_done == b.layers && config_.overlap) launch(b);
+  }
   progress();
 }
 
 double DataParallel::global_norm() {
-  // ZeRO-0: every rank holds all reduced gradients; otherwise each its shards, summed over DP.
-  double local = 0;
+  // ZeRO-0: every rank holds all reduced gradients; otherwise each its shards, summed over the
+  // bucket's group. Squares of dense (0) and expert (1) gradients apart: every rank of an EP group
+  // holds different experts, so theirs are summed over it too.
+  double local[2] = {0, 0};
   for (const Bucket& b : buckets_) {
-    const size_t begin = config_.zero_stage == 0 ? 0 : static_cast<size_t>(dp_rank_) * b.shard;
+    const size_t begin = config_.zero_stage == 0 ? 0 : static_cast<size_t>(b.rank) * b.shard;
     const size_t count = config_.zero_stage == 0 ? b.padded : b.shard;
     const float* g = config_.zero_stage >= 2 ? b.grad_shard.data() : b.flat.data() + begin;
     for (const auto& [from, to] : b.norm_runs) {  // the part of each run inside [begin, begin + count)
       for (size_t i = std::max(from, begin); i < std::min(to, begin + count); ++i) {
-        local += static_cast<double>(g[i - begin]) * g[i - begin];
+        local[b.experts ? 1 : 0] += static_cast<double>(g[i - begin]) * g[i - begin];
       }
     }
   }
-  double replica = local, total = 0;
-  if (config_.zero_stage >= 1) MPI_Allreduce(&local, &replica, 1, MPI_DOUBLE, MPI_SUM, comms_.dp);
+  double dense = local[0], experts = local[1], total = 0;
+  if (config_.zero_stage >= 1) MPI_Allreduce(&local[0], &dense, 1, MPI_DOUBLE, MPI_SUM, comms_.dp);
+  if (has_experts_) {
+    if (config_.zero_stage >= 1) MPI_Allreduce(&local[1], &experts, 1, MPI_DOUBLE, MPI_SUM, comms_.expert_dp);
+    MPI_Allreduce(MPI_IN_PLACE, &experts, 1, MPI_DOUBLE, MPI_SUM, comms_.ep);
+  }
+  const double replica = dense + experts;
   MPI_Allreduce(&replica, &total, 1, MPI_DOUBLE, MPI_SUM, comms_.model);
   return std::sqrt(total);
 }
 
 void DataParallel::adam_update(Bucket& b, const AdamSettings& adam, int64_t step_number, float clip) {
-  const size_t begin = config_.zero_stage == 0 ? 0 : static_cast<size_t>(dp_rank_) * b.shard;
+  const size_t begin = config_.zero_stage == 0 ? 0 : static_cast<size_t>(b.rank) * b.shard;
   const size_t count = config_.zero_stage == 0 ? b.padded : b.shard;
   const float* g = config_.zero_stage >= 2 ? b.grad_shard.data() : b.flat.data() + begin;
   std::vector<float> values;
@@ -235,9 +270,9 @@ void DataParallel::adam_update(Bucket& b, const AdamSettings& adam, int64_t step
   s.step = step_number;
   adamw_update(p, g, b.m.data(), b.v.data(), static_cast<int64_t>(count), s);
   if (zero3()) return;  // the next use gathers the new shards
-  if (config_.zero_stage >= 1 && dp_size_ > 1) {
+  if (config_.zero_stage >= 1 && b.ranks > 1) {
     const double start = timed_start();
-    MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, values.data(), static_cast<int>(b.shard), MPI_FLOAT, comms_.dp);
+    MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, values.data(), static_cast<int>(b.shard), MPI_FLOAT, b.comm);
     timed_stop(start);
   }
   unpack_values(b, values);

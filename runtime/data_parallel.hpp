@@ -15,7 +15,11 @@
 // last backward of the iteration (MPI non-blocking collectives, progressed after every layer);
 // without, all reductions run after the backward. Gradients are clipped by the global norm. With
 // context parallelism "dp" below is the dp x cp ranks (Megatron's dp_cp group): each CP rank's
-// gradients cover its own tokens and the weights are the same on every CP rank.
+// gradients cover its own tokens and the weights are the same on every CP rank. An MoE layer's
+// expert parameters go to buckets of their own whose "dp" is the expert-DP group (the ranks holding
+// the same experts: tp x cp x dp / ep of them, plan/rank_grid's kExpertDp): their gradients are
+// reduced, and with ZeRO their states and (ZeRO-3) weights sharded, over those ranks only; each
+// already sums the copies every rank of its EP group sent the expert.
 #pragma once
 
 #include <mpi.h>
@@ -42,6 +46,8 @@ struct DataParallelConfig {
 
 struct DataParallelComms {
   MPI_Comm dp = MPI_COMM_NULL;         // the ranks that reduce gradients and shard ZeRO: dp x cp (Megatron's dp_cp)
+  MPI_Comm expert_dp = MPI_COMM_NULL;  // the same for expert parameters (MoE; unused by a dense model)
+  MPI_Comm ep = MPI_COMM_NULL;         // the EP group (each rank holds different experts: for the global norm)
   MPI_Comm model = MPI_COMM_NULL;      // TP x PP ranks of one replica (for the global norm)
   MPI_Comm embedding = MPI_COMM_NULL;  // first and last stage holding the tied embedding (pp > 1)
 };
@@ -75,6 +81,9 @@ class DataParallel final : public LayerHooks {
   struct Bucket {
     std::vector<size_t> params;
     int64_t layers = 0, layers_done = 0;  // layers in the bucket (0: the outer parameters)
+    bool experts = false;           // expert parameters, reduced and sharded over the expert-DP group
+    MPI_Comm comm = MPI_COMM_NULL;  // dp x cp, or expert DP
+    int ranks = 1, rank = 0;        // in comm
     size_t size = 0, padded = 0, shard = 0;
     std::vector<float> flat;        // packed gradients (ZeRO-0/1: the reduced result), from launch to the update
     std::vector<float> grad_shard;  // ZeRO-2/3: the reduced gradients of this rank's shard
@@ -86,6 +95,8 @@ class DataParallel final : public LayerHooks {
   };
 
   bool zero3() const { return config_.zero_stage >= 3; }
+  void add_layer_buckets(int64_t layer);
+  void open_bucket(Bucket& b, const std::vector<bool>& counts_in_norm);
   void pack_grads(const Bucket& b, std::vector<float>& out) const;
   void pack_values(const Bucket& b, std::vector<float>& out) const;
   void unpack_values(const Bucket& b, const std::vector<float>& flat);
@@ -104,9 +115,11 @@ class DataParallel final : public LayerHooks {
   DataParallelComms comms_;
   DataParallelConfig config_;
   PhaseTimes& clock_;
-  int dp_size_ = 1, dp_rank_ = 0;
+  static constexpr size_t kNoBucket = static_cast<size_t>(-1);
   std::vector<Bucket> buckets_;
-  std::vector<size_t> bucket_of_layer_;
+  std::vector<std::vector<size_t>> buckets_of_layer_;  // the dense bucket and (MoE) the expert bucket holding each layer
+  size_t open_[2] = {kNoBucket, kNoBucket};             // while building: the dense and expert bucket taking layers
+  bool has_experts_ = false;
   std::vector<std::pair<int64_t, int64_t>> shapes_;  // rows, cols of every parameter
   bool last_backward_ = false;
 };

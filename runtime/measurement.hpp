@@ -16,7 +16,7 @@ namespace trainsim {
 struct PhaseTimes {
   double forward_s = 0;
   double backward_s = 0;    // includes recomputation
-  double tp_comm_s = 0;     // TP / SP collectives
+  double tp_comm_s = 0;     // TP / SP / CP collectives and (MoE) the EP all-to-alls
   double dp_comm_s = 0;     // DP / ZeRO collectives not hidden
   double pp_comm_s = 0;     // pipeline send/recv
   double bubble_s = 0;      // waiting on other stages

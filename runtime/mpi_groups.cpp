@@ -1,5 +1,5 @@
 // Communicators by MPI_Comm_split on the Megatron rank order (plan/rank_grid), and timed TP
-// collectives and CP ring transfers.
+// collectives, CP ring transfers and EP all-to-alls.
 #include "runtime/mpi_groups.hpp"
 
 #include <chrono>
@@ -46,6 +46,15 @@ RankGrid RankGrid::build(const ParallelPlan& p, MPI_Comm world, bool tied_embedd
   split(g.tp_rank + p.tp * (g.cp_rank + p.cp * g.pp_rank), g.dp_rank, &g.dp);
   split(g.tp_rank + p.tp * g.pp_rank, g.cp_rank + p.cp * g.dp_rank, &g.dp_cp);
   split(g.cp_rank + p.cp * g.dp_rank, g.tp_rank + p.tp * g.pp_rank, &g.model);
+  // EP groups: ep consecutive ranks of the stage; expert DP: every ep-th rank of it (plan/rank_grid.cpp).
+  const int64_t in_stage = r % (p.tp * p.cp * p.dp), groups = p.tp * p.cp * p.dp / p.ep;
+  g.ep_rank = in_stage % p.ep;
+  split(g.pp_rank * groups + in_stage / p.ep, g.ep_rank, &g.ep);
+  if (p.ep > 1) {
+    split(g.pp_rank * p.ep + g.ep_rank, in_stage / p.ep, &g.expert_dp);
+  } else {
+    MPI_Comm_dup(g.dp_cp, &g.expert_dp);
+  }
   const bool ends = g.pp_rank == 0 || g.pp_rank == p.pp - 1;
   MPI_Comm_split(world, p.pp > 1 && ends && tied_embeddings ? static_cast<int>(g.tp_rank + p.tp * (g.cp_rank + p.cp * g.dp_rank)) : MPI_UNDEFINED,
                  static_cast<int>(g.pp_rank), &g.embedding);
@@ -62,7 +71,7 @@ RankGrid RankGrid::build(const ParallelPlan& p, MPI_Comm world, bool tied_embedd
 }
 
 void RankGrid::release() {
-  for (MPI_Comm* c : {&tp, &cp, &dp, &dp_cp, &model, &embedding}) {
+  for (MPI_Comm* c : {&tp, &cp, &dp, &dp_cp, &model, &embedding, &ep, &expert_dp}) {
     if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
   }
 }
@@ -109,6 +118,36 @@ Matrix MpiCpGroup::ring_shift(const Matrix& block) {
                comm_, MPI_STATUS_IGNORE);
   *seconds_ += wall_s() - start;
   return received;
+}
+
+std::vector<int64_t> MpiEpGroup::all_to_all_counts(const std::vector<int64_t>& send, int64_t per_rank) {
+  if (size_ == 1) return send;
+  const double start = wall_s();
+  std::vector<int64_t> received(send.size());
+  MPI_Alltoall(send.data(), static_cast<int>(per_rank), MPI_INT64_T, received.data(), static_cast<int>(per_rank), MPI_INT64_T, comm_);
+  *seconds_ += wall_s() - start;
+  return received;
+}
+
+Matrix MpiEpGroup::all_to_all_rows(const Matrix& rows, const std::vector<int64_t>& send_rows, const std::vector<int64_t>& recv_rows) {
+  if (size_ == 1) return rows;
+  const double start = wall_s();
+  const int64_t cols = rows.cols();
+  std::vector<int> send_counts(static_cast<size_t>(size_)), send_at(static_cast<size_t>(size_)), recv_counts(static_cast<size_t>(size_)),
+      recv_at(static_cast<size_t>(size_));
+  int64_t sent = 0, received = 0;
+  for (size_t d = 0; d < static_cast<size_t>(size_); ++d) {
+    send_counts[d] = static_cast<int>(send_rows[d] * cols);
+    send_at[d] = static_cast<int>(sent * cols);
+    sent += send_rows[d];
+    recv_counts[d] = static_cast<int>(recv_rows[d] * cols);
+    recv_at[d] = static_cast<int>(received * cols);
+    received += recv_rows[d];
+  }
+  Matrix out(received, cols);
+  MPI_Alltoallv(rows.data(), send_counts.data(), send_at.data(), MPI_FLOAT, out.data(), recv_counts.data(), recv_at.data(), MPI_FLOAT, comm_);
+  *seconds_ += wall_s() - start;
+  return out;
 }
 
 }  // namespace trainsim::cpu

@@ -1,6 +1,6 @@
 // The MPI side of the CPU runtime: the rank grid of a plan as communicators (TP, CP, DP, DP x CP,
-// the pipeline neighbours, the tied-embedding pair of first and last stage), and the TP group and
-// CP ring the model calls, timing every collective into the phase clock.
+// EP and expert DP, the pipeline neighbours, the tied-embedding pair of first and last stage), and
+// the TP group, CP ring and EP group the model calls, timing every collective into the phase clock.
 #pragma once
 
 #include <mpi.h>
@@ -10,6 +10,7 @@
 
 #include "plan/parallel_plan.hpp"
 #include "runtime/cp_group.hpp"
+#include "runtime/ep_group.hpp"
 #include "runtime/tp_group.hpp"
 
 namespace trainsim::cpu {
@@ -31,6 +32,11 @@ struct RankGrid {
   // which gradients are reduced and ZeRO shards: every CP rank holds the same weights.
   MPI_Comm dp_cp = MPI_COMM_NULL;
   MPI_Comm model = MPI_COMM_NULL;      // tp x pp of one replica (one cp rank of one dp rank)
+  // MoE (plan/rank_grid's kEp, kExpertDp): ep consecutive ranks of a stage's tp x cp x dp form an EP
+  // group (ep_rank: the rank's place in it, whose experts it holds); the stage's ranks with the same
+  // ep_rank hold the same experts and reduce their gradients (expert_dp; with ep 1, dp x cp).
+  int64_t ep_rank = 0;
+  MPI_Comm ep = MPI_COMM_NULL, expert_dp = MPI_COMM_NULL;
   MPI_Comm embedding = MPI_COMM_NULL;  // first and last stage of one (tp, cp, dp) (pp > 1, tied embeddings only)
   int prev_stage = -1, next_stage = -1;  // world ranks of the pipeline neighbours
   // Pipeline stages and model chunks per stage (vpp with the interleaved schedule, else 1), and the
@@ -76,6 +82,23 @@ class MpiCpGroup final : public CpGroup {
   int size() const override { return size_; }
   int rank() const override { return rank_; }
   Matrix ring_shift(const Matrix& block) override;  // MPI_Sendrecv to the next rank, from the previous
+
+ private:
+  MPI_Comm comm_;
+  double* seconds_;
+  int size_ = 1, rank_ = 0;
+};
+
+class MpiEpGroup final : public EpGroup {
+ public:
+  MpiEpGroup(MPI_Comm comm, double* seconds) : comm_(comm), seconds_(seconds) {
+    MPI_Comm_size(comm, &size_);
+    MPI_Comm_rank(comm, &rank_);
+  }
+  int size() const override { return size_; }
+  int rank() const override { return rank_; }
+  std::vector<int64_t> all_to_all_counts(const std::vector<int64_t>& send, int64_t per_rank) override;  // MPI_Alltoall
+  Matrix all_to_all_rows(const Matrix& rows, const std::vector<int64_t>& send_rows, const std::vector<int64_t>& recv_rows) override;  // MPI_Alltoallv
 
  private:
   MPI_Comm comm_;

@@ -1,4 +1,4 @@
-// A stage's layout: which layers (model chunks) a pipeline rank holds, its TP and CP coordinates;
+// A stage's layout: which layers (model chunks) a pipeline rank holds, its TP, CP and EP coordinates;
 // see cpu_model.hpp. The layer split is the simulator's (plan/parallel_plan's layers_of_chunk).
 #include "runtime/cpu_model.hpp"
 
@@ -25,7 +25,8 @@ int64_t StageLayout::local_layer(int64_t layer) const {
   return -1;
 }
 
-StageLayout stage_layout(const ModelSpec& model, const ParallelPlan& plan, int64_t pp_rank, int64_t tp_rank, int64_t cp_rank) {
+StageLayout stage_layout(const ModelSpec& model, const ParallelPlan& plan, int64_t pp_rank, int64_t tp_rank, int64_t cp_rank,
+                         int64_t ep_rank) {
   StageLayout layout;
   const int64_t chunks = plan.schedule == Schedule::kInterleaved ? plan.vpp : 1;
   for (int64_t c = 0; c < chunks; ++c) layout.chunks.push_back(layers_of_chunk(model, plan, pp_rank, c));
@@ -35,6 +36,8 @@ StageLayout stage_layout(const ModelSpec& model, const ParallelPlan& plan, int64
   layout.tp_rank = tp_rank;
   layout.cp = plan.cp;
   layout.cp_rank = cp_rank;
+  layout.ep = plan.ep;
+  layout.ep_rank = ep_rank;
   layout.sequence_parallel = plan.sequence_parallel;
   layout.recompute = plan.recompute;
   return layout;

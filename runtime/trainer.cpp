@@ -35,7 +35,10 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
   // LM head, cross-entropy over every id), only ids from 256 up never occur in the data.
   if (m.vocab < 256) problems.add("model \"" + m.name + "\": vocab " + std::to_string(m.vocab) + " < 256 (the runtime feeds byte tokens 0-255)");
   if (p.precision != Precision::kFp32) problems.add(std::string("plan: precision ") + to_string(p.precision) + " (the CPU runtime trains in fp32: --precision fp32)");
-  if (p.ep > 1) problems.add("plan: ep " + std::to_string(p.ep) + ": expert parallelism is not implemented (the runtime runs dense models)");
+  if (m.moe && p.tp > 1) {
+    problems.add("plan: tp " + std::to_string(p.tp) + " with the MoE model \"" + m.name +
+                 "\": the runtime does not split experts (or the router) over TP; run tp 1 and spread the experts with --ep over the dp x cp ranks");
+  }
   if (p.cp > 1 && p.cp_comm != CpComm::kP2p) {
     problems.add(std::string("plan: cp_comm ") + to_string(p.cp_comm) + ": the runtime's context parallelism is a ring (cp_comm p2p)");
   }
@@ -60,7 +63,7 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
                  " (the embedding and LM head are split by vocabulary over TP ranks, as Megatron-LM splits them; Megatron pads "
                  "the vocabulary to a multiple of 128 x tp: describe the model with the padded vocab, e.g. 50304 for GPT-2)");
   }
-  problems.throw_if_any("the CPU runtime runs GPT-2- and Llama-style dense models (e.g. gpt-tiny) with DP, TP (+SP), PP (GPipe, 1F1B, interleaved 1F1B), CP (ring attention), ZeRO-0/1/2/3 and recomputation today");
+  problems.throw_if_any("the CPU runtime runs GPT-2- and Llama-style models (e.g. gpt-tiny), dense with DP, TP (+SP), PP (GPipe, 1F1B, interleaved 1F1B), CP (ring attention), ZeRO-0/1/2/3 and recomputation, MoE the same with EP instead of TP");
 }
 
 namespace {
@@ -101,6 +104,8 @@ struct Trainer::Impl {
   OpClock ops;       // this iteration, this rank: seconds per op category
   std::unique_ptr<MpiTpGroup> tp;
   std::unique_ptr<MpiCpGroup> cp;  // the ring attention's transfers count as TP/CP communication
+  std::unique_ptr<MpiEpGroup> ep;  // MoE all-to-alls: ep_comm_s, reported in the TP phase and as op category ep_comm
+  double ep_comm_s = 0;            // this iteration, this rank
   std::vector<int32_t> positions;  // of the seq / cp tokens of each sequence this CP rank holds
   std::unique_ptr<StageModel> stage;
   std::vector<uint8_t> corpus;
@@ -113,10 +118,12 @@ struct Trainer::Impl {
     grid = RankGrid::build(plan, world, m.tied_embeddings);
     tp = std::make_unique<MpiTpGroup>(grid.tp, &clock.tp_comm_s);
     cp = std::make_unique<MpiCpGroup>(grid.cp, &clock.tp_comm_s);
+    ep = std::make_unique<MpiEpGroup>(grid.ep, &ep_comm_s);
     positions = context_positions(m.seq_len, plan.cp, grid.cp_rank);
     memory.reset();
-    stage = std::make_unique<StageModel>(m, stage_layout(m, plan, grid.pp_rank, grid.tp_rank, grid.cp_rank), options.seed);
+    stage = std::make_unique<StageModel>(m, stage_layout(m, plan, grid.pp_rank, grid.tp_rank, grid.cp_rank, grid.ep_rank), options.seed);
     stage->set_cp_group(cp.get());
+    stage->set_ep_group(ep.get());
     corpus = runtime::load_corpus(options.data_path, m.seq_len + 1);
     std::vector<bool> weights;
     for (const Param& prm : stage->params()) weights.push_back(counts_in_norm(prm));
@@ -124,7 +131,7 @@ struct Trainer::Impl {
     config.zero_stage = plan.zero_stage;
     config.overlap = plan.dp_overlap;
     config.bucket_params = options.bucket_params;
-    data_parallel = std::make_unique<DataParallel>(*stage, *tp, DataParallelComms{grid.dp_cp, grid.model, grid.embedding}, config, weights, clock);
+    data_parallel = std::make_unique<DataParallel>(*stage, *tp, DataParallelComms{grid.dp_cp, grid.expert_dp, grid.ep, grid.model, grid.embedding}, config, weights, clock);
     memory.sample();
   }
 
@@ -168,12 +175,11 @@ struct Trainer::Impl {
       if (step.kind == StepKind::kForward) {
         Matrix input;
         if (from >= 0) input = receive(from, fwd_tag);
-        const double start = wall_s(), tp_before = clock.tp_comm_s, dp_before = clock.dp_comm_s;
+        const CommMarks marks = comm_marks();
         double loss_sum = 0;
         ops.backward = false;
         Matrix out = stage->forward(input, mb, *tp, scale, loss_sum, step.chunk);
-        clock.forward_s += wall_s() - start - (clock.tp_comm_s - tp_before) - (clock.dp_comm_s - dp_before);
-        ops.add(OpCategory::kTpComm, clock.tp_comm_s - tp_before);
+        close_compute(marks, clock.forward_s);
         memory.sample();  // activations of the micro-batches in flight peak after a forward
         loss += loss_sum * scale;
         if (to >= 0) send(std::move(out), to, next_chunk_tag(step, true), sends, send_buffers);
@@ -181,11 +187,10 @@ struct Trainer::Impl {
         Matrix grad;
         if (to >= 0) grad = receive(to, fwd_tag + 1);
         data_parallel->begin_backward(step.micro_batch == plan.micro_batches() - 1);
-        const double start = wall_s(), tp_before = clock.tp_comm_s, dp_before = clock.dp_comm_s;
+        const CommMarks marks = comm_marks();
         ops.backward = true;
         Matrix dx = stage->backward(grad, mb, *tp, step.chunk);
-        clock.backward_s += wall_s() - start - (clock.tp_comm_s - tp_before) - (clock.dp_comm_s - dp_before);
-        ops.add(OpCategory::kTpComm, clock.tp_comm_s - tp_before);
+        close_compute(marks, clock.backward_s);
         if (from >= 0) send(std::move(dx), from, next_chunk_tag(step, false), sends, send_buffers);
       }
     }
@@ -193,6 +198,21 @@ struct Trainer::Impl {
     MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE);
     clock.pp_comm_s += wall_s() - start;
     return loss;
+  }
+
+  // A forward's or backward's compute time is its wall time less the collectives it waited in:
+  // TP / CP and EP (the phase figure tp_comm_s holds both, as predict prices every collective of a
+  // layer there; the op categories tell them apart) and DP (overlapped bucket reductions).
+  struct CommMarks {
+    double start_s, tp_s, ep_s, dp_s;
+  };
+  CommMarks comm_marks() const { return {wall_s(), clock.tp_comm_s, ep_comm_s, clock.dp_comm_s}; }
+  void close_compute(const CommMarks& before, double& phase_s) {
+    const double tp_s = clock.tp_comm_s - before.tp_s, ep_s = ep_comm_s - before.ep_s;
+    phase_s += wall_s() - before.start_s - tp_s - ep_s - (clock.dp_comm_s - before.dp_s);
+    clock.tp_comm_s += ep_s;
+    ops.add(OpCategory::kTpComm, tp_s);
+    ops.add(OpCategory::kEpComm, ep_s);
   }
 
   // The tag of what `step` sends: forward, the activation for the next virtual stage (chunk + 1 when
@@ -275,7 +295,7 @@ struct Trainer::Impl {
     const auto other = [](const std::array<double, kOpCategoryCount>& column, double phase_s) {
       double timed = 0;
       for (size_t c = 0; c < kOpCategoryCount; ++c) {
-        if (c != static_cast<size_t>(OpCategory::kTpComm)) timed += column[c];
+        if (c != static_cast<size_t>(OpCategory::kTpComm) && c != static_cast<size_t>(OpCategory::kEpComm)) timed += column[c];
       }
       return std::max(0.0, phase_s - timed);
     };
@@ -287,6 +307,7 @@ struct Trainer::Impl {
 
   IterationRecord step(int64_t iteration, const PipelineSchedule& schedule) {
     clock = PhaseTimes{};
+    ep_comm_s = 0;
     ops = OpClock{};
     std::vector<MicroBatchState> mbs = micro_batches(iteration);
     MPI_Barrier(grid.world);

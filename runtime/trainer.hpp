@@ -1,6 +1,7 @@
 // A real training run of a plan on the CPU backend: one MPI process per rank, the plan's rank
-// grid (Megatron order), its pipeline schedule from plan/ (GPipe, 1F1B or interleaved 1F1B), TP (+SP) and CP
-// (ring attention) inside the model, gradient all-reduce over DP x CP, AdamW with global-norm clipping, byte-level tokens from a real
+// grid (Megatron order), its pipeline schedule from plan/ (GPipe, 1F1B or interleaved 1F1B), TP (+SP), CP
+// (ring attention) and EP (MoE all-to-alls) inside the model, gradient all-reduce over DP x CP (expert
+// gradients over the expert-DP ranks), AdamW with global-norm clipping, byte-level tokens from a real
 // text corpus. The same seed gives the same data order and the same initial model whatever the
 // plan, so layouts can be checked against each other (parity). Phases are timed per iteration.
 #pragma once

@@ -14,7 +14,10 @@ void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) 
   if (m.position == PositionKind::kRope && m.head_dim % 2 != 0) {
     problems.add(where + ": head_dim " + std::to_string(m.head_dim) + " is odd (RoPE turns pairs of dimensions)");
   }
-  if (m.moe) problems.add(where + ": MoE layers are not implemented in the CUDA runtime");
+  if (m.moe) {
+    problems.add(where + ": MoE layers are not implemented in the CUDA runtime (the CPU runtime runs them, with expert parallelism: "
+                 "--backend cpu --precision fp32)");
+  }
   if (m.dropout) problems.add(where + ": dropout is not implemented in the CUDA runtime (describe the model with \"dropout\": false)");
   if (m.head_dim * m.heads != m.hidden) problems.add(where + ": head_dim x heads (" + std::to_string(m.head_dim * m.heads) + ") must equal hidden (" + std::to_string(m.hidden) + ")");
   const bool flash = p.attention == AttentionKernel::kFlash;
@@ -35,7 +38,10 @@ void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) 
     problems.add("plan: cp " + std::to_string(p.cp) + ": context parallelism is not implemented by the CUDA runtime (must be 1; the CPU "
                  "runtime runs it: --backend cpu --precision fp32)");
   }
-  if (p.ep > 1) problems.add("plan: ep " + std::to_string(p.ep) + ": expert parallelism is not implemented (must be 1)");
+  if (p.ep > 1) {
+    problems.add("plan: ep " + std::to_string(p.ep) + ": expert parallelism is not implemented by the CUDA runtime (must be 1; the CPU "
+                 "runtime runs it: --backend cpu --precision fp32)");
+  }
   if (p.vpp > 1 && m.layers % (p.pp * p.vpp) != 0) problems.add("plan: pp x vpp (" + std::to_string(p.pp * p.vpp) + ") must divide the layers (" + std::to_string(m.layers) + ") for the runtime's interleaved schedule");
   if (p.norm != NormKernel::kFused || p.cross_entropy != LossKernel::kFused) {
     problems.add("plan: norm eager / cross_entropy pytorch describe another framework's kernels; the runtime runs fused ones (norm fused, cross_entropy fused)");

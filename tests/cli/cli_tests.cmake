@@ -243,8 +243,10 @@ cli_test("bad: run with a missing data file" RC 2 MATCH "--data: cannot open /no
   ARGS run --model gpt-tiny --precision fp32 --steps 1 --data /nonexistent/corpus.txt --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
 cli_test("bad: run a plan the CPU runtime cannot take" RC 2 MATCH "precision bf16 .the CPU runtime trains in fp32"
   ARGS run --model gpt-tiny --precision bf16 --steps 1 --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
-cli_test("bad: run a model the runtime does not implement" RC 2 MATCH "MoE layers are not implemented in the CPU runtime"
-  ARGS run --model mixtral-8x7b --precision fp32 --steps 1 --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
+cli_test("bad: run an MoE model with tp 2 (the runtime does not split experts over TP)" RC 2
+  MATCH "tp 2 with the MoE model .moe-tiny.: the runtime does not split experts" "spread the experts with --ep"
+  ARGS run --model ${CMAKE_CURRENT_SOURCE_DIR}/data/models/moe-tiny.json --gpus 2 --tp 2 --precision fp32 --steps 1
+       --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
 cli_test("bad: run a model that cannot fit in host memory" RC 2 MATCH "need at least [0-9.]+ GiB .* per rank" "hint: train a smaller model"
   ARGS run --model llama3-405b --seq-len 1024 --precision fp32 --steps 1 --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
 cli_test("bad: resume from a corrupt checkpoint" RC 2 MATCH "rank0.it0.ckpt: corrupt checkpoint: checksum mismatch"
