@@ -55,7 +55,7 @@ struct Options {
   ImportOptions from;
   int64_t gpus = 0, max_gpus = 0, global_batch = 0, top = 10, max_micro_batch = 16, simulate_best = 200;
   std::string objective = "time", precision = "bf16", attention = "flash", export_to, framework;
-  bool compiled = false;
+  bool compiled = false, tp_comm_overlap = false;
   double train_tokens = 0, deadline_days = 0, budget_usd = 0;
   int threads = 0;
   bool tp_across_nodes = false;
@@ -84,6 +84,10 @@ void add_options(CLI::App* app, Options& o) {
                   "Megatron-Core/TE: cuDNN), and search its selective recomputation and loss (torchtitan: per-op "
                   "checkpointing, PyTorch cross-entropy): " + join_names(framework_preset_names()))
       ->check(CLI::IsMember(framework_preset_names()));
+  o.options["tp-comm-overlap"] = app->add_flag("--tp-comm-overlap", o.tp_comm_overlap,
+                                              "also try every plan with SP with its TP communication overlapped with the GEMMs "
+                                              "(Megatron-Core --tp-comm-overlap, torchtitan async TP; on by default with "
+                                              "--framework nemo or megatron-bridge)");
   o.options["compiled"] = app->add_flag("--compiled", o.compiled, "with --framework torchtitan: the run uses torch.compile (fused RMSNorm)");
   app->add_flag("--tp-across-nodes", o.tp_across_nodes, "also try tensor parallelism wider than a node");
   app->add_option("--train-tokens", o.train_tokens, "tokens to train: report days and $ for the whole run")
@@ -138,6 +142,7 @@ SearchOptions search_options(const Options& o) {
   if (!o.framework.empty() && preset.pytorch_cross_entropy) options.space.cross_entropy = LossKernel::kPytorch;
   // An uncompiled framework's RMSNorm unless --compiled says the run is compiled.
   if (!o.framework.empty() && preset.eager_unless_compiled && !o.compiled) options.space.norm = NormKernel::kEager;
+  options.space.tp_comm_overlap = o.tp_comm_overlap || (!o.framework.empty() && preset.tp_comm_overlap_with_sp);
   return options;
 }
 

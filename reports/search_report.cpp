@@ -38,7 +38,7 @@ std::string plan_cells(const ParallelPlan& p) {
   s += " mb" + std::to_string(p.micro_batch) + " z" + std::to_string(p.zero_stage);
   if (p.shard_replicas() > 1) s += "/" + std::to_string(p.shard_ranks());
   s += std::string(" ") + to_string(p.recompute);
-  if (p.sequence_parallel) s += " sp";
+  if (p.sequence_parallel) s += p.tp_comm_overlap ? " sp+tpo" : " sp";
   return s;
 }
 

@@ -40,7 +40,8 @@ std::vector<int64_t> ep_sizes(const ModelSpec& m, int64_t stage_ranks) {
   return out;
 }
 
-// The rest of a plan for fixed sizes: micro-batch, interleaving, ZeRO, recomputation, SP.
+// The rest of a plan for fixed sizes: micro-batch, interleaving, ZeRO, recomputation, SP (and TP
+// communication overlap with it).
 template <typename Visit>
 int64_t enumerate_knobs(const ModelSpec& m, const PlanSpaceOptions& o, ParallelPlan base, Visit&& visit) {
   int64_t count = 0;
@@ -71,6 +72,11 @@ int64_t enumerate_knobs(const ModelSpec& m, const PlanSpaceOptions& o, ParallelP
             p.sequence_parallel = sp == 1;
             ++count;
             visit(p);
+            if (p.sequence_parallel && o.tp_comm_overlap) {
+              p.tp_comm_overlap = true;
+              ++count;
+              visit(p);
+            }
           }
         }
       }

@@ -32,6 +32,9 @@ struct PlanSpaceOptions {
   Recompute selective = Recompute::kSelective;
   LossKernel cross_entropy = LossKernel::kFused;
   NormKernel norm = NormKernel::kFused;
+  // The framework can overlap TP communication with the GEMMs (Megatron-Core's --tp-comm-overlap,
+  // torchtitan's async TP): every plan with SP is also tried with tp_comm_overlap.
+  bool tp_comm_overlap = false;
 };
 
 // Calls `visit` for every candidate; returns how many there were.
