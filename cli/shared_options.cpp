@@ -84,6 +84,11 @@ void PlanOptions::add_to(CLI::App& app) {
   options["tp-comm-overlap"] = app.add_flag("--tp-comm-overlap", tp_comm_overlap,
                                             "overlap every TP collective with a GEMM, forward and backward (Megatron-Core "
                                             "--tp-comm-overlap, torchtitan async TP); needs --sequence-parallel");
+  options["moe-imbalance"] = app.add_option("--moe-imbalance", moe_imbalance,
+                                           "MoE: token copies the busiest EP rank gets over the mean (default 1: balanced)");
+  options["moe-capacity-factor"] = app.add_option("--moe-capacity-factor", moe_capacity_factor,
+                                                 "MoE: expert capacity over the mean; copies beyond it are dropped "
+                                                 "(Megatron-Core --moe-expert-capacity-factor; default: dropless)");
   options["attention"] = app.add_option("--attention", attention, "attention kernel (default flash)")
                              ->check(CLI::IsMember({"flash", "unfused"}));
   options["cross-entropy"] = app.add_option("--cross-entropy", cross_entropy,
@@ -240,6 +245,8 @@ void PlanOptions::apply_flags(ParallelPlan& p) const {
   if (given("no-dp-overlap")) p.dp_overlap = !no_dp_overlap;
   if (given("no-tp-overlap")) p.tp_overlap = !no_tp_overlap;
   if (given("tp-comm-overlap")) p.tp_comm_overlap = tp_comm_overlap;
+  if (given("moe-imbalance")) p.moe_imbalance = moe_imbalance;
+  if (given("moe-capacity-factor")) p.moe_capacity_factor = moe_capacity_factor;
   if (given("schedule")) p.schedule = parse_schedule(schedule);
   else if (p.vpp > 1) p.schedule = Schedule::kInterleaved;
 }

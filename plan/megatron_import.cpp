@@ -27,7 +27,7 @@ const std::set<std::string> kValueFlags = {
     "--kv-channels", "--ffn-hidden-size", "--seq-length", "--max-position-embeddings", "--normalization",
     "--position-embedding-type", "--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size",
     "--moe-shared-expert-intermediate-size", "--expert-tensor-parallel-size", "--moe-token-dispatcher-type",
-    "--cp-comm-type"};
+    "--cp-comm-type", "--moe-expert-capacity-factor"};
 const std::set<std::string> kReadSwitches = {
     "--sequence-parallel", "--use-distributed-optimizer", "--use-torch-fsdp2", "--bf16", "--fp16", "--use-flash-attn",
     "--overlap-grad-reduce", "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
@@ -61,6 +61,19 @@ struct MegatronArgs {
   int64_t number(const std::string& flag, int64_t fallback, int64_t min_value = 1) const {
     const auto it = values.find(flag);
     return it == values.end() ? fallback : parse_count(file, flag, it->second, min_value);
+  }
+  // A positive decimal (a factor), or `fallback` when the flag is absent.
+  double real(const std::string& flag, double fallback) const {
+    const auto it = values.find(flag);
+    if (it == values.end()) return fallback;
+    try {
+      size_t used = 0;
+      const double v = std::stod(it->second, &used);
+      if (used == it->second.size() && v > 0 && v <= 1e3) return v;
+    } catch (const std::exception&) {
+    }
+    throw InputError(file + ": " + flag + ": \"" + it->second + "\" is not a number between 0 and 1000",
+                     "write a factor such as 1.0 or 1.25");
   }
   std::string text(const std::string& flag, const std::string& fallback) const {
     const auto it = values.find(flag);
@@ -146,6 +159,7 @@ void read_training(const MegatronArgs& a, ImportedJob& job) {
   }
   p.dp_overlap = a.has("--overlap-grad-reduce");
   p.tp_comm_overlap = a.has("--tp-comm-overlap");
+  p.moe_capacity_factor = a.real("--moe-expert-capacity-factor", 0.0);
 }
 
 // The script's model flags against --model: every disagreement, together.

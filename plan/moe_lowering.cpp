@@ -6,8 +6,10 @@
 // router weights (without expert parallelism: no all-to-all, the experts split over TP). Shared
 // experts (DeepSeek, Qwen2-MoE) run as a TP-split dense FFN on every token.
 //
-// Load balance: every expert gets the mean share of token copies (dropless routing with the
-// auxiliary balance loss on; the measured imbalance of a real router is not modeled).
+// Load balance: the busiest expert-parallel rank gets moe_load() times the mean share of token
+// copies (the plan's moe_imbalance, capped by its capacity factor, which drops the copies beyond
+// it); 1 by default: NVIDIA's benchmarks force-balance routing. Every rank waits for the busiest
+// at the all-to-alls, so its grouped GEMMs and the copies it receives set the pace.
 #include <algorithm>
 #include <cmath>
 
@@ -24,8 +26,12 @@ void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const 
   const bool expert_parallel = p.ep > 1;
   const int64_t expert_tp = expert_parallel ? 1 : s.t;
   const double tokens = expert_parallel ? s.sp_tokens : static_cast<double>(s.tokens);
+  // Without EP every rank runs every expert's slice: an uneven split moves no work between ranks,
+  // only a capacity factor under 1 (copies dropped even when balanced) changes it.
+  const double load = expert_parallel ? p.moe_load() : std::min(1.0, p.moe_capacity_factor > 0 ? p.moe_capacity_factor : 1.0);
   const double copies = tokens * static_cast<double>(moe.top_k);
   const double copy_bytes = copies * static_cast<double>(s.h) * s.e;
+  const double received_bytes = copy_bytes * load;  // the busiest rank's share of the all-to-all
   const double token_bytes = tokens * static_cast<double>(s.h) * s.e;
   if (!expert_parallel) add_tp_boundary(w, s, p.sequence_parallel, true);
 
@@ -35,20 +41,20 @@ void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const 
   w.backward.push_back(memory("router_topk_bwd", 3 * logits));
 
   w.forward.push_back(memory("moe_permute", 2 * copy_bytes));
-  if (expert_parallel) w.forward.push_back(collective("moe_dispatch", CollectiveKind::kAllToAll, GroupKind::kEp, copy_bytes));
-  // After the dispatch a rank holds, on average, as many copies as it sent, spread over its
-  // experts / ep local experts: one grouped GEMM per linear over them.
+  if (expert_parallel) w.forward.push_back(collective("moe_dispatch", CollectiveKind::kAllToAll, GroupKind::kEp, received_bytes));
+  // After the dispatch a balanced rank holds as many copies as it sent (the busiest `load` times
+  // as many), spread over its experts / ep local experts: one grouped GEMM per linear over them.
   const int64_t local_experts = moe.experts / p.ep;
-  const int64_t per_expert = std::max<int64_t>(1, std::llround(copies / static_cast<double>(local_experts)));
+  const int64_t per_expert = std::max<int64_t>(1, std::llround(copies * load / static_cast<double>(local_experts)));
   add_ffn_core(w, m, s, kFfnNames, per_expert, moe.expert_ffn_hidden / expert_tp, local_experts);
-  if (expert_parallel) w.forward.push_back(collective("moe_combine", CollectiveKind::kAllToAll, GroupKind::kEp, copy_bytes));
+  if (expert_parallel) w.forward.push_back(collective("moe_combine", CollectiveKind::kAllToAll, GroupKind::kEp, received_bytes));
   w.forward.push_back(memory("moe_unpermute", 2 * copy_bytes + token_bytes));
 
   // The backward runs the same all-to-alls on the gradients, in reverse.
   w.backward.push_back(memory("moe_unpermute_bwd", 2 * copy_bytes + token_bytes));
   if (expert_parallel) {
-    w.backward.push_back(collective("moe_combine_bwd", CollectiveKind::kAllToAll, GroupKind::kEp, copy_bytes));
-    w.backward.push_back(collective("moe_dispatch_bwd", CollectiveKind::kAllToAll, GroupKind::kEp, copy_bytes));
+    w.backward.push_back(collective("moe_combine_bwd", CollectiveKind::kAllToAll, GroupKind::kEp, received_bytes));
+    w.backward.push_back(collective("moe_dispatch_bwd", CollectiveKind::kAllToAll, GroupKind::kEp, received_bytes));
   }
   w.backward.push_back(memory("moe_permute_bwd", 2 * copy_bytes));
 

@@ -2,6 +2,7 @@
 #include "plan/parallel_plan.hpp"
 
 #include <algorithm>
+#include <sstream>
 
 namespace trainsim {
 
@@ -34,6 +35,21 @@ void check_context_parallel(const ParallelPlan& p, const ModelSpec& m, const std
 // MoE recipes run), each holding experts / ep experts.
 template <typename Add>
 void check_expert_parallel(const ParallelPlan& p, const ModelSpec& m, const std::string& of_model, Add& add) {
+  const auto real = [](double v) {
+    std::ostringstream o;
+    o << v;
+    return o.str();
+  };
+  if (!m.moe && (p.moe_imbalance != 1.0 || p.moe_capacity_factor > 0)) {
+    add("moe_imbalance", "moe_imbalance and moe_capacity_factor describe expert routing, and there are no experts" + of_model +
+                             " (it has no \"moe\")");
+  }
+  if (!(p.moe_imbalance >= 1.0 && p.moe_imbalance <= 1e3)) {
+    add("moe_imbalance", "moe_imbalance (" + real(p.moe_imbalance) + ") must be between 1 (balanced) and 1000");
+  }
+  if (!(p.moe_capacity_factor >= 0.0 && p.moe_capacity_factor <= 1e3)) {
+    add("moe_capacity_factor", "moe_capacity_factor (" + real(p.moe_capacity_factor) + ") must be between 0 (dropless) and 1000");
+  }
   if (p.ep <= 1) return;
   if (!m.moe) {
     add("ep", "expert parallelism (ep " + s(p.ep) + ") needs a mixture-of-experts model" + of_model + " (it has no \"moe\")");

@@ -3,6 +3,7 @@
 // precision). `validate_plan` reports every violated constraint at once, naming the values.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -56,6 +57,13 @@ struct ParallelPlan {
   // Every TP collective of a layer overlapped with a GEMM, forward and backward (Megatron-Core's
   // --tp-comm-overlap through Transformer Engine's userbuffers; torchtitan's async TP): needs SP.
   bool tp_comm_overlap = false;
+  // MoE routing: the busiest EP rank's token copies over the mean (1: balanced, as NVIDIA's
+  // benchmarks force it), and the expert capacity factor (Megatron-Core's
+  // --moe-expert-capacity-factor: copies beyond capacity x the mean are dropped; 0: dropless).
+  double moe_imbalance = 1.0;
+  double moe_capacity_factor = 0.0;
+  // Copies the busiest expert-parallel rank processes over the mean.
+  double moe_load() const { return moe_capacity_factor > 0 ? std::min(moe_imbalance, moe_capacity_factor) : moe_imbalance; }
 
   int64_t gpus() const { return dp * tp * pp * cp; }
   // Ranks a ZeRO shard group holds (dp x cp unless dp_shard says fewer), and how many replicate it.

@@ -94,6 +94,8 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   p.dp_overlap = r.optional_bool("dp_overlap").value_or(p.dp_overlap);
   p.tp_overlap = r.optional_bool("tp_overlap").value_or(p.tp_overlap);
   p.tp_comm_overlap = r.optional_bool("tp_comm_overlap").value_or(p.tp_comm_overlap);
+  p.moe_imbalance = r.optional_number("moe_imbalance", 1.0).value_or(p.moe_imbalance);
+  p.moe_capacity_factor = r.optional_number("moe_capacity_factor", 0.0).value_or(p.moe_capacity_factor);
   return p;
 }
 
@@ -104,7 +106,8 @@ ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* d
   ParallelPlan plan = read_plan(reader, ParallelPlan{}, defaulted);
   reader.reject_unknown_keys();
   problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, vpp, first_stage_layers, last_stage_layers, micro_batch, global_batch, zero_stage, dp_shard, recompute, "
-                        "sequence_parallel, schedule, precision, attention, cross_entropy, norm, cp_comm, dp_overlap, tp_overlap, tp_comm_overlap");
+                        "sequence_parallel, schedule, precision, attention, cross_entropy, norm, cp_comm, dp_overlap, tp_overlap, tp_comm_overlap, "
+                        "moe_imbalance, moe_capacity_factor");
   return plan;
 }
 
@@ -133,6 +136,8 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& p) {
   j["dp_overlap"] = p.dp_overlap;
   j["tp_overlap"] = p.tp_overlap;
   if (p.tp_comm_overlap) j["tp_comm_overlap"] = true;
+  if (p.moe_imbalance != 1.0) j["moe_imbalance"] = p.moe_imbalance;
+  if (p.moe_capacity_factor > 0) j["moe_capacity_factor"] = p.moe_capacity_factor;
   return j;
 }
 

@@ -81,6 +81,34 @@ TEST_CASE("the dispatch and combine all-to-alls move top_k copies of every token
   CHECK(expert_flops == Approx(2.0 * tokens * 8 * 3 * 2048 * 768));
 }
 
+TEST_CASE("router imbalance: the busiest EP rank runs and receives imbalance x the mean copies, capped by the capacity factor") {
+  const ModelSpec m = resolve_model("qwen3-30b-a3b");
+  ParallelPlan p = qwen_plan();
+  p.moe_imbalance = 1.5;
+  const LayerWork w = lower_iteration(m, p).layer;
+  const double copy_bytes = 4096.0 * 8 * 2048 * 2.0;
+  CHECK(find_op(w.forward, "moe_dispatch").bytes == Approx(1.5 * copy_bytes));
+  CHECK(find_op(w.backward, "moe_combine_bwd").bytes == Approx(1.5 * copy_bytes));
+  CHECK(find_op(w.forward, "fc1").m == 6144);  // 1.5 x 4096 copies per local expert
+  CHECK(find_op(w.forward, "moe_permute").bytes == Approx(2 * copy_bytes));  // a rank permutes what it sends
+  p.moe_capacity_factor = 1.25;  // copies beyond 1.25 x the mean are dropped
+  CHECK(find_op(lower_iteration(m, p).layer.forward, "fc1").m == 5120);
+  p.moe_imbalance = 1.0;
+  p.moe_capacity_factor = 0.5;  // under 1: half the copies dropped even when balanced
+  CHECK(find_op(lower_iteration(m, p).layer.forward, "fc1").m == 2048);
+  // Without EP every rank runs every expert's TP slice: imbalance moves no work between ranks.
+  ParallelPlan no_ep = qwen_plan();
+  no_ep.ep = 1;
+  const int64_t balanced = find_op(lower_iteration(m, no_ep).layer.forward, "fc1").m;
+  no_ep.moe_imbalance = 2.0;
+  CHECK(find_op(lower_iteration(m, no_ep).layer.forward, "fc1").m == balanced);
+  // What the plan may say: at least 1, finite, and only for an MoE model.
+  p.moe_imbalance = 0.5;
+  CHECK_THAT(validate_plan(p, m, "options").items()[0], Catch::Contains("moe_imbalance (0.5) must be between 1"));
+  p.moe_imbalance = 2.0;
+  CHECK_THAT(validate_plan(p, resolve_model("llama3-8b"), "options").items()[0], Catch::Contains("there are no experts"));
+}
+
 TEST_CASE("an MoE layer's memory per rank: experts / ep whole experts, their optimizer states over the expert-DP ranks") {
   const ModelSpec m = resolve_model("qwen3-30b-a3b");
   ParallelPlan p = qwen_plan();

@@ -118,10 +118,12 @@ TEST_CASE("an MoE plan exports its experts and expert parallelism for Megatron-C
   ParallelPlan p = plan(16, 1, 1, 1, 1, Recompute::kNone, false, Precision::kBf16);
   p.ep = 16;
   p.attention = AttentionKernel::kFlash;
+  p.moe_capacity_factor = 1.25;
   REQUIRE(validate_plan(p, m, "test").empty());
   const std::string args = export_plan(&m, p, 8, ExportTarget::kMegatron);
   for (const char* expected : {"--num-experts 128", "--moe-router-topk 8", "--moe-ffn-hidden-size 768", "--moe-grouped-gemm",
-                               "--expert-model-parallel-size 16 --expert-tensor-parallel-size 1"}) {
+                               "--expert-model-parallel-size 16 --expert-tensor-parallel-size 1",
+                               "--moe-expert-capacity-factor 1.25"}) {
     CHECK_THAT(args, Catch::Contains(expected));
   }
   CHECK(plan_to_json(parse_megatron_args(args, m, p.gpus())).dump() == plan_to_json(p).dump());
