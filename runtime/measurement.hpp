@@ -48,7 +48,8 @@ struct Measurement {
   int64_t ranks = 1;
   std::string backend = "cpu";
   // Checkpoints (run --checkpoint-every / --resume): wall seconds from the barrier before the first
-  // rank writes (reads) to the barrier after the last, median over the saves; 0 when none.
+  // rank writes (reads) to the barrier after the last; save: median over the saves after the first
+  // (the first grows the heap); load: the one load of --resume (a fresh process, as a restart is).
   int64_t checkpoint_saves = 0;
   double checkpoint_save_s = 0, checkpoint_load_s = 0;
   double checkpoint_bytes_per_rank = 0;  // the largest rank's file
