@@ -32,8 +32,17 @@ round() {
   $mpirun "$trainsim" calibrate cpu $quick --checkpoint-dir "$dir" --out "$work/cpu.json" >/dev/null 2>&1 || { echo "calibration failed"; return 1; }
   $mpirun "$trainsim" run --model "$model" "${plan[@]}" --steps 8 --checkpoint-every 1 --checkpoint-dir "$dir/run" \
     --out "$work/saved.json" >/dev/null 2>&1 || { echo "run failed"; return 1; }
-  $mpirun "$trainsim" run --model "$model" "${plan[@]}" --steps 9 --resume --checkpoint-dir "$dir/run" \
-    --out "$work/resumed.json" >/dev/null 2>&1 || { echo "resumed run failed"; return 1; }
+  # Three restarts from the same checkpoint (the last step is not saved): the median load.
+  for k in 1 2 3; do
+    $mpirun "$trainsim" run --model "$model" "${plan[@]}" --steps 9 --resume --checkpoint-dir "$dir/run" \
+      --out "$work/resumed$k.json" >/dev/null 2>&1 || { echo "resumed run failed"; return 1; }
+  done
+  python3 - "$work"/resumed{1,2,3}.json >"$work/resumed.json" <<'PY'
+import json, statistics, sys
+docs = [json.load(open(p)) for p in sys.argv[1:]]
+median = statistics.median(d['checkpoint']['load_s'] for d in docs)
+print(json.dumps(next(d for d in docs if d['checkpoint']['load_s'] == median)))
+PY
   # The runtime writes every rank's states (no deduplication): --checkpoint-layout every-rank.
   "$trainsim" predict --model "$model" "${plan[@]}" --gpus "$ranks" --gpu cpu --profile "$work/cpu.json" --allow-extrapolation \
     --checkpoint-layout every-rank --format json >"$work/p.json" 2>/dev/null || { echo "predict failed"; return 1; }

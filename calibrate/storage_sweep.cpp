@@ -25,6 +25,8 @@ namespace {
 
 double now_s() { return MPI_Wtime(); }
 
+constexpr size_t kTensors = 48;  // a small model's parameter and optimizer tensors (gpt-ckpt: 56)
+
 // Rank 0's wall time from the barrier before to the barrier after `body` on every rank (`cold`:
 // the heap's free memory given back to the kernel first, outside the timing).
 std::function<double()> together(const std::function<void()>& body, bool cold = false) {
@@ -48,9 +50,9 @@ std::vector<MemoryBoundTable> storage_sweep(const CpuCalibrationOptions& o) {
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   SamplerOptions sampler;
   sampler.warmup = 1;
-  sampler.min_samples = 3;
-  sampler.max_samples = 20;
-  sampler.max_total_s = o.quick ? 0.5 : 2.0;
+  sampler.min_samples = 5;
+  sampler.max_samples = 30;
+  sampler.max_total_s = o.quick ? 2.0 : 5.0;
   MemoryBoundTable write, read;
   write.kernel = "storage_write";
   read.kernel = "storage_read";
@@ -59,19 +61,26 @@ std::vector<MemoryBoundTable> storage_sweep(const CpuCalibrationOptions& o) {
   int64_t iteration = 0;
   for (double bytes = 4.0 * (1 << 20); bytes <= max_bytes; bytes *= 4) {
     const std::vector<float> state(static_cast<size_t>(bytes / sizeof(float)), 0.5f);
+    // In pieces, as a rank's states are (a tensor per parameter, then the optimizer's).
+    const size_t chunk = (state.size() + kTensors - 1) / kTensors;
+    std::vector<size_t> sizes;
+    for (size_t begin = 0; begin < state.size(); begin += chunk) sizes.push_back(std::min(chunk, state.size() - begin));
     cpu::CheckpointHeader header;
     header.world_size = ranks;
     const Timing w = sample_until_stable(together([&] {
       cpu::CheckpointData data;  // as Trainer::save_checkpoint: the state copied out, then saved
       data.header = header;
       data.header.iteration = iteration++;
-      data.tensors.emplace_back(state.begin(), state.end());
+      for (size_t begin = 0; begin < state.size(); begin += chunk) {
+        data.tensors.emplace_back(state.begin() + static_cast<std::ptrdiff_t>(begin),
+                                  state.begin() + static_cast<std::ptrdiff_t>(std::min(state.size(), begin + chunk)));
+      }
       cpu::save_checkpoint_set(MPI_COMM_WORLD, dir, 1, data);
     }), sampler);
     float checked = 0;
     const Timing r = sample_until_stable(together([&] {
-      const cpu::CheckpointData data = cpu::load_checkpoint_set(MPI_COMM_WORLD, dir, header, {state.size()});
-      checked = data.tensors.front()[state.size() / 2];
+      const cpu::CheckpointData data = cpu::load_checkpoint_set(MPI_COMM_WORLD, dir, header, sizes);
+      checked = data.tensors.back().back();
     }, true), sampler);
     if (checked != 0.5f) throw DeviceError("calibrate cpu: " + dir + " read back a wrong checkpoint");
     write.points.push_back({bytes * ranks, w});
