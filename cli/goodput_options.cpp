@@ -4,49 +4,53 @@
 
 #include <CLI/CLI.hpp>
 
+#include <sstream>
+#include <vector>
+
+#include "common/errors.hpp"
 #include "common/units.hpp"
 
 namespace trainsim {
 
+namespace {
+std::string format_number(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+}  // namespace
+
 void GoodputOptions::add_to(CLI::App& app, bool with_train_tokens) {
   if (with_train_tokens) {
     options["train-tokens"] = app.add_option("--train-tokens", train_tokens, "tokens to train: report goodput, effective days and $")
-                                  ->check(CLI::PositiveNumber);
+;
   }
   options["gpu-mtbf-hours"] = app.add_option("--gpu-mtbf-hours", gpu_mtbf_hours,
                                              "mean hours between interruptions per GPU (default 50677: Llama 3's 419 in 54 days "
-                                             "on 16,384 GPUs)")
-                                  ->check(CLI::PositiveNumber);
+                                             "on 16,384 GPUs)");
   options["restart-s"] = app.add_option("--restart-s", restart_s,
                                         "seconds to relaunch and set up the job after a failure, before the checkpoint "
-                                        "load (default 600, an assumption)")
-                             ->check(CLI::NonNegativeNumber);
+                                        "load (default 600, an assumption)");
   options["checkpoint"] = app.add_option("--checkpoint", mode, "sync (training waits for the write) or async (only the "
                                                                 "device-to-host copy stalls)")
                               ->check(CLI::IsMember({"sync", "async"}));
   options["checkpoint-interval-min"] = app.add_option("--checkpoint-interval-min", interval_min,
-                                                      "minutes of training between checkpoints (default: Daly's optimum)")
-                                           ->check(CLI::PositiveNumber);
+                                                      "minutes of training between checkpoints (default: Daly's optimum)");
   options["checkpoint-layout"] = app.add_option("--checkpoint-layout", layout,
                                                 "deduplicated (each state once: Megatron-Core, PyTorch DCP) or every-rank "
                                                 "(each rank writes all it holds: trainsim run)")
                                      ->check(CLI::IsMember({"deduplicated", "every-rank"}));
   options["storage-write-gb-per-s"] = app.add_option("--storage-write-gb-per-s", storage_write_gb_per_s,
-                                                     "aggregate checkpoint write rate, GB/s (default 2000: Llama 3's Tectonic)")
-                                          ->check(CLI::PositiveNumber);
+                                                     "aggregate checkpoint write rate, GB/s (default 2000: Llama 3's Tectonic)");
   options["storage-read-gb-per-s"] = app.add_option("--storage-read-gb-per-s", storage_read_gb_per_s,
-                                                    "aggregate checkpoint read rate, GB/s (default 2000)")
-                                         ->check(CLI::PositiveNumber);
+                                                    "aggregate checkpoint read rate, GB/s (default 2000)");
   options["node-storage-write-gb-per-s"] = app.add_option("--node-storage-write-gb-per-s", node_storage_write_gb_per_s,
                                                           "checkpoint write rate per node, GB/s (default 20; a --profile's "
-                                                          "measured rate when it has one)")
-                                               ->check(CLI::PositiveNumber);
+                                                          "measured rate when it has one)");
   options["node-storage-read-gb-per-s"] = app.add_option("--node-storage-read-gb-per-s", node_storage_read_gb_per_s,
-                                                         "checkpoint read rate per node, GB/s (default 40, or the profile's)")
-                                              ->check(CLI::PositiveNumber);
+                                                         "checkpoint read rate per node, GB/s (default 40, or the profile's)");
   options["host-copy-gb-per-s"] = app.add_option("--host-copy-gb-per-s", host_copy_gb_per_s,
-                                                 "device-to-host copy rate per GPU for async checkpoints, GB/s (default 25)")
-                                      ->check(CLI::PositiveNumber);
+                                                 "device-to-host copy rate per GPU for async checkpoints, GB/s (default 25)");
 }
 
 bool GoodputOptions::given(const std::string& name) const {
@@ -62,7 +66,37 @@ bool GoodputOptions::wanted(double tokens, const CostModelChoice& costs) const {
   return costs.profile && storage_from_profile(*costs.profile, costs.profile_path).has_value();
 }
 
+namespace {
+
+// Every number given must be positive (restart: not negative); all problems reported together.
+void check_numbers(const GoodputOptions& o) {
+  std::vector<std::string> problems;
+  const auto positive = [&](const char* name, double value, const char* what) {
+    if (o.given(name) && !(value > 0)) {
+      problems.push_back(std::string("--") + name + ": " + format_number(value) + " must be > 0 (" + what + ")");
+    }
+  };
+  positive("train-tokens", o.train_tokens, "tokens to train");
+  positive("gpu-mtbf-hours", o.gpu_mtbf_hours, "mean hours between interruptions per GPU");
+  positive("checkpoint-interval-min", o.interval_min, "minutes of training between checkpoints");
+  positive("storage-write-gb-per-s", o.storage_write_gb_per_s, "GB/s");
+  positive("storage-read-gb-per-s", o.storage_read_gb_per_s, "GB/s");
+  positive("node-storage-write-gb-per-s", o.node_storage_write_gb_per_s, "GB/s");
+  positive("node-storage-read-gb-per-s", o.node_storage_read_gb_per_s, "GB/s");
+  positive("host-copy-gb-per-s", o.host_copy_gb_per_s, "GB/s");
+  if (o.given("restart-s") && !(o.restart_s >= 0)) {
+    problems.push_back("--restart-s: " + format_number(o.restart_s) + " must be >= 0 (seconds to relaunch after a failure)");
+  }
+  if (!problems.empty()) {
+    throw InputError(problems, "leave an option out for its documented default (docs/goodput.md §2): e.g. --gpu-mtbf-hours "
+                               "50677 is Llama 3's rate");
+  }
+}
+
+}  // namespace
+
 GoodputConfig GoodputOptions::resolve(double tokens, const CostModelChoice& costs) const {
+  check_numbers(*this);
   GoodputConfig c;
   c.train_tokens = tokens;
   c.failures.gpu_mtbf_hours = gpu_mtbf_hours;
