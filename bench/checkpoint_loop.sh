@@ -7,13 +7,15 @@
 #   --dir: the checkpoint folder to measure (default: a fresh temporary folder);
 #   --full: the full calibration sweep (default --quick);
 #   --repeat: rounds of calibrate + run + resume + predict (default 3), medians printed last: on a
-#   shared machine one round's seconds swing with the other jobs.
+#   shared machine one round's seconds swing with the other jobs;
+#   --check (ctest): one round, no timing judged; exit 1 unless every step ran and compare lined up
+#   checkpoint save and load.
 set -uo pipefail
 trainsim=${1:-build/trainsim}; shift || true
-ranks=2; dir=""; quick=--quick; repeat=3
+ranks=2; dir=""; quick=--quick; repeat=3; check=0
 while [ $# -gt 0 ]; do
   case $1 in
-    --ranks) ranks=$2; shift ;; --dir) dir=$2; shift ;; --full) quick="" ;; --repeat) repeat=$2; shift ;;
+    --ranks) ranks=$2; shift ;; --dir) dir=$2; shift ;; --full) quick="" ;; --repeat) repeat=$2; shift ;; --check) check=1; repeat=1 ;;
     *) echo "checkpoint_loop.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -54,6 +56,11 @@ PY
   value "$work/c-resumed.json" "' '.join(str(d['figures']['checkpoint_load_s'][k]) for k in ('predicted', 'measured'))" >>"$work/load.txt"
 }
 for ((r = 1; r <= repeat; r++)); do round || exit 1; done
+if [ $check -eq 1 ]; then
+  grep -q '"storage_write"' "$work/cpu.json" || { echo "the profile has no storage_write table"; exit 1; }
+  grep -q '"checkpoint_save_s"' "$work/c-saved.json" || { echo "compare lined up no checkpoint save"; exit 1; }
+  grep -q '"checkpoint_load_s"' "$work/c-resumed.json" || { echo "compare lined up no checkpoint load"; exit 1; }
+fi
 echo "checkpoint of $(basename "$model" .json), dp $ranks: $(value "$work/saved.json" "round(d['checkpoint']['written_per_rank_bytes']/1e6,1)") MB per rank, storage: $dir"
 python3 - "$work/save.txt" "$work/load.txt" <<'PY'
 import statistics, sys
