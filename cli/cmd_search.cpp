@@ -219,6 +219,7 @@ Command add_search_command(CLI::App& root) {
             report.model = model;
             report.objective = options.objective;
             report.train_tokens = o->train_tokens;
+            report.goodput = options.goodput;
             for (const std::string& gpu : gpus) {
               const Hardware probe = o->hardware.resolve_gpu(gpu, 1, options.space.precision);
               for (int64_t count : gpu_counts(o->gpus, o->max_gpus, probe.gpus_per_node)) {

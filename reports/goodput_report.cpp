@@ -6,9 +6,7 @@
 
 namespace trainsim {
 
-namespace {
-
-nlohmann::ordered_json inputs_json(const GoodputConfig& c) {
+nlohmann::ordered_json goodput_inputs_json(const GoodputConfig& c) {
   const StorageBandwidth& s = c.checkpoint.storage;
   nlohmann::ordered_json j;
   j["gpu_mtbf_hours"] = c.failures.gpu_mtbf_hours;
@@ -25,6 +23,15 @@ nlohmann::ordered_json inputs_json(const GoodputConfig& c) {
   j["train_tokens"] = c.train_tokens;
   return j;
 }
+
+std::string describe_goodput_inputs(const GoodputConfig& c) {
+  return std::string(to_string(c.checkpoint.mode)) + " checkpoints (" + to_string(c.checkpoint.layout) + ") every " +
+         (c.failures.interval_s > 0 ? format_fixed(c.failures.interval_s / 60.0, 1) + " min" : std::string("Daly's optimum")) +
+         ", per-GPU MTBF " + format_fixed(c.failures.gpu_mtbf_hours, 0) + " h, restart " + format_fixed(c.failures.restart_s, 0) +
+         " s, storage: " + c.checkpoint.storage.source;
+}
+
+namespace {
 
 nlohmann::ordered_json checkpoint_json(const CheckpointCost& c) {
   return {{"held_per_rank_bytes", c.held_bytes_per_rank}, {"written_per_rank_bytes", c.written_bytes_per_rank},
@@ -51,7 +58,7 @@ nlohmann::ordered_json goodput_estimate_json(const GoodputEstimate& e) {
 nlohmann::ordered_json goodput_json(const GoodputStudy& study) {
   const GoodputEstimate& e = study.estimate;
   nlohmann::ordered_json j;
-  j["inputs"] = inputs_json(study.config);
+  j["inputs"] = goodput_inputs_json(study.config);
   j["checkpoint"] = checkpoint_json(e.checkpoint);
   j["job_mtbf_hours"] = e.job_mtbf_s / 3600.0;
   j["checkpoint_interval_s"] = e.interval_s;
@@ -94,8 +101,7 @@ std::string render_goodput_table(const GoodputStudy& study) {
   const GoodputEstimate& e = study.estimate;
   const CheckpointCost& c = e.checkpoint;
   const GoodputConfig& g = study.config;
-  std::string out = "\nGoodput (" + std::string(to_string(g.checkpoint.mode)) + " checkpoints, " +
-                    to_string(g.checkpoint.layout) + "; storage: " + g.checkpoint.storage.source + ")\n";
+  std::string out = "\nGoodput: " + describe_goodput_inputs(g) + "\n";
   TextTable t({{"quantity", TextTable::Align::kLeft}, {"value"}});
   t.add_row({"checkpoint written (total / per rank)", format_fixed(bytes_to_gb(c.written_bytes_total), 1) + " GB / " +
                                                           format_fixed(bytes_to_gib(c.written_bytes_per_rank), 2) + " GiB"});

@@ -12,6 +12,10 @@
 namespace trainsim {
 
 nlohmann::ordered_json goodput_json(const GoodputStudy& study);
+// The resolved checkpoint and failure inputs (predict's goodput.inputs, search's inputs.goodput).
+nlohmann::ordered_json goodput_inputs_json(const GoodputConfig& config);
+// One line naming them, for tables.
+std::string describe_goodput_inputs(const GoodputConfig& config);
 // The headline keys of one estimate (search embeds them per plan).
 nlohmann::ordered_json goodput_estimate_json(const GoodputEstimate& estimate);
 std::string render_goodput_table(const GoodputStudy& study);

@@ -86,6 +86,7 @@ std::string SearchReport::render() const {
   std::string out = "Search: " + model.name + ", objective " + to_string(objective);
   if (train_tokens > 0) out += ", training " + format_si(train_tokens) + "tokens";
   out += "\n";
+  if (goodput) out += "  goodput: " + describe_goodput_inputs(*goodput) + "\n";
   for (const Run& r : runs) {
     const SearchResult& s = r.result;
     out += "  " + r.hardware.gpu.name + " x " + std::to_string(r.hardware.gpus) + ": " + format_count(s.evaluated) +
@@ -105,6 +106,7 @@ nlohmann::ordered_json SearchReport::to_json() const {
   inputs["model"] = model_to_json(model);
   inputs["objective"] = to_string(objective);
   inputs["train_tokens"] = train_tokens;
+  if (goodput) inputs["goodput"] = goodput_inputs_json(*goodput);
   nlohmann::ordered_json doc = json_envelope("trainsim.search", inputs);
   int64_t evaluated = 0, feasible = 0;
   double elapsed = 0;

@@ -370,7 +370,7 @@ cli_test("bad: --from an unknown format lists the formats" RC 2 MATCH "\"titan\"
 # Goodput (docs/goodput.md): checkpoints, failures, effective days and $.
 set(goodput_plan --model llama3-70b --gpu h100-sxm-80gb --gpus 1024 --tp 8 --pp 4 --micro-batch 1 --global-batch 1024 --zero 1)
 cli_test("predict --train-tokens prints goodput, effective days and $" RC 0
-  MATCH "Goodput \\(sync checkpoints" "optimum: Daly / Young" "ideal / effective" "Goodput as the cluster grows"
+  MATCH "Goodput: sync checkpoints" "optimum: Daly / Young" "ideal / effective" "Goodput as the cluster grows"
   ARGS predict ${goodput_plan} --train-tokens 15e12)
 cli_test("predict --format json has the goodput block" RC 0
   MATCH "\"goodput\": \\{" "\"checkpoint_interval_optimal_s\"" "\"train_days_effective\"" "\"by_interval\"" "\"by_cluster_size\"" "\"save_s\""
@@ -378,7 +378,7 @@ cli_test("predict --format json has the goodput block" RC 0
 cli_test("predict without --train-tokens or goodput options prints no goodput" RC 0 MATCH "iteration time"
   ARGS predict ${goodput_plan})
 cli_test("search --objective effective-time ranks by effective days" RC 0
-  MATCH "objective effective-time" "goodput" "eff. days"
+  MATCH "objective effective-time" "goodput: sync checkpoints" "eff. days"
   ARGS search --model gpt3-6.7b --gpu a100-sxm-80gb --gpus 16 --global-batch 64 --train-tokens 3e11 --objective effective-time --top 3)
 cli_test("search --format json gives each plan its goodput" RC 0
   MATCH "\"objective\": \"effective-cost\"" "\"goodput\": \\{" "\"train_usd_effective\""
