@@ -152,6 +152,7 @@ TEST_CASE("goodput falls as the cluster grows, failures scaling with GPUs") {
   rate.gpus = plan.gpus();
   rate.iteration_time_s = 10;
   rate.tokens_per_iteration = 512.0 * 8192.0;
+  rate.usd_per_gpu_hour = 2.0;
   rate.train_tokens = 15e12;
   const std::vector<ClusterPoint> points =
       sweep_cluster_size(model, plan, 8, CheckpointSettings{}, rate, GoodputSettings{}, {128, 1024, 8192, 65536});
@@ -159,5 +160,7 @@ TEST_CASE("goodput falls as the cluster grows, failures scaling with GPUs") {
   for (size_t i = 1; i < points.size(); ++i) {
     CHECK(points[i].estimate.goodput < points[i - 1].estimate.goodput);
     CHECK(points[i].estimate.train_days_effective < points[i - 1].estimate.train_days_effective);
+    // Weak scaling keeps the ideal $ constant: every point of goodput lost is paid for.
+    CHECK(points[i].estimate.train_usd_effective > points[i - 1].estimate.train_usd_effective);
   }
 }
