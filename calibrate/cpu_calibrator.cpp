@@ -102,6 +102,7 @@ MemoryBoundTable copy_sweep(const CpuCalibrationOptions& o, const SamplerOptions
 
 std::vector<CollectiveTable> mpi_collective_sweep(const CpuCalibrationOptions& o, const SamplerOptions& sampler);
 std::vector<MemoryBoundTable> cpu_kernel_sweep(const CpuCalibrationOptions& o, const SamplerOptions& sampler);
+std::vector<MemoryBoundTable> storage_sweep(const CpuCalibrationOptions& o);
 
 HardwareProfile calibrate_cpu(const CpuCalibrationOptions& o) {
   cpu::keep_freed_memory_in_process();  // the runtime's allocator regime: kernels time without page faults
@@ -130,6 +131,11 @@ HardwareProfile calibrate_cpu(const CpuCalibrationOptions& o) {
   p.gemm.push_back(gemm_sweep(o, sampler));
   p.memory_bound.push_back(copy_sweep(o, sampler));
   for (MemoryBoundTable& t : cpu_kernel_sweep(o, sampler)) p.memory_bound.push_back(std::move(t));
+  if (!o.storage_dir.empty()) {
+    for (MemoryBoundTable& t : storage_sweep(o)) p.memory_bound.push_back(std::move(t));
+  } else {
+    p.notes.push_back("no checkpoint storage measured (calibrate cpu --checkpoint-dir DIR measures it)");
+  }
   if (ranks > 1) {
     p.collectives = mpi_collective_sweep(o, sampler);
   } else {

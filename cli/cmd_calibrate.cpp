@@ -1,8 +1,10 @@
-// `trainsim calibrate {gpu|cpu} --out PROFILE.json [--quick]`: measures a hardware profile.
-// CPU: Eigen GEMMs, copy bandwidth, and MPI collectives when launched under `mpirun -np N`.
+// `trainsim calibrate {gpu|cpu} --out PROFILE.json [--quick] [--checkpoint-dir DIR]`: measures a
+// hardware profile. CPU: Eigen GEMMs, copy bandwidth, MPI collectives when launched under `mpirun
+// -np N`, and (--checkpoint-dir) the folder's checkpoint write / read rates.
 // GPU: cuBLASLt GEMMs, memory-bound kernels, attention, NCCL collectives (CUDA builds only).
 #include <mpi.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -28,7 +30,7 @@ void write_profile(const HardwareProfile& profile, const std::string& path) {
   out << profile_to_json(profile).dump(1) << "\n";
 }
 
-int calibrate_cpu_command(const std::string& out_path, bool quick) {
+int calibrate_cpu_command(const std::string& out_path, bool quick, const std::string& checkpoint_dir) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) MPI_Init(nullptr, nullptr);
@@ -38,6 +40,7 @@ int calibrate_cpu_command(const std::string& out_path, bool quick) {
   try {
     CpuCalibrationOptions options;
     options.quick = quick;
+    options.storage_dir = checkpoint_dir;
     if (rank == 0) options.progress = [](const std::string& line) { std::cerr << "calibrate cpu: " << line << "\n"; };
     const HardwareProfile profile = calibrate_cpu(options);
     if (rank == 0) {
@@ -56,7 +59,7 @@ int calibrate_cpu_command(const std::string& out_path, bool quick) {
 
 Command add_calibrate_command(CLI::App& root) {
   struct Options {
-    std::string device, out;
+    std::string device, out, checkpoint_dir;
     bool quick = false;
   };
   auto o = std::make_shared<Options>();
@@ -64,8 +67,14 @@ Command add_calibrate_command(CLI::App& root) {
   app->add_option("device", o->device, "gpu or cpu")->required()->check(CLI::IsMember({"gpu", "cpu"}));
   app->add_option("--out", o->out, "profile JSON to write")->required();
   app->add_flag("--quick", o->quick, "a smaller sweep (CPU: < 1 min; GPU: < 2 min)");
+  app->add_option("--checkpoint-dir", o->checkpoint_dir, "cpu: measure checkpoint write / read rates in this folder "
+                                                         "(run --checkpoint-dir; predict --profile then prices checkpoints)");
   return {app, [o]() {
-            if (o->device == "cpu") return calibrate_cpu_command(o->out, o->quick);
+            if (!o->checkpoint_dir.empty() && !std::filesystem::is_directory(o->checkpoint_dir)) {
+              throw InputError("--checkpoint-dir: " + o->checkpoint_dir + " is not a folder", "create it first (mkdir -p), or point at where run --checkpoint-dir writes");
+            }
+            if (o->device == "cpu") return calibrate_cpu_command(o->out, o->quick, o->checkpoint_dir);
+            if (!o->checkpoint_dir.empty()) throw InputError("--checkpoint-dir: calibrate gpu does not measure storage yet", "measure it with calibrate cpu --checkpoint-dir DIR on the same node, or give predict --node-storage-write-gb-per-s");
 #ifdef TRAINSIM_GPU_CALIBRATOR
             GpuCalibrationOptions options;
             options.quick = o->quick;

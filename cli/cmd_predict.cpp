@@ -1,15 +1,17 @@
 // `trainsim predict --model M <hardware> <plan> [--from FORMAT FILE] [--trace FILE] [--format json]`:
-// one iteration.
+// one iteration; with --train-tokens (or any goodput option) also goodput, effective days and $.
 #include <fstream>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/app.hpp"
+#include "cli/goodput_options.hpp"
 #include "cli/import_options.hpp"
 #include "cli/shared_options.hpp"
 #include "sim/framework_preset.hpp"
 #include "common/errors.hpp"
+#include "reports/goodput_report.hpp"
 #include "reports/json_output.hpp"
 #include "reports/perfetto_trace.hpp"
 #include "reports/prediction_report.hpp"
@@ -26,6 +28,7 @@ Command add_predict_command(CLI::App& root) {
     ImportOptions from;
     HardwareOptions hardware;
     FormatOption format;
+    GoodputOptions goodput;
     std::string trace_path;
   };
   auto o = std::make_shared<Options>();
@@ -35,6 +38,7 @@ Command add_predict_command(CLI::App& root) {
   o->plan.add_to(*app);
   o->from.add_to(*app);
   o->format.add_to(*app);
+  o->goodput.add_to(*app, true);
   app->add_option("--trace", o->trace_path, "write a Chrome/Perfetto trace of the iteration to this file");
   return {app, [o]() {
             ModelSpec model = o->model.resolve();
@@ -55,10 +59,17 @@ Command add_predict_command(CLI::App& root) {
               if (!out) throw InputError("--trace: cannot write " + o->trace_path, "check that the folder exists and is writable");
               write_perfetto_trace(out, prediction);
             }
+            std::optional<GoodputStudy> goodput;
+            if (prediction.fits && o->goodput.wanted(o->goodput.train_tokens, o->hardware.costs())) {
+              const GoodputConfig config = o->goodput.resolve(o->goodput.train_tokens, o->hardware.costs());
+              goodput = study_goodput(model, plan, hardware, prediction.iteration_time_s, config);
+            }
             if (o->format.value() == OutputFormat::kJson) {
-              write_json(std::cout, prediction_json(prediction));
+              nlohmann::ordered_json doc = prediction_json(prediction);
+              if (goodput) doc["goodput"] = goodput_json(*goodput);
+              write_json(std::cout, doc);
             } else {
-              std::cout << render_prediction_table(prediction);
+              std::cout << render_prediction_table(prediction) << (goodput ? render_goodput_table(*goodput) : "");
               if (options.keep_trace) std::cout << "\ntrace written to " << o->trace_path << " (open in ui.perfetto.dev)\n";
             }
             return 0;

@@ -1,5 +1,6 @@
 // `trainsim search --model M --gpu G[,G...] --gpus N|--max-gpus N --global-batch B
-//  [--objective time|cost] [--top K] [--train-tokens T --deadline-days D --budget-usd B]
+//  [--objective time|cost|effective-time|effective-cost] [--top K] [--train-tokens T --deadline-days D
+//  --budget-usd B] [goodput options: cli/goodput_options.hpp]
 //  [--export megatron|deepspeed|torchrun|torchtitan] [--from FORMAT FILE] [--format json]`: ranks every
 //  valid plan; with --from, also simulates the imported plan to set it beside the best.
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include "common/nearest_name.hpp"
 #include "sim/framework_preset.hpp"
 #include "cli/app.hpp"
+#include "cli/goodput_options.hpp"
 #include "cli/import_options.hpp"
 #include "cli/shared_options.hpp"
 #include "common/errors.hpp"
@@ -53,6 +55,7 @@ struct Options {
   HardwareOptions hardware;
   FormatOption format;
   ImportOptions from;
+  GoodputOptions goodput;
   int64_t gpus = 0, max_gpus = 0, global_batch = 0, top = 10, max_micro_batch = 16, simulate_best = 200;
   std::string objective = "time", precision = "bf16", attention = "flash", export_to, framework;
   bool compiled = false, tp_comm_overlap = false;
@@ -72,7 +75,9 @@ void add_options(CLI::App* app, Options& o) {
   o.options["max-gpus"] = app->add_option("--max-gpus", o.max_gpus, "also every power-of-two GPU count up to this")->check(CLI::PositiveNumber);
   o.options["global-batch"] = app->add_option("--global-batch", o.global_batch, "sequences per iteration (required unless --from gives it)")
                                   ->check(CLI::PositiveNumber);
-  app->add_option("--objective", o.objective, "rank by time or by cost")->check(CLI::IsMember({"time", "cost"}));
+  app->add_option("--objective", o.objective, "rank by time or cost, or by either over goodput (effective-time, effective-cost)")
+      ->check(CLI::IsMember({"time", "cost", "effective-time", "effective-cost"}));
+  o.goodput.add_to(*app, false);
   app->add_option("--top", o.top, "plans to show (default 10)")->check(CLI::PositiveNumber);
   app->add_option("--max-micro-batch", o.max_micro_batch, "largest micro-batch tried (default 16)")->check(CLI::PositiveNumber);
   app->add_option("--simulate-best", o.simulate_best, "screened plans re-simulated on the event engine (default 200)")
@@ -125,7 +130,11 @@ SearchOptions search_options(const Options& o) {
                      "add --framework torchtitan (the preset with an eager default), or leave --compiled out");
   }
   SearchOptions options;
-  options.objective = o.objective == "cost" ? Objective::kCost : Objective::kTime;
+  const std::map<std::string, Objective> objectives = {{"time", Objective::kTime}, {"cost", Objective::kCost},
+      {"effective-time", Objective::kEffectiveTime}, {"effective-cost", Objective::kEffectiveCost}};
+  options.objective = objectives.at(o.objective);
+  const bool effective = options.objective == Objective::kEffectiveTime || options.objective == Objective::kEffectiveCost;
+  if (effective || o.goodput.wanted(o.train_tokens, o.hardware.costs())) options.goodput = o.goodput.resolve(o.train_tokens, o.hardware.costs());
   options.simulate_best = o.simulate_best;
   options.threads = o.threads;
   options.train_tokens = o.train_tokens;
@@ -215,6 +224,7 @@ Command add_search_command(CLI::App& root) {
             report.model = model;
             report.objective = options.objective;
             report.train_tokens = o->train_tokens;
+            report.goodput = options.goodput;
             for (const std::string& gpu : gpus) {
               const Hardware probe = o->hardware.resolve_gpu(gpu, 1, options.space.precision);
               for (int64_t count : gpu_counts(o->gpus, o->max_gpus, probe.gpus_per_node)) {

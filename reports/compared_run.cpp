@@ -82,6 +82,12 @@ ComparedRun load_predicted_run(const std::string& path) {
   run.figures = read_prediction_figures(root);
   run.identity = read_identity(doc, root, &run.model_name);
   run.op_categories = read_op_categories(root);
+  if (std::optional<JsonObjectReader> goodput = root.optional_object("goodput")) {
+    if (std::optional<JsonObjectReader> c = goodput->optional_object("checkpoint")) {
+      run.checkpoint_save_s = c->required_number("save_s", 0);
+      run.checkpoint_load_s = c->required_number("load_s", 0);
+    }
+  }
   if (root.optional_bool("fits") == false) {
     run.note = "the prediction says this plan does not fit: " + root.optional_string("infeasible_reason").value_or("?");
   }
@@ -101,6 +107,8 @@ ComparedRun load_measured_run(const std::string& path) {
   run.identity = read_identity(doc, root, &run.model_name);
   const int64_t timed = static_cast<int64_t>(m.iterations.size()) - m.warmup_iterations;
   run.op_categories = m.op_categories;
+  run.checkpoint_save_s = m.checkpoint_save_s;
+  run.checkpoint_load_s = m.checkpoint_load_s;
   run.note = std::to_string(timed > 0 ? timed : 0) + " timed iterations after " + std::to_string(m.warmup_iterations) +
              " warm-up, " + std::to_string(m.ranks) + (m.ranks == 1 ? " rank" : " ranks") + ", " + m.backend + " backend";
   if (!m.op_categories.empty()) {

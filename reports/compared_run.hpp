@@ -35,6 +35,8 @@ struct ComparedRun {
   RunIdentity identity;
   std::string note;  // a line for the reader ("does not fit: ...", "5 timed iterations on 2 ranks")
   std::vector<OpCategoryTimes> op_categories;  // per pipeline stage; empty when the file has none
+  // Checkpoint save and load seconds: predict's goodput.checkpoint, run's checkpoint block (0: none).
+  double checkpoint_save_s = 0, checkpoint_load_s = 0;
 };
 
 // The measurement in predict's vocabulary: compute = forward + backward.

@@ -149,6 +149,15 @@ Comparison compare_runs(const ComparedRun& predicted, const ComparedRun& measure
     const double m = measured.figures.*row.field;
     c.figures.push_back({row.label, row.key, p, m, relative_error(p, m)});
   }
+  // Checkpoint save and load when both files have them (predict with goodput; run with checkpoints).
+  if (predicted.checkpoint_save_s > 0 && measured.checkpoint_save_s > 0) {
+    c.figures.push_back({"checkpoint save", "checkpoint_save_s", predicted.checkpoint_save_s, measured.checkpoint_save_s,
+                         relative_error(predicted.checkpoint_save_s, measured.checkpoint_save_s)});
+  }
+  if (predicted.checkpoint_load_s > 0 && measured.checkpoint_load_s > 0) {
+    c.figures.push_back({"checkpoint load", "checkpoint_load_s", predicted.checkpoint_load_s, measured.checkpoint_load_s,
+                         relative_error(predicted.checkpoint_load_s, measured.checkpoint_load_s)});
+  }
   c.op_stages = compare_op_categories(predicted.op_categories, measured.op_categories);
   c.differences = diff_identities(predicted.identity, measured.identity);
   return c;
@@ -180,7 +189,7 @@ std::string render_comparison_table(const Comparison& c, const ComparedRun& pred
   out += "\n";
   TextTable t({{"", TextTable::Align::kLeft}, {"predicted"}, {"measured"}, {"error"}});
   for (const FigureComparison& f : c.figures) {
-    if (f.key == "memory_peak_gib") t.add_rule();
+    if (f.key == "memory_peak_gib" || f.key == "checkpoint_save_s") t.add_rule();
     t.add_row({f.label, format_value(f, f.predicted), format_value(f, f.measured), format_error(f.error)});
   }
   out += t.render();

@@ -47,7 +47,7 @@ struct OpStageComparison {
 };
 
 struct Comparison {
-  std::vector<FigureComparison> figures;  // iteration time first, memory peak last
+  std::vector<FigureComparison> figures;  // iteration time first, then memory peak, then checkpoint save / load
   std::vector<OpStageComparison> op_stages;  // stages both files have op categories for
   std::vector<InputDifference> differences;
   double tolerance = kDefaultCompareTolerance;

@@ -103,6 +103,10 @@ nlohmann::ordered_json measurement_json(const Measurement& m, nlohmann::ordered_
     doc["page_faults_per_iteration"] = m.page_faults_per_iteration;
     doc["system_s_per_iteration"] = m.system_s_per_iteration;
   }
+  if (m.checkpoint_saves > 0 || m.checkpoint_load_s > 0) {
+    doc["checkpoint"] = {{"saves", m.checkpoint_saves}, {"save_s", m.checkpoint_save_s}, {"load_s", m.checkpoint_load_s},
+                         {"written_per_rank_bytes", m.checkpoint_bytes_per_rank}};
+  }
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const IterationRecord& it : m.iterations) {
     nlohmann::ordered_json j;
@@ -139,6 +143,12 @@ Measurement read_measurement(const nlohmann::json& doc, const std::string& file,
   root.optional_string("op_categories_note");
   m.page_faults_per_iteration = root.optional_number("page_faults_per_iteration", 0).value_or(0.0);
   m.system_s_per_iteration = root.optional_number("system_s_per_iteration", 0).value_or(0.0);
+  if (std::optional<JsonObjectReader> c = root.optional_object("checkpoint")) {
+    m.checkpoint_saves = c->required_int("saves", 0);
+    m.checkpoint_save_s = c->required_number("save_s", 0);
+    m.checkpoint_load_s = c->required_number("load_s", 0);
+    m.checkpoint_bytes_per_rank = c->required_number("written_per_rank_bytes", 0);
+  }
   for (JsonObjectReader& element : root.required_object_list("iterations")) {
     m.iterations.push_back(read_iteration(element));
   }

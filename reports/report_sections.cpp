@@ -115,6 +115,7 @@ ReportSection prediction_section(const Reader& r, const json& doc) {
   memory.limit = capacity;
   memory.limit_label = "GPU memory " + format_fixed(capacity, 0) + " GiB";
   s.charts.push_back({"Memory per GPU against the GPU's capacity", svg::stacked_bars(memory)});
+  if (doc.contains("goodput")) add_goodput_charts(r, s);
   return s;
 }
 

@@ -61,5 +61,7 @@ ReportSection search_section(const Reader& r);
 ReportSection validation_section(const Reader& r);
 ReportSection model_section(const Reader& r);
 ReportSection profile_section(const Reader& r);
+// Goodput facts and charts of a prediction with a `goodput` block (goodput_charts.cpp).
+void add_goodput_charts(const Reader& r, ReportSection& section);
 
 }  // namespace trainsim::report_detail

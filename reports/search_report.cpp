@@ -6,6 +6,7 @@
 #include "common/units.hpp"
 #include "model/model_json.hpp"
 #include "plan/plan_json.hpp"
+#include "reports/goodput_report.hpp"
 #include "reports/json_output.hpp"
 #include "reports/prediction_report.hpp"
 #include "reports/text_table.hpp"
@@ -43,12 +44,18 @@ std::string plan_cells(const ParallelPlan& p) {
 }
 
 std::string plans_table(const std::vector<RankedPlan>& plans, bool train) {
+  const bool goodput = !plans.empty() && plans.front().goodput.has_value();
   std::vector<TextTable::Column> columns = {{"#"},        {"gpu", TextTable::Align::kLeft}, {"gpus"},
                                             {"plan", TextTable::Align::kLeft}, {"iter s"}, {"tok/s/GPU"},
                                             {"MFU"},      {"mem GiB"},   {"$/iter"},  {"$/M tok"}};
   if (train) {
     columns.push_back({"days"});
     columns.push_back({"$ total"});
+  }
+  if (goodput) {
+    columns.push_back({"goodput"});
+    if (train) columns.push_back({"eff. days"});
+    if (train) columns.push_back({"eff. $"});
   }
   TextTable t(columns);
   for (size_t i = 0; i < plans.size(); ++i) {
@@ -63,6 +70,11 @@ std::string plans_table(const std::vector<RankedPlan>& plans, bool train) {
       row.push_back(format_fixed(r.train_days, 1));
       row.push_back(format_si(r.train_usd));
     }
+    if (goodput) {
+      row.push_back(format_percent(r.goodput->goodput));
+      if (train) row.push_back(format_fixed(r.goodput->train_days_effective, 1));
+      if (train) row.push_back(format_si(r.goodput->train_usd_effective));
+    }
     t.add_row(row);
   }
   return t.render();
@@ -71,9 +83,10 @@ std::string plans_table(const std::vector<RankedPlan>& plans, bool train) {
 }  // namespace
 
 std::string SearchReport::render() const {
-  std::string out = "Search: " + model.name + ", objective " + (objective == Objective::kTime ? "time" : "cost");
+  std::string out = "Search: " + model.name + ", objective " + to_string(objective);
   if (train_tokens > 0) out += ", training " + format_si(train_tokens) + "tokens";
   out += "\n";
+  if (goodput) out += "  goodput: " + describe_goodput_inputs(*goodput) + "\n";
   for (const Run& r : runs) {
     const SearchResult& s = r.result;
     out += "  " + r.hardware.gpu.name + " x " + std::to_string(r.hardware.gpus) + ": " + format_count(s.evaluated) +
@@ -91,8 +104,9 @@ std::string SearchReport::render() const {
 nlohmann::ordered_json SearchReport::to_json() const {
   nlohmann::ordered_json inputs;
   inputs["model"] = model_to_json(model);
-  inputs["objective"] = objective == Objective::kTime ? "time" : "cost";
+  inputs["objective"] = to_string(objective);
   inputs["train_tokens"] = train_tokens;
+  if (goodput) inputs["goodput"] = goodput_inputs_json(*goodput);
   nlohmann::ordered_json doc = json_envelope("trainsim.search", inputs);
   int64_t evaluated = 0, feasible = 0;
   double elapsed = 0;
@@ -123,6 +137,7 @@ nlohmann::ordered_json SearchReport::to_json() const {
       j["train_days"] = r.train_days;
       j["train_usd"] = r.train_usd;
     }
+    if (r.goodput) j["goodput"] = goodput_estimate_json(*r.goodput);
     j["screen_iteration_time_s"] = r.screen_time_s;
     return j;
   };

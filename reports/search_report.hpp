@@ -3,6 +3,7 @@
 // table or `trainsim.search` JSON.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@ struct SearchReport {
   ModelSpec model;
   Objective objective = Objective::kTime;
   double train_tokens = 0;
+  std::optional<GoodputConfig> goodput;  // checkpoints and failures, when the plans carry goodput
   std::vector<Run> runs;             // one per GPU type and count
   std::vector<RankedPlan> best;      // merged and ranked, the top K
   std::vector<RankedPlan> pareto;    // over every simulated plan

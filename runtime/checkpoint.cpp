@@ -63,6 +63,10 @@ std::string latest_marker_path(const std::string& dir) { return dir + "/latest";
 
 void write_checkpoint(const std::string& path, const CheckpointData& data) {
   std::string bytes;
+  // One allocation of the file's size (appending tensor by tensor would regrow and copy it).
+  size_t size = sizeof kMagic + header_fields(data.header).size() * sizeof(int64_t) + 2 * sizeof(int64_t) + sizeof(uint64_t);
+  for (const auto& t : data.tensors) size += sizeof(int64_t) + t.size() * sizeof(float);
+  bytes.reserve(size);
   put(bytes, kMagic, sizeof kMagic);
   for (int64_t field : header_fields(data.header)) put(bytes, &field, sizeof field);
   const int64_t count = static_cast<int64_t>(data.tensors.size());

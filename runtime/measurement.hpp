@@ -47,6 +47,12 @@ struct Measurement {
   double system_s_per_iteration = 0;     // rank 0, median
   int64_t ranks = 1;
   std::string backend = "cpu";
+  // Checkpoints (run --checkpoint-every / --resume): wall seconds from the barrier before the first
+  // rank writes (reads) to the barrier after the last; save: median over the saves after the first
+  // (the first grows the heap); load: the one load of --resume (a fresh process, as a restart is).
+  int64_t checkpoint_saves = 0;
+  double checkpoint_save_s = 0, checkpoint_load_s = 0;
+  double checkpoint_bytes_per_rank = 0;  // the largest rank's file
 };
 
 // Fills iteration_time_s, breakdown, page_faults_per_iteration and system_s_per_iteration: medians

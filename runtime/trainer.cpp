@@ -270,11 +270,36 @@ struct Trainer::Impl {
   // Parameters (or ZeRO-3 shards), then optimizer states, in a fixed order.
   std::vector<std::pair<float*, size_t>> state_tensors() { return data_parallel->state_tensors(); }
 
+  // Seconds of each save (between barriers: the slowest rank's write) and this rank's state bytes.
+  std::vector<double> save_times_s;
+  double checkpoint_bytes = 0;
+
   void save_checkpoint(int64_t iteration) {
+    MPI_Barrier(grid.world);
+    const double start = wall_s();
     CheckpointData data;
     data.header = header(iteration);
-    for (const auto& [ptr, n] : state_tensors()) data.tensors.emplace_back(ptr, ptr + n);
+    checkpoint_bytes = 0;
+    for (const auto& [ptr, n] : state_tensors()) {
+      data.tensors.emplace_back(ptr, ptr + n);
+      checkpoint_bytes += static_cast<double>(n * sizeof(float));
+    }
     save_checkpoint_set(grid.world, options.checkpoint_dir, options.checkpoint_every, data);
+    MPI_Barrier(grid.world);
+    save_times_s.push_back(wall_s() - start);
+  }
+
+  // The median save after the first (which grows the heap: first-touch page faults a long run
+  // pays once) and the largest rank's checkpoint bytes (collective).
+  void record_checkpoint_times(Measurement& m) const {
+    m.checkpoint_saves = static_cast<int64_t>(save_times_s.size());
+    if (!save_times_s.empty()) {
+      std::vector<double> sorted(save_times_s.begin() + (save_times_s.size() > 1 ? 1 : 0), save_times_s.end());
+      std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
+      m.checkpoint_save_s = sorted[sorted.size() / 2];
+    }
+    double mine = checkpoint_bytes;
+    MPI_Allreduce(&mine, &m.checkpoint_bytes_per_rank, 1, MPI_DOUBLE, MPI_MAX, grid.world);
   }
 
   // Loads the latest complete checkpoint; returns its iteration.
@@ -374,7 +399,11 @@ Measurement Trainer::run(const std::function<void(const IterationRecord&)>& on_i
   Measurement m;
   m.warmup_iterations = std::min(t.options.warmup_iterations, std::max<int64_t>(0, t.options.steps - 1));
   m.ranks = t.grid.world_size;
+  MPI_Barrier(t.grid.world);
+  const double load_start = wall_s();
   const int64_t first = t.options.resume ? t.load_checkpoint() + 1 : 0;
+  MPI_Barrier(t.grid.world);
+  if (t.options.resume) m.checkpoint_load_s = wall_s() - load_start;
   m.warmup_iterations = std::min(m.warmup_iterations, std::max<int64_t>(0, t.options.steps - first - 1));
   for (int64_t i = first; i < t.options.steps; ++i) {
     m.iterations.push_back(t.step(i, schedule));
@@ -390,6 +419,7 @@ Measurement Trainer::run(const std::function<void(const IterationRecord&)>& on_i
   double largest[2] = {0, 0};
   MPI_Allreduce(peaks, largest, 2, MPI_DOUBLE, MPI_MAX, t.grid.world);
   m.memory_peak_gib = bytes_to_gib(largest[0]);
+  t.record_checkpoint_times(m);
   m.memory_rss_peak_gib = bytes_to_gib(largest[1]);
   return m;
 }

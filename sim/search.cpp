@@ -35,13 +35,31 @@ void fill_costs(RankedPlan& r, const ModelSpec& model, const SearchOptions& o) {
     r.train_days = iterations * p.iteration_time_s / 86400.0;
     r.train_usd = iterations * p.usd_per_iteration;
   }
+  if (o.goodput) {
+    GoodputConfig config = *o.goodput;
+    config.train_tokens = o.train_tokens;
+    r.goodput = goodput_of_plan(model, p.plan, p.hardware, p.iteration_time_s, config);
+  }
 }
 
 }  // namespace
 
+const char* to_string(Objective objective) {
+  switch (objective) {
+    case Objective::kTime: return "time";
+    case Objective::kCost: return "cost";
+    case Objective::kEffectiveTime: return "effective-time";
+    case Objective::kEffectiveCost: return "effective-cost";
+  }
+  return "time";
+}
+
 double objective_value(const RankedPlan& r, Objective objective) {
-  if (r.train_days > 0) return objective == Objective::kTime ? r.train_days : r.train_usd;
-  return objective == Objective::kTime ? r.prediction.iteration_time_s : r.prediction.usd_per_iteration;
+  const bool time = objective == Objective::kTime || objective == Objective::kEffectiveTime;
+  const bool effective = (objective == Objective::kEffectiveTime || objective == Objective::kEffectiveCost) && r.goodput;
+  const double goodput = effective ? r.goodput->goodput : 1.0;
+  if (r.train_days > 0) return (time ? r.train_days : r.train_usd) / goodput;
+  return (time ? r.prediction.iteration_time_s : r.prediction.usd_per_iteration) / goodput;
 }
 
 namespace {
@@ -61,13 +79,17 @@ Verdict screen_one(const ModelSpec& model, const ParallelPlan& p, const Hardware
     return {0, "outside the profile's measurements"};
   }
   if (!e.fits) return {0, "do not fit in memory"};
+  // Goodput stretches wall time and $ alike (effective = ideal / goodput).
+  const double goodput = o.goodput ? goodput_of_plan(model, p, hw, e.iteration_time_s, *o.goodput).goodput : 1.0;
+  const bool time = o.objective == Objective::kTime || o.objective == Objective::kEffectiveTime;
+  const double rank_by = o.objective == Objective::kTime || o.objective == Objective::kCost ? 1.0 : goodput;
   const double usd_per_iteration = e.iteration_time_s / 3600.0 * static_cast<double>(hw.gpus) * hw.usd_per_gpu_hour;
-  if (o.train_tokens <= 0) return {o.objective == Objective::kTime ? e.iteration_time_s : usd_per_iteration, nullptr};
+  if (o.train_tokens <= 0) return {(time ? e.iteration_time_s : usd_per_iteration) / rank_by, nullptr};
   const double iterations = training_iterations(model, p, o.train_tokens);
-  const double days = iterations * e.iteration_time_s / 86400.0, usd = iterations * usd_per_iteration;
+  const double days = iterations * e.iteration_time_s / 86400.0 / goodput, usd = iterations * usd_per_iteration / goodput;
   if (o.deadline_days > 0 && days > o.deadline_days) return {0, "miss the deadline"};
   if (o.budget_usd > 0 && usd > o.budget_usd) return {0, "over the budget"};
-  return {o.objective == Objective::kTime ? days : usd, nullptr};
+  return {(time ? days : usd) * goodput / rank_by, nullptr};
 }
 
 int thread_count(const SearchOptions& o) {

@@ -1,22 +1,26 @@
 // Plan search: screen every candidate of the plan space in closed form on all cores, prune what
 // does not fit (counted by reason), simulate the best few hundred on the event engine, and rank
-// them by iteration time or by cost. Also the Pareto front over (time, cost, GPUs).
+// them by iteration time or by cost (or by either over goodput: effective time / cost, where
+// failures grow with the cluster). Also the Pareto front over (time, cost, GPUs).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "model/model_spec.hpp"
 #include "sim/cost_model_choice.hpp"
+#include "sim/goodput.hpp"
 #include "sim/plan_space.hpp"
 #include "sim/simulator.hpp"
 
 namespace trainsim {
 
-enum class Objective { kTime, kCost };
+enum class Objective { kTime, kCost, kEffectiveTime, kEffectiveCost };
+const char* to_string(Objective objective);  // time, cost, effective-time, effective-cost
 
 struct SearchOptions {
   PlanSpaceOptions space;             // gpus and global batch inside
@@ -26,6 +30,9 @@ struct SearchOptions {
   bool flash2_attention = false;      // the framework's attention kernel (FrameworkPreset)
   // Training-run what-ifs (0 = not set): tokens to train, deadline and budget for them.
   double train_tokens = 0, deadline_days = 0, budget_usd = 0;
+  // Checkpointing and failures: each plan's goodput; deadline and budget then apply to the
+  // effective days and $. Needed by the effective objectives.
+  std::optional<GoodputConfig> goodput;
   // Called from the calling thread about every 100 ms with the fraction screened.
   std::function<void(double fraction)> progress;
 };
@@ -35,6 +42,7 @@ struct RankedPlan {
   double screen_time_s = 0;    // what the screen estimated
   double usd_per_million_tokens = 0;
   double train_days = 0, train_usd = 0;  // with train_tokens
+  std::optional<GoodputEstimate> goodput;  // with SearchOptions::goodput
 };
 
 struct SearchResult {
@@ -53,7 +61,8 @@ SearchResult search_plans(const ModelSpec& model, const Hardware& hardware, cons
 // Indices of the plans no other plan beats on iteration time, $ per iteration and GPU count.
 std::vector<size_t> pareto_front(const std::vector<RankedPlan>& plans);
 
-// Objective value of a simulated plan (seconds or $ per iteration; with train_tokens: days or $).
+// Objective value of a simulated plan (seconds or $ per iteration; with train_tokens: days or $;
+// the effective objectives divide by the goodput).
 double objective_value(const RankedPlan& plan, Objective objective);
 
 }  // namespace trainsim

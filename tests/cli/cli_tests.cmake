@@ -373,3 +373,30 @@ cli_test("bad: --from megatron without a world size asks for --gpus" RC 2
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --from megatron ${imports}/ds_config.json)
 cli_test("bad: --from an unknown format lists the formats" RC 2 MATCH "\"titan\" is not one of: megatron, deepspeed, torchtitan"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --from titan ${imports}/torchtitan_llama3_8b.toml)
+
+# Goodput (docs/goodput.md): checkpoints, failures, effective days and $.
+set(goodput_plan --model llama3-70b --gpu h100-sxm-80gb --gpus 1024 --tp 8 --pp 4 --micro-batch 1 --global-batch 1024 --zero 1)
+cli_test("predict --train-tokens prints goodput, effective days and $" RC 0
+  MATCH "Goodput: sync checkpoints" "optimum: Daly / Young" "ideal / effective" "Goodput as the cluster grows"
+  ARGS predict ${goodput_plan} --train-tokens 15e12)
+cli_test("predict --format json has the goodput block" RC 0
+  MATCH "\"goodput\": \\{" "\"checkpoint_interval_optimal_s\"" "\"train_days_effective\"" "\"by_interval\"" "\"by_cluster_size\"" "\"save_s\""
+  ARGS predict ${goodput_plan} --train-tokens 15e12 --checkpoint async --checkpoint-interval-min 30 --format json)
+cli_test("predict without --train-tokens or goodput options prints no goodput" RC 0 MATCH "iteration time"
+  ARGS predict ${goodput_plan})
+cli_test("search --objective effective-time ranks by effective days" RC 0
+  MATCH "objective effective-time" "goodput: sync checkpoints" "eff. days"
+  ARGS search --model gpt3-6.7b --gpu a100-sxm-80gb --gpus 16 --global-batch 64 --train-tokens 3e11 --objective effective-time --top 3)
+cli_test("search --format json gives each plan its goodput" RC 0
+  MATCH "\"objective\": \"effective-cost\"" "\"goodput\": \\{" "\"train_usd_effective\""
+  ARGS search --model gpt3-6.7b --gpu a100-sxm-80gb --gpus 16 --global-batch 64 --train-tokens 3e11 --objective effective-cost --top 2 --format json)
+cli_test("report draws goodput against checkpoint interval and cluster size" RC 0
+  MATCH "\"charts\": 6"
+  ARGS report ${CMAKE_CURRENT_SOURCE_DIR}/data/goodput/prediction.json --out ${CMAKE_CURRENT_BINARY_DIR}/goodput-report.md --format json)
+cli_test("bad: --checkpoint other than sync or async" RC 2 MATCH "--checkpoint" "sync"
+  ARGS predict ${goodput_plan} --checkpoint sometimes)
+cli_test("bad: a zero MTBF per GPU" RC 2 MATCH "--gpu-mtbf-hours: 0 must be > 0" "hint: leave an option out"
+  ARGS predict ${goodput_plan} --gpu-mtbf-hours 0)
+cli_test("bad: calibrate --checkpoint-dir of a folder that does not exist" RC 2
+  MATCH "--checkpoint-dir: /nonexistent/ckpt is not a folder" "hint: create it first"
+  ARGS calibrate cpu --out ${CMAKE_CURRENT_BINARY_DIR}/never.json --checkpoint-dir /nonexistent/ckpt)

@@ -157,3 +157,20 @@ TEST_CASE("the Pareto front keeps only undominated plans") {
     }
   }
 }
+
+TEST_CASE("the effective objectives rank plans by time or $ over goodput, and every plan carries its goodput") {
+  Case c;
+  c.options.train_tokens = 1e11;
+  c.options.objective = Objective::kEffectiveTime;
+  GoodputConfig goodput;
+  goodput.failures.gpu_mtbf_hours = 100;  // a failure every ~3 h on 32 GPUs
+  c.options.goodput = goodput;
+  const SearchResult r = search_plans(c.model, c.hw, CostModelChoice{}, c.options);
+  REQUIRE(r.plans.size() > 2);
+  for (size_t i = 0; i < r.plans.size(); ++i) {
+    REQUIRE(r.plans[i].goodput.has_value());
+    CHECK(r.plans[i].goodput->goodput < 1.0);
+    CHECK(objective_value(r.plans[i], Objective::kEffectiveTime) == Approx(r.plans[i].goodput->train_days_effective));
+    if (i > 0) CHECK(objective_value(r.plans[i], c.options.objective) >= objective_value(r.plans[i - 1], c.options.objective));
+  }
+}
