@@ -247,6 +247,13 @@ cli_test("bad: run an MoE model with tp 2 (the runtime does not split experts ov
   MATCH "tp 2 with the MoE model .moe-tiny.: the runtime does not split experts" "spread the experts with --ep"
   ARGS run --model ${CMAKE_CURRENT_SOURCE_DIR}/data/models/moe-tiny.json --gpus 2 --tp 2 --precision fp32 --steps 1
        --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
+cli_test("bad: run with an MoE routing imbalance (the runtime measures its own router's load)" RC 2
+  MATCH "moe_imbalance / moe_capacity_factor: the runtime routes with its own router"
+  ARGS run --model ${CMAKE_CURRENT_SOURCE_DIR}/data/models/moe-tiny.json --gpus 2 --ep 2 --precision fp32 --steps 1 --moe-imbalance 1.5
+       --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
+cli_test("bad: run with TP comm overlap" RC 2 MATCH "tp_comm_overlap: the runtime runs its TP collectives"
+  ARGS run --model gpt-tiny --gpus 2 --tp 2 --sequence-parallel --tp-comm-overlap --precision fp32 --steps 1
+       --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
 cli_test("bad: run a model that cannot fit in host memory" RC 2 MATCH "need at least [0-9.]+ GiB .* per rank" "hint: train a smaller model"
   ARGS run --model llama3-405b --seq-len 1024 --precision fp32 --steps 1 --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
 cli_test("bad: resume from a corrupt checkpoint" RC 2 MATCH "rank0.it0.ckpt: corrupt checkpoint: checksum mismatch"
