@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "plan/lowering.hpp"
 #include "plan/parallel_plan.hpp"
@@ -56,6 +58,14 @@ struct Shapes {
 
 // Entering (`entering`) or leaving the tensor-parallel region; see plan/lowering.cpp.
 void add_tp_boundary(LayerWork& w, const Shapes& s, bool sp, bool entering);
+
+// Index of the `occurrence`-th op named `name` in `ops` (0: the first), -1 if none.
+int32_t index_of(const std::vector<Op>& ops, const std::string& name, int32_t occurrence);
+
+// Megatron-LM's backward TP overlaps, and Transformer Engine's overlap of every TP collective of
+// the layer (`dense_ffn`: the FFN block too; an MoE layer's experts get none): plan/tp_overlap_lowering.cpp.
+void pair_backward_overlaps(std::vector<Op>& backward);
+void pair_tp_comm_overlaps(LayerWork& w, const ParallelPlan& p, bool dense_ffn);
 
 // The op names of an FFN's two linears (string literals: ops keep the pointer).
 struct FfnNames {
