@@ -59,6 +59,7 @@ Command add_predict_command(CLI::App& root) {
               if (!out) throw InputError("--trace: cannot write " + o->trace_path, "check that the folder exists and is writable");
               write_perfetto_trace(out, prediction);
             }
+            o->goodput.check();
             std::optional<GoodputStudy> goodput;
             if (prediction.fits && o->goodput.wanted(o->goodput.train_tokens, o->hardware.costs())) {
               const GoodputConfig config = o->goodput.resolve(o->goodput.train_tokens, o->hardware.costs());

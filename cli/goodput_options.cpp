@@ -68,24 +68,28 @@ bool GoodputOptions::wanted(double tokens, const CostModelChoice& costs) const {
 
 namespace {
 
-// Every number given must be positive (restart: not negative); all problems reported together.
-void check_numbers(const GoodputOptions& o) {
+}  // namespace
+
+// Every number given must be positive (restart: not negative) and below a bound no real run
+// reaches (so NaN, infinities and 1e300 are refused); all problems reported together.
+void GoodputOptions::check() const {
   std::vector<std::string> problems;
-  const auto positive = [&](const char* name, double value, const char* what) {
-    if (o.given(name) && !(value > 0)) {
-      problems.push_back(std::string("--") + name + ": " + format_number(value) + " must be > 0 (" + what + ")");
+  const auto positive = [&](const char* name, double value, double most, const char* what) {
+    if (given(name) && !(value > 0 && value <= most)) {
+      problems.push_back(std::string("--") + name + ": " + format_number(value) + " must be > 0 and at most " + format_number(most) +
+                         " (" + what + ")");
     }
   };
-  positive("train-tokens", o.train_tokens, "tokens to train");
-  positive("gpu-mtbf-hours", o.gpu_mtbf_hours, "mean hours between interruptions per GPU");
-  positive("checkpoint-interval-min", o.interval_min, "minutes of training between checkpoints");
-  positive("storage-write-gb-per-s", o.storage_write_gb_per_s, "GB/s");
-  positive("storage-read-gb-per-s", o.storage_read_gb_per_s, "GB/s");
-  positive("node-storage-write-gb-per-s", o.node_storage_write_gb_per_s, "GB/s");
-  positive("node-storage-read-gb-per-s", o.node_storage_read_gb_per_s, "GB/s");
-  positive("host-copy-gb-per-s", o.host_copy_gb_per_s, "GB/s");
-  if (o.given("restart-s") && !(o.restart_s >= 0)) {
-    problems.push_back("--restart-s: " + format_number(o.restart_s) + " must be >= 0 (seconds to relaunch after a failure)");
+  positive("train-tokens", train_tokens, 1e18, "tokens to train");
+  positive("gpu-mtbf-hours", gpu_mtbf_hours, 1e9, "mean hours between interruptions per GPU");
+  positive("checkpoint-interval-min", interval_min, 1e7, "minutes of training between checkpoints");
+  positive("storage-write-gb-per-s", storage_write_gb_per_s, 1e6, "GB/s");
+  positive("storage-read-gb-per-s", storage_read_gb_per_s, 1e6, "GB/s");
+  positive("node-storage-write-gb-per-s", node_storage_write_gb_per_s, 1e6, "GB/s");
+  positive("node-storage-read-gb-per-s", node_storage_read_gb_per_s, 1e6, "GB/s");
+  positive("host-copy-gb-per-s", host_copy_gb_per_s, 1e6, "GB/s");
+  if (given("restart-s") && !(restart_s >= 0 && restart_s <= 1e7)) {
+    problems.push_back("--restart-s: " + format_number(restart_s) + " must be >= 0 and at most 1e+07 (seconds to relaunch after a failure)");
   }
   if (!problems.empty()) {
     throw InputError(problems, "leave an option out for its documented default (docs/goodput.md §2): e.g. --gpu-mtbf-hours "
@@ -93,10 +97,8 @@ void check_numbers(const GoodputOptions& o) {
   }
 }
 
-}  // namespace
-
 GoodputConfig GoodputOptions::resolve(double tokens, const CostModelChoice& costs) const {
-  check_numbers(*this);
+  check();
   GoodputConfig c;
   c.train_tokens = tokens;
   c.failures.gpu_mtbf_hours = gpu_mtbf_hours;

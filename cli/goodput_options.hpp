@@ -30,6 +30,9 @@ struct GoodputOptions {
   // Whether to report goodput: --train-tokens, any of these flags, or a profile that measured storage.
   bool wanted(double train_tokens, const CostModelChoice& costs) const;
   GoodputConfig resolve(double train_tokens, const CostModelChoice& costs) const;
+  // Throws InputError naming every goodput option given out of range (resolve checks too; a
+  // command checks first so that a plan which does not fit still gets the message).
+  void check() const;
 };
 
 }  // namespace trainsim

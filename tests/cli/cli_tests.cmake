@@ -402,6 +402,9 @@ cli_test("report draws goodput against checkpoint interval and cluster size" RC 
   ARGS report ${CMAKE_CURRENT_SOURCE_DIR}/data/goodput/prediction.json --out ${CMAKE_CURRENT_BINARY_DIR}/goodput-report.md --format json)
 cli_test("bad: --checkpoint other than sync or async" RC 2 MATCH "--checkpoint" "sync"
   ARGS predict ${goodput_plan} --checkpoint sometimes)
+cli_test("bad: goodput rates that are not finite, on a plan that does not fit" RC 2
+  MATCH "--storage-write-gb-per-s: inf must be > 0 and at most" "--gpu-mtbf-hours: nan must be > 0"
+  ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --train-tokens 1e12 --storage-write-gb-per-s inf --gpu-mtbf-hours nan)
 cli_test("bad: a zero MTBF per GPU" RC 2 MATCH "--gpu-mtbf-hours: 0 must be > 0" "hint: leave an option out"
   ARGS predict ${goodput_plan} --gpu-mtbf-hours 0)
 cli_test("bad: calibrate --checkpoint-dir of a folder that does not exist" RC 2
