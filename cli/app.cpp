@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/option_checks.hpp"
 #include "common/errors.hpp"
 #include "common/provenance.hpp"
 
@@ -40,8 +41,13 @@ int run_cli(int argc, char** argv) {
   try {
     root.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = root.exit(e);  // prints help, version or the parse error
-    return code == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return root.exit(e);  // --help, --version
+    const CLI::App* command = nullptr;
+    for (const auto& c : commands) {
+      if (c.app->parsed()) command = c.app;
+    }
+    std::cerr << "error: " << parse_error_message(e, command) << "\n";
+    return 2;
   }
   try {
     for (const auto& command : commands) {

@@ -5,7 +5,9 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/app.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/shared_options.hpp"
+#include "common/limits.hpp"
 #include "model/model_catalog.hpp"
 #include "plan/plan_export.hpp"
 #include "plan/plan_json.hpp"
@@ -25,7 +27,8 @@ Command add_export_command(CLI::App& root) {
   app->add_option("--to", o->to, "megatron, deepspeed, torchrun or torchtitan")
       ->required()
       ->check(CLI::IsMember({"megatron", "deepspeed", "torchrun", "torchtitan"}));
-  app->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node for torchrun/srun (default 8)")->check(CLI::PositiveNumber);
+  app->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node for torchrun/srun (default 8)")
+      ->transform(whole_number(1, limits::kMaxGpusPerNode, "GPUs"));
   return {app, [o]() {
             const ParallelPlan plan = load_plan_file(o->plan_path);
             std::optional<ModelSpec> model;

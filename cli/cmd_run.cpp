@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/app.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/shared_options.hpp"
 #include "common/errors.hpp"
 #include "model/model_json.hpp"
@@ -90,7 +91,7 @@ int run_training(const RunArgs& a, int rank, int world_size) {
   options.checkpoint_dir = a.checkpoint_dir;
   options.resume = a.resume;
   if ((a.checkpoint_every > 0 || a.resume) && a.checkpoint_dir.empty()) {
-    throw InputError("--checkpoint-every and --resume need --checkpoint-dir");
+    throw InputError("--checkpoint-every and --resume need --checkpoint-dir", "give --checkpoint-dir DIR: the folder where the run writes (and --resume reads) its checkpoints");
   }
   nlohmann::ordered_json device;
   const Measurement m = train(a, model, plan, options, world_size, device);
@@ -127,13 +128,15 @@ Command add_run_command(CLI::App& root) {
   a->model.add_to(*app);
   a->plan.add_to(*app);
   app->add_option("--backend", a->backend, "cpu (Eigen + MPI) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
-  app->add_option("--steps", a->steps, "training iterations (default 10)")->check(CLI::PositiveNumber);
-  app->add_option("--warmup", a->warmup, "iterations left out of the median (default 1)")->check(CLI::NonNegativeNumber);
+  app->add_option("--steps", a->steps, "training iterations (default 10)")->transform(whole_number(1, 1000000000, "steps"));
+  app->add_option("--warmup", a->warmup, "iterations left out of the median (default 1)")
+      ->transform(whole_number(0, 1000000000, "steps"));
   app->add_option("--seed", a->seed, "same seed, same data order and initial model, whatever the plan");
   app->add_option("--data", a->data, "text file to train on, read as bytes (default: trainsim's corpus)");
-  app->add_option("--lr", a->lr, "AdamW learning rate (default 1e-3)")->check(CLI::PositiveNumber);
+  app->add_option("--lr", a->lr, "AdamW learning rate (default 1e-3)")->check(real_number(0, 1000, ""));
   app->add_option("--out", a->out, "trainsim.measurement JSON to write")->required();
-  app->add_option("--checkpoint-every", a->checkpoint_every, "save a checkpoint after every N steps")->check(CLI::PositiveNumber);
+  app->add_option("--checkpoint-every", a->checkpoint_every, "save a checkpoint after every N steps")
+      ->transform(whole_number(1, 1000000000, "steps"));
   app->add_option("--checkpoint-dir", a->checkpoint_dir, "where checkpoints go (one file per rank and step)");
   app->add_flag("--resume", a->resume, "continue from the latest checkpoint (same model, plan, ranks and seed)");
   return {app, [a]() {

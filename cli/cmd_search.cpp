@@ -17,9 +17,11 @@
 #include "sim/framework_preset.hpp"
 #include "cli/app.hpp"
 #include "cli/goodput_options.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/import_options.hpp"
 #include "cli/shared_options.hpp"
 #include "common/errors.hpp"
+#include "common/limits.hpp"
 #include "plan/plan_export.hpp"
 #include "plan/plan_json.hpp"
 #include "reports/prediction_report.hpp"
@@ -71,17 +73,19 @@ void add_options(CLI::App* app, Options& o) {
   o.hardware.add_to(*app);
   o.format.add_to(*app);
   o.from.add_to(*app);
-  o.options["gpus"] = app->add_option("--gpus", o.gpus, "number of GPUs")->check(CLI::PositiveNumber);
-  o.options["max-gpus"] = app->add_option("--max-gpus", o.max_gpus, "also every power-of-two GPU count up to this")->check(CLI::PositiveNumber);
+  o.options["gpus"] = app->add_option("--gpus", o.gpus, "number of GPUs")->transform(whole_number(1, limits::kMaxGpus, "GPUs"));
+  o.options["max-gpus"] = app->add_option("--max-gpus", o.max_gpus, "also every power-of-two GPU count up to this")
+                             ->transform(whole_number(1, limits::kMaxGpus, "GPUs"));
   o.options["global-batch"] = app->add_option("--global-batch", o.global_batch, "sequences per iteration (required unless --from gives it)")
-                                  ->check(CLI::PositiveNumber);
+                                  ->transform(whole_number(1, limits::kMaxBatch, "sequences"));
   app->add_option("--objective", o.objective, "rank by time or cost, or by either over goodput (effective-time, effective-cost)")
       ->check(CLI::IsMember({"time", "cost", "effective-time", "effective-cost"}));
   o.goodput.add_to(*app, false);
-  app->add_option("--top", o.top, "plans to show (default 10)")->check(CLI::PositiveNumber);
-  app->add_option("--max-micro-batch", o.max_micro_batch, "largest micro-batch tried (default 16)")->check(CLI::PositiveNumber);
+  app->add_option("--top", o.top, "plans to show (default 10)")->transform(whole_number(1, 1000000, "plans"));
+  app->add_option("--max-micro-batch", o.max_micro_batch, "largest micro-batch tried (default 16)")
+      ->transform(whole_number(1, limits::kMaxBatch, "sequences"));
   app->add_option("--simulate-best", o.simulate_best, "screened plans re-simulated on the event engine (default 200)")
-      ->check(CLI::PositiveNumber);
+      ->transform(whole_number(1, 10000000, "plans"));
   o.options["precision"] = app->add_option("--precision", o.precision, "training precision")->check(CLI::IsMember({"bf16", "fp16", "fp32", "fp8"}));
   o.options["attention"] = app->add_option("--attention", o.attention, "attention kernel")->check(CLI::IsMember({"flash", "unfused"}));
   o.options["framework"] = app->add_option("--framework", o.framework,
@@ -96,11 +100,12 @@ void add_options(CLI::App* app, Options& o) {
   o.options["compiled"] = app->add_flag("--compiled", o.compiled, "with --framework torchtitan: the run uses torch.compile (fused RMSNorm)");
   app->add_flag("--tp-across-nodes", o.tp_across_nodes, "also try tensor parallelism wider than a node");
   app->add_option("--train-tokens", o.train_tokens, "tokens to train: report days and $ for the whole run")
-      ->check(CLI::PositiveNumber);
+      ->check(real_number(0, 1e18, "tokens"));
   app->add_option("--deadline-days", o.deadline_days, "drop plans that take longer (needs --train-tokens)")
-      ->check(CLI::PositiveNumber);
-  app->add_option("--budget-usd", o.budget_usd, "drop plans that cost more (needs --train-tokens)")->check(CLI::PositiveNumber);
-  app->add_option("--threads", o.threads, "screening threads (default: all cores)")->check(CLI::PositiveNumber);
+      ->check(real_number(0, 1e5, "days"));
+  app->add_option("--budget-usd", o.budget_usd, "drop plans that cost more (needs --train-tokens)")
+      ->check(real_number(0, 1e15, "USD"));
+  app->add_option("--threads", o.threads, "screening threads (default: all cores)")->transform(whole_number(1, 4096, "threads"));
   app->add_option("--export", o.export_to, "print the best plan as launch arguments")
       ->check(CLI::IsMember({"megatron", "deepspeed", "torchrun", "torchtitan"}));
 }

@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/app.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/shared_options.hpp"
 #include "common/errors.hpp"
 #include "common/nearest_name.hpp"
@@ -172,7 +173,7 @@ Command add_validate_command(CLI::App& root) {
                 "leave-one-group-out: refit without each group and report its error (slow: one fit per group)");
   app->add_flag("--summary", o->summary_only, "print the summaries only, not every run");
   app->add_option("--tolerance", o->tolerance, "largest held-out mean |error| before exit code 3 (default 0.10)")
-      ->check(CLI::PositiveNumber);
+      ->check(real_number(0, 100, "a fraction: 0.10 = 10%"));
   app->add_option("--profile", o->profile, "price with a measured profile instead of the datasheet model");
   app->add_flag("--allow-extrapolation", o->allow_extrapolation, "with --profile: price ops outside its measurements");
   o->format.add_to(*app);

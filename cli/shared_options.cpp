@@ -5,7 +5,9 @@
 
 #include <iostream>
 
+#include "cli/option_checks.hpp"
 #include "common/errors.hpp"
+#include "common/limits.hpp"
 #include "common/nearest_name.hpp"
 #include "sim/framework_preset.hpp"
 #include "common/profile_json.hpp"
@@ -19,7 +21,7 @@ namespace trainsim {
 void ModelOptions::add_to(CLI::App& app) {
   app.add_option("--model", model, "built-in model name, our model JSON, or a Hugging Face config.json")->required();
   seq_len_option = app.add_option("--seq-len", seq_len, "override the model's sequence length")
-                       ->check(CLI::PositiveNumber);
+                       ->transform(whole_number(1, limits::kMaxSeqLen, "tokens"));
 }
 
 ModelSpec ModelOptions::resolve() const {
@@ -35,33 +37,35 @@ namespace {
 struct SizeFlag {
   const char* name;  // flag without "--", also the key in PlanOptions::sizes
   const char* help;
+  int64_t max;       // the largest value accepted (common/limits.hpp)
+  const char* unit;  // what it counts, for the range message
 };
 const SizeFlag kSizeFlags[] = {
-    {"dp", "data-parallel size (default: gpus / (tp*pp*cp), or 1)"},
-    {"tp", "tensor-parallel size"},
-    {"pp", "pipeline-parallel size"},
-    {"vpp", "virtual pipeline stages per rank (interleaved schedule)"},
-    {"cp", "context-parallel size (ring attention)"},
-    {"ep", "expert-parallel size (MoE models: experts / ep per rank, all-to-all token dispatch)"},
-    {"first-stage-layers", "transformer layers on the first pipeline stage (Megatron-Core's uneven split)"},
-    {"dp-shard", "ZeRO shard group size (HSDP: shard over this many dp x cp ranks, replicate across)"},
-    {"last-stage-layers", "transformer layers on the last pipeline stage"},
-    {"micro-batch", "sequences per micro-batch"},
-    {"global-batch", "sequences per iteration (default: dp x micro-batch)"},
+    {"dp", "data-parallel size (default: gpus / (tp*pp*cp), or 1)", limits::kMaxGpus, "ranks"},
+    {"tp", "tensor-parallel size", limits::kMaxGpus, "ranks"},
+    {"pp", "pipeline-parallel size", limits::kMaxGpus, "stages"},
+    {"vpp", "virtual pipeline stages per rank (interleaved schedule)", limits::kMaxLayers, "model chunks"},
+    {"cp", "context-parallel size (ring attention)", limits::kMaxGpus, "ranks"},
+    {"ep", "expert-parallel size (MoE models: experts / ep per rank, all-to-all token dispatch)", limits::kMaxGpus, "ranks"},
+    {"first-stage-layers", "transformer layers on the first pipeline stage (Megatron-Core's uneven split)", limits::kMaxLayers, "layers"},
+    {"dp-shard", "ZeRO shard group size (HSDP: shard over this many dp x cp ranks, replicate across)", limits::kMaxGpus, "ranks"},
+    {"last-stage-layers", "transformer layers on the last pipeline stage", limits::kMaxLayers, "layers"},
+    {"micro-batch", "sequences per micro-batch", limits::kMaxBatch, "sequences"},
+    {"global-batch", "sequences per iteration (default: dp x micro-batch)", limits::kMaxBatch, "sequences"},
 };
 }  // namespace
 
 void PlanOptions::add_to(CLI::App& app) {
   options["plan"] = app.add_option("--plan", plan_path, "plan JSON (flags given here override its keys)");
   options["gpus"] = app.add_option("--gpus", gpus, "number of GPUs (sets dp when --dp is left out)")
-                        ->check(CLI::PositiveNumber);
+                        ->transform(whole_number(1, limits::kMaxGpus, "GPUs"));
   for (const auto& flag : kSizeFlags) {
     sizes[flag.name] = 1;
     options[flag.name] = app.add_option(std::string("--") + flag.name, sizes[flag.name], flag.help)
-                             ->check(CLI::PositiveNumber);
+                             ->transform(whole_number(1, flag.max, flag.unit));
   }
   sizes["zero"] = 0;
-  options["zero"] = app.add_option("--zero", sizes["zero"], "ZeRO stage 0-3 (3 = FSDP)")->check(CLI::Range(0, 3));
+  options["zero"] = app.add_option("--zero", sizes["zero"], "ZeRO stage 0-3 (3 = FSDP)")->transform(whole_number(0, 3, "the ZeRO stage", "stage 3 shards parameters, gradients and optimizer states (FSDP); there is no higher stage"));
   options["recompute"] = app.add_option("--recompute", recompute,
                                         "activation recomputation (selective: Megatron's attention core; selective_op: "
                                         "torchtitan's per-op checkpointing)")
@@ -85,10 +89,12 @@ void PlanOptions::add_to(CLI::App& app) {
                                             "overlap every TP collective with a GEMM, forward and backward (Megatron-Core "
                                             "--tp-comm-overlap, torchtitan async TP); needs --sequence-parallel");
   options["moe-imbalance"] = app.add_option("--moe-imbalance", moe_imbalance,
-                                           "MoE: token copies the busiest EP rank gets over the mean (default 1: balanced)");
+                                           "MoE: token copies the busiest EP rank gets over the mean (default 1: balanced)")
+                                ->check(real_number(1, 1000, "times the mean", false));
   options["moe-capacity-factor"] = app.add_option("--moe-capacity-factor", moe_capacity_factor,
                                                  "MoE: expert capacity over the mean; copies beyond it are dropped "
-                                                 "(Megatron-Core --moe-expert-capacity-factor; default: dropless)");
+                                                 "(Megatron-Core --moe-expert-capacity-factor; default: dropless)")
+                                      ->check(real_number(0, 1000, "times the mean; 0 = dropless", false));
   options["attention"] = app.add_option("--attention", attention, "attention kernel (default flash)")
                              ->check(CLI::IsMember({"flash", "unfused"}));
   options["cross-entropy"] = app.add_option("--cross-entropy", cross_entropy,
@@ -248,26 +254,26 @@ void PlanOptions::apply_flags(ParallelPlan& p) const {
   if (given("moe-imbalance")) p.moe_imbalance = moe_imbalance;
   if (given("moe-capacity-factor")) p.moe_capacity_factor = moe_capacity_factor;
   if (given("schedule")) p.schedule = parse_schedule(schedule);
-  else if (p.vpp > 1) p.schedule = Schedule::kInterleaved;
+  else if (given("vpp") && p.vpp > 1) p.schedule = Schedule::kInterleaved;  // --vpp N alone means interleaving; a file's schedule stays
 }
 
 void HardwareOptions::add_to(CLI::App& app) {
   options["gpu"] = app.add_option("--gpu", gpu, "GPU type (trainsim catalog lists them)");
   options["cluster"] = app.add_option("--cluster", cluster, "cluster preset: GPU type, GPUs per node, network");
   options["gpus-per-node"] = app.add_option("--gpus-per-node", gpus_per_node, "GPUs per node (default 8)")
-                                 ->check(CLI::PositiveNumber);
+                                 ->transform(whole_number(1, limits::kMaxGpusPerNode, "GPUs"));
   options["inter-node-gbps"] = app.add_option("--inter-node-gbps", inter_node_gbps,
                                               "inter-node bandwidth per GPU, Gbit/s (default: the cluster's, or 200)")
-                                   ->check(CLI::PositiveNumber);
+                                   ->check(real_number(0, 1e6, "Gbit/s per GPU"));
   options["nvlink-gb-per-s"] = app.add_option("--nvlink-gb-per-s", nvlink_gb_per_s,
                                               "what-if: NVLink bandwidth per GPU per direction, GB/s (default: the GPU's)")
-                                   ->check(CLI::PositiveNumber);
+                                   ->check(real_number(0, 1e6, "GB/s per GPU"));
   options["profile"] = app.add_option("--profile", profile_path, "a measured hardware profile (trainsim calibrate); "
                                       "datasheet mode without it");
   options["allow-extrapolation"] = app.add_flag("--allow-extrapolation", allow_extrapolation,
                                                 "price ops outside the profile's measurements (they are listed)");
   options["price"] = app.add_option("--price", price, "USD per GPU-hour (default: the catalog's reference price)")
-                          ->check(CLI::NonNegativeNumber);
+                          ->check(real_number(0, 1e4, "USD per GPU-hour", false));
 }
 
 bool HardwareOptions::given(const std::string& name) const {

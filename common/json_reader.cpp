@@ -2,6 +2,7 @@
 #include "common/json_reader.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -15,6 +16,7 @@ namespace {
 std::string type_name(const nlohmann::json& v) {
   if (v.is_number_integer()) return "an integer";
   if (v.is_number_float()) return "a number with a fraction";
+  if (v.is_array() || v.is_object()) return std::string("an ") + v.type_name();
   return std::string("a ") + v.type_name();
 }
 
@@ -38,12 +40,26 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& sourc
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
+    // "[json.exception.parse_error.101] parse error at line L, column C: WHY; last read: '...'"
     std::string reason = e.what();
-    const auto colon = reason.rfind(": ");
+    const auto colon = reason.find(": ", reason.find("column"));
     if (colon != std::string::npos) reason = reason.substr(colon + 2);
     throw InputError(source + ": malformed JSON at " + line_and_column(text, e.byte > 0 ? e.byte - 1 : 0) + ": " +
                          reason,
                      "check the file with a JSON validator (e.g. `python3 -m json.tool FILE`)");
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number literal beyond double's range ("1e400"): nlohmann names the literal, not its place.
+    std::string reason = e.what();
+    const auto open = reason.find('\''), close = reason.rfind('\'');
+    std::string where;
+    if (open != std::string::npos && close > open) {
+      const std::string literal = reason.substr(open + 1, close - open - 1);
+      const size_t at = text.find(literal);
+      if (at != std::string::npos) where = " at " + line_and_column(text, at);
+      reason = "the number " + literal + " is beyond the range of a double (about 1.8e308)";
+    }
+    throw InputError(source + ": malformed JSON" + where + ": " + reason,
+                     "write a finite number; trainsim's sizes and rates are far below that range");
   }
 }
 
@@ -91,6 +107,10 @@ bool JsonObjectReader::has(const std::string& key) const {
 std::optional<int64_t> JsonObjectReader::optional_int(const std::string& key, int64_t min_value) {
   const nlohmann::json* v = find(key);
   if (v == nullptr) return std::nullopt;
+  if (v->is_number_float() && std::abs(v->get<double>()) >= 9.2e18 && std::floor(v->get<double>()) == v->get<double>()) {
+    add_problem(key, "value " + v->dump() + " is too large (an integer up to 9223372036854775807)");
+    return std::nullopt;
+  }
   if (!v->is_number_integer()) {
     add_problem(key, "expected an integer >= " + std::to_string(min_value) + ", got " + type_name(*v) + " (" +
                          v->dump() + ")");
@@ -125,6 +145,10 @@ std::optional<double> JsonObjectReader::optional_number(const std::string& key, 
     return std::nullopt;
   }
   const double x = v->get<double>();
+  if (!std::isfinite(x)) {  // a literal beyond double's range (1e400) parses as infinity
+    add_problem(key, key + " (" + v->dump() + ") must be a finite number");
+    return std::nullopt;
+  }
   if (!(x >= min_value)) {
     add_problem(key, key + " (" + v->dump() + ") must be >= " + nlohmann::json(min_value).dump());
     return std::nullopt;

@@ -1,25 +1,63 @@
 // Validation of ModelSpec and names of its enums.
 #include "model/model_spec.hpp"
 
+#include <cstdio>
+
+#include "common/limits.hpp"
+
 namespace trainsim {
 
 namespace {
-void require_positive(ProblemList& problems, const std::string& where, const char* key, int64_t value) {
+// `key` (the JSON path below the model) from 1 to `max` (common/limits.hpp says why each bound).
+void require_size(ProblemList& problems, const std::string& where, const char* key, int64_t value, int64_t max) {
   if (value <= 0) problems.add(where + ": /" + key + ": " + key + " (" + std::to_string(value) + ") must be >= 1");
+  if (value > max) {
+    problems.add(where + ": /" + key + ": " + key + " (" + std::to_string(value) + ") must be <= " + std::to_string(max) +
+                 " (far beyond any trained model: a typo?)");
+  }
+}
+
+// Parameters, over-estimated in double (every FFN counted as gated, biases left out), so that a
+// model too large for int64 byte counts is refused before anything counts it exactly.
+double parameter_bound(const ModelSpec& m) {
+  const double h = static_cast<double>(m.hidden);
+  const double attention = 2.0 * h * static_cast<double>(m.heads * m.head_dim) + 2.0 * h * static_cast<double>(m.kv_heads * m.head_dim);
+  const double ffns = m.moe ? static_cast<double>(m.moe->experts + m.moe->shared_experts) : 1.0;
+  const double ffn_width = static_cast<double>(m.moe ? m.moe->expert_ffn_hidden : m.ffn_hidden);
+  return static_cast<double>(m.layers) * (attention + ffns * 3.0 * h * ffn_width) + 2.0 * static_cast<double>(m.vocab) * h;
+}
+
+void require_countable(ProblemList& problems, const std::string& where, const ModelSpec& m) {
+  const double params = parameter_bound(m);
+  if (params <= limits::kMaxParameters) return;
+  char text[64];
+  std::snprintf(text, sizeof text, "%.3g", params);
+  problems.add(where + ": model \"" + m.name + "\" has about " + text +
+               " parameters; trainsim prices models up to 1e15 (published models: ~2e12), so its sizes are likely a typo");
 }
 }  // namespace
 
 ProblemList validate_model(const ModelSpec& m, const std::string& where) {
   ProblemList p;
-  require_positive(p, where, "layers", m.layers);
-  require_positive(p, where, "hidden", m.hidden);
-  require_positive(p, where, "heads", m.heads);
-  require_positive(p, where, "kv_heads", m.kv_heads);
-  require_positive(p, where, "head_dim", m.head_dim);
-  require_positive(p, where, "ffn_hidden", m.ffn_hidden);
-  require_positive(p, where, "vocab", m.vocab);
-  require_positive(p, where, "seq_len", m.seq_len);
-  if (!p.empty()) return p;  // the relations below need positive sizes
+  require_size(p, where, "layers", m.layers, limits::kMaxLayers);
+  require_size(p, where, "hidden", m.hidden, limits::kMaxWidth);
+  require_size(p, where, "heads", m.heads, limits::kMaxHeads);
+  require_size(p, where, "kv_heads", m.kv_heads, limits::kMaxHeads);
+  require_size(p, where, "head_dim", m.head_dim, limits::kMaxWidth);
+  require_size(p, where, "ffn_hidden", m.ffn_hidden, limits::kMaxWidth);
+  require_size(p, where, "vocab", m.vocab, limits::kMaxVocab);
+  require_size(p, where, "seq_len", m.seq_len, limits::kMaxSeqLen);
+  if (m.moe) {
+    require_size(p, where, "moe/experts", m.moe->experts, limits::kMaxExperts);
+    require_size(p, where, "moe/top_k", m.moe->top_k, limits::kMaxExperts);
+    require_size(p, where, "moe/expert_ffn_hidden", m.moe->expert_ffn_hidden, limits::kMaxWidth);
+    if (m.moe->shared_experts < 0 || m.moe->shared_experts > limits::kMaxExperts) {
+      p.add(where + ": /moe/shared_experts: shared_experts (" + std::to_string(m.moe->shared_experts) + ") must be from 0 to " +
+            std::to_string(limits::kMaxExperts));
+    }
+  }
+  if (!p.empty()) return p;  // the relations below need sizes in range
+  require_countable(p, where, m);
   if (m.heads % m.kv_heads != 0) {
     p.add(where + ": /kv_heads: kv_heads (" + std::to_string(m.kv_heads) + ") must divide heads (" +
           std::to_string(m.heads) + ") of model \"" + m.name + "\" (each KV head serves a whole group of query heads)");
@@ -29,9 +67,6 @@ ProblemList validate_model(const ModelSpec& m, const std::string& where) {
           std::to_string(m.max_positions) + " rows, key max_positions) of model \"" + m.name + "\"");
   }
   if (m.moe) {
-    require_positive(p, where, "moe/experts", m.moe->experts);
-    require_positive(p, where, "moe/top_k", m.moe->top_k);
-    require_positive(p, where, "moe/expert_ffn_hidden", m.moe->expert_ffn_hidden);
     if (m.moe->top_k > m.moe->experts) {
       p.add(where + ": /moe/top_k: top_k (" + std::to_string(m.moe->top_k) + ") must be <= experts (" +
             std::to_string(m.moe->experts) + ")");

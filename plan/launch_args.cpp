@@ -134,7 +134,8 @@ std::vector<LaunchFlag> launch_flags(const std::vector<std::string>& words, cons
   return flags;
 }
 
-int64_t parse_count(const std::string& file, const std::string& key, const std::string& text, int64_t min_value) {
+int64_t parse_count(const std::string& file, const std::string& key, const std::string& text, int64_t min_value,
+                    int64_t max_value) {
   size_t used = 0;
   int64_t value = 0;
   bool ok = !text.empty() && (std::isdigit(static_cast<unsigned char>(text[0])) != 0 || text[0] == '-');
@@ -150,8 +151,10 @@ int64_t parse_count(const std::string& file, const std::string& key, const std::
                      text.find('$') != std::string::npos ? "the script takes it from the environment; write the number, or give it as a trainsim flag"
                                                          : "write a whole number");
   }
-  if (value < min_value) {
-    throw InputError(file + ": " + key + ": " + text + " must be >= " + std::to_string(min_value));
+  if (value < min_value || value > max_value) {
+    throw InputError(file + ": " + key + ": " + text + " must be from " + std::to_string(min_value) + " to " + std::to_string(max_value),
+                     value < min_value ? "write a value the framework accepts (sizes and batches start at 1)"
+                                       : "the bound is far beyond any real job (docs/hardening.md); a typo?");
   }
   return value;
 }

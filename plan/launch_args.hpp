@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "common/limits.hpp"
+
 namespace trainsim {
 
 struct LaunchFlag {
@@ -27,7 +29,10 @@ std::vector<std::string> launch_words(const std::string& text);
 // (commands, script names) are skipped.
 std::vector<LaunchFlag> launch_flags(const std::vector<std::string>& words, const std::set<std::string>& switches);
 
-// `text` as an integer >= min_value; an InputError naming `file`, `key` and the value otherwise.
-int64_t parse_count(const std::string& file, const std::string& key, const std::string& text, int64_t min_value);
+// `text` as an integer from min_value to max_value; an InputError naming `file`, `key` and the
+// value otherwise. The default bound (common/limits.hpp's sequence length, the largest size a
+// launch script states) keeps products of a few such values inside int64.
+int64_t parse_count(const std::string& file, const std::string& key, const std::string& text, int64_t min_value,
+                    int64_t max_value = limits::kMaxSeqLen);
 
 }  // namespace trainsim

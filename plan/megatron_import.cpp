@@ -58,9 +58,9 @@ struct MegatronArgs {
   std::map<std::string, std::string> values;  // the last value of each flag (argparse: the last wins)
   std::set<std::string> switches;
   bool has(const std::string& flag) const { return switches.count(flag) > 0 || values.count(flag) > 0; }
-  int64_t number(const std::string& flag, int64_t fallback, int64_t min_value = 1) const {
+  int64_t number(const std::string& flag, int64_t fallback, int64_t min_value = 1, int64_t max_value = limits::kMaxSeqLen) const {
     const auto it = values.find(flag);
-    return it == values.end() ? fallback : parse_count(file, flag, it->second, min_value);
+    return it == values.end() ? fallback : parse_count(file, flag, it->second, min_value, max_value);
   }
   // A positive decimal (a factor), or `fallback` when the flag is absent.
   double real(const std::string& flag, double fallback) const {
@@ -212,10 +212,10 @@ ImportedJob import_megatron(const std::string& text, const std::string& file, co
   const MegatronArgs a = collect(text, file, job.not_modeled);
   check_model(a, model);
   ParallelPlan& p = job.plan;
-  p.tp = a.number("--tensor-model-parallel-size", 1);
-  p.pp = a.number("--pipeline-model-parallel-size", 1);
-  p.cp = a.number("--context-parallel-size", 1);
-  p.ep = a.number("--expert-model-parallel-size", 1);
+  p.tp = a.number("--tensor-model-parallel-size", 1, 1, limits::kMaxGpus);
+  p.pp = a.number("--pipeline-model-parallel-size", 1, 1, limits::kMaxGpus);
+  p.cp = a.number("--context-parallel-size", 1, 1, limits::kMaxGpus);
+  p.ep = a.number("--expert-model-parallel-size", 1, 1, limits::kMaxGpus);
   if (a.values.count("--cp-comm-type") > 0) {
     const std::string type = a.values.at("--cp-comm-type");
     if (type == "p2p" || type == "all_gather" || type == "a2a") p.cp_comm = parse_cp_comm(type);

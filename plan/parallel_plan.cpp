@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "common/limits.hpp"
+
 namespace trainsim {
 
 namespace {
@@ -108,6 +110,28 @@ void check_stage_layers(const ParallelPlan& p, const ModelSpec& m, const std::st
     }
   }
 }
+// Sizes beyond any job (common/limits.hpp), refused before products of them can overflow.
+template <typename Add>
+void check_upper_bounds(const ParallelPlan& p, const Add& add) {
+  const std::pair<const char*, int64_t> ranks[] = {{"dp", p.dp}, {"tp", p.tp}, {"pp", p.pp}, {"cp", p.cp}, {"ep", p.ep},
+                                                   {"dp_shard", p.dp_shard}};
+  for (const auto& [key, value] : ranks) {
+    if (value > limits::kMaxGpus) add(key, std::string(key) + " (" + s(value) + ") must be <= " + s(limits::kMaxGpus) + " (GPUs in one job)");
+  }
+  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"micro_batch", p.micro_batch}, {"global_batch", p.global_batch}}) {
+    if (value > limits::kMaxBatch) add(key, std::string(key) + " (" + s(value) + ") must be <= " + s(limits::kMaxBatch) + " sequences");
+  }
+  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"vpp", p.vpp}, {"first_stage_layers", p.first_stage_layers},
+                                   {"last_stage_layers", p.last_stage_layers}}) {
+    if (value > limits::kMaxLayers) add(key, std::string(key) + " (" + s(value) + ") must be <= " + s(limits::kMaxLayers) + " (layers of a model)");
+  }
+  if (static_cast<double>(p.dp) * static_cast<double>(p.tp) * static_cast<double>(p.pp) * static_cast<double>(p.cp) >
+      static_cast<double>(limits::kMaxGpus)) {
+    add("gpus", "dp x tp x pp x cp (" + s(p.dp) + " x " + s(p.tp) + " x " + s(p.pp) + " x " + s(p.cp) + ") must be <= " +
+                    s(limits::kMaxGpus) + " GPUs");
+  }
+}
+
 }  // namespace
 
 ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::string& where, PlanRules rules) {
@@ -121,6 +145,7 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
   for (const auto& [key, value] : sizes) {
     if (value < 1) add(key, std::string(key) + " (" + s(value) + ") must be >= 1");
   }
+  check_upper_bounds(p, add);
   for (const auto& [key, value] : {std::pair<const char*, int64_t>{"first_stage_layers", p.first_stage_layers},
                                    {"last_stage_layers", p.last_stage_layers}}) {
     if (value < 0) add(key, std::string(key) + " (" + s(value) + ") must be >= 1 (leave it out for the even split)");

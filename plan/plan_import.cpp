@@ -46,6 +46,9 @@ ImportedJob import_job(ImportFormat format, const std::string& text, const std::
 
 namespace {
 
+// Where DeepSpeed defines its keys, the hint of each type or range error.
+const char* const kDeepSpeedHint = "DeepSpeed's config reference (deepspeed.ai/docs/config-json) defines each key and its values";
+
 using Json = nlohmann::json;
 
 // Keys of one config object: those read, those accepted quietly (not about speed), the rest listed.
@@ -81,7 +84,7 @@ struct DeepSpeedReader {
       job.notes.push_back(std::string(section) + ".enabled is \"auto\" (set by the launcher): taken as off");
       return false;
     }
-    if (!v.is_boolean()) throw InputError(file + ": /" + section + "/enabled: expected true or false, got " + v.dump());
+    if (!v.is_boolean()) throw InputError(file + ": /" + section + "/enabled: expected true or false, got " + v.dump(), kDeepSpeedHint);
     return v.get<bool>();
   }
 };
@@ -127,16 +130,16 @@ void read_zero(const Json& j, const DeepSpeedReader& r, ImportedJob& job) {
   p.dp_overlap = false;  // DeepSpeed's overlap_comm default below stage 3
   if (!j.contains("zero_optimization")) return;
   const Json& z = j["zero_optimization"];
-  if (!z.is_object()) throw InputError(r.file + ": /zero_optimization: expected an object, got " + z.dump());
+  if (!z.is_object()) throw InputError(r.file + ": /zero_optimization: expected an object, got " + z.dump(), kDeepSpeedHint);
   if (z.contains("stage")) {
     if (!z["stage"].is_number_integer() || z["stage"].get<int64_t>() < 0 || z["stage"].get<int64_t>() > 3) {
-      throw InputError(r.file + ": /zero_optimization/stage: expected 0, 1, 2 or 3, got " + z["stage"].dump());
+      throw InputError(r.file + ": /zero_optimization/stage: expected 0, 1, 2 or 3, got " + z["stage"].dump(), kDeepSpeedHint);
     }
     p.zero_stage = z["stage"].get<int>();
   }
   p.dp_overlap = p.zero_stage == 3;  // DeepSpeed turns overlap_comm on for stage 3 unless stated
   if (z.contains("overlap_comm")) {
-    if (!z["overlap_comm"].is_boolean()) throw InputError(r.file + ": /zero_optimization/overlap_comm: expected true or false, got " + z["overlap_comm"].dump());
+    if (!z["overlap_comm"].is_boolean()) throw InputError(r.file + ": /zero_optimization/overlap_comm: expected true or false, got " + z["overlap_comm"].dump(), kDeepSpeedHint);
     p.dp_overlap = z["overlap_comm"].get<bool>();
   }
   list_unread(z, "zero_optimization.", {"stage", "overlap_comm"}, {"stage3_gather_16bit_weights_on_model_save"}, job.not_modeled);

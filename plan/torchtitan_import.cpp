@@ -10,6 +10,7 @@
 #include <toml++/toml.h>
 
 #include "common/errors.hpp"
+#include "common/limits.hpp"
 #include "plan/plan_import.hpp"
 #include "plan/torchtitan_export.hpp"
 
@@ -18,6 +19,9 @@ namespace trainsim {
 namespace {
 
 std::string s(int64_t v) { return std::to_string(v); }
+
+// torchtitan's own definition of every key, named in the hint of each type or range error.
+const char* const kTomlHint = "torchtitan's JobConfig (torchtitan/config/job_config.py) defines each key, its type and its default";
 
 // Typed access to "section.key" paths; remembers what was read so the rest can be listed.
 class TomlReader {
@@ -28,20 +32,27 @@ class TomlReader {
     const toml::node* n = find(path);
     if (n == nullptr) return std::nullopt;
     const auto v = n->value<int64_t>();
-    if (!n->is_integer() || !v) throw InputError(file_ + ": " + path + ": expected an integer, got " + describe(*n));
-    if (*v < min_value) throw InputError(file_ + ": " + path + ": " + s(*v) + " must be >= " + s(min_value));
+    if (!n->is_integer() || !v) throw InputError(file_ + ": " + path + ": expected an integer, got " + describe(*n), kTomlHint);
+    if (*v < min_value) throw InputError(file_ + ": " + path + ": " + s(*v) + " must be >= " + s(min_value), kTomlHint);
+    // Parallel degrees up to a job's GPUs, batches, layers and lengths up to a sequence's tokens
+    // (common/limits.hpp): products of them then stay inside int64.
+    const int64_t max_value = path.find("_degree") != std::string::npos ? limits::kMaxGpus : limits::kMaxSeqLen;
+    if (*v > max_value) {
+      throw InputError(file_ + ": " + path + ": " + s(*v) + " must be <= " + s(max_value),
+                       "the bound is far beyond any real job (docs/hardening.md); a typo?");
+    }
     return *v;
   }
   std::optional<bool> boolean(const std::string& path) {
     const toml::node* n = find(path);
     if (n == nullptr) return std::nullopt;
-    if (!n->is_boolean()) throw InputError(file_ + ": " + path + ": expected true or false, got " + describe(*n));
+    if (!n->is_boolean()) throw InputError(file_ + ": " + path + ": expected true or false, got " + describe(*n), kTomlHint);
     return n->value<bool>();
   }
   std::optional<std::string> string(const std::string& path) {
     const toml::node* n = find(path);
     if (n == nullptr) return std::nullopt;
-    if (!n->is_string()) throw InputError(file_ + ": " + path + ": expected a string, got " + describe(*n));
+    if (!n->is_string()) throw InputError(file_ + ": " + path + ": expected a string, got " + describe(*n), kTomlHint);
     return n->value<std::string>();
   }
   std::vector<std::string> strings(const std::string& path) {
@@ -49,9 +60,9 @@ class TomlReader {
     const toml::node* n = find(path);
     if (n == nullptr) return out;
     const toml::array* a = n->as_array();
-    if (a == nullptr) throw InputError(file_ + ": " + path + ": expected a list of strings, got " + describe(*n));
+    if (a == nullptr) throw InputError(file_ + ": " + path + ": expected a list of strings, got " + describe(*n), kTomlHint);
     for (const toml::node& e : *a) {
-      if (!e.is_string()) throw InputError(file_ + ": " + path + ": expected a list of strings, got " + describe(e) + " in it");
+      if (!e.is_string()) throw InputError(file_ + ": " + path + ": expected a list of strings, got " + describe(e) + " in it", kTomlHint);
       out.push_back(*e.value<std::string>());
     }
     return out;

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/errors.hpp"
+#include "reports/json_output.hpp"
 #include "reports/report_sections.hpp"
 #include "reports/svg_chart.hpp"
 
@@ -35,6 +36,12 @@ ReportSection report_section(const json& doc, const std::string& source) {
   const std::string schema = doc["schema"].get<std::string>();
   const Reader r(doc, source);
   ReportSection s;
+  // A file of another schema_version may mean other keys: refused rather than half read.
+  if (const auto version = doc.find("schema_version"); version != doc.end() && *version != kSchemaVersion) {
+    throw InputError(source + ": /schema_version: expected " + std::to_string(kSchemaVersion) + ", got " + version->dump() +
+                         " (this trainsim reads schema_version " + std::to_string(kSchemaVersion) + ")",
+                     "write it again with this trainsim (the command that made it), or report it with the trainsim that wrote it");
+  }
   if (schema == "trainsim.prediction") {
     s = prediction_section(r, doc);
   } else if (schema == "trainsim.measurement") {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 
 #include "common/json_reader.hpp"
 #include "model/model_catalog.hpp"
@@ -259,7 +260,15 @@ std::vector<PublishedRun> load_published_runs(const std::string& path) {
   std::vector<PublishedRun> runs;
   if (doc.is_object() && doc.contains("runs") && doc["runs"].is_array()) {
     root.accept("runs");
-    for (size_t i = 0; i < doc["runs"].size(); ++i) runs.push_back(read_run(doc["runs"][i], path, "/runs/" + std::to_string(i), problems));
+    std::map<std::string, size_t> first_index;  // ids name the rows of every report, so each is unique
+    for (size_t i = 0; i < doc["runs"].size(); ++i) {
+      runs.push_back(read_run(doc["runs"][i], path, "/runs/" + std::to_string(i), problems));
+      const auto [it, fresh] = first_index.emplace(runs.back().id, i);
+      if (!fresh && !runs.back().id.empty()) {
+        problems.add(path + ": /runs/" + std::to_string(i) + "/id: id \"" + runs.back().id + "\" repeats /runs/" +
+                     std::to_string(it->second) + "/id (each run needs its own)");
+      }
+    }
   } else {
     root.add_problem("runs", "missing required array \"runs\"");
   }

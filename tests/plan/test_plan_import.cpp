@@ -68,7 +68,7 @@ TEST_CASE("malformed Megatron-LM values are InputErrors naming the file, the fla
   CHECK_THROWS_WITH(import_megatron("--pipeline-model-parallel-size $PP", "run.sh", m, 8),
                     "run.sh: --pipeline-model-parallel-size: \"$PP\" is not an integer");
   CHECK_THROWS_WITH(import_megatron("--micro-batch-size 99999999999999999999", "run.sh", m, 8), Catch::Contains("is not an integer"));
-  CHECK_THROWS_WITH(import_megatron("--micro-batch-size 0", "run.sh", m, 8), "run.sh: --micro-batch-size: 0 must be >= 1");
+  CHECK_THROWS_WITH(import_megatron("--micro-batch-size 0", "run.sh", m, 8), "run.sh: --micro-batch-size: 0 must be from 1 to 67108864");
   CHECK_THROWS_WITH(import_megatron("--recompute-granularity partial", "run.sh", m, 8), Catch::Contains("\"partial\" is not one of"));
   CHECK_THROWS_WITH(import_megatron("--tensor-model-parallel-size 2", "run.sh", m, 0), Catch::Contains("the GPU count is not in the file"));
   CHECK_THROWS_WITH(import_megatron("--num-layers 80 --hidden-size 4096", "run.sh", m, 8),

@@ -1,0 +1,93 @@
+// Numeric option checks and the wording of parse errors.
+#include "cli/option_checks.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <regex>
+#include <sstream>
+#include <vector>
+
+#include "common/nearest_name.hpp"
+
+namespace trainsim {
+
+namespace {
+
+std::string number_text(double x) {
+  std::ostringstream out;
+  out << x;
+  return out.str();
+}
+
+// The whole text as a double (strtod: also "nan", "inf", "1e300"); nullopt when it is no number.
+std::optional<double> parse_real(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const double x = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size()) return std::nullopt;
+  return x;
+}
+
+}  // namespace
+
+CLI::Validator whole_number(int64_t min, int64_t max, const std::string& what, const std::string& hint_above) {
+  const std::string range = "a whole number from " + std::to_string(min) + " to " + std::to_string(max) + " (" + what + ")";
+  const std::string above = hint_above.empty() ? "the bound is far beyond any real job (docs/hardening.md); a typo?" : hint_above;
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        const std::optional<double> x = parse_real(text);
+        if (!x) return "\"" + text + "\" is not a number: it takes " + range;
+        if (!std::isfinite(*x) || *x != std::floor(*x)) return text + " is not allowed: it takes " + range;
+        if (*x < static_cast<double>(min) || *x > static_cast<double>(max)) {
+          return text + " is out of range: it takes " + range + "\nhint: " +
+                 (*x > static_cast<double>(max) ? above : "give a value from " + std::to_string(min) + " up");
+        }
+        text = std::to_string(static_cast<int64_t>(*x));  // "8.0" or "1e3" converts as the integer
+        return "";
+      },
+      "INT in [" + std::to_string(min) + " - " + std::to_string(max) + "]");
+}
+
+CLI::Validator real_number(double min, double max, const std::string& unit, bool min_excluded) {
+  const std::string range = std::string("a finite number ") + (min_excluded ? "above " : "from ") + number_text(min) +
+                            (min_excluded ? " up to " : " to ") + number_text(max) + (unit.empty() ? "" : " (" + unit + ")");
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        const std::optional<double> x = parse_real(text);
+        if (!x) return "\"" + text + "\" is not a number: it takes " + range;
+        const bool below = min_excluded ? !(*x > min) : !(*x >= min);
+        if (!std::isfinite(*x) || below || *x > max) return text + " is not allowed: it takes " + range;
+        return "";
+      },
+      "FLOAT in (" + number_text(min) + " - " + number_text(max) + "]");
+}
+
+std::string parse_error_message(const CLI::ParseError& error, const CLI::App* command) {
+  std::string message = error.what();
+  // CLI11: "Could not convert: --steps = abc" (an option without a trainsim check).
+  static const std::regex conversion(R"(Could not convert: (\S+) = (.*))");
+  std::smatch m;
+  if (std::regex_match(message, m, conversion)) {
+    message = m[1].str() + ": \"" + m[2].str() + "\" is not a number of the kind it takes";
+  }
+  // CLI11: "The following arguments were not expected: 2 --tpp"; a flag there is likely a typo.
+  if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr && command != nullptr) {
+    std::vector<std::string> flags;
+    for (const CLI::Option* option : command->get_options()) {
+      for (const std::string& name : option->get_lnames()) flags.push_back("--" + name);
+    }
+    for (const std::string& extra : command->remaining()) {
+      const std::string near = extra.rfind("--", 0) == 0 ? nearest_name(extra, flags) : "";
+      if (!near.empty()) return message + "\nhint: " + extra + " is not an option of " + command->get_name() + "; did you mean " + near + "?";
+    }
+  }
+  if (message.find("hint: ") == std::string::npos) {
+    message += "\nhint: `trainsim " + (command != nullptr ? command->get_name() : std::string("COMMAND")) +
+               " --help` lists every option and what it takes";
+  }
+  return message;
+}
+
+}  // namespace trainsim

@@ -1,0 +1,26 @@
+// Range checks of numeric options, written by trainsim rather than the argument parser: they read
+// the option's text before CLI11 converts it, so NaN, infinities, fractions where a count is
+// wanted, negative values and absurd sizes all get one message that names the option, the value,
+// the range and what the option means, with a hint (the bounds: common/limits.hpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace trainsim {
+
+// A whole number from `min` to `max`; `what` says what it counts ("GPUs", "sequences"), and
+// `hint_above` what to say of a value above `max` (default: the bound of common/limits.hpp).
+CLI::Validator whole_number(int64_t min, int64_t max, const std::string& what, const std::string& hint_above = "");
+// A finite number from `min` (excluded when `min_excluded`) to `max`, in `unit`.
+CLI::Validator real_number(double min, double max, const std::string& unit, bool min_excluded = true);
+
+// The message of a parse error as trainsim prints it: CLI11's conversion errors rephrased
+// ("--gpus: \"x\" is not a number"), a misspelt flag's nearest option of `command` (the
+// subcommand being parsed, or null), and a hint naming its help when the message has none.
+std::string parse_error_message(const CLI::ParseError& error, const CLI::App* command);
+
+}  // namespace trainsim
