@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -64,6 +65,10 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& sourc
 }
 
 nlohmann::json load_json_file(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    throw InputError(path + ": is a folder, not a JSON file", "give the file inside it (a Hugging Face model folder: its config.json)");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw InputError(path + ": cannot open the file (it does not exist or is not readable)",

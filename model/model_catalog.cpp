@@ -74,9 +74,14 @@ ModelSpec resolve_model(const std::string& name_or_path, std::optional<int64_t> 
                        "built-in models: " + join_names(builtin_model_names()) +
                            "; or give the path of a model JSON or a Hugging Face config.json");
     }
-    const nlohmann::json doc = load_json_file(name_or_path);
-    model = is_hf_config(doc) ? read_hf_config(doc, name_or_path) : load_model_file(name_or_path);
-    where = name_or_path;
+    // A Hugging Face model folder (as downloaded) stands for its config.json.
+    std::error_code error;
+    const bool folder = std::filesystem::is_directory(name_or_path, error) &&
+                        std::filesystem::is_regular_file(std::filesystem::path(name_or_path) / "config.json", error);
+    const std::string path = folder ? (std::filesystem::path(name_or_path) / "config.json").string() : name_or_path;
+    const nlohmann::json doc = load_json_file(path);
+    model = is_hf_config(doc) ? read_hf_config(doc, path) : load_model_file(path);
+    where = path;
   }
   if (seq_len) {
     model.seq_len = *seq_len;

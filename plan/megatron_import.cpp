@@ -210,6 +210,11 @@ ImportedJob import_megatron(const std::string& text, const std::string& file, co
   ImportedJob job;
   job.defaulted.push_back("dp");
   const MegatronArgs a = collect(text, file, job.not_modeled);
+  if (a.values.empty() && a.switches.empty() && job.not_modeled.empty()) {
+    // Megatron's defaults (fp32, no parallelism) would stand in for a whole job nobody wrote.
+    throw InputError(file + ": no Megatron-LM argument in the file (not one --flag)",
+                     "give the launch script or argument list of the job (e.g. the line that runs pretrain_gpt.py)");
+  }
   check_model(a, model);
   ParallelPlan& p = job.plan;
   p.tp = a.number("--tensor-model-parallel-size", 1, 1, limits::kMaxGpus);

@@ -16,6 +16,8 @@ cli_test("model --format json has the documented keys" RC 0
   ARGS model --model gpt3-175b --gpus 1024 --tp 8 --pp 8 --global-batch 1536 --format json)
 cli_test("model reads a Hugging Face config.json outside the catalog" RC 0
   MATCH "\"total\": 494032768" ARGS model --model ${hf}/qwen2-0.5b/config.json --seq-len 4096 --format json)
+cli_test("model reads a Hugging Face model folder through its config.json" RC 0
+  MATCH "\"total\": 494032768" ARGS model --model ${hf}/qwen2-0.5b --seq-len 4096 --format json)
 cli_test("catalog lists the built-in models" RC 0 MATCH "llama3-405b" "mixtral-8x7b" "gpt-tiny" ARGS catalog)
 cli_test("catalog lists the built-in GPUs and clusters" RC 0
   MATCH "h200-sxm-141gb" "a100-sxm-40gb" "dgx-h100" "989\\.4" ARGS catalog)
@@ -377,6 +379,9 @@ cli_test("bad: --from megatron with a malformed value names the file, the flag a
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --from megatron ${imports}/megatron_bad_value.sh)
 cli_test("bad: --from megatron without a world size asks for --gpus" RC 2
   MATCH "the GPU count is not in the file" "hint: give --gpus N"
+  ARGS predict --model llama3-8b --gpu h100-sxm-80gb --from megatron ${imports}/megatron_args_only.txt)
+cli_test("bad: --from megatron of a file without one Megatron flag (a DeepSpeed config)" RC 2
+  MATCH "ds_config.json: no Megatron-LM argument in the file"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --from megatron ${imports}/ds_config.json)
 cli_test("bad: --from an unknown format lists the formats" RC 2 MATCH "\"titan\" is not one of: megatron, deepspeed, torchtitan"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --from titan ${imports}/torchtitan_llama3_8b.toml)
