@@ -14,8 +14,15 @@ namespace trainsim {
 
 namespace {
 
+// A damaged file can hold thousands of problems; the first ones say what is wrong.
+constexpr size_t kProblemsShown = 20;
+
 void print_input_error(const InputError& e) {
-  for (const auto& problem : e.problems()) std::cerr << "error: " << problem << "\n";
+  const auto& problems = e.problems();
+  for (size_t i = 0; i < problems.size() && i < kProblemsShown; ++i) std::cerr << "error: " << problems[i] << "\n";
+  if (problems.size() > kProblemsShown) {
+    std::cerr << "error: ... and " << problems.size() - kProblemsShown << " more problems (" << problems.size() << " in all)\n";
+  }
   if (!e.hint().empty()) std::cerr << "hint: " << e.hint() << "\n";
 }
 
