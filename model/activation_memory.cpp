@@ -9,6 +9,10 @@ namespace {
 double d(int64_t x) { return static_cast<double>(x); }
 // Tokens of one micro-batch on this rank: context parallelism splits the sequence cp ways.
 double rank_tokens(const ModelSpec& m, const ActivationLayout& l) { return d(m.seq_len) * d(l.micro_batch) / d(l.cp); }
+// FFN passes per token on this rank: the routed copies at the rank's load, plus the shared experts.
+double ffn_passes(const ModelSpec& m, const ActivationLayout& l) {
+  return m.moe ? d(m.moe->top_k) * l.expert_load + d(m.moe->shared_experts) : 1.0;
+}
 
 // torchtitan's per-op policy (_apply_ac_to_transformer_block with selective_ac_option "op": every
 // op of its save list keeps its output except every second aten.mm): the layer input (the
@@ -19,7 +23,7 @@ double selective_op_bytes(const ModelSpec& m, const ActivationLayout& l) {
   const double sb = rank_tokens(m, l);
   const double e = l.bytes_per_value, t = d(l.tp);
   const double sp_split = l.sequence_parallel ? t : 1.0;
-  const double routed = d(m.ffn_passes());
+  const double routed = ffn_passes(m, l);
   const double f = d(m.moe ? m.moe->expert_ffn_hidden : m.ffn_hidden);
   const double q = d(m.attention_width()), kv = d(m.kv_width());
   const bool gated = m.ffn_kind != FfnKind::kGelu;
@@ -45,7 +49,7 @@ double activation_bytes_per_layer(const ModelSpec& m, const ActivationLayout& l)
 
   // Inside it (split by t): Q, K, V, the output projection's input, the FFN's inner tensors.
   const double q = d(m.attention_width()), kv = d(m.kv_width());
-  const double routed = d(m.ffn_passes());
+  const double routed = ffn_passes(m, l);
   const double f = d(m.moe ? m.moe->expert_ffn_hidden : m.ffn_hidden);
   // GELU: its input and output (2f); SwiGLU: gate and up outputs and their product (3f).
   const double ffn_values = m.ffn_kind == FfnKind::kGelu ? 2 * f : 3 * f;

@@ -31,6 +31,9 @@ struct ActivationLayout {
   double bytes_per_value = 2;  // 2 for bf16/fp16 activations, 4 for fp32
   LossKernel loss = LossKernel::kFused;
   int64_t cp = 1;  // context-parallel ranks sharing each sequence
+  // MoE: routed token copies this rank's experts keep over the balanced mean (the busiest EP
+  // rank's, ParallelPlan::expert_rank_load); shared experts always see every token once.
+  double expert_load = 1.0;
 };
 
 // One transformer layer, one micro-batch, one TP rank.

@@ -26,9 +26,7 @@ void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const 
   const bool expert_parallel = p.ep > 1;
   const int64_t expert_tp = expert_parallel ? 1 : s.t;
   const double tokens = expert_parallel ? s.sp_tokens : static_cast<double>(s.tokens);
-  // Without EP every rank runs every expert's slice: an uneven split moves no work between ranks,
-  // only a capacity factor under 1 (copies dropped even when balanced) changes it.
-  const double load = expert_parallel ? p.moe_load() : std::min(1.0, p.moe_capacity_factor > 0 ? p.moe_capacity_factor : 1.0);
+  const double load = p.expert_rank_load();
   const double copies = tokens * static_cast<double>(moe.top_k);
   const double copy_bytes = copies * static_cast<double>(s.h) * s.e;
   const double received_bytes = copy_bytes * load;  // the busiest rank's share of the all-to-all

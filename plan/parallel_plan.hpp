@@ -64,6 +64,12 @@ struct ParallelPlan {
   double moe_capacity_factor = 0.0;
   // Copies the busiest expert-parallel rank processes over the mean.
   double moe_load() const { return moe_capacity_factor > 0 ? std::min(moe_imbalance, moe_capacity_factor) : moe_imbalance; }
+  // Token copies the busiest rank's experts process over the balanced mean: moe_load() with EP;
+  // without EP every rank runs every expert's slice, so only a capacity factor under 1 (copies
+  // dropped even when balanced) changes it.
+  double expert_rank_load() const {
+    return ep > 1 ? moe_load() : std::min(1.0, moe_capacity_factor > 0 ? moe_capacity_factor : 1.0);
+  }
 
   int64_t gpus() const { return dp * tp * pp * cp; }
   // Ranks a ZeRO shard group holds (dp x cp unless dp_shard says fewer), and how many replicate it.

@@ -87,6 +87,7 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
   act.attention = plan.attention;
   act.loss = plan.cross_entropy;
   act.cp = plan.cp;
+  act.expert_load = plan.expert_rank_load();
   act.bytes_per_value = plan.precision == Precision::kFp32 ? 4 : 2;
   const double act_layer = activation_bytes_per_layer(model, act);
 

@@ -109,6 +109,23 @@ TEST_CASE("router imbalance: the busiest EP rank runs and receives imbalance x t
   CHECK_THAT(validate_plan(p, resolve_model("llama3-8b"), "options").items()[0], Catch::Contains("there are no experts"));
 }
 
+TEST_CASE("router imbalance: the busiest EP rank also keeps imbalance x the mean routed activations") {
+  const ModelSpec m = resolve_model("qwen3-30b-a3b");
+  REQUIRE(m.moe->expert_ffn_hidden == 768);
+  REQUIRE(m.moe->shared_experts == 0);
+  ParallelPlan p = qwen_plan();
+  const double balanced = estimate_rank_memory(m, p).stages[0].memory.activations_bytes;
+  p.moe_imbalance = 1.5;
+  const double busiest = estimate_rank_memory(m, p).stages[0].memory.activations_bytes;
+  // Per layer, 0.5 x 8 more copies of 4096 tokens, each with SwiGLU's 3 x 768 values and its
+  // FFN input (2048), in bf16; one micro-batch in flight, 48 layers.
+  const double per_layer = 0.5 * 8 * 4096 * 2.0 * (3 * 768 + 2048);
+  CHECK(busiest - balanced == Approx(48 * per_layer));
+  // A capacity factor under the imbalance caps what the rank keeps, as it caps what it runs.
+  p.moe_capacity_factor = 1.25;
+  CHECK(estimate_rank_memory(m, p).stages[0].memory.activations_bytes - balanced == Approx(48 * per_layer / 2));
+}
+
 TEST_CASE("an MoE layer's memory per rank: experts / ep whole experts, their optimizer states over the expert-DP ranks") {
   const ModelSpec m = resolve_model("qwen3-30b-a3b");
   ParallelPlan p = qwen_plan();
