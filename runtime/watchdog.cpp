@@ -57,6 +57,7 @@ const char* phase_name(RunPhase phase) {
     case RunPhase::kPipelineSends: return "pipeline sends";
     case RunPhase::kOptimizer: return "gradient reduction and optimizer";
     case RunPhase::kLossAllReduce: return "loss all-reduce";
+    case RunPhase::kDeviceIteration: return "the iteration on the GPU (kernels and NCCL collectives)";
     case RunPhase::kCheckpointSave: return "checkpoint save";
     case RunPhase::kFinish: return "final gathers";
   }
@@ -70,7 +71,7 @@ void note_progress(int64_t iteration, RunPhase phase) {
 }
 
 void abort_job(MPI_Comm world, const std::string& message) {
-  std::cerr << message << std::endl;
+  std::cerr << message + "\n" << std::flush;  // one write: the other ranks' messages come at the same time
   MPI_Abort(world, 1);
   std::abort();  // MPI_Abort does not return
 }
@@ -84,10 +85,10 @@ Watchdog::Watchdog(MPI_Comm world, double timeout_s) : world_(world), timeout_s_
   MPI_Comm_set_errhandler(world, handler);
   MPI_Errhandler_free(&handler);
   note_progress(-1, RunPhase::kSetup);
-  if (timeout_s_ <= 0) return;
+  if (timeout_s_ <= 0 || size_ == 1) return;  // one rank has nobody to wait for
   int level = MPI_THREAD_SINGLE;
   MPI_Query_thread(&level);
-  heartbeats_ = level == MPI_THREAD_MULTIPLE && size_ > 1;
+  heartbeats_ = level == MPI_THREAD_MULTIPLE;
   // A beat every second (more often for short timeouts), so a peer silent for three is named well
   // inside the timeout.
   interval_s_ = std::min(1.0, timeout_s_ / 5);
@@ -161,7 +162,6 @@ void Watchdog::beat(double now_s) {
 // The ranks whose heartbeats stopped (three beats missed); if none, those that are alive but
 // without progress themselves (a rank wedged in its own code).
 std::string Watchdog::describe_peers(double now_s) const {
-  if (size_ == 1) return "no other ranks";
   if (!heartbeats_) return "rank(s) not responding: unknown (no heartbeats: MPI is not MPI_THREAD_MULTIPLE)";
   std::string silent, stuck;
   for (int r = 0; r < size_; ++r) {

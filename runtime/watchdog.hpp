@@ -20,7 +20,8 @@
 
 namespace trainsim::cpu {
 
-enum class RunPhase { kSetup, kCheckpointLoad, kStepStart, kForward, kBackward, kPipelineSends, kOptimizer, kLossAllReduce, kCheckpointSave, kFinish };
+enum class RunPhase { kSetup, kCheckpointLoad, kStepStart, kForward, kBackward, kPipelineSends, kOptimizer, kLossAllReduce,
+                      kDeviceIteration, kCheckpointSave, kFinish };
 const char* phase_name(RunPhase phase);
 
 // This rank moved on: now in `phase` of iteration `iteration` (-1: before the first). Two atomic
@@ -33,7 +34,8 @@ void note_progress(int64_t iteration, RunPhase phase);
 
 class Watchdog {
  public:
-  // Collective over `world` (it duplicates it for the heartbeats). `timeout_s` <= 0: no watchdog.
+  // Collective over `world` (it duplicates it for the heartbeats). `timeout_s` <= 0, or a job of
+  // one rank: no watchdog (a lone rank waits for nobody, and a long step is not a hang).
   // Also installs an error handler on `world` (inherited by the communicators split from it) that
   // turns an MPI error into a message naming this rank's step and phase, then aborts the job.
   Watchdog(MPI_Comm world, double timeout_s);
