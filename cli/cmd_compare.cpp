@@ -28,7 +28,7 @@ Command add_compare_command(CLI::App& root) {
   app->add_option("--predicted", o->predicted_path, "trainsim.prediction JSON (predict --format json)")->required();
   app->add_option("--measured", o->measured_path, "trainsim.measurement JSON (run --out)")->required();
   app->add_option("--tolerance", o->tolerance, "largest |iteration time error| before exit code 3 (default 0.15)")
-      ->check(real_number(0, 100, "a fraction: 0.15 = 15%", false));
+      ->check(real_number(0, 1e6, "a fraction: 0.15 = 15%", false));
   app->add_flag("--allow-mismatch", o->allow_mismatch, "compare even when the model or plan of the two files differ");
   o->format.add_to(*app);
   return {app, [o]() {

@@ -1,5 +1,7 @@
 // `[mpirun -np N] trainsim run --model M <plan> --backend cpu|cuda --steps N --out MEASURED.json
-//  [--seed S] [--data FILE] [--lr X]`: trains the plan for real and writes trainsim.measurement.
+//  [--seed S] [--data FILE] [--lr X] [--checkpoint-every N --checkpoint-dir D] [--resume |
+//  --resume-from-last-good] [--collective-timeout S]`: trains the plan for real and writes
+// trainsim.measurement. A rank that hangs stops the job after S seconds (docs/hardening.md).
 // --backend cuda runs runtime/cuda/ (bf16, one rank per GPU) when this build has it.
 #include <mpi.h>
 
@@ -17,6 +19,7 @@
 #include "reports/measurement_json.hpp"
 #include "reports/text_table.hpp"
 #include "runtime/trainer.hpp"
+#include "runtime/watchdog.hpp"
 #ifdef TRAINSIM_HAVE_CUDA_RUNTIME
 #include "runtime/cuda/cuda_trainer.hpp"
 #endif
@@ -31,7 +34,8 @@ struct RunArgs {
   std::string backend = "cpu", out, data = TRAINSIM_DEFAULT_CORPUS;
   int64_t steps = 10, warmup = 1, checkpoint_every = 0;
   std::string checkpoint_dir;
-  bool resume = false;
+  bool resume = false, resume_from_last_good = false;
+  double collective_timeout_s = 300;
   uint64_t seed = 1234;
   double lr = 1e-3;
 };
@@ -43,6 +47,8 @@ Measurement train(const RunArgs& a, const ModelSpec& model, const ParallelPlan& 
     std::cerr << "step " << r.iteration + 1 << "/" << a.steps << "  loss " << format_fixed(r.loss, 4) << "  "
               << format_fixed(r.time_s, 3) << " s\n";
   };
+  // Every rank stops the job when it makes no progress for the timeout (runtime/watchdog.hpp).
+  const cpu::Watchdog watchdog(MPI_COMM_WORLD, a.collective_timeout_s);
   if (a.backend == "cuda") {
 #ifdef TRAINSIM_HAVE_CUDA_RUNTIME
     cuda::check_cuda_plan(model, plan, world_size);
@@ -89,9 +95,12 @@ int run_training(const RunArgs& a, int rank, int world_size) {
   options.learning_rate = a.lr;
   options.checkpoint_every = a.checkpoint_every;
   options.checkpoint_dir = a.checkpoint_dir;
-  options.resume = a.resume;
-  if ((a.checkpoint_every > 0 || a.resume) && a.checkpoint_dir.empty()) {
-    throw InputError("--checkpoint-every and --resume need --checkpoint-dir", "give --checkpoint-dir DIR: the folder where the run writes (and --resume reads) its checkpoints");
+  options.resume = a.resume || a.resume_from_last_good;
+  options.resume_from_last_good = a.resume_from_last_good;
+  options.notify = [](const std::string& note) { std::cerr << note << "\n"; };
+  if ((a.checkpoint_every > 0 || options.resume) && a.checkpoint_dir.empty()) {
+    throw InputError("--checkpoint-every, --resume and --resume-from-last-good need --checkpoint-dir",
+                     "give --checkpoint-dir DIR: the folder where the run writes (and --resume reads) its checkpoints");
   }
   nlohmann::ordered_json device;
   const Measurement m = train(a, model, plan, options, world_size, device);
@@ -100,7 +109,7 @@ int run_training(const RunArgs& a, int rank, int world_size) {
   inputs["model"] = model_to_json(model);
   inputs["plan"] = plan_to_json(plan);
   inputs["run"] = {{"backend", a.backend}, {"steps", a.steps}, {"warmup_iterations", a.warmup}, {"seed", a.seed},
-                   {"data", a.data}, {"learning_rate", a.lr}, {"ranks", world_size}, {"resumed", a.resume},
+                   {"data", a.data}, {"learning_rate", a.lr}, {"ranks", world_size}, {"resumed", options.resume},
                    {"first_iteration", m.iterations.front().iteration}};
   if (!device.is_null()) inputs["run"]["cuda"] = device;
   std::ofstream out(a.out);
@@ -139,10 +148,19 @@ Command add_run_command(CLI::App& root) {
       ->transform(whole_number(1, 1000000000, "steps"));
   app->add_option("--checkpoint-dir", a->checkpoint_dir, "where checkpoints go (one file per rank and step)");
   app->add_flag("--resume", a->resume, "continue from the latest checkpoint (same model, plan, ranks and seed)");
+  app->add_flag("--resume-from-last-good", a->resume_from_last_good,
+                "--resume, but if the latest checkpoint set fails to load on any rank (missing, truncated, checksum), "
+                "continue from the newest older set that loads on every rank (a run keeps the last two)");
+  app->add_option("--collective-timeout", a->collective_timeout_s,
+                  "seconds a rank may go without progress (stuck in a collective, a peer stopped) before it stops the "
+                  "whole job naming the silent ranks (default 300; 0: never)")
+      ->check(real_number(0, 1e7, "seconds; 0 = never", false));
   return {app, [a]() {
             int initialized = 0;
             MPI_Initialized(&initialized);
-            if (!initialized) MPI_Init(nullptr, nullptr);
+            // Thread-multiple for the watchdog's heartbeats (runtime/watchdog.hpp); it runs without them otherwise.
+            int provided = 0;
+            if (!initialized) MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
             int rank = 0, size = 1;
             MPI_Comm_rank(MPI_COMM_WORLD, &rank);
             MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -173,7 +173,7 @@ Command add_validate_command(CLI::App& root) {
                 "leave-one-group-out: refit without each group and report its error (slow: one fit per group)");
   app->add_flag("--summary", o->summary_only, "print the summaries only, not every run");
   app->add_option("--tolerance", o->tolerance, "largest held-out mean |error| before exit code 3 (default 0.10)")
-      ->check(real_number(0, 100, "a fraction: 0.10 = 10%"));
+      ->check(real_number(0, 1e6, "a fraction: 0.10 = 10%"));
   app->add_option("--profile", o->profile, "price with a measured profile instead of the datasheet model");
   app->add_flag("--allow-extrapolation", o->allow_extrapolation, "with --profile: price ops outside its measurements");
   o->format.add_to(*app);

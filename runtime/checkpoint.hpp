@@ -2,12 +2,14 @@
 // header that names the run (model shape, plan, world size, seed, backend), the iteration, every
 // parameter and the optimizer states, and a 64-bit FNV-1a checksum at the end. Written to a temporary file
 // and renamed, so a run killed mid-write leaves the previous checkpoint intact. Loading checks
-// everything and throws InputError naming the file and what is wrong.
+// everything and throws InputError naming the file and what is wrong (truncated: the bytes there
+// and the bytes needed; bit flips: the stored and the computed checksum).
 #pragma once
 
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,13 +46,18 @@ void write_checkpoint(const std::string& path, const CheckpointData& data);
 CheckpointData read_checkpoint(const std::string& path);
 
 // The job's checkpoint of `data.header.iteration`: every rank of `world` writes its file, rank 0
-// then moves `latest`, and the set `every` iterations before is removed. Collective; a rank's write
+// then moves `latest`, and the set `2 x every` iterations before is removed: the last two complete
+// sets stay, so a damaged newest set has an older one to fall back to. Collective; a rank's write
 // error is raised as InputError on every rank.
 void save_checkpoint_set(MPI_Comm world, const std::string& dir, int64_t every, const CheckpointData& data);
 // This rank's file of the latest complete set, checked against `expected` (the same run: header
 // fields but iteration and step) and against the sizes of the tensors the caller will fill.
-// Collective; any rank's problem is raised as InputError on every rank.
+// Collective; any rank's problem is raised as InputError on every rank. With `fall_back`, a set
+// that some rank cannot load (missing, truncated, checksum, sizes; not a file of another run) is
+// passed over for the newest older set that loads on every rank, and `fall_back` is told on every
+// rank which sets were refused and why, and which iteration is resumed.
 CheckpointData load_checkpoint_set(MPI_Comm world, const std::string& dir, const CheckpointHeader& expected,
-                                   const std::vector<size_t>& tensor_sizes);
+                                   const std::vector<size_t>& tensor_sizes,
+                                   const std::function<void(const std::string&)>& fall_back = {});
 
 }  // namespace trainsim::cpu

@@ -18,6 +18,7 @@
 #include "runtime/op_clock.hpp"
 #include "runtime/ring_attention.hpp"
 #include "runtime/token_data.hpp"
+#include "runtime/watchdog.hpp"
 
 namespace trainsim::cpu {
 
@@ -86,7 +87,7 @@ struct Trainer::Impl {
     return plan.sequence_parallel ? tokens / plan.tp : tokens;
   }
 
-  double run_schedule(std::vector<MicroBatchState>& mbs, const PipelineSchedule& schedule) {
+  double run_schedule(std::vector<MicroBatchState>& mbs, const PipelineSchedule& schedule, int64_t iteration) {
     const float scale = 1.0f / static_cast<float>(plan.global_batch * model.seq_len);
     double loss = 0;
     std::vector<MPI_Request> sends;
@@ -98,6 +99,7 @@ struct Trainer::Impl {
       // and the gradient leaving it carry the chunk the receiver runs.
       const int fwd_tag = static_cast<int>((step.micro_batch * grid.chunks + step.chunk) * 2);
       const int from = grid.input_from(step.chunk), to = grid.output_to(step.chunk);
+      note_progress(iteration, step.kind == StepKind::kForward ? RunPhase::kForward : RunPhase::kBackward);
       if (step.kind == StepKind::kForward) {
         Matrix input;
         if (from >= 0) input = receive(from, fwd_tag);
@@ -120,6 +122,7 @@ struct Trainer::Impl {
         if (from >= 0) send(std::move(dx), from, next_chunk_tag(step, false), sends, send_buffers);
       }
     }
+    note_progress(iteration, RunPhase::kPipelineSends);
     const double start = wall_s();
     MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE);
     clock.pp_comm_s += wall_s() - start;
@@ -201,6 +204,7 @@ struct Trainer::Impl {
   double checkpoint_bytes = 0;
 
   void save_checkpoint(int64_t iteration) {
+    note_progress(iteration, RunPhase::kCheckpointSave);
     MPI_Barrier(grid.world);
     const double start = wall_s();
     CheckpointData data;
@@ -233,7 +237,13 @@ struct Trainer::Impl {
     std::vector<std::pair<float*, size_t>> tensors = state_tensors();
     std::vector<size_t> sizes;
     for (const auto& t : tensors) sizes.push_back(t.second);
-    const CheckpointData data = load_checkpoint_set(grid.world, options.checkpoint_dir, header(0), sizes);
+    note_progress(-1, RunPhase::kCheckpointLoad);
+    const auto tell = [&](const std::string& note) {
+      if (grid.world_rank == 0 && options.notify) options.notify(note);
+    };
+    const CheckpointData data = options.resume_from_last_good
+                                    ? load_checkpoint_set(grid.world, options.checkpoint_dir, header(0), sizes, tell)
+                                    : load_checkpoint_set(grid.world, options.checkpoint_dir, header(0), sizes);
     for (size_t i = 0; i < tensors.size(); ++i) std::copy(data.tensors[i].begin(), data.tensors[i].end(), tensors[i].first);
     adam_step = data.header.optimizer_step;
     return data.header.iteration;
@@ -261,13 +271,15 @@ struct Trainer::Impl {
     ep_comm_s = 0;
     ops = OpClock{};
     std::vector<MicroBatchState> mbs = micro_batches(iteration);
+    note_progress(iteration, RunPhase::kStepStart);
     MPI_Barrier(grid.world);
     rusage usage_before{};
     getrusage(RUSAGE_SELF, &usage_before);
     current_op_clock() = &ops;
     const double start = wall_s();
     data_parallel->begin_iteration();
-    const double loss = run_schedule(mbs, schedule);
+    const double loss = run_schedule(mbs, schedule, iteration);
+    note_progress(iteration, RunPhase::kOptimizer);
     optimizer_step();
     memory.sample();
     const double time = wall_s() - start;
@@ -277,6 +289,7 @@ struct Trainer::Impl {
     // Loss: the last stage's TP-rank-0 ranks hold their replica's share (with CP, of their chunks'
     // tokens: the sum over all of them is the global batch's, every token once).
     double mine = grid.pp_rank == plan.pp - 1 && grid.tp_rank == 0 ? loss : 0.0, total = 0;
+    note_progress(iteration, RunPhase::kLossAllReduce);
     MPI_Allreduce(&mine, &total, 1, MPI_DOUBLE, MPI_SUM, grid.world);
     IterationRecord r;
     r.iteration = iteration;
@@ -332,10 +345,19 @@ Measurement Trainer::run(const std::function<void(const IterationRecord&)>& on_i
   if (t.options.resume) m.checkpoint_load_s = wall_s() - load_start;
   m.warmup_iterations = std::min(m.warmup_iterations, std::max<int64_t>(0, t.options.steps - first - 1));
   for (int64_t i = first; i < t.options.steps; ++i) {
-    m.iterations.push_back(t.step(i, schedule));
+    try {
+      m.iterations.push_back(t.step(i, schedule));
+    } catch (const std::exception& e) {  // this rank alone: the others would wait for it in a collective
+      if (t.grid.world_size > 1) {
+        abort_job(t.grid.world, "error: " + std::string(e.what()) + "\nrank " + std::to_string(t.grid.world_rank) + " stops all " +
+                                    std::to_string(t.grid.world_size) + " ranks (MPI_Abort): the others may be waiting for it");
+      }
+      throw;
+    }
     if (t.grid.world_rank == 0 && on_iteration) on_iteration(m.iterations.back());
     if (t.options.checkpoint_every > 0 && (i + 1) % t.options.checkpoint_every == 0) t.save_checkpoint(i);
   }
+  note_progress(t.options.steps - 1, RunPhase::kFinish);
   if (m.iterations.empty()) throw InputError("--resume: the checkpoint is already at step " + std::to_string(first) + " of " + std::to_string(t.options.steps), "ask for more --steps");
   summarize_iterations(m);
   m.op_categories = t.gather_stage_op_times(median_op_categories(m.iterations, m.warmup_iterations));

@@ -31,6 +31,8 @@ struct RunOptions {
   int64_t checkpoint_every = 0;   // save after every N iterations (0: never)
   std::string checkpoint_dir;
   bool resume = false;            // continue from the latest checkpoint in checkpoint_dir
+  bool resume_from_last_good = false;  // with resume: a set some rank cannot load gives way to the newest older one all load
+  std::function<void(const std::string&)> notify;  // world rank 0's notes for the user (a checkpoint set passed over)
 };
 
 // Throws InputError for what the CPU runtime cannot run yet (named with the plan key).
@@ -52,7 +54,9 @@ class Trainer {
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
-  // Runs all steps; `on_iteration` is called on world rank 0 after each.
+  // Runs all steps; `on_iteration` is called on world rank 0 after each. Progress goes to
+  // runtime/watchdog.hpp; an error inside an iteration on one rank of several stops the job
+  // (MPI_Abort) instead of leaving the others waiting for it in a collective.
   Measurement run(const std::function<void(const IterationRecord&)>& on_iteration = {});
 
  private:

@@ -27,6 +27,7 @@
 #include "runtime/cuda_kernels/cuda_check.cuh"
 #include "runtime/mpi_groups.hpp"
 #include "runtime/token_data.hpp"
+#include "runtime/watchdog.hpp"
 
 namespace trainsim::cuda {
 
@@ -324,13 +325,20 @@ struct CudaTrainer::Impl {
     cpu::CheckpointData data;
     data.header = header(iteration);
     data.tensors = optimizer->state_to_host(compute);
+    cpu::note_progress(iteration, cpu::RunPhase::kCheckpointSave);
     cpu::save_checkpoint_set(grid.world, options.checkpoint_dir, options.checkpoint_every, data);
   }
 
   // Loads the latest complete checkpoint; returns its iteration.
   int64_t load_checkpoint() {
     const size_t n = static_cast<size_t>(optimizer->count());
-    const cpu::CheckpointData data = cpu::load_checkpoint_set(grid.world, options.checkpoint_dir, header(0), {n, n, n});
+    cpu::note_progress(-1, cpu::RunPhase::kCheckpointLoad);
+    const auto tell = [&](const std::string& note) {
+      if (grid.world_rank == 0 && options.notify) options.notify(note);
+    };
+    const cpu::CheckpointData data = options.resume_from_last_good
+                                         ? cpu::load_checkpoint_set(grid.world, options.checkpoint_dir, header(0), {n, n, n}, tell)
+                                         : cpu::load_checkpoint_set(grid.world, options.checkpoint_dir, header(0), {n, n, n});
     optimizer->state_from_host(data.tensors, data.header.optimizer_step, compute);
     if (zero) {
       gather_zero_weights();
@@ -369,11 +377,13 @@ struct CudaTrainer::Impl {
   }
 
   IterationRecord step(int64_t iteration, const PipelineSchedule& schedule) {
+    cpu::note_progress(iteration, cpu::RunPhase::kStepStart);
     clock.reset();
     events.reset();
     upload_batch(iteration);
     check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize (before the iteration)");
     MPI_Barrier(grid.world);
+    cpu::note_progress(iteration, cpu::RunPhase::kDeviceIteration);  // one phase: NCCL's waits are on the device
     const double start = cpu::wall_s();
     check_cuda(cudaMemsetAsync(stage->loss_sum(), 0, sizeof(float), compute), "cudaMemsetAsync (loss)");
     if (zero3) exchange->begin_iteration();
@@ -441,6 +451,7 @@ Measurement CudaTrainer::run(const std::function<void(const IterationRecord&)>& 
     if (t.grid.world_rank == 0 && on_iteration) on_iteration(m.iterations.back());
     if (t.options.checkpoint_every > 0 && (i + 1) % t.options.checkpoint_every == 0) t.save_checkpoint(i);
   }
+  cpu::note_progress(t.options.steps - 1, cpu::RunPhase::kFinish);
   if (m.iterations.empty()) {
     throw InputError("--resume: the checkpoint is already at step " + std::to_string(first) + " of " + std::to_string(t.options.steps),
                      "ask for more --steps");

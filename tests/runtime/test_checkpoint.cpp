@@ -1,14 +1,16 @@
 // Checkpoint files: the header round-trips (vpp and backend included), a format-01 file (before
-// them) reads as one chunk per stage of the CPU backend, and runs that differ only in vpp or
-// backend do not match.
+// them) reads as one chunk per stage of the CPU backend, runs that differ only in vpp or backend do
+// not match, and a truncated or bit-flipped file is refused with its name and what failed.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
 
+#include "common/errors.hpp"
 #include "runtime/checkpoint.hpp"
 
 using namespace trainsim::cpu;
@@ -24,6 +26,58 @@ CheckpointHeader header() {
 }
 
 std::string temporary_path(const char* name) { return std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/" + name; }
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void put_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string hex(uint64_t v) {
+  char text[24];
+  std::snprintf(text, sizeof text, "0x%016llx", static_cast<unsigned long long>(v));
+  return text;
+}
+
+// A written checkpoint's path and bytes: header, 2 tensors (3 and 5 floats), checksum: 8 + 14 x 8 +
+// 8 + (8 + 12) + (8 + 20) + 8 = 184 bytes.
+struct Written {
+  std::string path, bytes;
+  uint64_t checksum = 0;
+};
+
+Written written(const char* name) {
+  CheckpointData data;
+  data.header = header();
+  data.tensors = {{1.0f, 2.0f, 3.0f}, {0.5f, 0.25f, -1.0f, 4.0f, 8.0f}};
+  Written w;
+  w.path = temporary_path(name);
+  write_checkpoint(w.path, data);
+  w.bytes = file_bytes(w.path);
+  std::memcpy(&w.checksum, w.bytes.data() + w.bytes.size() - sizeof w.checksum, sizeof w.checksum);
+  return w;
+}
+
+// The message read_checkpoint refuses `bytes` with (written to `path`), or "" when it reads them.
+std::string refusal(const std::string& path, const std::string& bytes) {
+  put_file(path, bytes);
+  try {
+    read_checkpoint(path);
+  } catch (const trainsim::InputError& e) {
+    std::remove(path.c_str());
+    return e.what();
+  }
+  std::remove(path.c_str());
+  return "";
+}
+
+std::string flip_bit(std::string bytes, size_t at, int bit) {
+  bytes[at] = static_cast<char>(bytes[at] ^ (1 << bit));
+  return bytes;
+}
 
 }  // namespace
 
@@ -96,4 +150,61 @@ TEST_CASE("a format-01 checkpoint (no vpp field) reads as one chunk per stage") 
   CHECK(data.header.optimizer_step == 6);
   REQUIRE(data.tensors.size() == 1);
   CHECK(data.tensors[0] == std::vector<float>{0.5f, -1.0f});
+}
+
+TEST_CASE("a truncated checkpoint is refused naming the file, the bytes it has and the bytes its sizes call for") {
+  const Written w = written("trainsim_test_truncated.ckpt");
+  REQUIRE(w.bytes.size() == 184);
+  // Cut inside the last tensor: its size field is there, so the full length is known.
+  std::string message = refusal(w.path, w.bytes.substr(0, 170));
+  CHECK(message.find(w.path + ": corrupt checkpoint: truncated: the file has 170 bytes, its header and tensor sizes call for 184") !=
+        std::string::npos);
+  // Cut inside the first tensor: the second one's size is gone, so only a lower bound.
+  message = refusal(w.path, w.bytes.substr(0, 150));
+  CHECK(message.find("truncated: the file has 150 bytes, its header and tensor sizes call for at least 156") != std::string::npos);
+  // Cut inside the header: a checkpoint's fixed part is not even there.
+  message = refusal(w.path, w.bytes.substr(0, 60));
+  CHECK(message.find("truncated: the file has 60 bytes, a checkpoint at least 136") != std::string::npos);
+  CHECK(refusal(w.path, "").find("truncated: the file has 0 bytes") != std::string::npos);
+}
+
+TEST_CASE("a bit flipped in the header is refused with the stored and the computed checksum and the file size") {
+  const Written w = written("trainsim_test_flip_header.ckpt");
+  const std::string message = refusal(w.path, flip_bit(w.bytes, 8 + 8 * 8, 3));  // the hidden size
+  CHECK(message.find(w.path + ": corrupt checkpoint: checksum mismatch: stored " + hex(w.checksum) + ", computed 0x") != std::string::npos);
+  CHECK(message.find("(FNV-1a of the first 176 bytes; file size 184 bytes)") != std::string::npos);
+  CHECK(message.find("computed " + hex(w.checksum)) == std::string::npos);
+}
+
+TEST_CASE("a bit flipped in a tensor is refused with the stored and the computed checksum") {
+  const Written w = written("trainsim_test_flip_tensor.ckpt");
+  const std::string message = refusal(w.path, flip_bit(w.bytes, 184 - 8 - 6, 0));  // inside the last float but one
+  CHECK(message.find(w.path + ": corrupt checkpoint: checksum mismatch: stored " + hex(w.checksum)) != std::string::npos);
+  CHECK(message.find("file size 184 bytes") != std::string::npos);
+}
+
+TEST_CASE("a bit flipped in the checksum itself is refused: the stored value differs, the computed one is the file's") {
+  const Written w = written("trainsim_test_flip_checksum.ckpt");
+  const std::string message = refusal(w.path, flip_bit(w.bytes, 184 - 1, 7));
+  CHECK(message.find("checksum mismatch: stored " + hex(w.checksum ^ (uint64_t{1} << 63)) + ", computed " + hex(w.checksum)) !=
+        std::string::npos);
+}
+
+TEST_CASE("a bit flipped in a tensor size is refused as a length that does not add up, with the checksum when the file is whole") {
+  const Written w = written("trainsim_test_flip_size.ckpt");
+  const size_t second_size = 8 + 14 * 8 + 8 + 8 + 12;  // the second tensor's float count (5)
+  std::string message = refusal(w.path, flip_bit(w.bytes, second_size, 1));  // 5 -> 7 floats
+  CHECK(message.find("truncated: the file has 184 bytes, its header and tensor sizes call for 192 (or one of them is damaged)") !=
+        std::string::npos);
+  message = refusal(w.path, flip_bit(w.bytes, second_size, 0));  // 5 -> 4 floats
+  CHECK(message.find("checksum mismatch: stored " + hex(w.checksum)) != std::string::npos);
+  CHECK(message.find("; also the file has 184 bytes, 4 more than its header and tensor sizes call for (180") != std::string::npos);
+  message = refusal(w.path, flip_bit(w.bytes, second_size + 7, 6));  // an absurd float count
+  CHECK(message.find("checksum mismatch: stored " + hex(w.checksum)) != std::string::npos);
+  CHECK(message.find("; also tensor 1 of 2 has an implausible size") != std::string::npos);
+}
+
+TEST_CASE("an intact checkpoint still reads after all that") {
+  const Written w = written("trainsim_test_intact.ckpt");
+  CHECK(refusal(w.path, w.bytes).empty());
 }
