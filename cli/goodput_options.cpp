@@ -4,21 +4,13 @@
 
 #include <CLI/CLI.hpp>
 
-#include <sstream>
 #include <vector>
 
+#include "cli/option_checks.hpp"
 #include "common/errors.hpp"
 #include "common/units.hpp"
 
 namespace trainsim {
-
-namespace {
-std::string format_number(double value) {
-  std::ostringstream out;
-  out << value;
-  return out.str();
-}
-}  // namespace
 
 void GoodputOptions::add_to(CLI::App& app, bool with_train_tokens) {
   if (with_train_tokens) {
@@ -76,7 +68,7 @@ void GoodputOptions::check() const {
   std::vector<std::string> problems;
   const auto positive = [&](const char* name, double value, double most, const char* what) {
     if (given(name) && !(value > 0 && value <= most)) {
-      problems.push_back(std::string("--") + name + ": " + format_number(value) + " must be > 0 and at most " + format_number(most) +
+      problems.push_back(std::string("--") + name + ": " + option_number_text(value) + " must be > 0 and at most " + option_number_text(most) +
                          " (" + what + ")");
     }
   };
@@ -89,7 +81,7 @@ void GoodputOptions::check() const {
   positive("node-storage-read-gb-per-s", node_storage_read_gb_per_s, 1e6, "GB/s");
   positive("host-copy-gb-per-s", host_copy_gb_per_s, 1e6, "GB/s");
   if (given("restart-s") && !(restart_s >= 0 && restart_s <= 1e7)) {
-    problems.push_back("--restart-s: " + format_number(restart_s) + " must be >= 0 and at most 1e+07 (seconds to relaunch after a failure)");
+    problems.push_back("--restart-s: " + option_number_text(restart_s) + " must be >= 0 and at most 1e+07 (seconds to relaunch after a failure)");
   }
   if (!problems.empty()) {
     throw InputError(problems, "leave an option out for its documented default (docs/goodput.md §2): e.g. --gpu-mtbf-hours "

@@ -14,12 +14,6 @@ namespace trainsim {
 
 namespace {
 
-std::string number_text(double x) {
-  std::ostringstream out;
-  out << x;
-  return out.str();
-}
-
 // The whole text as a double (strtod: also "nan", "inf", "1e300"); nullopt when it is no number.
 std::optional<double> parse_real(const std::string& text) {
   if (text.empty()) return std::nullopt;
@@ -31,6 +25,12 @@ std::optional<double> parse_real(const std::string& text) {
 }
 
 }  // namespace
+
+std::string option_number_text(double x) {
+  std::ostringstream out;
+  out << x;
+  return out.str();
+}
 
 CLI::Validator whole_number(int64_t min, int64_t max, const std::string& what, const std::string& hint_above) {
   const std::string range = "a whole number from " + std::to_string(min) + " to " + std::to_string(max) + " (" + what + ")";
@@ -51,8 +51,8 @@ CLI::Validator whole_number(int64_t min, int64_t max, const std::string& what, c
 }
 
 CLI::Validator real_number(double min, double max, const std::string& unit, bool min_excluded) {
-  const std::string range = std::string("a finite number ") + (min_excluded ? "above " : "from ") + number_text(min) +
-                            (min_excluded ? " up to " : " to ") + number_text(max) + (unit.empty() ? "" : " (" + unit + ")");
+  const std::string range = std::string("a finite number ") + (min_excluded ? "above " : "from ") + option_number_text(min) +
+                            (min_excluded ? " up to " : " to ") + option_number_text(max) + (unit.empty() ? "" : " (" + unit + ")");
   return CLI::Validator(
       [=](std::string& text) -> std::string {
         const std::optional<double> x = parse_real(text);
@@ -61,7 +61,7 @@ CLI::Validator real_number(double min, double max, const std::string& unit, bool
         if (!std::isfinite(*x) || below || *x > max) return text + " is not allowed: it takes " + range;
         return "";
       },
-      "FLOAT in (" + number_text(min) + " - " + number_text(max) + "]");
+      "FLOAT in (" + option_number_text(min) + " - " + option_number_text(max) + "]");
 }
 
 std::string parse_error_message(const CLI::ParseError& error, const CLI::App* command) {

@@ -12,6 +12,9 @@
 
 namespace trainsim {
 
+// `x` as a message shows it (shortest form: 1e+06, 0.15, nan).
+std::string option_number_text(double x);
+
 // A whole number from `min` to `max`; `what` says what it counts ("GPUs", "sequences"), and
 // `hint_above` what to say of a value above `max` (default: the bound of common/limits.hpp).
 CLI::Validator whole_number(int64_t min, int64_t max, const std::string& what, const std::string& hint_above = "");
