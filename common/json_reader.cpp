@@ -44,6 +44,16 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& sourc
     throw InputError(source + ": malformed JSON at " + line_and_column(text, e.byte > 0 ? e.byte - 1 : 0) + ": " +
                          reason,
                      "check the file with a JSON validator (e.g. `python3 -m json.tool FILE`)");
+  } catch (const nlohmann::json::out_of_range& e) {  // a number past a double, e.g. 1e309 (found by fuzz/)
+    std::string reason = e.what();
+    const auto bracket = reason.find("] ");
+    if (bracket != std::string::npos) reason = reason.substr(bracket + 2);
+    const auto quote = reason.find('\'');  // the message quotes the number: find where it is
+    const std::string number = quote == std::string::npos ? "" : reason.substr(quote + 1, reason.size() - quote - 2);
+    const size_t at = number.empty() ? std::string::npos : text.find(number);
+    throw InputError(source + ": malformed JSON" + (at == std::string::npos ? "" : " at " + line_and_column(text, at)) + ": " +
+                         reason + " (beyond the largest double, 1.8e308)",
+                     "write a finite number in the range of a double");
   }
 }
 
