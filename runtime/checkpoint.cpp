@@ -125,6 +125,8 @@ CheckpointData read_checkpoint(const std::string& path) {
     int64_t n = 0;
     take(&n, sizeof n);
     if (n < 0) throw corrupt("negative tensor size");
+    // Before allocating: a size the file cannot hold (found by fuzz/) would ask for up to 2^63 floats.
+    if (static_cast<uint64_t>(n) > (bytes.size() - sizeof stored - at) / sizeof(float)) throw corrupt("truncated");
     std::vector<float> t(static_cast<size_t>(n));
     take(t.data(), t.size() * sizeof(float));
     data.tensors.push_back(std::move(t));
