@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 
 #include "common/json_reader.hpp"
 #include "model/model_catalog.hpp"
@@ -64,7 +65,9 @@ void fill_model(json& model, Filler& fill, std::string& unsupported) {
     if (moe != nullptr && moe->contains("expert_ffn_hidden") && (*moe)["expert_ffn_hidden"].is_number_integer()) {
       fill(model, "model.", "ffn_hidden", (*moe)["expert_ffn_hidden"]);  // every layer's FFN is experts
     } else if (model["ffn_kind"] == "gelu") {
-      fill(model, "model.", "ffn_hidden", 4 * int_or(model, "hidden", 0));
+      // 4 x hidden only where it fits in int64 (found by fuzz/); a larger hidden is refused by the model checks.
+      const int64_t hidden = int_or(model, "hidden", 0);
+      fill(model, "model.", "ffn_hidden", hidden <= std::numeric_limits<int64_t>::max() / 4 ? 4 * hidden : hidden);
     } else {
       unsupported = "model.ffn_hidden is not stated and the model is not a GELU one (no 4 x hidden default)";
       fill(model, "model.", "ffn_hidden", 1);
@@ -139,11 +142,12 @@ void fill_plan(json& run, const FrameworkPreset& preset, Filler& fill, std::stri
 
 std::string unsupported_reason(const PublishedRun& run, const std::string& where) {
   if (!gpu_in_catalog(run.gpu)) return "GPU " + run.gpu + " is not in the catalog (`trainsim catalog` lists the GPUs)";
-  if (run.gpus > 0 && run.plan.gpus() != run.gpus) {
-    return "dp x tp x pp x cp (" + std::to_string(run.plan.gpus()) + ") is not hardware.gpus (" + std::to_string(run.gpus) + ")";
-  }
   ProblemList problems = validate_model(run.model, where + "/model");
   problems.add_all(validate_plan(run.plan, run.model, where + "/plan"));
+  // plan.gpus() only once validate_plan has bounded the sizes: the product may overflow (found by fuzz/).
+  if (run.gpus > 0 && problems.empty() && run.plan.gpus() != run.gpus) {
+    return "dp x tp x pp x cp (" + std::to_string(run.plan.gpus()) + ") is not hardware.gpus (" + std::to_string(run.gpus) + ")";
+  }
   std::string reason;
   for (const std::string& p : problems.items()) reason += (reason.empty() ? "" : "; ") + p.substr(p.find(": ") + 2);
   return reason;
