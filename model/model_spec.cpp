@@ -4,8 +4,15 @@
 namespace trainsim {
 
 namespace {
+// No model has a billion layers, heads or widths; the bound keeps the checks that add to or
+// multiply these sizes (plan/parallel_plan.cpp) inside int64 (found by fuzz/).
+constexpr int64_t kMaxModelSize = int64_t{1} << 30;
+
 void require_positive(ProblemList& problems, const std::string& where, const char* key, int64_t value) {
   if (value <= 0) problems.add(where + ": /" + key + ": " + key + " (" + std::to_string(value) + ") must be >= 1");
+  if (value > kMaxModelSize) {
+    problems.add(where + ": /" + key + ": " + key + " (" + std::to_string(value) + ") must be <= " + std::to_string(kMaxModelSize));
+  }
 }
 }  // namespace
 
