@@ -1,8 +1,9 @@
 // trainsim_fuzz: the deterministic mutation driver. For each fuzz target it replays the seeds,
 // then every file of fuzz/regressions/<target>/, then a fixed number of seeded mutations of the
 // seeds, and reports the inputs run and the findings: any exception other than InputError (saved
-// to --crash-dir and counted; exit 1). A crash or sanitizer report ends the process; a death
-// callback saves the input first. It does not look for new coverage (libFuzzer does that).
+// to --crash-dir and counted; exit 1). A crash, a sanitizer report or a hang ends the process (or
+// ctest's timeout does): each input is written to --crash-dir/last-input.bin before it runs, so the
+// one that ended it is there to replay. It does not look for new coverage (libFuzzer does that).
 //   trainsim_fuzz --root SRC [--iterations N] [--seed S] [--target NAME]... [--crash-dir DIR]
 //   trainsim_fuzz --root SRC --target NAME --replay FILE      (one input, e.g. a saved finding)
 #include <cxxabi.h>
@@ -18,11 +19,6 @@
 #include <typeinfo>
 #include <vector>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__)
-#include <sanitizer/common_interface_defs.h>
-#define TRAINSIM_HAVE_SANITIZER_CALLBACK 1
-#endif
-
 #include "fuzz/fuzz_input.hpp"
 #include "fuzz/fuzz_targets.hpp"
 #include "fuzz/mutations.hpp"
@@ -33,32 +29,20 @@ using trainsim::fuzz::FuzzTarget;
 namespace {
 
 struct Options {
-  std::string root, crash_dir = "fuzz-findings", replay;
+  std::string root, crash_dir = (fs::temp_directory_path() / "trainsim-fuzz-findings").string(), replay;
   std::vector<std::string> targets;
   long long iterations = 1000;
   unsigned long long seed = 1;
   size_t max_bytes = 1 << 16;
 };
 
-// What the death callback saves: the input being run when a sanitizer stops the process.
-const std::string* g_input = nullptr;
-std::string g_input_name;
 std::string g_crash_dir;
 
 std::string save_input(const std::string& name, const std::string& input) {
-  fs::create_directories(g_crash_dir);
   const std::string path = g_crash_dir + "/" + name + ".bin";
-  std::ofstream(path, std::ios::binary) << input;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << input;
   return path;
 }
-
-#ifdef TRAINSIM_HAVE_SANITIZER_CALLBACK
-void on_sanitizer_death() {
-  if (g_input == nullptr) return;
-  std::fprintf(stderr, "fuzz: finding: %s stopped the process; input saved: %s\n", g_input_name.c_str(),
-               save_input(g_input_name, *g_input).c_str());
-}
-#endif
 
 std::string exception_type() {
   const std::type_info* type = abi::__cxa_current_exception_type();
@@ -77,8 +61,7 @@ struct TargetResult {
 
 // Runs one input; a finding is printed, saved and counted.
 void run_input(const FuzzTarget& target, const std::string& input, const std::string& label, TargetResult& result) {
-  g_input = &input;
-  g_input_name = target.name + "-" + label;
+  save_input("last-input", input);  // what a crash leaves behind (removed at the end)
   const auto start = std::chrono::steady_clock::now();
   std::string finding;
   try {
@@ -91,12 +74,11 @@ void run_input(const FuzzTarget& target, const std::string& input, const std::st
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.slowest_s = std::max(result.slowest_s, seconds);
   ++result.inputs;
-  g_input = nullptr;
   if (finding.empty()) return;
   ++result.findings;
   if (finding.size() > 400) finding = finding.substr(0, 400) + "...";
   std::printf("fuzz: finding: %s %s: %s\n  input saved: %s\n", target.name.c_str(), label.c_str(), finding.c_str(),
-              save_input(g_input_name, input).c_str());
+              save_input(target.name + "-" + label, input).c_str());
 }
 
 std::vector<std::string> regression_files(const Options& options, const FuzzTarget& target) {
@@ -160,9 +142,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   g_crash_dir = options.crash_dir;
-#ifdef TRAINSIM_HAVE_SANITIZER_CALLBACK
-  __sanitizer_set_death_callback(on_sanitizer_death);
-#endif
+  fs::create_directories(g_crash_dir);
+  std::printf("fuzz: a crash leaves its input in %s/last-input.bin (replay: --target NAME --replay FILE)\n", g_crash_dir.c_str());
   const auto start = std::chrono::steady_clock::now();
   long long inputs = 0, findings = 0;
   for (const FuzzTarget& target : trainsim::fuzz::fuzz_targets()) {
@@ -174,6 +155,7 @@ int main(int argc, char** argv) {
     findings += result.findings;
   }
   fs::remove_all(trainsim::fuzz::scratch_dir());
+  fs::remove(g_crash_dir + "/last-input.bin");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("fuzz: %lld inputs in %.1f s (seed %llu), %lld finding(s)\n", inputs, seconds, options.seed, findings);
   return findings == 0 ? 0 : 1;
