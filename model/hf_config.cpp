@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -119,7 +120,9 @@ void read_gpt2(JsonObjectReader& r, ModelSpec& m) {
   m.layers = r.required_int("n_layer", 1);
   m.heads = r.required_int("n_head", 1);
   m.kv_heads = m.heads;
-  m.ffn_hidden = r.optional_int("n_inner", 1).value_or(4 * m.hidden);
+  // 4 x n_embd only where it fits in int64 (found by fuzz/); a larger n_embd is refused by validate_model.
+  const bool fits = m.hidden <= std::numeric_limits<int64_t>::max() / 4;
+  m.ffn_hidden = r.optional_int("n_inner", 1).value_or(fits ? 4 * m.hidden : m.hidden);
   m.vocab = r.required_int("vocab_size", 1);
   m.max_positions = r.required_int("n_positions", 1);
   m.seq_len = r.optional_int("n_ctx", 1).value_or(m.max_positions);

@@ -5,6 +5,7 @@
 // Training flags that do not change the iteration's speed are accepted quietly; any other flag
 // trainsim does not model is listed, never dropped.
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -198,7 +199,15 @@ int64_t launcher_gpus(const MegatronArgs& a) {
   for (const auto& [nodes, per_node] : {std::pair<const char*, const char*>{"--nnodes", "--nproc-per-node"},
                                         {"--nnodes", "--nproc_per_node"}, {"--nodes", "--ntasks-per-node"}}) {
     if (a.values.count(per_node) > 0) {
-      return a.number(nodes, 1) * a.number(per_node, 1);
+      const int64_t node_count = a.number(nodes, 1), ranks_per_node = a.number(per_node, 1);
+      // Checked before multiplying: the product of two int64 may overflow (found by fuzz/).
+      constexpr int64_t kMaxRanks = int64_t{1} << 20;
+      if (node_count > kMaxRanks / ranks_per_node) {
+        throw InputError(a.file + ": " + nodes + " " + std::to_string(node_count) + " x " + per_node + " " +
+                             std::to_string(ranks_per_node) + " must be <= " + std::to_string(kMaxRanks) + " ranks",
+                         "give the nodes and processes per node the job launches");
+      }
+      return node_count * ranks_per_node;
     }
   }
   return 0;
@@ -240,14 +249,21 @@ ImportedJob import_megatron(const std::string& text, const std::string& file, co
     throw InputError(file + ": the GPU count is not in the file (no torchrun --nnodes/--nproc-per-node or srun --nodes/--ntasks-per-node)",
                      "give --gpus N");
   }
-  const int64_t model_parallel = p.tp * p.pp * p.cp;
-  if (world % model_parallel != 0) {
+  // Products compared in double first: the sizes are not bounded yet (validate_plan does that)
+  // and an int64 product of them may overflow (found by fuzz/).
+  const bool fits = static_cast<double>(p.tp) * p.pp * p.cp <= static_cast<double>(world);
+  const int64_t model_parallel = fits ? p.tp * p.pp * p.cp : 0;
+  if (!fits || world % model_parallel != 0) {
     throw InputError(file + ": " + std::to_string(world) + " GPUs is not a multiple of tp x pp x cp (" +
-                         std::to_string(model_parallel) + ")",
+                         (fits ? std::to_string(model_parallel) : std::to_string(p.tp) + " x " + std::to_string(p.pp) + " x " + std::to_string(p.cp)) + ")",
                      "check --gpus against the script's parallel sizes");
   }
   p.dp = world / model_parallel;
   if (std::find(job.defaulted.begin(), job.defaulted.end(), "global_batch") != job.defaulted.end()) {
+    if (static_cast<double>(p.dp) * p.micro_batch > static_cast<double>(std::numeric_limits<int64_t>::max() / 2)) {
+      throw InputError(file + ": --micro-batch-size " + std::to_string(p.micro_batch) + " x dp " + std::to_string(p.dp) +
+                       " is beyond any global batch", "give the --micro-batch-size the job runs");
+    }
     p.global_batch = p.dp * p.micro_batch;
   }
   return job;

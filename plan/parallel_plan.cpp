@@ -11,6 +11,10 @@ namespace trainsim {
 namespace {
 std::string s(int64_t x) { return std::to_string(x); }
 
+// No plan has a million of anything; the bound keeps the products below (dp x micro_batch,
+// pp x vpp, ...) inside int64 for any value a file can hold (found by fuzz/).
+constexpr int64_t kMaxPlanSize = int64_t{1} << 20;
+
 // Megatron-Core's context parallelism splits each sequence in 2 x cp chunks (each rank takes one
 // from each end, balancing causal attention) and runs Transformer Engine's fused ring attention.
 template <typename Add>
@@ -144,13 +148,20 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
                                                    {"global_batch", p.global_batch}};
   for (const auto& [key, value] : sizes) {
     if (value < 1) add(key, std::string(key) + " (" + s(value) + ") must be >= 1");
+    if (value > kMaxPlanSize) add(key, std::string(key) + " (" + s(value) + ") must be <= " + s(kMaxPlanSize));
   }
   check_upper_bounds(p, add);
   for (const auto& [key, value] : {std::pair<const char*, int64_t>{"first_stage_layers", p.first_stage_layers},
                                    {"last_stage_layers", p.last_stage_layers}}) {
     if (value < 0) add(key, std::string(key) + " (" + s(value) + ") must be >= 1 (leave it out for the even split)");
+    if (value > kMaxPlanSize) add(key, std::string(key) + " (" + s(value) + ") must be <= " + s(kMaxPlanSize));
   }
   if (!problems.empty()) return problems;
+  if (static_cast<double>(p.dp) * p.tp * p.pp * p.cp > kMaxPlanSize) {  // in double: the product may overflow
+    add("dp", "dp x tp x pp x cp (" + s(p.dp) + " x " + s(p.tp) + " x " + s(p.pp) + " x " + s(p.cp) + " ranks) must be <= " +
+                  s(kMaxPlanSize));
+    return problems;
+  }
 
   const std::string of_model = " of model \"" + m.name + "\"";
   if (m.heads % p.tp != 0) add("tp", "tp (" + s(p.tp) + ") must divide heads (" + s(m.heads) + ")" + of_model);

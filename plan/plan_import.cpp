@@ -64,7 +64,8 @@ struct DeepSpeedReader {
   const std::string& file;
   ImportedJob& job;
 
-  // An integer >= 1 at `object[key]`; nullopt when absent or "auto".
+  // An integer in [1, 2^20] at `object[key]`; nullopt when absent or "auto". The bound (a batch of a
+  // million sequences) keeps read_batch's products inside int64 (found by fuzz/).
   std::optional<int64_t> count(const Json& object, const std::string& path, const char* key) const {
     if (!object.contains(key) || object[key].is_null()) return std::nullopt;
     const Json& v = object[key];
@@ -72,8 +73,11 @@ struct DeepSpeedReader {
       job.notes.push_back(path + key + " is \"auto\" (set by the launcher): not stated");
       return std::nullopt;
     }
-    if (!v.is_number_integer() || v.get<int64_t>() < 1) {
-      throw InputError(file + ": /" + path + key + ": expected an integer >= 1, got " + v.dump(), "write a whole number");
+    constexpr int64_t kMaxCount = int64_t{1} << 20;
+    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > kMaxCount) {
+      throw InputError(file + ": /" + path + key + ": expected an integer from 1 to " + std::to_string(kMaxCount) + ", got " +
+                           v.dump(),
+                       "write a whole number");
     }
     return v.get<int64_t>();
   }

@@ -127,6 +127,10 @@ void read_mesh(TomlReader& r, const std::string& file, int64_t gpus, ImportedJob
   const int64_t replicate = r.integer("parallelism.data_parallel_replicate_degree", 1).value_or(1);
   int64_t shard = r.integer("parallelism.data_parallel_shard_degree", -1).value_or(-1);
   if (shard == 0) r.refuse("parallelism.data_parallel_shard_degree", "0 is not a degree", "write -1 (the ranks left over) or a degree >= 1");
+  if (static_cast<double>(replicate) * p.tp * p.pp * p.cp > static_cast<double>(int64_t{1} << 20)) {  // before the int64 product
+    r.refuse("parallelism", "data_parallel_replicate_degree x tensor x pipeline x context degrees (" + s(replicate) + " x " + s(p.tp) +
+                 " x " + s(p.pp) + " x " + s(p.cp) + ") must be <= 1048576 ranks", "give the degrees the job runs");
+  }
   const int64_t others = replicate * p.tp * p.pp * p.cp;
   if (shard == -1) {
     if (gpus <= 0) r.refuse("parallelism.data_parallel_shard_degree", "-1 (the ranks left over) needs the GPU count", "give --gpus N");

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <map>
 
 #include "common/json_reader.hpp"
@@ -65,7 +66,9 @@ void fill_model(json& model, Filler& fill, std::string& unsupported) {
     if (moe != nullptr && moe->contains("expert_ffn_hidden") && (*moe)["expert_ffn_hidden"].is_number_integer()) {
       fill(model, "model.", "ffn_hidden", (*moe)["expert_ffn_hidden"]);  // every layer's FFN is experts
     } else if (model["ffn_kind"] == "gelu") {
-      fill(model, "model.", "ffn_hidden", 4 * int_or(model, "hidden", 0));
+      // 4 x hidden only where it fits in int64 (found by fuzz/); a larger hidden is refused by the model checks.
+      const int64_t hidden = int_or(model, "hidden", 0);
+      fill(model, "model.", "ffn_hidden", hidden <= std::numeric_limits<int64_t>::max() / 4 ? 4 * hidden : hidden);
     } else {
       unsupported = "model.ffn_hidden is not stated and the model is not a GELU one (no 4 x hidden default)";
       fill(model, "model.", "ffn_hidden", 1);
@@ -105,6 +108,9 @@ bool has_option(const json& run, const char* option) {
 // layers evenly, the embedding and the loss counted as a layer each if need be (Megatron-Core's
 // accounting; Zero Bubble's code asserts an even split after padding the layers by 2), else 2.
 int64_t least_interleaving(int64_t layers, int64_t pp) {
+  // Sizes past 2^20 are refused by the model and plan checks; searching them would overflow or
+  // take ~layers steps (found by fuzz/).
+  if (layers > (int64_t{1} << 20) || pp > (int64_t{1} << 20)) return 2;
   for (int64_t vpp = 2; pp > 0 && pp * vpp <= layers + 2; ++vpp) {
     if (layers % (pp * vpp) == 0 || (layers + 2) % (pp * vpp) == 0) return vpp;
   }
@@ -140,11 +146,13 @@ void fill_plan(json& run, const FrameworkPreset& preset, Filler& fill, std::stri
 
 std::string unsupported_reason(const PublishedRun& run, const std::string& where) {
   if (!gpu_in_catalog(run.gpu)) return "GPU " + run.gpu + " is not in the catalog (`trainsim catalog` lists the GPUs)";
-  if (run.gpus > 0 && run.plan.gpus() != run.gpus) {
+  ProblemList problems = validate_model(run.model, where + "/model");
+  // The plan's checks compute with the model's sizes: only once those are valid (found by fuzz/).
+  if (problems.empty()) problems.add_all(validate_plan(run.plan, run.model, where + "/plan"));
+  // plan.gpus() only once validate_plan has bounded the sizes: the product may overflow (found by fuzz/).
+  if (run.gpus > 0 && problems.empty() && run.plan.gpus() != run.gpus) {
     return "dp x tp x pp x cp (" + std::to_string(run.plan.gpus()) + ") is not hardware.gpus (" + std::to_string(run.gpus) + ")";
   }
-  ProblemList problems = validate_model(run.model, where + "/model");
-  problems.add_all(validate_plan(run.plan, run.model, where + "/plan"));
   std::string reason;
   for (const std::string& p : problems.items()) reason += (reason.empty() ? "" : "; ") + p.substr(p.find(": ") + 2);
   return reason;

@@ -61,6 +61,12 @@ TEST_CASE("malformed JSON names the file, line and column") {
   }
 }
 
+TEST_CASE("a number past the largest double is malformed JSON naming the file, line and number") {
+  // Found by fuzz/ (fuzz/README.md): nlohmann::json throws out_of_range here, not parse_error.
+  CHECK_THROWS_WITH(parse_json_text("{\n  \"tp\": 1e309\n}\n", "plan.json"),
+                    Catch::Contains("plan.json: malformed JSON at line 2, column 9: the number 1e309 is beyond the range of a double"));
+}
+
 TEST_CASE("a missing file is an input error naming the path") {
   CHECK_THROWS_WITH(load_json_file("/nonexistent/x.json"), Catch::Contains("/nonexistent/x.json: cannot open"));
 }
