@@ -114,6 +114,31 @@ void check_stage_layers(const ParallelPlan& p, const ModelSpec& m, const std::st
     }
   }
 }
+// vpp > 1 needs the interleaved schedule, and that schedule needs pp > 1, vpp > 1, a layer per
+// virtual stage and micro-batches in multiples of pp.
+template <typename Add>
+void check_interleaving(const ParallelPlan& p, const ModelSpec& m, const std::string& of_model, Add& add) {
+  if (p.vpp > 1 && p.schedule != Schedule::kInterleaved) {
+    add("vpp", "vpp (" + s(p.vpp) + ") > 1 needs the interleaved schedule (schedule is " + to_string(p.schedule) + ")");
+  }
+  if (p.schedule == Schedule::kInterleaved) {
+    if (p.pp == 1) add("schedule", "the interleaved schedule needs pp > 1");
+    if (p.vpp == 1) add("vpp", "the interleaved schedule needs vpp > 1 model chunks per stage (vpp is 1)");
+    // Layers that pp x vpp does not divide go one each to the earliest virtual stages; when
+    // layers + 2 divides, the embedding and the loss count as a layer each (Megatron-Core's
+    // accounting, NeMo's 405B recipes), so the first and last virtual stage may hold none.
+    const bool accounted = (m.layers + 2) % (p.pp * p.vpp) == 0 || p.first_stage_layers > 0 || p.last_stage_layers > 0;
+    if (m.layers < p.pp * p.vpp && !accounted) {
+      add("vpp", "pp x vpp (" + s(p.pp) + " x " + s(p.vpp) + " = " + s(p.pp * p.vpp) + ") virtual stages need at least one layer each (or layers + 2 divisible by pp x vpp, the embedding and loss counted as layers); the model has " +
+                     s(m.layers) + of_model);
+    }
+    if (p.global_batch % (p.dp * p.micro_batch) == 0 && p.micro_batches() % p.pp != 0) {
+      add("global_batch", "the interleaved schedule needs micro-batches per DP rank (" + s(p.micro_batches()) +
+                              ") to be a multiple of pp (" + s(p.pp) + ")");
+    }
+  }
+}
+
 // Sizes beyond any job (common/limits.hpp), refused before products of them can overflow.
 template <typename Add>
 void check_upper_bounds(const ParallelPlan& p, const Add& add) {
@@ -183,25 +208,7 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
   if (p.sequence_parallel && m.seq_len % p.tp != 0) {
     add("sequence_parallel", "tp (" + s(p.tp) + ") must divide seq_len (" + s(m.seq_len) + ") to split the sequence");
   }
-  if (p.vpp > 1 && p.schedule != Schedule::kInterleaved) {
-    add("vpp", "vpp (" + s(p.vpp) + ") > 1 needs the interleaved schedule (schedule is " + to_string(p.schedule) + ")");
-  }
-  if (p.schedule == Schedule::kInterleaved) {
-    if (p.pp == 1) add("schedule", "the interleaved schedule needs pp > 1");
-    if (p.vpp == 1) add("vpp", "the interleaved schedule needs vpp > 1 model chunks per stage (vpp is 1)");
-    // Layers that pp x vpp does not divide go one each to the earliest virtual stages; when
-    // layers + 2 divides, the embedding and the loss count as a layer each (Megatron-Core's
-    // accounting, NeMo's 405B recipes), so the first and last virtual stage may hold none.
-    const bool accounted = (m.layers + 2) % (p.pp * p.vpp) == 0 || p.first_stage_layers > 0 || p.last_stage_layers > 0;
-    if (m.layers < p.pp * p.vpp && !accounted) {
-      add("vpp", "pp x vpp (" + s(p.pp) + " x " + s(p.vpp) + " = " + s(p.pp * p.vpp) + ") virtual stages need at least one layer each (or layers + 2 divisible by pp x vpp, the embedding and loss counted as layers); the model has " +
-                     s(m.layers) + of_model);
-    }
-    if (p.global_batch % (p.dp * p.micro_batch) == 0 && p.micro_batches() % p.pp != 0) {
-      add("global_batch", "the interleaved schedule needs micro-batches per DP rank (" + s(p.micro_batches()) +
-                              ") to be a multiple of pp (" + s(p.pp) + ")");
-    }
-  }
+  check_interleaving(p, m, of_model, add);
   check_stage_layers(p, m, of_model, add);
   check_zero(p, add);
   check_context_parallel(p, m, of_model, rules, add);

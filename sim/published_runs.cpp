@@ -35,7 +35,8 @@ bool predates_fused_attention(const std::string& group) {
 // NeMo Megatron 22.x, the NeMo launcher's 2022 runs: its GPT configs
 // (NVIDIA/NeMo-Megatron-Launcher@3579cdb3 conf/training/gpt3/*.yaml) have no flash-attention,
 // Transformer Engine or userbuffer key: Megatron's core attention, no TP communication overlap.
-bool predates_userbuffers(const std::string& group) { return group == "nemo_launcher_a100"; }
+// Every run from before fused attention predates userbuffers too.
+bool predates_userbuffers(const std::string& group) { return group == "nemo_launcher_a100" || predates_fused_attention(group); }
 
 bool is_null(const json& object, const char* key) { return !object.contains(key) || object[key].is_null(); }
 
@@ -188,6 +189,20 @@ void read_options(const json& j, JsonObjectReader& r, PublishedRun& run) {
   }
 }
 
+// What a run's plan leaves to its framework and era: the kernels, overlaps and loss of its time.
+ParallelPlan plan_defaults(const std::string& group, const FrameworkPreset& preset, const json& j) {
+  ParallelPlan defaults;
+  const bool old = predates_fused_attention(group);
+  defaults.attention = predates_userbuffers(group) || !preset.fused_attention ? AttentionKernel::kUnfused : AttentionKernel::kFlash;
+  defaults.dp_overlap = !old && preset.dp_overlap;
+  // Megatron-LM's asynchronous TP all-reduce arrived after the SC'21 runs and BLOOM's fork.
+  defaults.tp_overlap = group != "megatron_sc21_table1" && group != "bloom";
+  defaults.cross_entropy = preset.pytorch_cross_entropy ? LossKernel::kPytorch : LossKernel::kFused;
+  const bool compiled = has_option(j, "torch_compile") || has_option(j, "async_tp");  // async TP needs compile
+  defaults.norm = preset.eager_unless_compiled && !compiled ? NormKernel::kEager : NormKernel::kFused;
+  return defaults;
+}
+
 PublishedRun read_run(const json& raw, const std::string& path, const std::string& pointer, ProblemList& problems) {
   PublishedRun run;
   json j = raw;
@@ -220,16 +235,8 @@ PublishedRun read_run(const json& raw, const std::string& path, const std::strin
   } else {
     r.add_problem("hardware", "missing required object \"hardware\"");
   }
-  ParallelPlan defaults;
-  const bool old = predates_fused_attention(run.group);
-  const bool no_userbuffers = old || predates_userbuffers(run.group);
-  defaults.attention = no_userbuffers || !preset.fused_attention ? AttentionKernel::kUnfused : AttentionKernel::kFlash;
-  defaults.dp_overlap = !old && preset.dp_overlap;
-  // Megatron-LM's asynchronous TP all-reduce arrived after the SC'21 runs and BLOOM's fork.
-  defaults.tp_overlap = run.group != "megatron_sc21_table1" && run.group != "bloom";
-  defaults.cross_entropy = preset.pytorch_cross_entropy ? LossKernel::kPytorch : LossKernel::kFused;
-  const bool compiled = has_option(j, "torch_compile") || has_option(j, "async_tp");  // async TP needs compile
-  defaults.norm = preset.eager_unless_compiled && !compiled ? NormKernel::kEager : NormKernel::kFused;
+  const ParallelPlan defaults = plan_defaults(run.group, preset, j);
+  const bool no_userbuffers = predates_userbuffers(run.group);
   if (auto p = r.optional_object("plan")) {
     run.plan = read_plan(*p, defaults, nullptr);
     p->reject_unknown_keys();
