@@ -232,6 +232,7 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
     w.backward.push_back(memory("fc1_bias_grad", static_cast<double>(s.tokens) * static_cast<double>(up_width) * s.e));
     w.backward.push_back(memory("fc2_bias_grad", act));
   }
+  add_fp8_conversions(w, m, p, s);
   if (p.tp_comm_overlap) pair_tp_comm_overlaps(w, p, !moe);
   else if (p.tp_overlap) pair_backward_overlaps(w.backward);
   if (p.recompute == Recompute::kFull) {
@@ -313,9 +314,11 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
   s.e = p.precision == Precision::kFp32 ? 4.0 : 2.0;
   s.sp_tokens = static_cast<double>(s.tokens) / (p.sequence_parallel ? static_cast<double>(p.tp) : 1.0);
   work.weight_bytes_per_param = state_bytes_per_param(p.precision).weights;
+  if (p.precision == Precision::kFp8 && p.fp8_params) work.weight_bytes_per_param = 1;  // gathered in FP8
   work.grad_bytes_per_param = state_bytes_per_param(p.precision).gradients;
 
   work.layer = lower_layer(m, p, s);
+  add_fp8_amax_reductions(work, m, p);
   work.memory = estimate_rank_memory(m, p);
   const RankMemory& rank_memory = work.memory;
   const std::vector<int64_t> stage_layers = virtual_stage_layers(m, p);
@@ -334,7 +337,7 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
     } else {
       w.send_bytes = act;  // Megatron sends the (SP-split or scatter-gathered) activation
     }
-    w.params_per_layer = w.layers > 0 ? w.params / static_cast<double>(w.layers) : 0.0;
+    w.params_per_layer = w.layers > 0 ? static_cast<double>(rank_memory.stages[static_cast<size_t>(stage)].layer_params) / static_cast<double>(w.layers) : 0.0;
     work.stages.push_back(std::move(w));
   }
   return work;

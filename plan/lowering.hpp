@@ -65,7 +65,7 @@ struct StageWork {
   double send_bytes = 0;           // activation sent to the next stage per micro-batch (0 on last)
   double params = 0;               // parameters held by one rank (before ZeRO sharding)
   double expert_params = 0;        // of which routed experts under expert parallelism
-  double params_per_layer = 0;
+  double params_per_layer = 0;     // a transformer layer's parameters on one rank
 };
 
 struct IterationWork {
@@ -74,6 +74,10 @@ struct IterationWork {
   RankMemory memory;              // memory per GPU per stage (plan/rank_memory)
   double grad_bytes_per_param = 4;  // fp32 main gradients are reduced (Megatron-LM default)
   double weight_bytes_per_param = 2;
+  // Once per model chunk and micro-batch, beside its layers' work (FP8's amax reductions).
+  std::vector<Op> chunk_forward, chunk_backward;
+  // Bytes moved per transformer-layer parameter once per iteration (FP8's weight casts).
+  double weight_cast_bytes_per_param = 0;
 };
 
 // The plan must be valid for the model (validate_plan).

@@ -84,4 +84,10 @@ void add_ffn_core(LayerWork& w, const ModelSpec& m, const Shapes& s, const FfnNa
 // grouped GEMMs, combine, and the shared experts (plan/moe_lowering.cpp).
 void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s);
 
+// FP8 (precision fp8): Transformer Engine's casts and transposes around every linear, FP8
+// all-gathers, and per chunk the amax reductions and per iteration the weight casts
+// (plan/fp8_lowering.cpp). add_fp8_conversions runs before recomputation copies the forward.
+void add_fp8_conversions(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s);
+void add_fp8_amax_reductions(IterationWork& work, const ModelSpec& m, const ParallelPlan& p);
+
 }  // namespace trainsim::lowering

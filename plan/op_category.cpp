@@ -18,6 +18,7 @@ OpCategory op_category_of(std::string_view name) {
       starts("embedding_allgather") || starts("head_")) {
     return OpCategory::kTpComm;
   }
+  if (starts("fp8_")) return OpCategory::kFp8Cast;
   if (starts("moe_dispatch") || starts("moe_combine")) return OpCategory::kEpComm;
   if (starts("moe_permute") || starts("moe_unpermute")) return OpCategory::kMoePermute;
   if (starts("router")) return OpCategory::kMoeRouter;

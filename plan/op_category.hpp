@@ -31,6 +31,7 @@ enum class OpCategory : int {
   kMoeRouter,      // MoE: the router's GEMMs and its softmax / top-k
   kMoePermute,     // MoE: gathering each expert's tokens and scattering them back (weighted)
   kEpComm,         // MoE: the expert-parallel all-to-alls (token dispatch and combine)
+  kFp8Cast,        // FP8: casts and transposes to FP8, the amax reductions and weight casts
   kOther,          // measured only: compute-phase time outside every timed op (temporaries,
                    // copies, allocation and the page faults it causes, loop overhead)
 };
@@ -41,7 +42,7 @@ inline constexpr size_t kOpCategoryCount = static_cast<size_t>(OpCategory::kOthe
 inline constexpr std::array<std::string_view, kOpCategoryCount> kOpCategoryKeys = {
     "gemm_qkv", "gemm_proj", "gemm_fc1", "gemm_fc2", "gemm_lm_head", "attention_gemm", "attention_fused", "softmax",
     "norm",     "activation", "residual_bias", "rotary", "embedding", "cross_entropy", "optimizer", "tp_comm",
-    "moe_router", "moe_permute", "ep_comm", "other"};
+    "moe_router", "moe_permute", "ep_comm", "fp8_cast", "other"};
 
 inline constexpr std::string_view op_category_key(OpCategory c) { return kOpCategoryKeys[static_cast<size_t>(c)]; }
 

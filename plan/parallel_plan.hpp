@@ -57,6 +57,10 @@ struct ParallelPlan {
   // Every TP collective of a layer overlapped with a GEMM, forward and backward (Megatron-Core's
   // --tp-comm-overlap through Transformer Engine's userbuffers; torchtitan's async TP): needs SP.
   bool tp_comm_overlap = false;
+  // FP8 primary weights (Megatron --fp8-param-gather, NeMo fp8_params): with precision fp8 the
+  // weights are kept in FP8 (no per-iteration cast, no second FP8 copy) and the distributed
+  // optimizer all-gathers them in FP8.
+  bool fp8_params = false;
   // MoE routing: the busiest EP rank's token copies over the mean (1: balanced, as NVIDIA's
   // benchmarks force it), and the expert capacity factor (Megatron-Core's
   // --moe-expert-capacity-factor: copies beyond capacity x the mean are dropped; 0: dropless).

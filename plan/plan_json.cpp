@@ -94,6 +94,7 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   p.dp_overlap = r.optional_bool("dp_overlap").value_or(p.dp_overlap);
   p.tp_overlap = r.optional_bool("tp_overlap").value_or(p.tp_overlap);
   p.tp_comm_overlap = r.optional_bool("tp_comm_overlap").value_or(p.tp_comm_overlap);
+  p.fp8_params = r.optional_bool("fp8_params").value_or(p.fp8_params);
   p.moe_imbalance = r.optional_number("moe_imbalance", 1.0).value_or(p.moe_imbalance);
   p.moe_capacity_factor = r.optional_number("moe_capacity_factor", 0.0).value_or(p.moe_capacity_factor);
   return p;
@@ -106,7 +107,7 @@ ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* d
   ParallelPlan plan = read_plan(reader, ParallelPlan{}, defaulted);
   reader.reject_unknown_keys();
   problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, vpp, first_stage_layers, last_stage_layers, micro_batch, global_batch, zero_stage, dp_shard, recompute, "
-                        "sequence_parallel, schedule, precision, attention, cross_entropy, norm, cp_comm, dp_overlap, tp_overlap, tp_comm_overlap, "
+                        "sequence_parallel, schedule, precision, attention, cross_entropy, norm, cp_comm, dp_overlap, tp_overlap, tp_comm_overlap, fp8_params, "
                         "moe_imbalance, moe_capacity_factor");
   return plan;
 }
@@ -136,6 +137,7 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& p) {
   j["dp_overlap"] = p.dp_overlap;
   j["tp_overlap"] = p.tp_overlap;
   if (p.tp_comm_overlap) j["tp_comm_overlap"] = true;
+  if (p.fp8_params) j["fp8_params"] = true;
   if (p.moe_imbalance != 1.0) j["moe_imbalance"] = p.moe_imbalance;
   if (p.moe_capacity_factor > 0) j["moe_capacity_factor"] = p.moe_capacity_factor;
   return j;

@@ -24,6 +24,7 @@ GroupScope group_scope(const ParallelPlan& p, GroupKind kind, int64_t gpus_per_n
         return p.ep > 1 ? i * p.ep : global_rank(p, 0, i % p.cp, i / p.cp, 0);
       case GroupKind::kDpShard: return p.tp * i;                       // dp x cp order: rank = tp x index
       case GroupKind::kDpReplicate: return p.tp * p.shard_ranks() * i;
+      case GroupKind::kStage: return i;  // tp-cp-dp order: a stage's ranks are consecutive
     }
     return int64_t{0};
   };
@@ -35,6 +36,7 @@ GroupScope group_scope(const ParallelPlan& p, GroupKind kind, int64_t gpus_per_n
                        : kind == GroupKind::kExpertDp ? expert_dp(p)
                        : kind == GroupKind::kDpShard  ? p.shard_ranks()
                        : kind == GroupKind::kDpReplicate ? p.shard_replicas()
+                       : kind == GroupKind::kStage       ? p.tp * p.cp * p.dp
                                                       : p.pp;
   // Every group's ranks grow with i, so the nodes it spans are the changes of node along it.
   int64_t node_count = 0, last_node = -1;
@@ -60,6 +62,7 @@ const char* to_string(GroupKind kind) {
     case GroupKind::kExpertDp: return "expert_dp";
     case GroupKind::kDpShard: return "dp_shard";
     case GroupKind::kDpReplicate: return "dp_replicate";
+    case GroupKind::kStage: return "stage";
   }
   return "?";
 }

@@ -17,7 +17,9 @@ namespace trainsim {
 // expert gradients are reduced and their optimizer states sharded (tp x cp x dp / ep of them).
 // kDpShard / kDpReplicate: with a ZeRO shard group smaller than dp x cp (HSDP), the ranks of one
 // shard group (consecutive in dp x cp order) and the ranks holding the same shard across groups.
-enum class GroupKind { kTp, kCp, kDp, kPp, kDpCp, kEp, kExpertDp, kDpShard, kDpReplicate };
+// kStage: every rank of one pipeline stage (tp x cp x dp), Megatron-Core's amax reduction group
+// (parallel_state.get_amax_reduction_group with context parallelism) for FP8's scaling factors.
+enum class GroupKind { kTp, kCp, kDp, kPp, kDpCp, kEp, kExpertDp, kDpShard, kDpReplicate, kStage };
 
 struct GroupScope {
   int64_t size = 1;              // ranks in the group

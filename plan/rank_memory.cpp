@@ -99,6 +99,7 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
     for (int64_t c = 0; c < plan.vpp; ++c) s.layers += stage_layers[static_cast<size_t>(c * plan.pp + stage)];
     s.params = s.layers * layer_on_rank;
     s.expert_params = s.layers * layer_experts;
+    s.layer_params = s.params;
     s.in_flight_micro_batches = in_flight_micro_batches(plan, stage);
     double activations = act_layer * static_cast<double>(s.layers) * s.in_flight_micro_batches;
     if (stage == 0) {

@@ -27,6 +27,7 @@ struct StageMemory {
   int64_t layers = 0;
   int64_t params = 0;                  // parameters held by one rank of this stage, before ZeRO sharding
   int64_t expert_params = 0;           // of which routed experts (expert parallelism: sharded over expert_dp)
+  int64_t layer_params = 0;            // of which in transformer layers (not the embedding or LM head)
   double in_flight_micro_batches = 0;  // micro-batches whose activations are alive at the peak
   MemoryBreakdown memory;
 };

@@ -91,10 +91,11 @@ bool option_is_modeled(const std::string& option) {
   // (FrameworkPreset::eager_unless_compiled); fsdp_no_reshard_after_forward: FSDP with a pipeline
   // keeps the gathered weights (keeps_gathered_weights; every run listing it pipelines);
   // tp_comm_overlap (Megatron-Core's userbuffers) and async_tp (torchtitan's): the plan's
-  // tp_comm_overlap.
+  // tp_comm_overlap; fp8_params: the plan's fp8_params.
   static const std::vector<std::string> modeled = {"distributed_optimizer", "zero1", "overlap_grad_reduce",
                                                    "selective_recompute_per_op", "torch_compile",
-                                                   "fsdp_no_reshard_after_forward", "tp_comm_overlap", "async_tp"};
+                                                   "fsdp_no_reshard_after_forward", "tp_comm_overlap", "async_tp",
+                                                   "fp8_params"};
   return std::find(modeled.begin(), modeled.end(), option) != modeled.end();
 }
 

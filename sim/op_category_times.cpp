@@ -1,6 +1,8 @@
 // Per-op-category prices of one iteration, per pipeline stage (see the header).
 #include "sim/op_category_times.hpp"
 
+#include <algorithm>
+
 #include "plan/lowering.hpp"
 #include "sim/step_cost.hpp"
 
@@ -38,6 +40,11 @@ std::vector<OpCategoryTimes> predict_op_categories(const ModelSpec& model, const
     add_ops(t.backward_s, work.layer.recompute, layer_passes, cost, scopes);
     add_ops(t.forward_s, stage.extra_forward, micro_batches, cost, scopes);
     add_ops(t.backward_s, stage.extra_backward, micro_batches, cost, scopes);
+    const double chunk_passes = static_cast<double>(std::count_if(stage.chunk_layers.begin(), stage.chunk_layers.end(),
+                                                                  [](int64_t layers) { return layers > 0; })) * micro_batches;
+    add_ops(t.forward_s, work.chunk_forward, chunk_passes, cost, scopes);
+    add_ops(t.backward_s, work.chunk_backward, chunk_passes, cost, scopes);
+    t.forward_s[static_cast<size_t>(OpCategory::kFp8Cast)] += weight_cast_s(cost, work, stage);
     const double sharded = stage.params / (plan.zero_stage >= 1 ? static_cast<double>(plan.dp * plan.cp) : 1.0);
     t.forward_s[static_cast<size_t>(OpCategory::kOptimizer)] = cost.optimizer_s(sharded);
     out.push_back(t);

@@ -242,6 +242,7 @@ PublishedRun read_run(const json& raw, const std::string& path, const std::strin
     p->reject_unknown_keys();
     const bool framework_overlaps = preset.tp_comm_overlap_with_sp && !no_userbuffers && run.plan.tp > 1 && run.plan.sequence_parallel;
     run.plan.tp_comm_overlap = has_option(j, "tp_comm_overlap") || has_option(j, "async_tp") || framework_overlaps;
+    run.plan.fp8_params = has_option(j, "fp8_params");
     if (preset.per_op_checkpointing && run.plan.recompute == Recompute::kSelective) {
       run.plan.recompute = Recompute::kSelectiveOp;
       run.defaults_used.push_back("plan.recompute=selective_op (" + preset.name + "'s selective checkpointing is per op)");

@@ -103,7 +103,7 @@ ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, con
   const DpScopes dp = dp_scopes(plan, hw.gpus_per_node);
   const double dp_exposed = exposed_dp_s(work, plan, cost, dp, {slowest, last_backward, m}, pipeline);
   const double sharded = optimizer_params(work.stages[0].params, work.stages[0].expert_params, plan.zero_stage, dp);
-  const double optimizer = cost.optimizer_s(sharded);
+  const double optimizer = cost.optimizer_s(sharded) + weight_cast_s(cost, work, work.stages[0]);
 
   ScreenEstimate out;
   out.iteration_time_s = pipeline + dp_exposed + optimizer;

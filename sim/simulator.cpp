@@ -181,7 +181,7 @@ struct Builder {
       stage_reductions.push_back(across);
     }
     const double sharded = optimizer_params(w.params, w.expert_params, plan.zero_stage, dp);
-    const TaskId opt = add(stage, kCompute, cost.optimizer_s(sharded), TaskCategory::kOptimizer, 0);
+    const TaskId opt = add(stage, kCompute, cost.optimizer_s(sharded) + weight_cast_s(cost, work, w), TaskCategory::kOptimizer, 0);
     for (TaskId r : reductions[static_cast<size_t>(stage)]) graph.add_dep(opt, r);
     if (plan.dp * plan.cp > 1 && (plan.zero_stage == 1 || plan.zero_stage == 2)) {
       // The distributed optimizer all-gathers the updated 16-bit weights.

@@ -8,7 +8,13 @@ namespace trainsim {
 
 LayerScopes layer_scopes(const ParallelPlan& plan, int64_t gpus_per_node) {
   return {group_scope(plan, GroupKind::kTp, gpus_per_node), group_scope(plan, GroupKind::kCp, gpus_per_node),
-          group_scope(plan, GroupKind::kEp, gpus_per_node)};
+          group_scope(plan, GroupKind::kEp, gpus_per_node), group_scope(plan, GroupKind::kStage, gpus_per_node)};
+}
+
+double weight_cast_s(const CostModel& cost, const IterationWork& work, const StageWork& stage) {
+  if (work.weight_cast_bytes_per_param <= 0 || stage.layers <= 0) return 0.0;
+  const double layer_params = stage.params_per_layer * static_cast<double>(stage.layers);
+  return cost.memory_bound_s(layer_params * work.weight_cast_bytes_per_param);
 }
 
 DpScopes dp_scopes(const ParallelPlan& plan, int64_t gpus_per_node) {
@@ -84,6 +90,8 @@ std::vector<StepCost> price_steps(const IterationWork& work, int64_t chunks, con
   const StepCost layer_forward = price_ops(work.layer.forward, cost, scopes);
   StepCost layer_backward = price_ops(work.layer.backward, cost, scopes);
   layer_backward += price_ops(work.layer.recompute, cost, scopes);
+  const StepCost chunk_forward = price_ops(work.chunk_forward, cost, scopes);
+  const StepCost chunk_backward = price_ops(work.chunk_backward, cost, scopes);
   std::vector<StepCost> out;
   out.reserve(static_cast<size_t>(virtual_stages * 2));
   for (int64_t vs = 0; vs < virtual_stages; ++vs) {
@@ -91,6 +99,10 @@ std::vector<StepCost> price_steps(const IterationWork& work, int64_t chunks, con
     const StageWork& w = work.stages[static_cast<size_t>(stage)];
     const double layers = static_cast<double>(w.chunk_layers[static_cast<size_t>(vs / stages)]);
     StepCost forward = layer_forward.scaled(layers), backward = layer_backward.scaled(layers);
+    if (layers > 0) {
+      forward += chunk_forward;
+      backward += chunk_backward;
+    }
     const bool holds_extras = (stage == 0 && vs == 0) || (stage == stages - 1 && vs == virtual_stages - 1);
     if (holds_extras) {
       forward += price_ops(w.extra_forward, cost, scopes);

@@ -33,12 +33,20 @@ struct StepCost {
 // The groups a layer's collectives run in: tensor parallel, context parallel (the KV ring) and
 // expert parallel (the MoE all-to-alls).
 struct LayerScopes {
-  GroupScope tp, cp, ep;
-  LayerScopes(const GroupScope& tp_scope, const GroupScope& cp_scope = {}, const GroupScope& ep_scope = {})  // NOLINT
-      : tp(tp_scope), cp(cp_scope), ep(ep_scope) {}
-  const GroupScope& of(GroupKind kind) const { return kind == GroupKind::kCp ? cp : kind == GroupKind::kEp ? ep : tp; }
+  GroupScope tp, cp, ep, stage;
+  LayerScopes(const GroupScope& tp_scope, const GroupScope& cp_scope = {}, const GroupScope& ep_scope = {},  // NOLINT
+              const GroupScope& stage_scope = {})
+      : tp(tp_scope), cp(cp_scope), ep(ep_scope), stage(stage_scope) {}
+  const GroupScope& of(GroupKind kind) const {
+    return kind == GroupKind::kCp ? cp : kind == GroupKind::kEp ? ep : kind == GroupKind::kStage ? stage : tp;
+  }
 };
 LayerScopes layer_scopes(const ParallelPlan& plan, int64_t gpus_per_node);
+
+// FP8's weight casts (read bf16, write the FP8 copies) for a stage's transformer layers, once per
+// iteration on the first micro-batch; priced beside the optimizer step, the other once-per-
+// iteration work of the stage (0 without FP8 or with FP8 primary weights).
+double weight_cast_s(const CostModel& cost, const IterationWork& work, const StageWork& stage);
 
 // Data-parallel collectives over a stage's parameters: the dense ones over dp x cp, the routed
 // experts (under expert parallelism) over the ranks holding the same experts (rank_grid's expert_dp).

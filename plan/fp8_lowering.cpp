@@ -1,0 +1,107 @@
+// FP8 training as Transformer Engine runs it under Megatron-Core (delayed scaling, Megatron-LM's
+// --fp8-recipe and NeMo's fp8_recipe default). Every linear's GEMMs take FP8 operands; what that
+// adds beside the GEMMs (TransformerEngine transformer_engine/pytorch/module/linear.py, _linear
+// forward and backward, and module/base.py initialize_ub, read at d0067d0, 2026-08):
+// - A linear's input is quantized before its GEMM. Hopper's FP8 GEMMs take only the TN layout,
+//   so the weight gradient needs the input transposed ("column-wise" data): one cast_transpose
+//   kernel reads the bf16 input (2 B per value) and writes both FP8 layouts (1 + 1 B), and only
+//   the column-wise copy is kept for the backward. The QKV and FC1 inputs come out of the norm
+//   already in FP8 (Megatron-Core's TELayerNormColumnParallelLinear): their cost is the transpose
+//   (read 1 B, write 1 B per gathered value; with sequence parallelism the backward gathers the
+//   FP8 rows again and transposes them, FP8 column-wise data cannot be all-gathered) less the
+//   byte the norm no longer writes.
+// - The output gradient is quantized the same way before the dgrad and wgrad GEMMs (4 B per
+//   value); with sequence parallelism the row-parallel linears' gradient is quantized row-wise on
+//   the rank's shard (read 2, write 1), gathered in FP8, then transposed (read 1, write 1).
+// - All-gathers that feed an FP8 GEMM carry FP8: the input all-gathers before QKV and FC1 and
+//   the backward's re-gathers and output-gradient gathers (linear.py quantizes before
+//   gather_along_first_dim; userbuffers: fp8_buf for every all-gather overlap).
+// - Weights are cast once per iteration (is_first_microbatch): read bf16, write both FP8 layouts
+//   (4 B per parameter), and the cast copy stays in memory (plan/rank_memory.cpp); FP8 primary
+//   weights (fp8_params) skip both.
+// - Delayed scaling reduces the amaxes of every FP8 tensor of a model chunk once per forward
+//   (on leaving fp8_autocast) and once per backward (FP8GlobalStateManager.
+//   reduce_and_update_fp8_tensors) over the stage's ranks (Megatron-Core's amax reduction group):
+//   two small all-reduces per chunk and micro-batch, latency-bound at scale.
+// Megatron-Core's own activation functions (bias-GELU, SwiGLU) run outside Transformer Engine,
+// so FC2's input and FC1's output gradient are cast by their own kernels.
+#include <string>
+
+#include "plan/lowering_ops.hpp"
+
+namespace trainsim::lowering {
+
+namespace {
+
+enum class LinearKind { kNormFused, kColumn, kRow, kOther };
+
+LinearKind linear_kind(const std::string& name, bool moe) {
+  if (name == "qkv" || (name == "fc1" && !moe)) return LinearKind::kNormFused;
+  if (name == "fc1" || name == "shared_fc1") return LinearKind::kColumn;
+  if (name == "proj" || name == "fc2" || name == "shared_fc2") return LinearKind::kRow;
+  return LinearKind::kOther;  // the MoE router stays in higher precision
+}
+
+// The all-gathers that feed an FP8 GEMM carry one byte per value: the attention block's (the
+// first of each name) and a dense FFN's (the second).
+void gather_in_fp8(std::vector<Op>& ops, const char* name, bool dense_ffn, double value_bytes) {
+  for (int32_t occurrence = 0; occurrence < (dense_ffn ? 2 : 1); ++occurrence) {
+    const int32_t i = index_of(ops, name, occurrence);
+    if (i >= 0) ops[static_cast<size_t>(i)].bytes /= value_bytes;
+  }
+}
+
+}  // namespace
+
+void add_fp8_conversions(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s) {
+  if (p.precision != Precision::kFp8) return;
+  const bool moe = m.moe.has_value(), sp = p.sequence_parallel && s.t > 1;
+  const double shard = sp ? static_cast<double>(s.t) : 1.0;  // a gathered tensor over this rank's rows
+  const std::vector<Op> gemms = w.forward;
+  for (const Op& op : gemms) {
+    if (op.kind != OpKind::kGemm) continue;
+    const LinearKind kind = linear_kind(op.name, moe);
+    if (kind == LinearKind::kOther) continue;
+    const double input = static_cast<double>(op.m) * static_cast<double>(op.k) * static_cast<double>(op.batch);
+    const double grad = static_cast<double>(op.m) * static_cast<double>(op.n) * static_cast<double>(op.batch);
+    switch (kind) {
+      case LinearKind::kNormFused: {
+        // The transpose of the gathered FP8 input; the norm before it writes one byte less per value.
+        (sp ? w.backward : w.forward).push_back(memory("fp8_transpose", 2.0 * input));
+        const int32_t norm = index_of(w.forward, op.name == std::string("qkv") ? "norm1" : "norm2", 0);
+        if (norm >= 0) w.forward[static_cast<size_t>(norm)].bytes -= input / shard;
+        w.backward.push_back(memory("fp8_cast_grad", 4.0 * grad));
+        break;
+      }
+      case LinearKind::kColumn:
+        w.forward.push_back(memory("fp8_cast", 4.0 * input));
+        w.backward.push_back(memory("fp8_cast_grad", 4.0 * grad));
+        break;
+      case LinearKind::kRow:
+        w.forward.push_back(memory("fp8_cast", 4.0 * input));
+        w.backward.push_back(memory("fp8_cast_grad", sp ? 3.0 * grad / shard + 2.0 * grad : 4.0 * grad));
+        break;
+      case LinearKind::kOther: break;
+    }
+  }
+  if (!sp) return;
+  gather_in_fp8(w.forward, "sp_allgather", !moe, s.e);
+  gather_in_fp8(w.backward, "sp_allgather", !moe, s.e);
+  gather_in_fp8(w.backward, "sp_allgather_wgrad", !moe, s.e);
+}
+
+void add_fp8_amax_reductions(IterationWork& work, const ModelSpec& m, const ParallelPlan& p) {
+  if (p.precision != Precision::kFp8) return;
+  // One fp32 amax per FP8 tensor: a linear's input, weight and output gradient.
+  constexpr double kAmaxesPerLinear = 3.0;
+  const double linears = m.moe ? 4.0 + 2.0 * static_cast<double>(m.moe->experts / p.ep + m.moe->shared_experts) : 4.0;
+  const int64_t chunks = p.pp * (p.schedule == Schedule::kInterleaved ? p.vpp : 1);
+  const int64_t chunk_layers = (m.layers + chunks - 1) / chunks;  // the largest chunk's, evenly split
+  const double bytes = kAmaxesPerLinear * linears * 4.0 * static_cast<double>(chunk_layers);
+  work.chunk_forward.push_back(collective("fp8_amax_allreduce", CollectiveKind::kAllReduce, GroupKind::kStage, bytes));
+  work.chunk_backward.push_back(collective("fp8_amax_allreduce_bwd", CollectiveKind::kAllReduce, GroupKind::kStage, bytes));
+  // Read bf16, write the FP8 row- and column-wise copies, once per iteration.
+  work.weight_cast_bytes_per_param = p.fp8_params ? 0.0 : 4.0;
+}
+
+}  // namespace trainsim::lowering
