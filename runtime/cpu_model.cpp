@@ -11,6 +11,7 @@
 
 #include "common/errors.hpp"
 #include "runtime/op_clock.hpp"
+#include "runtime/tp_split.hpp"
 #include "runtime/weight_init.hpp"
 
 namespace trainsim::cpu {
@@ -32,39 +33,6 @@ ProblemList model_problems(const ModelSpec& m) {
 }
 
 namespace {
-
-Matrix row_slice(const Matrix& full, int64_t parts, int64_t index) {
-  const int64_t height = full.rows() / parts;
-  return full.middleRows(index * height, height);
-}
-
-// Column blocks of a fused weight ([Q | K | V], or SwiGLU's [gate | up]): each TP rank takes its
-// share of every block, in the same order.
-Matrix block_slice(const Matrix& full, const std::vector<int64_t>& widths, int64_t parts, int64_t index) {
-  int64_t total = 0;
-  for (int64_t w : widths) total += w / parts;
-  Matrix out(full.rows(), total);
-  int64_t from = 0, to = 0;
-  for (int64_t w : widths) {
-    out.middleCols(to, w / parts) = full.middleCols(from + index * (w / parts), w / parts);
-    from += w;
-    to += w / parts;
-  }
-  return out;
-}
-
-// Leaving the tensor-parallel region: partial sums over TP ranks are summed (all-reduce), or with
-// SP summed and split by token rows (reduce-scatter). Entering it: token rows gathered (SP only).
-Matrix leave_tp_region(Matrix partial, bool sp, TpGroup& tp) {
-  if (sp) return tp.reduce_scatter_rows(partial);
-  tp.all_reduce(partial);
-  return partial;
-}
-
-Matrix enter_tp_region(Matrix rows, bool sp, TpGroup& tp) {
-  if (sp) return tp.all_gather_rows(rows);
-  return rows;
-}
 
 using C = OpCategory;
 
@@ -177,14 +145,15 @@ Matrix StageModel::layer_forward(const LayerParams& p, const Matrix& x, LayerCac
   c.attn_out = attention(c.qkv, batch, c);
   const Matrix o = leave_tp_region(timed_op(C::kGemmProj, [&] { return Matrix(c.attn_out * v(p.w_o)); }), sp, tp);
   c.x_mid = timed_op(C::kResidualBias, [&] { return residual_add(x, o, bias_or_null(p.b_o)); });
-  c.ln2_out = enter_tp_region(norm(c.x_mid, p.ln2_g, p.ln2_b, c.ln2), sp, tp);
+  c.ln2_out = norm(c.x_mid, p.ln2_g, p.ln2_b, c.ln2);
+  if (!routes_own_rows()) c.ln2_out = enter_tp_region(std::move(c.ln2_out), sp, tp);
   const Matrix mlp = mlp_forward(p, c, tp);
   return timed_op(C::kResidualBias, [&] { return residual_add(c.x_mid, mlp, bias_or_null(p.b_2)); });
 }
 
 // The dense MLP (act(x W1 + b1) W2, its partial sums over TP reduced), or the MoE FFN; the caller adds b2.
 Matrix StageModel::mlp_forward(const LayerParams& p, LayerCache& c, TpGroup& tp) {
-  if (moe_shape_.experts > 0) return moe_forward(c.ln2_out, moe_params(p), moe_shape_, experts_group(), c.moe);
+  if (moe_shape_.experts > 0) return moe_mlp_forward(p, c, tp);
   c.fc1_out = timed_op(C::kGemmFc1, [&] { return linear(c.ln2_out, p.w_1, p.b_1); });
   c.fc1_act = timed_op(C::kActivation, [&] { return swiglu_ ? swiglu(c.fc1_out) : gelu(c.fc1_out); });
   return leave_tp_region(timed_op(C::kGemmFc2, [&] { return Matrix(c.fc1_act * v(p.w_2)); }), layout_.sequence_parallel, tp);
@@ -192,7 +161,7 @@ Matrix StageModel::mlp_forward(const LayerParams& p, LayerCache& c, TpGroup& tp)
 
 // From the layer output's gradient to the second norm output's (the sum over TP ranks taken).
 Matrix StageModel::mlp_backward(const LayerParams& p, const Matrix& dy, const LayerCache& c, TpGroup& tp) {
-  if (moe_shape_.experts > 0) return moe_backward(dy, c.ln2_out, moe_params(p), moe_shape_, experts_group(), c.moe);
+  if (moe_shape_.experts > 0) return moe_mlp_backward(p, dy, c, tp);
   const bool sp = layout_.sequence_parallel;
   add_bias_grad(dy, p.b_2);
   const Matrix dm = enter_tp_region(dy, sp, tp);

@@ -10,7 +10,9 @@
 // each sequence (runtime/ring_attention.hpp) at their true positions, and the attention is the
 // ring over the CP group. With an MoE model every layer's FFN is the mixture of experts of
 // runtime/moe_layer.hpp: this rank holds experts / ep of the experts (ep > 1: expert parallelism,
-// the copies dispatched over the EP group), the router and shared experts whole (TP 1).
+// the copies dispatched over the EP group, each TP rank routing its SP rows), split over TP like a
+// dense FFN when ep is 1; the router is replicated, the shared experts split over TP
+// (runtime/stage_moe.cpp).
 // Parameters are initialised from full tensors drawn with the seed, then sliced (or, for experts,
 // each drawn by its global id), so every layout starts from the same model.
 #pragma once
@@ -64,6 +66,7 @@ struct LayerCache {
   AttentionCache attention;
   RingAttentionCache ring;  // cp > 1
   MoeCache moe;             // MoE models (fc1_out, fc1_act stay empty)
+  FfnCache shared;          // MoE shared experts (`in`: their gathered input when routes_own_rows())
 };
 
 struct MicroBatchState {
@@ -145,9 +148,15 @@ class StageModel {
   Matrix layer_backward(const LayerParams& p, const Matrix& dy, const LayerCache& c, int64_t batch, TpGroup& tp);
   Matrix mlp_forward(const LayerParams& p, LayerCache& c, TpGroup& tp);                     // from ln2_out; before the residual
   Matrix mlp_backward(const LayerParams& p, const Matrix& dy, const LayerCache& c, TpGroup& tp);  // to ln2_out's gradient
-  // MoE (runtime/stage_moe.cpp): the layer's router and experts, and their view for moe_layer.
+  // MoE (runtime/stage_moe.cpp): the layer's router and experts, their view for moe_layer, and
+  // the FFN over TP. routes_own_rows(): ep > 1 with tp > 1, each TP rank routing its SP rows (the
+  // second norm's output is then not gathered); otherwise the experts are one TP region.
+  bool routes_own_rows() const;
   void add_moe(const ModelSpec& m, const std::string& prefix, uint64_t seed, LayerParams& p);
   MoeParams moe_params(const LayerParams& p);
+  FfnParams ffn_params(const size_t* ids);  // ids: w_1, b_1, w_2, b_2 (kNone where the model has none)
+  Matrix moe_mlp_forward(const LayerParams& p, LayerCache& c, TpGroup& tp);
+  Matrix moe_mlp_backward(const LayerParams& p, const Matrix& dy, const LayerCache& c, TpGroup& tp);
   EpGroup& experts_group() { return ep_ != nullptr ? *ep_ : single_ep_; }
   Matrix attention(const Matrix& qkv, int64_t batch, LayerCache& c);
   Matrix attention_backward(const Matrix& dout, int64_t batch, const LayerCache& c);
@@ -172,6 +181,7 @@ class StageModel {
   CpGroup* cp_ = nullptr;
   EpGroup* ep_ = nullptr;
   SingleRankExperts single_ep_;  // ep 1: the rank holds every expert
+  SingleRankGroup whole_experts_;  // expert TP 1 (ep > 1): no expert is split
 };
 
 // What keeps the runtime from running this model (it implements GPT-2- and Llama-style models,

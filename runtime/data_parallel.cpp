@@ -230,7 +230,8 @@ void DataParallel::after_layer_backward(int64_t layer) {
 double DataParallel::global_norm() {
   // ZeRO-0: every rank holds all reduced gradients; otherwise each its shards, summed over the
   // bucket's group. Squares of dense (0) and expert (1) gradients apart: every rank of an EP group
-  // holds different experts, so theirs are summed over it too.
+  // (with ep 1, of a TP group) holds different experts (slices), so theirs are summed over it too,
+  // after which each of its TP ranks holds the stage's: TP rank 0 counts them.
   double local[2] = {0, 0};
   for (const Bucket& b : buckets_) {
     const size_t begin = config_.zero_stage == 0 ? 0 : static_cast<size_t>(b.rank) * b.shard;
@@ -246,9 +247,9 @@ double DataParallel::global_norm() {
   if (config_.zero_stage >= 1) MPI_Allreduce(&local[0], &dense, 1, MPI_DOUBLE, MPI_SUM, comms_.dp);
   if (has_experts_) {
     if (config_.zero_stage >= 1) MPI_Allreduce(&local[1], &experts, 1, MPI_DOUBLE, MPI_SUM, comms_.expert_dp);
-    MPI_Allreduce(MPI_IN_PLACE, &experts, 1, MPI_DOUBLE, MPI_SUM, comms_.ep);
+    MPI_Allreduce(MPI_IN_PLACE, &experts, 1, MPI_DOUBLE, MPI_SUM, comms_.expert_model);
   }
-  const double replica = dense + experts;
+  const double replica = dense + (tp_.rank() == 0 ? experts : 0.0);
   MPI_Allreduce(&replica, &total, 1, MPI_DOUBLE, MPI_SUM, comms_.model);
   return std::sqrt(total);
 }

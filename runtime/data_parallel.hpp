@@ -17,9 +17,10 @@
 // context parallelism "dp" below is the dp x cp ranks (Megatron's dp_cp group): each CP rank's
 // gradients cover its own tokens and the weights are the same on every CP rank. An MoE layer's
 // expert parameters go to buckets of their own whose "dp" is the expert-DP group (the ranks holding
-// the same experts: tp x cp x dp / ep of them, plan/rank_grid's kExpertDp): their gradients are
-// reduced, and with ZeRO their states and (ZeRO-3) weights sharded, over those ranks only; each
-// already sums the copies every rank of its EP group sent the expert.
+// the same experts: tp x cp x dp / ep of them, plan/rank_grid's kExpertDp; with ep 1 the dp x cp
+// ranks holding the same TP slices of them): their gradients are reduced, and with ZeRO their
+// states and (ZeRO-3) weights sharded, over those ranks only; each already sums the copies every
+// rank of its EP group sent the expert.
 #pragma once
 
 #include <mpi.h>
@@ -47,7 +48,10 @@ struct DataParallelConfig {
 struct DataParallelComms {
   MPI_Comm dp = MPI_COMM_NULL;         // the ranks that reduce gradients and shard ZeRO: dp x cp (Megatron's dp_cp)
   MPI_Comm expert_dp = MPI_COMM_NULL;  // the same for expert parameters (MoE; unused by a dense model)
-  MPI_Comm ep = MPI_COMM_NULL;         // the EP group (each rank holds different experts: for the global norm)
+  // The ranks of a stage that hold different experts or different slices of them, each expert
+  // element once: the EP group, or with ep 1 the TP group (the experts split over TP). For the
+  // global norm: expert squares are summed over it, then counted once per stage (on TP rank 0).
+  MPI_Comm expert_model = MPI_COMM_NULL;
   MPI_Comm model = MPI_COMM_NULL;      // TP x PP ranks of one replica (for the global norm)
   MPI_Comm embedding = MPI_COMM_NULL;  // first and last stage holding the tied embedding (pp > 1)
 };

@@ -2,7 +2,7 @@
 // C = T x k copies, R rows received for the local experts, h hidden. Timed as the simulator's
 // categories: router GEMMs and top-k as moe_router, (un)permuting copies as moe_permute, expert
 // and shared-expert GEMMs as gemm_fc1 / gemm_fc2, their activation as activation (the all-to-alls
-// are timed by the EP group, as ep_comm).
+// are timed by the EP group, as ep_comm; the expert-TP all-reduce by the TP group, as tp_comm).
 #include "runtime/moe_layer.hpp"
 
 #include "common/errors.hpp"
@@ -18,28 +18,6 @@ Matrix linear(const Matrix& x, const Param& w, const Param* b) {
   Matrix y = x * w.value;
   if (b != nullptr) y.rowwise() += b->value.row(0);
   return y;
-}
-
-// out = act(x W1 + b1) W2 + b2 (GELU, or SwiGLU on [gate | up]).
-Matrix ffn_forward(const Matrix& x, const FfnParams& p, bool swiglu, FfnCache& c) {
-  c.fc1 = timed_op(C::kGemmFc1, [&] { return linear(x, *p.w_1, p.b_1); });
-  c.act = timed_op(C::kActivation, [&] { return swiglu ? cpu::swiglu(c.fc1) : gelu(c.fc1); });
-  return timed_op(C::kGemmFc2, [&] { return linear(c.act, *p.w_2, p.b_2); });
-}
-
-// Returns dx; accumulates the FFN's gradients.
-Matrix ffn_backward(const Matrix& dout, const Matrix& x, const FfnParams& p, bool swiglu, const FfnCache& c) {
-  const Matrix dact = timed_op(C::kGemmFc2, [&] {
-    p.w_2->grad.noalias() += c.act.transpose() * dout;
-    return Matrix(dout * p.w_2->value.transpose());
-  });
-  if (p.b_2 != nullptr) add_column_sums(dout, p.b_2->grad);
-  const Matrix dfc1 = timed_op(C::kActivation, [&] { return swiglu ? swiglu_backward(dact, c.fc1) : gelu_backward(dact, c.fc1); });
-  if (p.b_1 != nullptr) add_column_sums(dfc1, p.b_1->grad);
-  return timed_op(C::kGemmFc1, [&] {
-    p.w_1->grad.noalias() += x.transpose() * dfc1;
-    return Matrix(dfc1 * p.w_1->value.transpose());
-  });
 }
 
 // Rows `rows[i]` of `from`, in that order.
@@ -69,9 +47,32 @@ Matrix run_local_experts(const Matrix& received, const ExpertBatches& b, Run&& r
 
 }  // namespace
 
-Matrix moe_forward(const Matrix& x, const MoeParams& p, const MoeShape& shape, EpGroup& ep, MoeCache& c) {
+// GELU, or SwiGLU on [gate | up].
+Matrix ffn_forward(const Matrix& x, const FfnParams& p, bool swiglu, bool output_bias, FfnCache& c) {
+  c.fc1 = timed_op(C::kGemmFc1, [&] { return linear(x, *p.w_1, p.b_1); });
+  c.act = timed_op(C::kActivation, [&] { return swiglu ? cpu::swiglu(c.fc1) : gelu(c.fc1); });
+  return timed_op(C::kGemmFc2, [&] { return linear(c.act, *p.w_2, output_bias ? p.b_2 : nullptr); });
+}
+
+Matrix ffn_backward(const Matrix& dout, const Matrix& x, const FfnParams& p, bool swiglu, const FfnCache& c) {
+  const Matrix dact = timed_op(C::kGemmFc2, [&] {
+    p.w_2->grad.noalias() += c.act.transpose() * dout;
+    return Matrix(dout * p.w_2->value.transpose());
+  });
+  if (p.b_2 != nullptr) add_column_sums(dout, p.b_2->grad);
+  const Matrix dfc1 = timed_op(C::kActivation, [&] { return swiglu ? swiglu_backward(dact, c.fc1) : gelu_backward(dact, c.fc1); });
+  if (p.b_1 != nullptr) add_column_sums(dfc1, p.b_1->grad);
+  return timed_op(C::kGemmFc1, [&] {
+    p.w_1->grad.noalias() += x.transpose() * dfc1;
+    return Matrix(dfc1 * p.w_1->value.transpose());
+  });
+}
+
+Matrix moe_forward(const Matrix& x, const MoeParams& p, const MoeShape& shape, EpGroup& ep, TpGroup& expert_tp, MoeCache& c) {
   const int64_t k = shape.top_k, local = shape.experts / ep.size();
   TRAINSIM_ASSERT(static_cast<int64_t>(p.experts.size()) == local, "each EP rank holds experts / ep experts");
+  TRAINSIM_ASSERT(ep.size() == 1 || expert_tp.size() == 1, "expert TP 1 with expert parallelism (plan/moe_lowering.cpp)");
+  const bool output_bias = expert_tp.rank() == 0;  // each expert's b2 enters the partial sums once
   {
     const ScopedOpTimer timer(C::kMoeRouter);
     c.routing = route_top_k(x * p.router->value, k);
@@ -88,10 +89,10 @@ Matrix moe_forward(const Matrix& x, const MoeParams& p, const MoeShape& shape, E
   c.experts.assign(static_cast<size_t>(local), FfnCache());
   const Matrix processed = run_local_experts(received, c.batches, [&](size_t j, const Matrix& in) {
     c.experts[j].in = in;
-    return ffn_forward(in, p.experts[j], shape.swiglu, c.experts[j]);
+    return ffn_forward(in, p.experts[j], shape.swiglu, output_bias, c.experts[j]);
   });
   const Matrix combined = ep.all_to_all_rows(processed, c.batches.source_rows, c.layout.rank_rows);
-  Matrix y = timed_op(C::kMoePermute, [&] {
+  return timed_op(C::kMoePermute, [&] {
     c.copy_out.resize(combined.rows(), combined.cols());
     for (size_t i = 0; i < c.layout.slot.size(); ++i) c.copy_out.row(c.layout.slot[i]) = combined.row(static_cast<int64_t>(i));
     Matrix sum = Matrix::Zero(x.rows(), x.cols());
@@ -100,11 +101,10 @@ Matrix moe_forward(const Matrix& x, const MoeParams& p, const MoeShape& shape, E
     }
     return sum;
   });
-  if (p.shared.w_1 != nullptr) y += ffn_forward(x, p.shared, shape.swiglu, c.shared);
-  return y;
 }
 
-Matrix moe_backward(const Matrix& dy, const Matrix& x, const MoeParams& p, const MoeShape& shape, EpGroup& ep, const MoeCache& c) {
+Matrix moe_backward(const Matrix& dy, const Matrix& x, const MoeParams& p, const MoeShape& shape, EpGroup& ep, TpGroup& expert_tp,
+                    const MoeCache& c) {
   const int64_t k = shape.top_k;
   // y_t = sum_j w_tj out_tj: d out_tj = w_tj dy_t, d w_tj = dy_t . out_tj.
   Matrix dweight(x.rows(), k);
@@ -117,6 +117,8 @@ Matrix moe_backward(const Matrix& dy, const Matrix& x, const MoeParams& p, const
     }
     return rows;
   });
+  // With expert TP each copy's output here is this rank's slices' share: the weights' gradient is the sum.
+  expert_tp.all_reduce(dweight);
   // The combine's backward sends the gradients the way the dispatch sent the copies, and back.
   const Matrix dreceived = ep.all_to_all_rows(dpermuted, c.layout.rank_rows, c.batches.source_rows);
   const Matrix dprocessed = run_local_experts(dreceived, c.batches, [&](size_t j, const Matrix& dout) {
@@ -132,9 +134,8 @@ Matrix moe_backward(const Matrix& dy, const Matrix& x, const MoeParams& p, const
     const ScopedOpTimer timer(C::kMoeRouter);
     const Matrix dlogits = route_top_k_backward(c.routing, dweight, shape.experts);
     p.router->grad.noalias() += x.transpose() * dlogits;
-    dx.noalias() += dlogits * p.router->value.transpose();
+    if (expert_tp.rank() == 0) dx.noalias() += dlogits * p.router->value.transpose();  // replicated: enters the partial sums once
   }
-  if (p.shared.w_1 != nullptr) dx += ffn_backward(dy, x, p.shared, shape.swiglu, c.shared);
   return dx;
 }
 

@@ -26,9 +26,10 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
   // LM head, cross-entropy over every id), only ids from 256 up never occur in the data.
   if (m.vocab < 256) problems.add("model \"" + m.name + "\": vocab " + std::to_string(m.vocab) + " < 256 (the runtime feeds byte tokens 0-255)");
   if (p.precision != Precision::kFp32) problems.add(std::string("plan: precision ") + to_string(p.precision) + " (the CPU runtime trains in fp32: --precision fp32)");
-  if (m.moe && p.tp > 1) {
-    problems.add("plan: tp " + std::to_string(p.tp) + " with the MoE model \"" + m.name +
-                 "\": the runtime does not split experts (or the router) over TP; run tp 1 and spread the experts with --ep over the dp x cp ranks");
+  if (m.moe && p.ep > 1 && p.tp > 1 && !p.sequence_parallel) {
+    problems.add("plan: ep " + std::to_string(p.ep) + " with tp " + std::to_string(p.tp) +
+                 " without sequence_parallel: the runtime's TP ranks route their own sequence shards over the EP group, as Megatron-Core "
+                 "(which requires SP for MoE with TP); add --sequence-parallel, or leave ep at 1 to split the experts over TP");
   }
   if (p.tp_comm_overlap) {
     problems.add("plan: tp_comm_overlap: the runtime runs its TP collectives between the GEMMs, not beside them (leave --tp-comm-overlap out)");
@@ -60,7 +61,8 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
                  " (the embedding and LM head are split by vocabulary over TP ranks, as Megatron-LM splits them; Megatron pads "
                  "the vocabulary to a multiple of 128 x tp: describe the model with the padded vocab, e.g. 50304 for GPT-2)");
   }
-  problems.throw_if_any("the CPU runtime runs GPT-2- and Llama-style models (e.g. gpt-tiny), dense with DP, TP (+SP), PP (GPipe, 1F1B, interleaved 1F1B), CP (ring attention), ZeRO-0/1/2/3 and recomputation, MoE the same with EP instead of TP");
+  problems.throw_if_any("the CPU runtime runs GPT-2- and Llama-style models (e.g. gpt-tiny), dense or MoE, with DP, TP (+SP), PP (GPipe, 1F1B, "
+                        "interleaved 1F1B), CP (ring attention), ZeRO-0/1/2/3 and recomputation, and EP for MoE (with TP it needs --sequence-parallel)");
 }
 
 namespace {

@@ -1,6 +1,7 @@
 // The tensor-parallel collectives a model stage needs, behind one interface: all-reduce of
-// partial sums, and (sequence parallelism) all-gather / reduce-scatter of token rows. The
-// single-rank group does nothing; runtime/mpi_groups.cpp implements it over MPI and times it.
+// partial sums, and (sequence parallelism) all-gather / reduce-scatter of token rows; and the two
+// boundaries of a TP region built from them (Megatron's f and g). The single-rank group does
+// nothing; runtime/mpi_groups.cpp implements it over MPI and times it.
 #pragma once
 
 #include "runtime/cpu_kernels.hpp"
@@ -27,5 +28,18 @@ class SingleRankGroup final : public TpGroup {
   Matrix all_gather_rows(const Matrix& shard) override { return shard; }
   Matrix reduce_scatter_rows(const Matrix& full) override { return full; }
 };
+
+// Leaving the tensor-parallel region: partial sums over TP ranks are summed (all-reduce), or with
+// SP summed and split by token rows (reduce-scatter). Entering it: token rows gathered (SP only).
+inline Matrix leave_tp_region(Matrix partial, bool sp, TpGroup& tp) {
+  if (sp) return tp.reduce_scatter_rows(partial);
+  tp.all_reduce(partial);
+  return partial;
+}
+
+inline Matrix enter_tp_region(Matrix rows, bool sp, TpGroup& tp) {
+  if (sp) return tp.all_gather_rows(rows);
+  return rows;
+}
 
 }  // namespace trainsim::cpu

@@ -58,7 +58,10 @@ struct Trainer::Impl {
     config.zero_stage = plan.zero_stage;
     config.overlap = plan.dp_overlap;
     config.bucket_params = options.bucket_params;
-    data_parallel = std::make_unique<DataParallel>(*stage, *tp, DataParallelComms{grid.dp_cp, grid.expert_dp, grid.ep, grid.model, grid.embedding}, config, weights, clock);
+    // Expert slices (ep 1) differ over the TP group, whole experts (ep > 1) over the EP group.
+    const MPI_Comm expert_model = plan.ep > 1 ? grid.ep : grid.tp;
+    data_parallel = std::make_unique<DataParallel>(*stage, *tp, DataParallelComms{grid.dp_cp, grid.expert_dp, expert_model, grid.model, grid.embedding},
+                                                   config, weights, clock);
     memory.sample();
   }
 
@@ -175,9 +178,10 @@ struct Trainer::Impl {
 
   bool counts_in_norm(const Param& p) const {
     // Each TP-split slice once per rank, replicated parameters once per replica, the tied
-    // embedding once (on the first stage).
+    // embedding once (on the first stage); whole experts (ep > 1) on every rank, which holds its own
+    // (DataParallel::global_norm counts each EP group's once).
     const bool duplicate_embedding = p.name == "wte" && plan.pp > 1 && grid.pp_rank != 0;
-    return (p.tp_split || grid.tp_rank == 0) && !duplicate_embedding;
+    return (p.tp_split || grid.tp_rank == 0 || (p.expert && plan.ep > 1)) && !duplicate_embedding;
   }
 
   void optimizer_step() {

@@ -245,10 +245,6 @@ cli_test("bad: run with a missing data file" RC 2 MATCH "--data: cannot open /no
   ARGS run --model gpt-tiny --precision fp32 --steps 1 --data /nonexistent/corpus.txt --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
 cli_test("bad: run a plan the CPU runtime cannot take" RC 2 MATCH "precision bf16 .the CPU runtime trains in fp32"
   ARGS run --model gpt-tiny --precision bf16 --steps 1 --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
-cli_test("bad: run an MoE model with tp 2 (the runtime does not split experts over TP)" RC 2
-  MATCH "tp 2 with the MoE model .moe-tiny.: the runtime does not split experts" "spread the experts with --ep"
-  ARGS run --model ${CMAKE_CURRENT_SOURCE_DIR}/data/models/moe-tiny.json --gpus 2 --tp 2 --precision fp32 --steps 1
-       --out ${CMAKE_CURRENT_BINARY_DIR}/x.json)
 cli_test("bad: run with an MoE routing imbalance (the runtime measures its own router's load)" RC 2
   MATCH "moe_imbalance / moe_capacity_factor: the runtime routes with its own router"
   ARGS run --model ${CMAKE_CURRENT_SOURCE_DIR}/data/models/moe-tiny.json --gpus 2 --ep 2 --precision fp32 --steps 1 --moe-imbalance 1.5
