@@ -136,8 +136,8 @@ TEST_CASE("leave-one-group-out: each group predicted with constants fitted witho
     in_sample += c.in_sample.mean_abs_error / static_cast<double>(cv.size());
     left_out += c.held_out.mean_abs_error / static_cast<double>(cv.size());
   }
-  CHECK(in_sample <= 0.109);  // measured 9.9% (2026-11-24 with TP comm overlap, 14 groups, all 337 runs; the group with the MoE rows 32.4%)
-  CHECK(left_out <= 0.117);   // measured 10.7% (11.0% before TP comm overlap; 8.1% / 9.2% before the MoE and FSDP + PP rows joined)
+  CHECK(in_sample <= 0.109);  // measured 9.8% with FP8 casts, 9.9% (2026-11-24 with TP comm overlap, 14 groups, all 337 runs; the group with the MoE rows 32.4%)
+  CHECK(left_out <= 0.12);    // measured 11.0% with FP8 casts (10.7% before them) (11.0% before TP comm overlap; 8.1% / 9.2% before the MoE and FSDP + PP rows joined)
   CHECK(left_out >= in_sample - 0.005);  // leaving a group out cannot help it by more than noise
 }
 
