@@ -24,6 +24,7 @@
 #include "common/limits.hpp"
 #include "plan/plan_export.hpp"
 #include "plan/plan_json.hpp"
+#include "plan/recompute_span.hpp"
 #include "reports/prediction_report.hpp"
 #include "reports/json_output.hpp"
 #include "reports/search_report.hpp"
@@ -200,7 +201,7 @@ std::string render_imported(const ImportedJob& job, const ImportedResult& r, con
   const Prediction& p = *r.prediction;
   out += "dp " + std::to_string(p.plan.dp) + " x tp " + std::to_string(p.plan.tp) + " x pp " + std::to_string(p.plan.pp) +
          " x cp " + std::to_string(p.plan.cp) + ", micro-batch " + std::to_string(p.plan.micro_batch) + ", ZeRO-" +
-         std::to_string(p.plan.zero_stage) + ", recompute " + to_string(p.plan.recompute) + ": ";
+         std::to_string(p.plan.zero_stage) + ", recompute " + describe_recompute(p.plan) + ": ";
   if (!p.fits) return out + "does not fit (" + p.infeasible_reason + ")\n";
   out += format_fixed(p.tokens_per_s_per_gpu, 1) + " tokens/s per GPU, iteration " + format_fixed(p.iteration_time_s, 3) + " s";
   if (!report.best.empty() && p.tokens_per_s_per_gpu > 0) {
