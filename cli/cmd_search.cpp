@@ -24,6 +24,7 @@
 #include "common/limits.hpp"
 #include "plan/plan_export.hpp"
 #include "plan/plan_json.hpp"
+#include "plan/recompute_span.hpp"
 #include "reports/prediction_report.hpp"
 #include "reports/json_output.hpp"
 #include "reports/search_report.hpp"
@@ -59,7 +60,8 @@ struct Options {
   ImportOptions from;
   GoodputOptions goodput;
   int64_t gpus = 0, max_gpus = 0, global_batch = 0, top = 10, max_micro_batch = 16, simulate_best = 200;
-  std::string objective = "time", precision = "bf16", attention = "flash", export_to, framework;
+  std::string objective = "time", precision = "bf16", attention = "flash", export_to, framework, recompute_method = "uniform";
+  int64_t recompute_layers = 1;
   bool compiled = false, tp_comm_overlap = false;
   double train_tokens = 0, deadline_days = 0, budget_usd = 0;
   int threads = 0;
@@ -97,6 +99,11 @@ void add_options(CLI::App* app, Options& o) {
                                               "also try every plan with SP with its TP communication overlapped with the GEMMs "
                                               "(Megatron-Core --tp-comm-overlap, torchtitan async TP; on by default with "
                                               "--framework nemo or megatron-bridge)");
+  o.options["recompute-method"] = app->add_option("--recompute-method", o.recompute_method,
+                  "also try full recomputation of these layers (Megatron's --recompute-method): block (the first N "
+                  "of each model chunk) or uniform (groups of N)")->check(CLI::IsMember({"uniform", "block"}));
+  o.options["recompute-num-layers"] = app->add_option("--recompute-num-layers", o.recompute_layers,
+                  "N of --recompute-method (default 1)")->transform(whole_number(0, limits::kMaxLayers, "layers"));
   o.options["compiled"] = app->add_flag("--compiled", o.compiled, "with --framework torchtitan: the run uses torch.compile (fused RMSNorm)");
   app->add_flag("--tp-across-nodes", o.tp_across_nodes, "also try tensor parallelism wider than a node");
   app->add_option("--train-tokens", o.train_tokens, "tokens to train: report days and $ for the whole run")
@@ -134,6 +141,10 @@ SearchOptions search_options(const Options& o) {
     throw InputError("--compiled says which RMSNorm a framework runs; it needs --framework",
                      "add --framework torchtitan (the preset with an eager default), or leave --compiled out");
   }
+  if (o.recompute_method == "uniform" && o.recompute_layers == 0) {
+    throw InputError("--recompute-num-layers: 0 must be >= 1 with --recompute-method uniform (the layers of each recomputed group)",
+                     "give --recompute-method block --recompute-num-layers N to recompute only N layers of each model chunk");
+  }
   SearchOptions options;
   const std::map<std::string, Objective> objectives = {{"time", Objective::kTime}, {"cost", Objective::kCost},
       {"effective-time", Objective::kEffectiveTime}, {"effective-cost", Objective::kEffectiveCost}};
@@ -150,6 +161,8 @@ SearchOptions search_options(const Options& o) {
   options.space.tp_across_nodes = o.tp_across_nodes;
   options.space.precision = parse_precision(o.precision);
   options.space.attention = parse_attention(o.attention);
+  options.space.partial_recompute_method = parse_recompute_method(o.recompute_method);
+  options.space.partial_recompute_layers = o.recompute_layers;
   const FrameworkPreset preset = framework_preset(o.framework);
   options.flash2_attention = !o.framework.empty() && preset.flash2_attention_on_hopper;
   if (!o.framework.empty() && preset.per_op_checkpointing) options.space.selective = Recompute::kSelectiveOp;
@@ -188,7 +201,7 @@ std::string render_imported(const ImportedJob& job, const ImportedResult& r, con
   const Prediction& p = *r.prediction;
   out += "dp " + std::to_string(p.plan.dp) + " x tp " + std::to_string(p.plan.tp) + " x pp " + std::to_string(p.plan.pp) +
          " x cp " + std::to_string(p.plan.cp) + ", micro-batch " + std::to_string(p.plan.micro_batch) + ", ZeRO-" +
-         std::to_string(p.plan.zero_stage) + ", recompute " + to_string(p.plan.recompute) + ": ";
+         std::to_string(p.plan.zero_stage) + ", recompute " + describe_recompute(p.plan) + ": ";
   if (!p.fits) return out + "does not fit (" + p.infeasible_reason + ")\n";
   out += format_fixed(p.tokens_per_s_per_gpu, 1) + " tokens/s per GPU, iteration " + format_fixed(p.iteration_time_s, 3) + " s";
   if (!report.best.empty() && p.tokens_per_s_per_gpu > 0) {

@@ -70,6 +70,14 @@ void PlanOptions::add_to(CLI::App& app) {
                                         "activation recomputation (selective: Megatron's attention core; selective_op: "
                                         "torchtitan's per-op checkpointing)")
                              ->check(CLI::IsMember({"none", "selective", "full", "selective_op"}));
+  options["recompute-method"] = app.add_option("--recompute-method", recompute_method,
+                                               "with --recompute full, which layers (Megatron's --recompute-method): uniform "
+                                               "(every layer, in groups of N; default) or block (the first N of each model chunk)")
+                                    ->check(CLI::IsMember({"uniform", "block"}));
+  options["recompute-num-layers"] = app.add_option("--recompute-num-layers", recompute_layers,
+                                                   "N of --recompute-method: layers per group (uniform, default 1) or "
+                                                   "recomputed per model chunk (block, 0 = none)")
+                                        ->transform(whole_number(0, limits::kMaxLayers, "layers"));
   options["sequence-parallel"] = app.add_flag("--sequence-parallel", sequence_parallel, "Megatron sequence parallelism");
   options["schedule"] = app.add_option("--schedule", schedule,
                                        "pipeline schedule (zb-1p / zb-2p: Zero Bubble, the backward split into input and "
@@ -242,6 +250,8 @@ void PlanOptions::apply_flags(ParallelPlan& p) const {
   take("global-batch", p.global_batch);
   if (given("zero")) p.zero_stage = static_cast<int>(sizes.at("zero"));
   if (given("recompute")) p.recompute = parse_recompute(recompute);
+  if (given("recompute-method")) p.recompute_method = parse_recompute_method(recompute_method);
+  if (given("recompute-num-layers")) p.recompute_layers = recompute_layers;
   if (given("sequence-parallel")) p.sequence_parallel = sequence_parallel;
   if (given("precision")) p.precision = parse_precision(precision);
   if (given("attention")) p.attention = parse_attention(attention);

@@ -80,11 +80,11 @@ double activation_bytes_output(const ModelSpec& m, const ActivationLayout& l) {
   return 2.0 * l.bytes_per_value * sb * d(m.hidden) / sp_split + 4.0 * sb * d(m.vocab) / d(l.tp);
 }
 
-double recompute_working_bytes(const ModelSpec& m, const ActivationLayout& l) {
-  if (l.recompute == Recompute::kNone) return 0.0;
+double recompute_working_bytes(const ModelSpec& m, const ActivationLayout& l, int64_t group_layers) {
+  if (l.recompute == Recompute::kNone || group_layers <= 0) return 0.0;
   ActivationLayout kept = l;
   kept.recompute = Recompute::kNone;
-  return std::max(0.0, activation_bytes_per_layer(m, kept) - activation_bytes_per_layer(m, l));
+  return std::max(0.0, d(group_layers) * activation_bytes_per_layer(m, kept) - activation_bytes_per_layer(m, l));
 }
 
 double loss_working_bytes(const ModelSpec& m, const ActivationLayout& l) {

@@ -46,7 +46,9 @@ double activation_bytes_output(const ModelSpec& model, const ActivationLayout& l
 // Working memory beside the stored activations, for one micro-batch at a time: while a layer is
 // recomputed for its backward, the activations recomputation dropped (one layer); while the loss
 // is computed on the last stage, what the loss kernel allocates beyond the stored fp32 logits.
-double recompute_working_bytes(const ModelSpec& model, const ActivationLayout& layout);
+// Full recompute in groups (Megatron-Core's uniform N) rebuilds `group_layers` layers at once:
+// all their activations but the group's stored input; 0 layers need none.
+double recompute_working_bytes(const ModelSpec& model, const ActivationLayout& layout, int64_t group_layers = 1);
 double loss_working_bytes(const ModelSpec& model, const ActivationLayout& layout);
 
 const char* to_string(Recompute recompute);

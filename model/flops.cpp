@@ -5,7 +5,9 @@
 
 namespace trainsim {
 
-FlopsPerToken flops_per_token(const ModelSpec& m, Recompute recompute) {
+FlopsPerToken flops_per_token(const ModelSpec& m, Recompute recompute) { return flops_per_token(m, recompute, m.layers); }
+
+FlopsPerToken flops_per_token(const ModelSpec& m, Recompute recompute, int64_t recomputed_layers) {
   FlopsPerToken f;
   const ParamCounts params = count_params(m);
   f.forward_matmul = 2.0 * static_cast<double>(params.matmul_active);
@@ -18,7 +20,15 @@ FlopsPerToken flops_per_token(const ModelSpec& m, Recompute recompute) {
     // Selective recompute runs the attention core (QK^T, softmax, AV) forward again.
     case Recompute::kSelective: f.hardware = f.model + f.forward_attention; break;
     // Full recompute runs every transformer layer's forward again; the LM head is outside it.
-    case Recompute::kFull: f.hardware = f.model + f.forward() - f.forward_lm_head; break;
+    // With the block method only `recomputed_layers` of them: the others' forward runs once (every
+    // layer's forward is the same, so the layers' share is their count over the model's).
+    case Recompute::kFull: {
+      f.hardware = f.model + f.forward() - f.forward_lm_head;
+      if (recomputed_layers < m.layers && m.layers > 0) {
+        f.hardware -= (f.forward() - f.forward_lm_head) * static_cast<double>(m.layers - recomputed_layers) / static_cast<double>(m.layers);
+      }
+      break;
+    }
     // Per-op checkpointing runs every other matmul again (wk, wo and w3 or fc2: torchtitan's policy
     // keeps wq, wv, w1, w2) and attention not at all; elementwise ops cost no FLOPs here.
     case Recompute::kSelectiveOp: {
@@ -39,7 +49,11 @@ double model_flops_per_iteration(const ModelSpec& m, int64_t global_batch) {
 }
 
 double hardware_flops_per_iteration(const ModelSpec& m, int64_t global_batch, Recompute recompute) {
-  return flops_per_token(m, recompute).hardware * static_cast<double>(global_batch) * static_cast<double>(m.seq_len);
+  return hardware_flops_per_iteration(m, global_batch, recompute, m.layers);
+}
+
+double hardware_flops_per_iteration(const ModelSpec& m, int64_t global_batch, Recompute recompute, int64_t recomputed_layers) {
+  return flops_per_token(m, recompute, recomputed_layers).hardware * static_cast<double>(global_batch) * static_cast<double>(m.seq_len);
 }
 
 }  // namespace trainsim

@@ -5,6 +5,7 @@
 
 #include "plan/lowering_ops.hpp"
 #include "plan/rank_memory.hpp"
+#include "plan/recompute_span.hpp"
 
 namespace trainsim {
 
@@ -327,7 +328,10 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
     StageWork w;
     w.stage = stage;
     const int64_t chunks = p.schedule == Schedule::kInterleaved ? p.vpp : 1;
-    for (int64_t c = 0; c < chunks; ++c) w.chunk_layers.push_back(stage_layers[static_cast<size_t>(c * p.pp + stage)]);
+    for (int64_t c = 0; c < chunks; ++c) {
+      w.chunk_layers.push_back(stage_layers[static_cast<size_t>(c * p.pp + stage)]);
+      w.chunk_recomputed_layers.push_back(chunk_recompute_span(p, w.chunk_layers.back()).recomputed_layers);
+    }
     w.layers = rank_memory.stages[static_cast<size_t>(stage)].layers;
     w.params = static_cast<double>(rank_memory.stages[static_cast<size_t>(stage)].params);
     w.expert_params = static_cast<double>(rank_memory.stages[static_cast<size_t>(stage)].expert_params);

@@ -60,6 +60,9 @@ struct StageWork {
   int64_t stage = 0;
   int64_t layers = 0;
   std::vector<int64_t> chunk_layers;  // layers of each model chunk (vpp of them; one without interleaving)
+  // Of each chunk's layers, those whose LayerWork::recompute runs (plan/recompute_span.hpp: block
+  // N recomputes the first N of a chunk; every layer otherwise).
+  std::vector<int64_t> chunk_recomputed_layers;
   std::vector<Op> extra_forward;   // embedding (first stage), final norm + LM head + loss (last)
   std::vector<Op> extra_backward;
   double send_bytes = 0;           // activation sent to the next stage per micro-batch (0 on last)

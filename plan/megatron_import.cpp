@@ -133,6 +133,18 @@ void read_pipeline(const MegatronArgs& a, const ModelSpec& m, ParallelPlan& p) {
   }
 }
 
+// Which layers full recomputation covers (megatron/core/recompute.py checkpointed_forward, per
+// model chunk): --recompute-method uniform|block with --recompute-num-layers N. Megatron-Core
+// requires both with full; a script without them is read as uniform 1, every layer alone.
+void read_recompute_span(const MegatronArgs& a, ParallelPlan& p) {
+  const std::string method = a.text("--recompute-method", "uniform");
+  if (method != "uniform" && method != "block") {
+    throw InputError(a.file + ": --recompute-method: \"" + method + "\" is not one of: uniform, block");
+  }
+  p.recompute_method = method == "block" ? RecomputeMethod::kBlock : RecomputeMethod::kUniform;
+  p.recompute_layers = a.number("--recompute-num-layers", 1, p.recompute_method == RecomputeMethod::kBlock ? 0 : 1, limits::kMaxLayers);
+}
+
 void read_training(const MegatronArgs& a, ImportedJob& job) {
   ParallelPlan& p = job.plan;
   p.sequence_parallel = a.has("--sequence-parallel");
@@ -144,12 +156,7 @@ void read_training(const MegatronArgs& a, ImportedJob& job) {
     throw InputError(a.file + ": --recompute-granularity: \"" + granularity + "\" is not one of: full, selective");
   }
   p.recompute = granularity == "full" ? Recompute::kFull : granularity == "selective" ? Recompute::kSelective : Recompute::kNone;
-  const std::string method = a.text("--recompute-method", "uniform");
-  const int64_t recompute_layers = a.number("--recompute-num-layers", 1);
-  if (p.recompute == Recompute::kFull && (method != "uniform" || recompute_layers != 1)) {
-    job.not_modeled.push_back("--recompute-method " + method + " --recompute-num-layers " + std::to_string(recompute_layers) +
-                              " (trainsim recomputes every layer: uniform 1)");
-  }
+  if (p.recompute == Recompute::kFull) read_recompute_span(a, p);
   p.zero_stage = a.has("--use-torch-fsdp2") ? 3 : a.has("--use-distributed-optimizer") ? 1 : 0;
   p.precision = a.has("--fp8-format") ? Precision::kFp8 : a.has("--bf16") ? Precision::kBf16
                 : a.has("--fp16") ? Precision::kFp16 : Precision::kFp32;

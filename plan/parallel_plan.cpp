@@ -139,6 +139,26 @@ void check_interleaving(const ParallelPlan& p, const ModelSpec& m, const std::st
   }
 }
 
+// Megatron-Core's --recompute-method / --recompute-num-layers say which layers full recomputation
+// covers; its TransformerConfig refuses them with selective recompute (transformer_config.py).
+template <typename Add>
+void check_recompute_span(const ParallelPlan& p, Add& add) {
+  const bool uniform = p.recompute_method == RecomputeMethod::kUniform;
+  const std::string method = std::string("recompute_method ") + to_string(p.recompute_method);
+  if (p.recompute_layers < (uniform ? 1 : 0)) {
+    add("recompute_layers", "recompute_layers (" + s(p.recompute_layers) + ") must be >= " +
+                                (uniform ? "1 with " + method + " (the layers of each recomputed group)"
+                                         : "0 with " + method + " (the layers recomputed per model chunk; 0: none)"));
+  }
+  if (p.recompute_layers > limits::kMaxLayers) {
+    add("recompute_layers", "recompute_layers (" + s(p.recompute_layers) + ") must be <= " + s(limits::kMaxLayers) + " (layers of a model)");
+  }
+  if (p.recompute != Recompute::kFull && (!uniform || p.recompute_layers != 1)) {
+    add("recompute_method", method + " with recompute_layers " + s(p.recompute_layers) + " chooses the layers of full recomputation, and recompute is " +
+                                to_string(p.recompute) + " (set recompute full, or leave recompute_method and recompute_layers out)");
+  }
+}
+
 // Sizes beyond any job (common/limits.hpp), refused before products of them can overflow.
 template <typename Add>
 void check_upper_bounds(const ParallelPlan& p, const Add& add) {
@@ -213,6 +233,7 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
   check_zero(p, add);
   check_context_parallel(p, m, of_model, rules, add);
   check_expert_parallel(p, m, of_model, add);
+  check_recompute_span(p, add);
   return problems;
 }
 
@@ -281,6 +302,8 @@ const char* to_string(Schedule schedule) {
 }
 
 const char* to_string(NormKernel n) { return n == NormKernel::kEager ? "eager" : "fused"; }
+
+const char* to_string(RecomputeMethod r) { return r == RecomputeMethod::kBlock ? "block" : "uniform"; }
 
 const char* to_string(CpComm c) { return c == CpComm::kAllGather ? "all_gather" : c == CpComm::kA2a ? "a2a" : "p2p"; }
 

@@ -27,6 +27,11 @@ enum class NormKernel { kFused, kEager };
 // attention and a reduce-scatter of their gradients (all_gather, as Llama 3 trained), or
 // DeepSpeed-Ulysses' all-to-alls that trade the sequence split for a head split (a2a).
 enum class CpComm { kP2p, kAllGather, kA2a };
+// Which layers full recomputation covers (Megatron-Core's --recompute-method with
+// --recompute-num-layers N, applied to each model chunk: plan/recompute_span.hpp). kUniform: every
+// layer, in groups of N that keep only the group's input; kBlock: the first N layers of each chunk,
+// the others keep every activation and are not recomputed.
+enum class RecomputeMethod { kUniform, kBlock };
 
 struct ParallelPlan {
   int64_t dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1;
@@ -41,6 +46,10 @@ struct ParallelPlan {
   // inside a node, replicate across; Megatron-Core's --num-distributed-optimizer-instances).
   int64_t dp_shard = 0;
   Recompute recompute = Recompute::kNone;
+  // With recompute full: which layers (uniform 1 recomputes every layer alone). recompute_layers
+  // is the layers of each group (uniform, >= 1) or the layers recomputed per model chunk (block, >= 0).
+  RecomputeMethod recompute_method = RecomputeMethod::kUniform;
+  int64_t recompute_layers = 1;
   bool sequence_parallel = false;
   Schedule schedule = Schedule::k1F1B;
   Precision precision = Precision::kBf16;
@@ -121,5 +130,6 @@ const char* to_string(Schedule schedule);
 const char* to_string(Precision precision);
 const char* to_string(NormKernel norm);
 const char* to_string(CpComm cp_comm);
+const char* to_string(RecomputeMethod method);
 
 }  // namespace trainsim

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/errors.hpp"
+#include "plan/recompute_span.hpp"
 #include "plan/torchtitan_export.hpp"
 
 namespace trainsim {
@@ -92,7 +93,9 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
   if (p.sequence_parallel) a << " --sequence-parallel";
   a << " \\\n  --micro-batch-size " << p.micro_batch << " --global-batch-size " << p.global_batch;
   if (p.recompute == Recompute::kSelective) a << " --recompute-granularity selective";
-  if (p.recompute == Recompute::kFull) a << " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
+  if (p.recompute == Recompute::kFull) {
+    a << " --recompute-granularity full --recompute-method " << to_string(p.recompute_method) << " --recompute-num-layers " << p.recompute_layers;
+  }
   if (p.zero_stage == 1) a << " --use-distributed-optimizer";
   if (p.zero_stage == 3) a << " --use-torch-fsdp2";
   if (p.precision == Precision::kBf16) a << " --bf16";
@@ -110,6 +113,11 @@ std::string deepspeed_config(const ParallelPlan& p) {
     throw InputError("export: a DeepSpeed config cannot express tp " + std::to_string(p.tp) + " / pp " + std::to_string(p.pp) +
                          " (Megatron-DeepSpeed takes them as Megatron arguments)",
                      "export to megatron for this plan");
+  }
+  if (is_partial_recompute(p)) {
+    throw InputError(std::string("export: a DeepSpeed config cannot say which layers are recomputed (recompute full, ") + to_string(p.recompute_method) +
+                         " " + std::to_string(p.recompute_layers) + "): the model code checkpoints them",
+                     "export to megatron (--recompute-method / --recompute-num-layers), or use recompute full with uniform 1");
   }
   nlohmann::ordered_json j;
   j["train_batch_size"] = p.global_batch;

@@ -16,6 +16,12 @@ Recompute parse_recompute(const std::string& t) {
   throw InputError("recompute: \"" + t + "\" is not one of: none, selective, full, selective_op");
 }
 
+RecomputeMethod parse_recompute_method(const std::string& t) {
+  if (t == "uniform") return RecomputeMethod::kUniform;
+  if (t == "block") return RecomputeMethod::kBlock;
+  throw InputError("recompute_method: \"" + t + "\" is not one of: uniform, block");
+}
+
 LossKernel parse_cross_entropy(const std::string& t) {
   if (t == "fused") return LossKernel::kFused;
   if (t == "pytorch") return LossKernel::kPytorch;
@@ -52,6 +58,21 @@ AttentionKernel parse_attention(const std::string& t) {
   throw InputError("attention: \"" + t + "\" is not one of: flash, unfused");
 }
 
+namespace {
+// recompute_method and recompute_layers (validate_plan checks them against recompute); a uniform
+// group needs a layer, so 0 is refused here too, where a plan read without a model is exported.
+void read_recompute_span(JsonObjectReader& r, ParallelPlan& p) {
+  if (auto v = r.optional_choice("recompute_method", {"uniform", "block"})) p.recompute_method = parse_recompute_method(*v);
+  if (auto n = r.optional_int("recompute_layers", 0)) {
+    if (*n == 0 && p.recompute_method == RecomputeMethod::kUniform) {
+      r.add_problem("recompute_layers", "recompute_layers (0) must be >= 1 with recompute_method uniform (the layers of each recomputed group; block 0 recomputes none)");
+    } else {
+      p.recompute_layers = *n;
+    }
+  }
+}
+}  // namespace
+
 ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::vector<std::string>* defaulted) {
   ParallelPlan p = defaults;
   auto note_default = [&](const char* key) {
@@ -79,6 +100,7 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   }
   note_default("recompute");
   if (auto v = r.optional_choice("recompute", {"none", "selective", "full", "selective_op"})) p.recompute = parse_recompute(*v);
+  read_recompute_span(r, p);
   note_default("sequence_parallel");
   p.sequence_parallel = r.optional_bool("sequence_parallel").value_or(p.sequence_parallel);
   if (auto v = r.optional_choice("schedule", {"gpipe", "1f1b", "interleaved", "zb-1p", "zb-2p"})) {
@@ -106,7 +128,7 @@ ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* d
   JsonObjectReader reader(doc, path, "", problems);
   ParallelPlan plan = read_plan(reader, ParallelPlan{}, defaulted);
   reader.reject_unknown_keys();
-  problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, vpp, first_stage_layers, last_stage_layers, micro_batch, global_batch, zero_stage, dp_shard, recompute, "
+  problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, vpp, first_stage_layers, last_stage_layers, micro_batch, global_batch, zero_stage, dp_shard, recompute, recompute_method, recompute_layers, "
                         "sequence_parallel, schedule, precision, attention, cross_entropy, norm, cp_comm, dp_overlap, tp_overlap, tp_comm_overlap, fp8_params, "
                         "moe_imbalance, moe_capacity_factor");
   return plan;
@@ -127,6 +149,10 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& p) {
   j["zero_stage"] = p.zero_stage;
   if (p.dp_shard > 0) j["dp_shard"] = p.dp_shard;
   j["recompute"] = to_string(p.recompute);
+  if (p.recompute_method != RecomputeMethod::kUniform || p.recompute_layers != 1) {
+    j["recompute_method"] = to_string(p.recompute_method);
+    j["recompute_layers"] = p.recompute_layers;
+  }
   j["sequence_parallel"] = p.sequence_parallel;
   j["schedule"] = to_string(p.schedule);
   j["precision"] = to_string(p.precision);

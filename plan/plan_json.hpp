@@ -1,6 +1,7 @@
 // Plan JSON (`--plan PATH`; the `plan` block of published-run files) <-> ParallelPlan.
-// Keys: dp, tp, pp, cp, ep, vpp, micro_batch, global_batch, zero_stage, recompute,
-// sequence_parallel, schedule, precision, attention, dp_overlap. `null` or absent = the documented default.
+// Keys: dp, tp, pp, cp, ep, vpp, micro_batch, global_batch, zero_stage, recompute, recompute_method,
+// recompute_layers, sequence_parallel, schedule, precision, attention, dp_overlap. `null` or absent
+// = the documented default.
 #pragma once
 
 #include <string>
@@ -21,6 +22,7 @@ ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* d
 nlohmann::ordered_json plan_to_json(const ParallelPlan& plan);
 
 Recompute parse_recompute(const std::string& text);
+RecomputeMethod parse_recompute_method(const std::string& text);
 LossKernel parse_cross_entropy(const std::string& text);
 Schedule parse_schedule(const std::string& text);
 Precision parse_precision(const std::string& text);

@@ -5,6 +5,7 @@
 
 #include "model/param_count.hpp"
 #include "plan/rank_grid.hpp"
+#include "plan/recompute_span.hpp"
 
 namespace trainsim {
 
@@ -64,6 +65,15 @@ void set_state_bytes(const ParallelPlan& plan, StageMemory& s, int64_t layer_on_
   }
 }
 
+// Activations one micro-batch leaves on a stage for its backward: layers at the plan's recompute
+// size (with uniform N one per group: its input), and the layers block recompute leaves whole.
+double stored_layer_bytes(const ModelSpec& m, const ActivationLayout& act, const RecomputeSpan& span) {
+  ActivationLayout whole = act;
+  whole.recompute = Recompute::kNone;
+  return activation_bytes_per_layer(m, act) * static_cast<double>(span.checkpointed) +
+         activation_bytes_per_layer(m, whole) * static_cast<double>(span.whole_layers);
+}
+
 }  // namespace
 
 RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan) {
@@ -89,7 +99,6 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
   act.cp = plan.cp;
   act.expert_load = plan.expert_rank_load();
   act.bytes_per_value = plan.precision == Precision::kFp32 ? 4 : 2;
-  const double act_layer = activation_bytes_per_layer(model, act);
 
   RankMemory result;
   const std::vector<int64_t> stage_layers = virtual_stage_layers(model, plan);
@@ -101,7 +110,8 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
     s.expert_params = s.layers * layer_experts;
     s.layer_params = s.params;
     s.in_flight_micro_batches = in_flight_micro_batches(plan, stage);
-    double activations = act_layer * static_cast<double>(s.layers) * s.in_flight_micro_batches;
+    const RecomputeSpan span = stage_recompute_span(model, plan, stage);
+    double activations = stored_layer_bytes(model, act, span) * s.in_flight_micro_batches;
     if (stage == 0) {
       s.params += embedding_on_rank + params.position_embedding;
       activations += activation_bytes_embedding(model, act) * s.in_flight_micro_batches;
@@ -114,9 +124,9 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
       const double head_in_flight = plan.schedule == Schedule::kGpipe ? s.in_flight_micro_batches : 1.0;
       activations += activation_bytes_output(model, act) * head_in_flight;
     }
-    // Beside the stored activations, one micro-batch's working memory at a time: a layer being
-    // recomputed for its backward, or (last stage) the loss being computed.
-    double working = s.layers > 0 ? recompute_working_bytes(model, act) : 0.0;
+    // Beside the stored activations, one micro-batch's working memory at a time: a layer (uniform
+    // N: a group) being recomputed for its backward, or (last stage) the loss being computed.
+    double working = recompute_working_bytes(model, act, span.group_layers);
     if (stage == plan.pp - 1) working = std::max(working, loss_working_bytes(model, act));
     activations += working;
     set_state_bytes(plan, s, layer_on_rank);

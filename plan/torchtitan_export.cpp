@@ -10,6 +10,7 @@
 
 #include "common/errors.hpp"
 #include "model/model_catalog.hpp"
+#include "plan/recompute_span.hpp"
 
 namespace trainsim {
 
@@ -68,6 +69,10 @@ std::vector<std::string> refusals(const ParallelPlan& p) {
   }
   if (p.recompute == Recompute::kSelective) {
     out.push_back(e + "recompute selective (Megatron's attention core): torchtitan has no such option; use recompute selective_op (its per-op checkpointing) or full");
+  }
+  if (is_partial_recompute(p)) {
+    out.push_back(e + "recompute full with " + to_string(p.recompute_method) + " " + s(p.recompute_layers) +
+                  ": torchtitan's full mode checkpoints every block alone (Megatron's uniform 1); export it to megatron, or use uniform 1");
   }
   if (p.precision == Precision::kFp16) out.push_back(e + "precision fp16: torchtitan trains in bfloat16 or float32; use precision bf16");
   if (p.ep > 1) out.push_back(e + "ep " + s(p.ep) + ": this target writes torchtitan's Llama 3 job (no experts); export an MoE plan to megatron");

@@ -6,6 +6,7 @@
 #include "common/units.hpp"
 #include "model/model_json.hpp"
 #include "plan/plan_json.hpp"
+#include "plan/recompute_span.hpp"
 #include "reports/json_output.hpp"
 #include "reports/text_table.hpp"
 
@@ -16,9 +17,10 @@ ModelReport build_model_report(const ModelSpec& model, const ParallelPlan& plan)
   r.model = model;
   r.plan = plan;
   r.params = count_params(model);
-  r.flops = flops_per_token(model, plan.recompute);
+  const int64_t recomputed = full_recompute_layers(model, plan);
+  r.flops = flops_per_token(model, plan.recompute, recomputed);
   r.model_flops_per_iteration = model_flops_per_iteration(model, plan.global_batch);
-  r.hardware_flops_per_iteration = hardware_flops_per_iteration(model, plan.global_batch, plan.recompute);
+  r.hardware_flops_per_iteration = hardware_flops_per_iteration(model, plan.global_batch, plan.recompute, recomputed);
   r.memory = estimate_rank_memory(model, plan);
   return r;
 }
@@ -52,7 +54,7 @@ std::string describe_plan(const ParallelPlan& p) {
   text += " = " + std::to_string(p.gpus()) + " GPUs; micro-batch " + std::to_string(p.micro_batch) +
           ", global batch " + std::to_string(p.global_batch) + " (" + std::to_string(p.micro_batches()) +
           " micro-batches per DP rank), " + to_string(p.schedule) + "\n  ZeRO-" + std::to_string(p.zero_stage) +
-          ", recompute " + to_string(p.recompute) + (p.sequence_parallel ? ", sequence parallel" : "") + ", " +
+          ", recompute " + describe_recompute(p) + (p.sequence_parallel ? ", sequence parallel" : "") + ", " +
           to_string(p.precision) + ", " + to_string(p.attention) + " attention";
   return text;
 }
@@ -86,7 +88,7 @@ std::string flops_table(const ModelReport& r) {
   t.add_row({"  of which attention (QK^T, AV)", format_si(r.flops.forward_attention),
              format_si(r.flops.forward_attention * tokens)});
   t.add_row({"model (forward + backward)", format_si(r.flops.model), format_si(r.model_flops_per_iteration)});
-  t.add_row({std::string("hardware (recompute ") + to_string(r.plan.recompute) + ")", format_si(r.flops.hardware),
+  t.add_row({"hardware (recompute " + describe_recompute(r.plan) + ")", format_si(r.flops.hardware),
              format_si(r.hardware_flops_per_iteration)});
   return t.render();
 }

@@ -5,6 +5,7 @@
 #include "common/units.hpp"
 #include "model/model_json.hpp"
 #include "plan/plan_json.hpp"
+#include "plan/recompute_span.hpp"
 #include "reports/json_output.hpp"
 #include "reports/op_category_json.hpp"
 #include "reports/text_table.hpp"
@@ -94,7 +95,7 @@ std::string render_prediction_table(const Prediction& p) {
          (plan.cp > 1 ? " x cp " + std::to_string(plan.cp) : "") + (plan.vpp > 1 ? " (vpp " + std::to_string(plan.vpp) + ")" : "") + (plan.ep > 1 ? ", ep " + std::to_string(plan.ep) : "") + ", micro-batch " + std::to_string(plan.micro_batch) +
          ", global batch " + std::to_string(plan.global_batch) + " (" + std::to_string(plan.micro_batches()) + " micro-batches), " +
          to_string(plan.schedule) + ", ZeRO-" + std::to_string(plan.zero_stage) +
-         (plan.shard_replicas() > 1 ? " sharded over " + std::to_string(plan.shard_ranks()) + " x " + std::to_string(plan.shard_replicas()) + " replicas" : "") + ", recompute " + to_string(plan.recompute) +
+         (plan.shard_replicas() > 1 ? " sharded over " + std::to_string(plan.shard_ranks()) + " x " + std::to_string(plan.shard_replicas()) + " replicas" : "") + ", recompute " + describe_recompute(plan) +
          (plan.sequence_parallel ? ", SP" : "") + (plan.tp_comm_overlap ? ", TP comm overlap" : "") + ", " + to_string(plan.precision) + ", " + to_string(plan.attention) +
          " attention\n";
   const std::string stage_layers = describe_stage_layers(p.model, plan);

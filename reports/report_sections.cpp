@@ -53,7 +53,9 @@ std::string plan_summary(const json& p) {
   out += " · micro-batch " + std::to_string(n("micro_batch")) + " · global batch " + std::to_string(n("global_batch"));
   out += " · ZeRO-" + std::to_string(p.contains("zero_stage") ? p["zero_stage"].get<int64_t>() : 0);
   if (p.value("sequence_parallel", false)) out += " · SP";
-  out += " · recompute " + s("recompute") + " · " + s("precision");
+  out += " · recompute " + s("recompute");
+  if (p.contains("recompute_method")) out += " (" + s("recompute_method") + " " + std::to_string(n("recompute_layers")) + ")";
+  out += " · " + s("precision");
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include "common/units.hpp"
 #include "model/model_json.hpp"
 #include "plan/plan_json.hpp"
+#include "plan/recompute_span.hpp"
 #include "reports/goodput_report.hpp"
 #include "reports/json_output.hpp"
 #include "reports/prediction_report.hpp"
@@ -38,7 +39,7 @@ std::string plan_cells(const ParallelPlan& p) {
   if (p.vpp > 1) s += " v" + std::to_string(p.vpp);
   s += " mb" + std::to_string(p.micro_batch) + " z" + std::to_string(p.zero_stage);
   if (p.shard_replicas() > 1) s += "/" + std::to_string(p.shard_ranks());
-  s += std::string(" ") + to_string(p.recompute);
+  s += " " + describe_recompute(p);
   if (p.sequence_parallel) s += p.tp_comm_overlap ? " sp+tpo" : " sp";
   return s;
 }

@@ -37,7 +37,9 @@ std::vector<OpCategoryTimes> predict_op_categories(const ModelSpec& model, const
     const double layer_passes = static_cast<double>(stage.layers) * micro_batches;
     add_ops(t.forward_s, work.layer.forward, layer_passes, cost, scopes);
     add_ops(t.backward_s, work.layer.backward, layer_passes, cost, scopes);
-    add_ops(t.backward_s, work.layer.recompute, layer_passes, cost, scopes);
+    int64_t recomputed = 0;  // block recompute: the first N layers of each chunk
+    for (int64_t layers : stage.chunk_recomputed_layers) recomputed += layers;
+    add_ops(t.backward_s, work.layer.recompute, static_cast<double>(recomputed) * micro_batches, cost, scopes);
     add_ops(t.forward_s, stage.extra_forward, micro_batches, cost, scopes);
     add_ops(t.backward_s, stage.extra_backward, micro_batches, cost, scopes);
     const double chunk_passes = static_cast<double>(std::count_if(stage.chunk_layers.begin(), stage.chunk_layers.end(),

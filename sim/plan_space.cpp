@@ -1,6 +1,8 @@
 // Enumeration of the search space.
 #include "sim/plan_space.hpp"
 
+#include <algorithm>
+
 namespace trainsim {
 
 namespace {
@@ -40,6 +42,26 @@ std::vector<int64_t> ep_sizes(const ModelSpec& m, int64_t stage_ranks) {
   return out;
 }
 
+struct RecomputeChoice {
+  Recompute recompute = Recompute::kNone;
+  RecomputeMethod method = RecomputeMethod::kUniform;
+  int64_t layers = 1;
+};
+
+// None, the framework's selective, full; then the partial full recomputation asked for, unless it
+// is one of those for this plan's chunks (block 0 is none, block >= a chunk's layers is full).
+std::vector<RecomputeChoice> recompute_choices(const ModelSpec& m, const PlanSpaceOptions& o, const ParallelPlan& p) {
+  std::vector<RecomputeChoice> out = {{Recompute::kNone}, {o.selective}, {Recompute::kFull}};
+  const RecomputeChoice partial{Recompute::kFull, o.partial_recompute_method, o.partial_recompute_layers};
+  if (partial.method == RecomputeMethod::kUniform && partial.layers == 1) return out;
+  if (partial.method == RecomputeMethod::kBlock) {
+    const std::vector<int64_t> chunks = virtual_stage_layers(m, p);
+    if (partial.layers == 0 || partial.layers >= *std::max_element(chunks.begin(), chunks.end())) return out;
+  }
+  out.push_back(partial);
+  return out;
+}
+
 // The rest of a plan for fixed sizes: micro-batch, interleaving, ZeRO, recomputation, SP (and TP
 // communication overlap with it).
 template <typename Visit>
@@ -56,10 +78,13 @@ int64_t enumerate_knobs(const ModelSpec& m, const PlanSpaceOptions& o, ParallelP
       }
     }
     for (int64_t vpp : vpps) {
+      ParallelPlan chunked = base;
+      chunked.vpp = vpp;
+      const std::vector<RecomputeChoice> recomputes = recompute_choices(m, o, chunked);
       for (int zero = 0; zero <= 3; ++zero) {
         if (zero > 0 && base.dp * base.cp == 1) continue;  // nothing to shard
         if (zero == 2 && base.pp > 1) continue;           // not supported with pipelines
-        for (Recompute r : {Recompute::kNone, o.selective, Recompute::kFull}) {
+        for (const RecomputeChoice& r : recomputes) {
           for (int sp = 0; sp <= (base.tp > 1 ? 1 : 0); ++sp) {
             if (sp == 1 && (m.seq_len / base.cp) % base.tp != 0) continue;
             if (sp == 0 && base.tp > 1 && (base.ep > 1 || base.cp > 1)) continue;  // Megatron-Core runs these with SP
@@ -68,7 +93,9 @@ int64_t enumerate_knobs(const ModelSpec& m, const PlanSpaceOptions& o, ParallelP
             p.schedule = vpp > 1 ? Schedule::kInterleaved : Schedule::k1F1B;
             p.micro_batch = mb;
             p.zero_stage = zero;
-            p.recompute = r;
+            p.recompute = r.recompute;
+            p.recompute_method = r.method;
+            p.recompute_layers = r.layers;
             p.sequence_parallel = sp == 1;
             ++count;
             visit(p);

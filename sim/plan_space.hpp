@@ -35,6 +35,11 @@ struct PlanSpaceOptions {
   // The framework can overlap TP communication with the GEMMs (Megatron-Core's --tp-comm-overlap,
   // torchtitan's async TP): every plan with SP is also tried with tp_comm_overlap.
   bool tp_comm_overlap = false;
+  // Partial full recomputation (search --recompute-method / --recompute-num-layers): tried besides
+  // none, selective and full when not uniform 1; a block of 0 (none) or of every layer of each
+  // chunk (full) is not tried twice.
+  RecomputeMethod partial_recompute_method = RecomputeMethod::kUniform;
+  int64_t partial_recompute_layers = 1;
 };
 
 // Calls `visit` for every candidate; returns how many there were.

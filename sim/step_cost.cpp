@@ -88,7 +88,8 @@ std::vector<StepCost> price_steps(const IterationWork& work, int64_t chunks, con
   const int64_t stages = static_cast<int64_t>(work.stages.size());
   const int64_t virtual_stages = stages * chunks;
   const StepCost layer_forward = price_ops(work.layer.forward, cost, scopes);
-  StepCost layer_backward = price_ops(work.layer.backward, cost, scopes);
+  const StepCost layer_backward_alone = price_ops(work.layer.backward, cost, scopes);
+  StepCost layer_backward = layer_backward_alone;  // with the layer's recomputation before it
   layer_backward += price_ops(work.layer.recompute, cost, scopes);
   const StepCost chunk_forward = price_ops(work.chunk_forward, cost, scopes);
   const StepCost chunk_backward = price_ops(work.chunk_backward, cost, scopes);
@@ -97,8 +98,12 @@ std::vector<StepCost> price_steps(const IterationWork& work, int64_t chunks, con
   for (int64_t vs = 0; vs < virtual_stages; ++vs) {
     const int64_t stage = vs % stages;
     const StageWork& w = work.stages[static_cast<size_t>(stage)];
-    const double layers = static_cast<double>(w.chunk_layers[static_cast<size_t>(vs / stages)]);
-    StepCost forward = layer_forward.scaled(layers), backward = layer_backward.scaled(layers);
+    const size_t chunk = static_cast<size_t>(vs / stages);
+    const int64_t recomputed = w.chunk_recomputed_layers[chunk];
+    const double layers = static_cast<double>(w.chunk_layers[chunk]);
+    // Block recompute runs the recomputation of the chunk's first N layers only.
+    StepCost forward = layer_forward.scaled(layers), backward = layer_backward.scaled(static_cast<double>(recomputed));
+    backward += layer_backward_alone.scaled(static_cast<double>(w.chunk_layers[chunk] - recomputed));
     if (layers > 0) {
       forward += chunk_forward;
       backward += chunk_backward;

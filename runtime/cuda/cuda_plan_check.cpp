@@ -47,6 +47,7 @@ void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) 
     problems.add("plan: norm eager / cross_entropy pytorch describe another framework's kernels; the runtime runs fused ones (norm fused, cross_entropy fused)");
   }
   if (p.recompute == Recompute::kSelectiveOp) problems.add("plan: recompute selective_op (per-op checkpointing) is not implemented by the runtime (none, selective or full)");
+  if (p.recompute == Recompute::kFull && (p.recompute_method != RecomputeMethod::kUniform || p.recompute_layers != 1)) problems.add("plan: recompute full with recompute_method " + std::string(to_string(p.recompute_method)) + " and recompute_layers " + std::to_string(p.recompute_layers) + " (partial recomputation) is not implemented by the runtime (full recomputes every layer alone: uniform 1)");
   if (p.sequence_parallel && p.tp > 0 && (p.micro_batch * m.seq_len) % p.tp != 0) {
     problems.add("plan: sequence parallelism needs micro_batch x seq_len (" + std::to_string(p.micro_batch * m.seq_len) +
                  ") divisible by tp (" + std::to_string(p.tp) + ")");

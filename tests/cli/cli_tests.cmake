@@ -411,3 +411,20 @@ cli_test("bad: a zero MTBF per GPU" RC 2 MATCH "--gpu-mtbf-hours: 0 must be > 0"
 cli_test("bad: calibrate --checkpoint-dir of a folder that does not exist" RC 2
   MATCH "--checkpoint-dir: /nonexistent/ckpt is not a folder" "hint: create it first"
   ARGS calibrate cpu --out ${CMAKE_CURRENT_BINARY_DIR}/never.json --checkpoint-dir /nonexistent/ckpt)
+
+# Partial full recomputation (Megatron-Core's --recompute-method / --recompute-num-layers).
+cli_test("predict names a block recomputation in its plan line" RC 0
+  MATCH "recompute full .block 2." ARGS predict --model gpt3-6.7b --gpu a100-sxm-80gb --gpus 16 --tp 2 --pp 4 --vpp 2
+       --global-batch 64 --recompute full --recompute-method block --recompute-num-layers 2)
+cli_test("predict --format json writes recompute_method and recompute_layers" RC 0
+  MATCH "\"recompute_method\": \"uniform\"" "\"recompute_layers\": 2" ARGS predict --model gpt3-6.7b --gpu a100-sxm-80gb
+       --gpus 8 --recompute full --recompute-num-layers 2 --format json)
+cli_test("export a block-recompute plan file to Megatron-LM" RC 0
+  MATCH "--recompute-granularity full --recompute-method block --recompute-num-layers 2"
+  ARGS export ${plans}/llama3-70b-tp8-pp4-block2.json --model llama3-70b --to megatron)
+cli_test("search --recompute-method block also ranks block plans" RC 0 MATCH "full .block 2."
+  ARGS search --model gpt3-6.7b --gpu a100-sxm-80gb --gpus 16 --global-batch 64 --top 2000 --recompute-method block --recompute-num-layers 2)
+cli_test("bad: the runtime does not run partial recomputation" RC 2
+  MATCH "recompute full with recompute_method block and recompute_layers 1 .partial recomputation. is not implemented by the runtime"
+  ARGS run --model gpt-tiny --dp 1 --global-batch 2 --steps 1 --precision fp32 --recompute full --recompute-method block
+       --out ${CMAKE_CURRENT_BINARY_DIR}/block_recompute_run)

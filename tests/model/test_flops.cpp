@@ -82,3 +82,21 @@ TEST_CASE("per-op checkpointing runs wk, wo and the FFN's third matmul again, an
   CHECK(f.hardware - f.model == Approx(2.0 * m.layers * rerun));
   CHECK(f.hardware < flops_per_token(m, Recompute::kFull).hardware);
 }
+
+TEST_CASE("full recompute of R of the l layers (block method) adds R layers' forward: Narayanan eq. 3 generalised") {
+  // Narayanan et al. 2021 eq. 3 counts 96 B s l h^2 (1 + s / 6h) + 6 B s h V: the layers four
+  // times (forward, backward, recomputed forward), the LM head three. With R layers recomputed
+  // the layers count 72 + 24 R / l.
+  for (const char* name : {"megatron-1.7b", "gpt3-175b"}) {
+    INFO(name);
+    const ModelSpec m = resolve_model(name);
+    const double b = 512, s = m.seq_len, l = m.layers, h = m.hidden, v = m.vocab;
+    for (const int64_t r : {int64_t{0}, int64_t{1}, m.layers / 3, m.layers - 1, m.layers}) {
+      INFO(r << " layers recomputed");
+      const double expected = (72.0 * l + 24.0 * static_cast<double>(r)) * b * s * h * h * (1.0 + s / (6.0 * h)) + 6.0 * b * s * h * v;
+      CHECK(hardware_flops_per_iteration(m, 512, Recompute::kFull, r) == Approx(expected).epsilon(1e-12));
+    }
+    CHECK(hardware_flops_per_iteration(m, 512, Recompute::kFull, 0) == Approx(hardware_flops_per_iteration(m, 512, Recompute::kNone)).epsilon(1e-12));
+    CHECK(hardware_flops_per_iteration(m, 512, Recompute::kFull, m.layers) == hardware_flops_per_iteration(m, 512, Recompute::kFull));
+  }
+}

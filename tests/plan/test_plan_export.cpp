@@ -41,6 +41,28 @@ TEST_CASE("Megatron-LM arguments read back to the same plan") {
   }
 }
 
+TEST_CASE("partial full recomputation exports as --recompute-method / --recompute-num-layers and reads back") {
+  const ModelSpec m = resolve_model("llama3-70b");
+  for (const auto& [method, n] : {std::pair<RecomputeMethod, int64_t>{RecomputeMethod::kBlock, 0}, {RecomputeMethod::kBlock, 3},
+                                  {RecomputeMethod::kUniform, 2}, {RecomputeMethod::kUniform, 1}}) {
+    ParallelPlan p = plan(8, 8, 4, 5, 1, Recompute::kFull, true, Precision::kBf16);
+    p.recompute_method = method;
+    p.recompute_layers = n;
+    REQUIRE(validate_plan(p, m, "test").empty());
+    const std::string args = export_plan(&m, p, 8, ExportTarget::kMegatron);
+    CHECK_THAT(args, Catch::Contains(std::string("--recompute-granularity full --recompute-method ") + to_string(method) +
+                                     " --recompute-num-layers " + std::to_string(n)));
+    const ParallelPlan back = parse_megatron_args(args, m, p.gpus());
+    CHECK(plan_to_json(back).dump() == plan_to_json(p).dump());
+    const nlohmann::json j = nlohmann::json::parse(plan_to_json(p).dump());  // and through plan JSON
+    CHECK(j.contains("recompute_method") == (method == RecomputeMethod::kBlock || n != 1));
+  }
+  ParallelPlan block = plan(16, 1, 1, 1, 1, Recompute::kFull, false, Precision::kBf16);
+  block.recompute_method = RecomputeMethod::kBlock;
+  block.recompute_layers = 2;
+  CHECK_THROWS_WITH(export_plan(&m, block, 8, ExportTarget::kDeepSpeed), Catch::Contains("cannot say which layers are recomputed"));
+}
+
 TEST_CASE("Megatron-LM arguments carry the model and the knobs users expect") {
   const ModelSpec m = resolve_model("llama3-70b");
   const std::string args = export_plan(&m, plan(8, 8, 4, 5, 1, Recompute::kSelective, true, Precision::kBf16), 8,

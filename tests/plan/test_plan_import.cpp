@@ -55,9 +55,28 @@ TEST_CASE("Megatron-LM flags trainsim does not know are listed, never dropped") 
   const ImportedJob job = import_megatron("--tensor-model-parallel-size 2 --foo 3 --bar --lr 1e-4 --bar", "args", m, 8);
   CHECK(job.not_modeled == std::vector<std::string>{"--foo", "--bar"});
   CHECK(job.plan.dp == 4);
-  const ImportedJob partial = import_megatron("--recompute-granularity full --recompute-method block --recompute-num-layers 4",
-                                              "args", m, 8);
-  CHECK_THAT(partial.not_modeled.at(0), Catch::Contains("--recompute-method block --recompute-num-layers 4"));
+}
+
+TEST_CASE("Megatron-LM's --recompute-method and --recompute-num-layers are read into the plan") {
+  const ModelSpec m = resolve_model("llama3-8b");
+  const ImportedJob block = import_megatron("--recompute-granularity full --recompute-method block --recompute-num-layers 4",
+                                            "args", m, 8);
+  CHECK(block.not_modeled.empty());
+  CHECK((block.plan.recompute == Recompute::kFull && block.plan.recompute_method == RecomputeMethod::kBlock &&
+         block.plan.recompute_layers == 4));
+  // NeMo launcher's GPT-3 5B (conf/training/gpt3/5b.yaml): full, block, 0 layers.
+  const ImportedJob none = import_megatron("--recompute-granularity full --recompute-method block --recompute-num-layers 0", "args", m, 8);
+  CHECK((none.plan.recompute_method == RecomputeMethod::kBlock && none.plan.recompute_layers == 0));
+  const ImportedJob uniform = import_megatron("--recompute-granularity full --recompute-method uniform --recompute-num-layers 2", "args", m, 8);
+  CHECK((uniform.plan.recompute_method == RecomputeMethod::kUniform && uniform.plan.recompute_layers == 2));
+  const ImportedJob plain = import_megatron("--recompute-granularity full", "args", m, 8);
+  CHECK((plain.plan.recompute_method == RecomputeMethod::kUniform && plain.plan.recompute_layers == 1));
+  CHECK_THROWS_WITH(import_megatron("--recompute-granularity full --recompute-method uniform --recompute-num-layers 0", "run.sh", m, 8),
+                    Catch::Contains("run.sh: --recompute-num-layers: 0 must be from 1 to"));
+  CHECK_THROWS_WITH(import_megatron("--recompute-granularity full --recompute-method block --recompute-num-layers -1", "run.sh", m, 8),
+                    Catch::Contains("run.sh: --recompute-num-layers: -1 must be from 0 to"));
+  CHECK_THROWS_WITH(import_megatron("--recompute-granularity full --recompute-method blocks", "run.sh", m, 8),
+                    Catch::Contains("run.sh: --recompute-method: \"blocks\" is not one of: uniform, block"));
 }
 
 TEST_CASE("malformed Megatron-LM values are InputErrors naming the file, the flag and the value") {

@@ -141,6 +141,11 @@ TEST_CASE("export --to torchtitan refuses what torchtitan cannot run, every sett
   CHECK_THROWS_WITH(export_plan(nullptr, titan_plan(8, 1, 1, 1, 3), 8, ExportTarget::kTorchtitan), Catch::Contains("needs the model"));
   ParallelPlan ddp_tp = titan_plan(4, 2, 1, 1, 0);
   CHECK_THROWS_WITH(export_plan(&m, ddp_tp, 8, ExportTarget::kTorchtitan), Catch::Contains("DDP runs only alone"));
+  ParallelPlan block = titan_plan(8, 1, 1, 1, 3);
+  block.recompute = Recompute::kFull;
+  block.recompute_method = RecomputeMethod::kBlock;
+  block.recompute_layers = 4;
+  CHECK_THROWS_WITH(export_plan(&m, block, 8, ExportTarget::kTorchtitan), Catch::Contains("recompute full with block 4"));
 }
 
 TEST_CASE("a model that is no Llama 3 flavor is exported with a comment asking for one") {
