@@ -225,6 +225,9 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
     add("tp_comm_overlap", "TP communication overlap needs tp > 1 and sequence_parallel (tp is " + s(p.tp) + ", sequence_parallel " +
                                (p.sequence_parallel ? "true" : "false") + "), as Megatron-Core's --tp-comm-overlap does");
   }
+  if (p.fp8_params && p.precision != Precision::kFp8) {
+    add("fp8_params", std::string("FP8 primary weights need precision fp8 (precision is ") + to_string(p.precision) + ")");
+  }
   if (p.sequence_parallel && m.seq_len % p.tp != 0) {
     add("sequence_parallel", "tp (" + s(p.tp) + ") must divide seq_len (" + s(m.seq_len) + ") to split the sequence");
   }
