@@ -38,6 +38,12 @@ GroupScope group_scope(const ParallelPlan& p, GroupKind kind, int64_t gpus_per_n
                        : kind == GroupKind::kDpReplicate ? p.shard_replicas()
                        : kind == GroupKind::kStage       ? p.tp * p.cp * p.dp
                                                       : p.pp;
+  if (kind == GroupKind::kStage) {  // ranks 0 .. size-1: the nodes follow without walking them
+    scope.size = size;
+    scope.nodes = (size + gpus_per_node - 1) / gpus_per_node;
+    scope.ranks_per_node = (size + scope.nodes - 1) / scope.nodes;
+    return scope;
+  }
   // Every group's ranks grow with i, so the nodes it spans are the changes of node along it.
   int64_t node_count = 0, last_node = -1;
   for (int64_t i = 0; i < size; ++i) {
