@@ -7,6 +7,7 @@
 #include <cctype>
 #include <limits>
 #include <map>
+#include <regex>
 
 #include "common/json_reader.hpp"
 #include "model/model_catalog.hpp"
@@ -118,6 +119,37 @@ int64_t least_interleaving(int64_t layers, int64_t pp) {
   return 2;
 }
 
+// The first date a run's `source` names (YYYY-MM-DD, YYYY-MM or YYYYMM, not inside a commit hash)
+// as YYYYMMDD (day 1 when not given), or 0 when it names none.
+int64_t source_date(const json& run) {
+  if (!run.contains("source") || !run["source"].is_string()) return 0;
+  static const std::regex date(R"((?:^|[^0-9A-Za-z])(20[0-9]{2})-?(0[1-9]|1[0-2])(?:-([0-3][0-9]))?(?![0-9A-Za-z]))");
+  const std::string source = run["source"].get<std::string>();
+  std::smatch m;
+  if (!std::regex_search(source, m, date)) return 0;
+  return std::stoll(m[1].str()) * 10000 + std::stoll(m[2].str()) * 100 + (m[3].matched ? std::stoll(m[3].str()) : 1);
+}
+
+// torchtitan split the local batch into as many pipeline micro-batches as pipeline ranks
+// (JobConfig experimental.pipeline_parallel_microbatches: "the default value will be the number
+// of pipeline stages"; torchtitan@9dec370 parallelisms/pipelining_utils.py) until PR #1073
+// (2025-04-07, 5e2033c) made a micro-batch of one sequence the default. A torchtitan run with a
+// pipeline that does not state its micro-batch takes the default of the date its source names.
+constexpr int64_t kTorchtitanMicrobatchSizeSince = 20250407;
+
+void fill_micro_batch(json& plan, int64_t source_day, const FrameworkPreset& preset, Filler& fill) {
+  const int64_t dp = int_or(plan, "dp", 1), pp = int_or(plan, "pp", 1);
+  if (preset.local_batch_is_micro_batch && pp == 1 && !is_null(plan, "global_batch")) {
+    fill(plan, "plan.", "micro_batch", std::max<int64_t>(1, int_or(plan, "global_batch", 1) / dp));
+  }
+  const bool microbatches_are_pp = preset.name == "torchtitan" && pp > 1 && source_day > 0 &&
+                                   source_day < kTorchtitanMicrobatchSizeSince && !is_null(plan, "global_batch");
+  if (microbatches_are_pp && int_or(plan, "global_batch", 1) % (dp * pp) == 0) {
+    fill(plan, "plan.", "micro_batch", int_or(plan, "global_batch", 1) / (dp * pp));
+  }
+  fill(plan, "plan.", "micro_batch", 1);
+}
+
 void fill_plan(json& run, const FrameworkPreset& preset, Filler& fill, std::string& unsupported) {
   json& plan = run["plan"];
   if (!plan.is_object()) return;
@@ -131,10 +163,7 @@ void fill_plan(json& run, const FrameworkPreset& preset, Filler& fill, std::stri
   const bool interleaved = plan.contains("schedule") && plan["schedule"] == "interleaved";
   const int64_t dp = int_or(plan, "dp", 1), pp = int_or(plan, "pp", 1), tp = int_or(plan, "tp", 1);
   if (interleaved) fill(plan, "plan.", "vpp", least_interleaving(int_or(run["model"], "layers", 0), pp));
-  if (preset.local_batch_is_micro_batch && pp == 1 && !is_null(plan, "global_batch")) {
-    fill(plan, "plan.", "micro_batch", std::max<int64_t>(1, int_or(plan, "global_batch", 1) / dp));
-  }
-  fill(plan, "plan.", "micro_batch", 1);
+  fill_micro_batch(plan, source_date(run), preset, fill);
   if (is_null(plan, "global_batch")) {
     if (preset.local_batch_is_micro_batch && pp == 1) fill(plan, "plan.", "global_batch", dp * int_or(plan, "micro_batch", 1));
     else unsupported = "plan.global_batch is not stated and framework " + preset.name + " gives no default";

@@ -19,10 +19,11 @@ namespace {
 // One run in a version-2 file; `plan` and `measured` are JSON members spliced in.
 std::string write_runs(const std::string& name, const std::string& framework, const std::string& gpu, const std::string& plan,
                        const std::string& measured = R"("tokens_per_s_per_gpu": 1000)",
-                       const std::string& options = R"("torch_compile", "distributed_optimizer", "float8_rowwise")") {
+                       const std::string& options = R"("torch_compile", "distributed_optimizer", "float8_rowwise")",
+                       const std::string& source = "a table") {
   const std::string path = (std::filesystem::temp_directory_path() / ("trainsim_" + name)).string();
   std::ofstream(path) << R"({"schema": "trainsim.published_runs", "schema_version": 2, "runs": [{
-    "id": "r", "group": "g", "framework": )" << framework << R"(, "options": [)" << options << R"(],
+    "id": "r", "group": "g", "source": ")" << source << R"(", "framework": )" << framework << R"(, "options": [)" << options << R"(],
     "model": {"name": "m", "layers": 8, "hidden": 1024, "heads": 16, "kv_heads": 16, "ffn_hidden": null,
               "ffn_kind": null, "vocab": null, "seq_len": 2048, "params_b": null},
     "hardware": {"gpu": ")" << gpu << R"(", "gpus": 8, "gpus_per_node": 8, "inter_node_gbps_per_gpu": null},
@@ -64,6 +65,27 @@ TEST_CASE("torchtitan runs without a pipeline take the local batch as one micro-
   CHECK(runs[0].plan.zero_stage == 1);  // the run's distributed_optimizer option wins over FSDP's 3
   CHECK_FALSE(runs[0].plan.sequence_parallel);
   CHECK(runs[0].inter_node_gbps_per_gpu == 200);  // DGX A100: HDR 200 Gb/s per GPU
+}
+
+TEST_CASE("torchtitan runs with a pipeline: pp micro-batches before 2025-04-07, one sequence each since") {
+  const std::string plan = R"("dp": 2, "tp": 1, "pp": 4, "cp": 1, "ep": 1, "vpp": null, "micro_batch": null, "global_batch": 64,
+      "zero_stage": null, "recompute": "full", "sequence_parallel": null, "schedule": "1f1b")";
+  const auto dated = [&](const std::string& source) {
+    return load_published_runs(write_runs("pr_titan_pp.json", "\"torchtitan\"", "h100-sxm-80gb", plan, R"("tokens_per_s_per_gpu": 1000)",
+                                          R"("torch_compile")", source))[0];
+  };
+  // Local batch 32 in pp = 4 micro-batches of 8 (n_microbatches defaulted to the pipeline degree).
+  const PublishedRun old_run = dated("benchmarks/llama3_h100_202412_torchtitan.md (torchtitan 9dec370)");
+  CHECK(old_run.plan.micro_batch == 8);
+  CHECK(used(old_run, "plan.micro_batch=8"));
+  CHECK(dated("torch 1963fc8 2024-12-23, torchtitan 9dec370").plan.micro_batch == 8);
+  CHECK(dated("a run of 2025-04-06").plan.micro_batch == 8);
+  // Since PR #1073 (2025-04-07), micro-batch size 1; a source naming no date takes today's default.
+  CHECK(dated("a run of 2025-04-07").plan.micro_batch == 1);
+  CHECK(dated("benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md").plan.micro_batch == 1);
+  CHECK(dated("no date here").plan.micro_batch == 1);
+  // A digit run inside a commit hash is no date.
+  CHECK(dated("pytorch/torchtitan@a202412b").plan.micro_batch == 1);
 }
 
 TEST_CASE("Megatron-DeepSpeed runs: unfused attention and the gradient all-reduce after the backward") {
