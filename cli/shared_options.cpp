@@ -89,6 +89,10 @@ void PlanOptions::add_to(CLI::App& app) {
                              ->check(CLI::IsMember(framework_preset_names()));
   options["precision"] = app.add_option("--precision", precision, "training precision (default bf16)")
                              ->check(CLI::IsMember({"bf16", "fp16", "fp32", "fp8"}));
+  options["fp8-recipe"] = app.add_option("--fp8-recipe", fp8_recipe,
+                                         "with --precision fp8: delayed (Transformer Engine's delayed scaling, default) or "
+                                         "rowwise (torchao's dynamic row-wise scaling, torchtitan's float8 rowwise)")
+                              ->check(CLI::IsMember({"delayed", "rowwise"}));
   options["no-dp-overlap"] = app.add_flag("--no-dp-overlap", no_dp_overlap,
                                           "reduce DP gradients after the whole backward instead of overlapping");
   options["no-tp-overlap"] = app.add_flag("--no-tp-overlap", no_tp_overlap,
@@ -254,6 +258,7 @@ void PlanOptions::apply_flags(ParallelPlan& p) const {
   if (given("recompute-num-layers")) p.recompute_layers = recompute_layers;
   if (given("sequence-parallel")) p.sequence_parallel = sequence_parallel;
   if (given("precision")) p.precision = parse_precision(precision);
+  if (given("fp8-recipe")) p.fp8_recipe = fp8_recipe == "rowwise" ? Fp8Recipe::kRowwise : Fp8Recipe::kDelayed;
   if (given("attention")) p.attention = parse_attention(attention);
   if (given("cross-entropy")) p.cross_entropy = parse_cross_entropy(cross_entropy);
   if (given("norm")) p.norm = norm == "eager" ? NormKernel::kEager : NormKernel::kFused;

@@ -25,9 +25,11 @@
 //   two small all-reduces per chunk and micro-batch, latency-bound at scale.
 // Megatron-Core's own activation functions (bias-GELU, SwiGLU) run outside Transformer Engine,
 // so FC2's input and FC1's output gradient are cast by their own kernels.
+#include <initializer_list>
 #include <string>
 
 #include "plan/lowering_ops.hpp"
+#include "plan/torchao_rowwise.hpp"
 
 namespace trainsim::lowering {
 
@@ -51,11 +53,42 @@ void gather_in_fp8(std::vector<Op>& ops, const char* name, bool dense_ffn, doubl
   }
 }
 
+// The speedup of a GEMM that fuses linears torchao converts one by one (torchtitan's Llama has
+// separate wq, wk, wv and w1, w3 nn.Linear modules): the FLOP-weighted harmonic mean of theirs.
+double fused_speedup(const Op& op, std::initializer_list<int64_t> widths) {
+  double flops = 0, fp8_time = 0;
+  for (const int64_t n : widths) {
+    flops += static_cast<double>(n);
+    fp8_time += static_cast<double>(n) / torchao_rowwise_speedup(op.m, op.k, n);
+  }
+  return flops / fp8_time;
+}
+
+// torchao's row-wise recipe: each linear's three GEMMs take the measured speedup of the whole
+// float8 linear at its forward shape (its casts are inside that figure); all-gathers stay bf16
+// (torchao gathers row-wise-scaled inputs and weights in bf16) and no amax crosses ranks (a row's
+// scale is the rank's own).
+void mark_rowwise_linears(LayerWork& w, const ModelSpec& m, const Shapes& s) {
+  const bool moe = m.moe.has_value();
+  for (Op& op : w.forward) {
+    if (op.kind != OpKind::kGemm || linear_kind(op.name, moe) == LinearKind::kOther) continue;
+    const std::string name = op.name;
+    if (name == "qkv") op.fp8_linear_speedup = fused_speedup(op, {s.q / s.t, s.kv / s.t, s.kv / s.t});
+    else if (m.ffn_kind == FfnKind::kSwiglu && (name == "fc1" || name == "shared_fc1")) op.fp8_linear_speedup = fused_speedup(op, {op.n / 2, op.n / 2});
+    else op.fp8_linear_speedup = torchao_rowwise_speedup(op.m, op.k, op.n);
+    for (const char* grad : {"_dgrad", "_wgrad"}) {
+      const int32_t i = index_of(w.backward, std::string(op.name) + grad, 0);
+      if (i >= 0) w.backward[static_cast<size_t>(i)].fp8_linear_speedup = op.fp8_linear_speedup;
+    }
+  }
+}
+
 }  // namespace
 
 void add_fp8_conversions(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s) {
   if (p.precision != Precision::kFp8) return;
   const bool moe = m.moe.has_value(), sp = p.sequence_parallel && s.t > 1;
+  if (p.fp8_recipe == Fp8Recipe::kRowwise) return mark_rowwise_linears(w, m, s);
   const double shard = sp ? static_cast<double>(s.t) : 1.0;  // a gathered tensor over this rank's rows
   const std::vector<Op> gemms = w.forward;
   for (const Op& op : gemms) {
@@ -91,7 +124,8 @@ void add_fp8_conversions(LayerWork& w, const ModelSpec& m, const ParallelPlan& p
 }
 
 void add_fp8_amax_reductions(IterationWork& work, const ModelSpec& m, const ParallelPlan& p) {
-  if (p.precision != Precision::kFp8) return;
+  // Row-wise scales need no reduction, and the weights' casts are inside the measured speedup.
+  if (p.precision != Precision::kFp8 || p.fp8_recipe == Fp8Recipe::kRowwise) return;
   // One fp32 amax per FP8 tensor: a linear's input, weight and output gradient.
   constexpr double kAmaxesPerLinear = 3.0;
   // QKV and the projection; FC1 and FC2 of the dense FFN, or of each local and shared expert.

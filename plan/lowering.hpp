@@ -47,6 +47,9 @@ struct Op {
   double overlap_hideable_fraction = 1.0;
   double overlap_exposed_fraction = 0.0;
   int32_t overlap_comm_sms = 0;
+  // kGemm of a torchao row-wise FP8 linear (Fp8Recipe::kRowwise): priced as the 16-bit GEMM
+  // divided by this measured speedup of the whole float8 linear (casts included); 0: not one.
+  double fp8_linear_speedup = 0;
   double flops() const;  // 2mnk*batch for GEMMs; attention: QK^T and AV (and backward's 2.5x), causal half
 };
 

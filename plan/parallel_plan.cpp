@@ -228,6 +228,13 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
   if (p.fp8_params && p.precision != Precision::kFp8) {
     add("fp8_params", std::string("FP8 primary weights need precision fp8 (precision is ") + to_string(p.precision) + ")");
   }
+  if (p.fp8_recipe == Fp8Recipe::kRowwise && p.precision != Precision::kFp8) {
+    add("fp8_recipe", std::string("fp8_recipe rowwise needs precision fp8 (precision is ") + to_string(p.precision) + ")");
+  }
+  if (p.fp8_recipe == Fp8Recipe::kRowwise && p.fp8_params) {
+    add("fp8_params", "FP8 primary weights are Transformer Engine's (fp8_recipe delayed); torchao's rowwise recipe keeps bf16 "
+                      "weights and gathers them in bf16");
+  }
   if (p.sequence_parallel && m.seq_len % p.tp != 0) {
     add("sequence_parallel", "tp (" + s(p.tp) + ") must divide seq_len (" + s(m.seq_len) + ") to split the sequence");
   }
@@ -307,6 +314,8 @@ const char* to_string(Schedule schedule) {
 const char* to_string(NormKernel n) { return n == NormKernel::kEager ? "eager" : "fused"; }
 
 const char* to_string(RecomputeMethod r) { return r == RecomputeMethod::kBlock ? "block" : "uniform"; }
+
+const char* to_string(Fp8Recipe r) { return r == Fp8Recipe::kRowwise ? "rowwise" : "delayed"; }
 
 const char* to_string(CpComm c) { return c == CpComm::kAllGather ? "all_gather" : c == CpComm::kA2a ? "a2a" : "p2p"; }
 

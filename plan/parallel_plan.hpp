@@ -32,6 +32,12 @@ enum class CpComm { kP2p, kAllGather, kA2a };
 // layer, in groups of N that keep only the group's input; kBlock: the first N layers of each chunk,
 // the others keep every activation and are not recomputed.
 enum class RecomputeMethod { kUniform, kBlock };
+// How FP8 linears scale (precision fp8): Transformer Engine's delayed per-tensor scaling, as
+// Megatron-Core and NeMo run it (casts and amax reductions priced op by op: plan/fp8_lowering.cpp),
+// or torchao's dynamic row-wise scaling (Float8LinearConfig.from_recipe_name("rowwise"), as
+// torchtitan's float8 rowwise recipe runs it), priced from torchao's measured speedup of a whole
+// float8 linear over bf16 (plan/torchao_rowwise.hpp).
+enum class Fp8Recipe { kDelayed, kRowwise };
 
 struct ParallelPlan {
   int64_t dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1;
@@ -70,6 +76,7 @@ struct ParallelPlan {
   // weights are kept in FP8 (no per-iteration cast, no second FP8 copy) and the distributed
   // optimizer all-gathers them in FP8.
   bool fp8_params = false;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // with precision fp8
   // MoE routing: the busiest EP rank's token copies over the mean (1: balanced, as NVIDIA's
   // benchmarks force it), and the expert capacity factor (Megatron-Core's
   // --moe-expert-capacity-factor: copies beyond capacity x the mean are dropped; 0: dropless).
@@ -131,5 +138,6 @@ const char* to_string(Precision precision);
 const char* to_string(NormKernel norm);
 const char* to_string(CpComm cp_comm);
 const char* to_string(RecomputeMethod method);
+const char* to_string(Fp8Recipe recipe);
 
 }  // namespace trainsim

@@ -78,6 +78,11 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
     throw InputError("export: Megatron-LM has no per-op selective checkpointing (recompute selective_op)",
                      "export --recompute selective (the attention core) or full");
   }
+  if (p.precision == Precision::kFp8 && p.fp8_recipe == Fp8Recipe::kRowwise) {
+    throw InputError("export: Megatron-LM has no row-wise FP8 scaling (fp8_recipe rowwise is torchao's; Megatron's "
+                     "--fp8-recipe is delayed, tensorwise, mxfp8 or blockwise)",
+                     "export --to torchtitan, or predict with --fp8-recipe delayed");
+  }
   if (p.vpp > 1 && model == nullptr) {
     throw InputError("export: interleaving (vpp " + std::to_string(p.vpp) + ") is written as layers per virtual stage",
                      "give --model so the layer count is known");

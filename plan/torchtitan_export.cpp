@@ -183,6 +183,7 @@ void write_checkpointing_and_kernels(std::ostream& o, const ParallelPlan& p) {
   o << "\n[compile]\nenable = " << (p.norm == NormKernel::kFused ? "true" : "false") << "\ncomponents = [\"model\", \"loss\"]\n";
   if (p.precision == Precision::kFp8) {
     o << "\n[quantize.linear.float8]\nenable_fsdp_float8_all_gather = false  # fp8 all-gathers are not modeled by trainsim\n";
+    if (p.fp8_recipe == Fp8Recipe::kRowwise) o << "recipe_name = \"rowwise\"\n";
   }
   if (p.cross_entropy == LossKernel::kFused) {
     o << "\n# torchtitan's loss is PyTorch's cross_entropy on fp32 logits; this plan was priced with a fused loss\n"

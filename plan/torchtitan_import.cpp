@@ -259,7 +259,8 @@ void read_kernels(TomlReader& r, const ModelSpec& m, ImportedJob& job) {
              "give the --model the file trains, e.g. --model llama3-" + std::string(flavor == "8B" ? "8b" : flavor == "70B" ? "70b" : "405b"));
   }
   const std::string recipe = r.string("quantize.linear.float8.recipe_name").value_or("tensorwise");
-  if (recipe != "tensorwise") job.not_modeled.push_back("quantize.linear.float8.recipe_name=" + recipe);
+  if (recipe == "rowwise" && p.precision == Precision::kFp8) p.fp8_recipe = Fp8Recipe::kRowwise;
+  else if (recipe != "tensorwise") job.not_modeled.push_back("quantize.linear.float8.recipe_name=" + recipe);
 }
 
 toml::table parse_toml(const std::string& text, const std::string& file) {

@@ -18,7 +18,9 @@ double CostModel::optimizer_s(double params) const { return memory_bound_s(param
 
 double CostModel::op_s(const Op& op, const GroupScope& scope) const {
   switch (op.kind) {
-    case OpKind::kGemm: return gemm_s(op.m, op.n, op.k, op.batch);
+    case OpKind::kGemm:
+      return op.fp8_linear_speedup > 0 ? gemm_16bit_s(op.m, op.n, op.k, op.batch) / op.fp8_linear_speedup
+                                       : gemm_s(op.m, op.n, op.k, op.batch);
     case OpKind::kAttention: return attention_s(op);
     case OpKind::kMemoryBound: return memory_bound_op_s(op);
     case OpKind::kCollective: return collective_s(op.collective, op.bytes, scope);
@@ -46,6 +48,10 @@ DatasheetCostModel::DatasheetCostModel(const Hardware& hardware, Precision preci
   TRAINSIM_ASSERT(peak_flops_per_s_ > 0, "the GPU has no peak for this precision (checked by the caller)");
   const ReferenceEfficiency reference = reference_efficiency(hardware.gpu, precision, flash2_attention);
   gemm_flops_per_s_ = peak_flops_per_s_ * c_.gemm_peak_fraction * reference.gemm_ratio;
+  const bool fp8 = precision == Precision::kFp8;
+  gemm_16bit_flops_per_s_ = fp8 ? hardware.gpu.peak_flops_per_s(Precision::kBf16) * c_.gemm_peak_fraction *
+                                      reference_efficiency(hardware.gpu, Precision::kBf16, flash2_attention).gemm_ratio
+                                : gemm_flops_per_s_;
   // FP8 training runs only the linear layers' GEMMs in FP8; attention stays in BF16 (Transformer
   // Engine's FP8 attention is opt-in; shared/validation/README.md).
   const Precision attention_precision = precision == Precision::kFp8 ? Precision::kBf16 : precision;
@@ -54,6 +60,14 @@ DatasheetCostModel::DatasheetCostModel(const Hardware& hardware, Precision preci
 }
 
 double DatasheetCostModel::gemm_s(int64_t m, int64_t n, int64_t k, int64_t batch) const {
+  return gemm_at(m, n, k, batch, gemm_flops_per_s_, bytes_per_value_);
+}
+
+double DatasheetCostModel::gemm_16bit_s(int64_t m, int64_t n, int64_t k, int64_t batch) const {
+  return gemm_at(m, n, k, batch, gemm_16bit_flops_per_s_, std::max(bytes_per_value_, 2.0));
+}
+
+double DatasheetCostModel::gemm_at(int64_t m, int64_t n, int64_t k, int64_t batch, double flops_per_s, double bytes_per_value) const {
   if (m <= 0 || n <= 0 || k <= 0) return 0.0;
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
   // Wave quantization: output tiles run in waves of one tile per SM; a partial last wave idles SMs.
@@ -62,10 +76,10 @@ double DatasheetCostModel::gemm_s(int64_t m, int64_t n, int64_t k, int64_t batch
   const double sms = static_cast<double>(hardware_.gpu.sm_count);
   const double waves = std::ceil(tiles / sms);
   const double wave_efficiency = tiles / (waves * sms);
-  const double compute_s = flops / (gemm_flops_per_s_ * wave_efficiency);
+  const double compute_s = flops / (flops_per_s * wave_efficiency);
   // Roofline: operands and result must stream through HBM at least once.
   const double bytes = (static_cast<double>(m) * static_cast<double>(k) + static_cast<double>(k) * static_cast<double>(n) +
-                        static_cast<double>(m) * static_cast<double>(n)) * bytes_per_value_ * static_cast<double>(batch);
+                        static_cast<double>(m) * static_cast<double>(n)) * bytes_per_value * static_cast<double>(batch);
   const double memory_s = bytes / (hardware_.gpu.memory_bandwidth_bytes_per_s * c_.memory_bandwidth_fraction);
   return std::max(compute_s, memory_s) + c_.kernel_overhead_s;
 }

@@ -38,6 +38,9 @@ class CostModel {
  public:
   virtual ~CostModel() = default;
   virtual double gemm_s(int64_t m, int64_t n, int64_t k, int64_t batch) const = 0;
+  // The same GEMM in 16-bit (bf16) operands, for a precision-fp8 plan's GEMMs priced against
+  // bf16 (Op::fp8_linear_speedup); a model without a 16-bit price of its own uses gemm_s.
+  virtual double gemm_16bit_s(int64_t m, int64_t n, int64_t k, int64_t batch) const { return gemm_s(m, n, k, batch); }
   virtual double attention_s(const Op& op) const = 0;
   virtual double memory_bound_s(double bytes) const = 0;
   // A memory-bound op by kind (its name): a profile may have measured that kernel itself.
@@ -61,6 +64,7 @@ class DatasheetCostModel final : public CostModel {
   // `flash2_attention`: attention runs FlashAttention-2 rather than cuDNN's (reference_efficiency).
   DatasheetCostModel(const Hardware& hardware, Precision precision, EfficiencyConstants constants, bool flash2_attention = false);
   double gemm_s(int64_t m, int64_t n, int64_t k, int64_t batch) const override;
+  double gemm_16bit_s(int64_t m, int64_t n, int64_t k, int64_t batch) const override;
   double attention_s(const Op& op) const override;
   double memory_bound_s(double bytes) const override;
   double collective_s(CollectiveKind kind, double bytes, const GroupScope& scope) const override;
@@ -74,10 +78,12 @@ class DatasheetCostModel final : public CostModel {
   Hardware hardware_;
   double peak_flops_per_s_;
   double gemm_flops_per_s_;       // peak x gemm_peak_fraction x the GPU's reference GEMM ratio
+  double gemm_16bit_flops_per_s_;  // the same at the bf16 peak and reference ratio
   double attention_flops_per_s_;  // 16-bit peak x attention_peak_fraction x reference attention ratio
   std::string reference_;
   double bytes_per_value_;
-  double ll_max_bus_;  // NCCL's LL bandwidth cap for this GPU's generation (0: not known)
+  double ll_max_bus_;
+  double gemm_at(int64_t m, int64_t n, int64_t k, int64_t batch, double flops_per_s, double bytes_per_value) const;  // NCCL's LL bandwidth cap for this GPU's generation (0: not known)
   EfficiencyConstants c_;
 };
 

@@ -45,7 +45,8 @@ const std::vector<FrameworkPreset>& presets() {
     p.push_back(mds);
     // torchtitan: FSDP2 fully_shard (reshard after forward: ZeRO-3) on the data-parallel mesh,
     // its TP plan shards the norms' activations (SequenceParallel), the local batch runs at once
-    // without a pipeline, pipeline micro-batch size 1 with one.
+    // without a pipeline, pipeline micro-batch size 1 with one (since PR #1073, 2025-04-07; before
+    // it pp micro-batches: the published-run reader applies the default of a run's date).
     // Its attention is PyTorch SDPA, whose cuDNN backend is opt-in since PyTorch 2.5.1 (PR
     // #138522): on H100 it runs the FlashAttention-2 backend (pytorch #142132: 329 TFLOP/s against
     // cuDNN's 631 on the December 2024 nightly torchtitan's benchmarks used).
@@ -91,11 +92,12 @@ bool option_is_modeled(const std::string& option) {
   // (FrameworkPreset::eager_unless_compiled); fsdp_no_reshard_after_forward: FSDP with a pipeline
   // keeps the gathered weights (keeps_gathered_weights; every run listing it pipelines);
   // tp_comm_overlap (Megatron-Core's userbuffers) and async_tp (torchtitan's): the plan's
-  // tp_comm_overlap; fp8_params: the plan's fp8_params.
+  // tp_comm_overlap; fp8_params: the plan's fp8_params; float8_rowwise: the plan's fp8_recipe
+  // rowwise (on an FP8 run; sim/published_runs.cpp).
   static const std::vector<std::string> modeled = {"distributed_optimizer", "zero1", "overlap_grad_reduce",
                                                    "selective_recompute_per_op", "torch_compile",
                                                    "fsdp_no_reshard_after_forward", "tp_comm_overlap", "async_tp",
-                                                   "fp8_params"};
+                                                   "fp8_params", "float8_rowwise"};
   return std::find(modeled.begin(), modeled.end(), option) != modeled.end();
 }
 

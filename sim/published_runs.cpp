@@ -286,6 +286,13 @@ PublishedRun read_run(const json& raw, const std::string& path, const std::strin
   run.defaults_used.push_back(std::string("plan.cross_entropy=") + to_string(run.plan.cross_entropy));
   run.defaults_used.push_back(std::string("plan.norm=") + to_string(run.plan.norm));
   if (auto precision = r.optional_choice("precision", {"bf16", "fp16", "fp32", "fp8"})) run.plan.precision = parse_precision(*precision);
+  // torchao's row-wise float8 recipe (torchtitan's float8 rowwise); on a run that is not FP8 the
+  // option names nothing the simulator can price, and stays listed as not modeled.
+  if (has_option(j, "float8_rowwise") && run.plan.precision == Precision::kFp8) {
+    run.plan.fp8_recipe = Fp8Recipe::kRowwise;
+  } else if (has_option(j, "float8_rowwise")) {
+    run.options_not_modeled.push_back("float8_rowwise");
+  }
   if (auto m = r.optional_object("measured")) read_measured(*m, run);
   else r.add_problem("measured", "missing required object \"measured\"");
   r.reject_unknown_keys();

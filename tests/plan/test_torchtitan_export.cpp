@@ -107,6 +107,10 @@ TEST_CASE("a torchtitan job reads back to the same plan: context parallelism wit
   cp.precision = Precision::kFp8;
   CHECK_THAT(export_plan(&m, cp, 8, ExportTarget::kTorchtitan), Catch::Contains("converters = [\"quantize.linear.float8\"]"));
   check_round_trip(m, cp);
+  cp.fp8_recipe = Fp8Recipe::kRowwise;  // torchao's row-wise recipe
+  CHECK_THAT(export_plan(&m, cp, 8, ExportTarget::kTorchtitan), Catch::Contains("recipe_name = \"rowwise\""));
+  CHECK_THROWS_WITH(export_plan(&m, cp, 8, ExportTarget::kMegatron), Catch::Contains("no row-wise FP8 scaling"));
+  check_round_trip(m, cp);
 
   ParallelPlan ddp = titan_plan(8, 1, 1, 1, 0);
   ddp.precision = Precision::kFp32;
