@@ -50,8 +50,8 @@ TEST_CASE("version-1 files are still read") {
 }
 
 TEST_CASE("mean absolute error over the predicted runs: held-out half and all runs") {
-  CHECK(result().held_out_half.mean_abs_error <= 0.114);  // measured 10.4% (10.3% before FP8 casts) (2026-11-24 with TP comm overlap, all 337 runs; 7.9% before the 19 MoE and 6 FSDP + PP rows)
-  CHECK(result().all.mean_abs_error <= 0.108);            // measured 9.8% (9.6% before FP8 casts) (7.5% on the 312 runs before MoE and FSDP + PP)
+  CHECK(result().held_out_half.mean_abs_error <= 0.108);  // measured 9.8% with torchtitan's pipeline micro-batches and row-wise Float8; 10.4% before (10.3% before FP8 casts) (2026-11-24 with TP comm overlap, all 337 runs; 7.9% before the 19 MoE and 6 FSDP + PP rows)
+  CHECK(result().all.mean_abs_error <= 0.102);            // measured 9.2%; 9.8% before session 8 (9.6% before FP8 casts) (7.5% on the 312 runs before MoE and FSDP + PP)
 }
 
 TEST_CASE("A100 Megatron-LM, Korthikanti, MosaicML and BLOOM groups are each within their bounds") {
@@ -71,7 +71,7 @@ TEST_CASE("H100 and H200 groups, priced from H100/H200 reference measurements (n
   CHECK(group("dgxc_h100_llama31_405b").mean_abs_error <= 0.076); // 6.6%: 38 runs (5.9% before FP8 casts, 7.8% before TP comm overlap)
   CHECK(group("dgxc_h100_gpt3_175b").mean_abs_error <= 0.102);    // 9.2% (12.1% before FP8 casts; every row states tp_comm_overlap)
   CHECK(group("megatron_bridge_h100_archive").mean_abs_error <= 0.321);  // 31.1%: 26 runs, 19 MoE (GPT-OSS +37..+62%, Qwen3-30B at PP2 x EP8 +52..+170%; 8.3% on the 7 dense)
-  CHECK(group("torchtitan").mean_abs_error <= 0.166);  // 15.6% (14.7% before FP8 casts, priced as Transformer Engine's for torchao's Float8) (async TP rows: the gain over vanilla TP predicted 1.5x too large): 30 H100 96GB runs (assumed peak; the 405B FSDP + PP rows +52/+73%) and 2 H200
+  CHECK(group("torchtitan").mean_abs_error <= 0.105);  // 9.5%: 8 pipeline micro-batches on the 405B FSDP + PP rows (15.6 -> 13.0%), torchao's row-wise table (13.0 -> 9.5%); 15.6% (14.7% before FP8 casts, priced as Transformer Engine's for torchao's Float8) (async TP rows: the gain over vanilla TP predicted 1.5x too large): 30 H100 96GB runs (assumed peak; the 405B FSDP + PP rows +52/+73%) and 2 H200
 }
 
 TEST_CASE("Korthikanti Table 5: sequence parallel + selective recompute beats full recompute for every model") {
@@ -117,8 +117,8 @@ TEST_CASE("memory is scored where it was measured, against the figure of its kin
   CHECK(group("torchtitan").memory_count == 20);
   // 16.0%: per-op checkpointing and PyTorch's cross-entropy buffers (38.0% before, Megatron's
   // selective recompute and no loss working memory).
-  CHECK(group("torchtitan").memory_mean_abs_error <= 0.233);  // 22.3% with the 405B FSDP + PP rows (-30..-50%: reserved against allocated, Float8)
-  CHECK(result().all.memory_mean_abs_error <= 0.098);  // 8.8% over the 68 runs with a figure
+  CHECK(group("torchtitan").memory_mean_abs_error <= 0.215);  // 20.5% (22.3% before the 405B FSDP + PP rows took 8 micro-batches of 4) with the 405B FSDP + PP rows (-30..-50%: reserved against allocated, Float8)
+  CHECK(result().all.memory_mean_abs_error <= 0.093);  // 8.3% over the 68 runs with a figure (8.8% before session 8)
   for (const RunResult& r : result().runs) {
     if (r.memory_error) CHECK(r.run->measured_memory_gib.has_value());
   }
@@ -136,8 +136,8 @@ TEST_CASE("leave-one-group-out: each group predicted with constants fitted witho
     in_sample += c.in_sample.mean_abs_error / static_cast<double>(cv.size());
     left_out += c.held_out.mean_abs_error / static_cast<double>(cv.size());
   }
-  CHECK(in_sample <= 0.109);  // measured 9.8% with FP8 casts, 9.9% (2026-11-24 with TP comm overlap, 14 groups, all 337 runs; the group with the MoE rows 32.4%)
-  CHECK(left_out <= 0.12);    // measured 11.0% with FP8 casts (10.7% before them) (11.0% before TP comm overlap; 8.1% / 9.2% before the MoE and FSDP + PP rows joined)
+  CHECK(in_sample <= 0.103);  // measured 9.3% with torchtitan's pipeline micro-batches and row-wise Float8 (session 8); 9.8% with FP8 casts, 9.9% (2026-11-24 with TP comm overlap, 14 groups, all 337 runs; the group with the MoE rows 32.4%)
+  CHECK(left_out <= 0.114);   // measured 10.4% (session 8); 11.0% with FP8 casts (10.7% before them) (11.0% before TP comm overlap; 8.1% / 9.2% before the MoE and FSDP + PP rows joined)
   CHECK(left_out >= in_sample - 0.005);  // leaving a group out cannot help it by more than noise
 }
 
