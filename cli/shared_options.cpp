@@ -53,6 +53,46 @@ const SizeFlag kSizeFlags[] = {
     {"micro-batch", "sequences per micro-batch", limits::kMaxBatch, "sequences"},
     {"global-batch", "sequences per iteration (default: dp x micro-batch)", limits::kMaxBatch, "sequences"},
 };
+
+// The plan's named choices: flag, field, help, accepted values.
+struct ChoiceFlag {
+  const char* name;
+  std::string PlanOptions::*field;
+  const char* help;
+  std::vector<std::string> values;
+};
+const std::vector<ChoiceFlag>& choice_flags() {
+  static const std::vector<ChoiceFlag> flags = {
+      {"recompute", &PlanOptions::recompute,
+       "activation recomputation (selective: Megatron's attention core; selective_op: torchtitan's per-op checkpointing)",
+       {"none", "selective", "full", "selective_op"}},
+      {"recompute-method", &PlanOptions::recompute_method,
+       "with --recompute full, which layers (Megatron's --recompute-method): uniform (every layer, in groups of N; default) "
+       "or block (the first N of each model chunk)",
+       {"uniform", "block"}},
+      {"schedule", &PlanOptions::schedule,
+       "pipeline schedule (zb-1p / zb-2p: Zero Bubble, the backward split into input and weight gradients)",
+       {"gpipe", "1f1b", "interleaved", "zb-1p", "zb-2p"}},
+      {"precision", &PlanOptions::precision, "training precision (default bf16)", {"bf16", "fp16", "fp32", "fp8"}},
+      {"fp8-recipe", &PlanOptions::fp8_recipe,
+       "with --precision fp8: delayed (Transformer Engine's delayed scaling, default) or rowwise (torchao's dynamic "
+       "row-wise scaling, torchtitan's float8 rowwise)",
+       {"delayed", "rowwise"}},
+      {"attention", &PlanOptions::attention, "attention kernel (default flash)", {"flash", "unfused"}},
+      {"cross-entropy", &PlanOptions::cross_entropy,
+       "loss kernel: fused (Megatron's vocab-parallel, default) or pytorch (torch cross_entropy on fp32 logits)",
+       {"fused", "pytorch"}},
+      {"cp-comm", &PlanOptions::cp_comm,
+       "how CP ranks share K and V: p2p (a ring overlapped with attention, default), all_gather (Llama 3's) or a2a "
+       "(Ulysses' head split)",
+       {"p2p", "all_gather", "a2a"}},
+      {"norm", &PlanOptions::norm,
+       "RMSNorm kernel: fused (default; Megatron/TE, torch.compile) or eager (PyTorch's composite, an uncompiled torchtitan)",
+       {"fused", "eager"}},
+  };
+  return flags;
+}
+
 }  // namespace
 
 void PlanOptions::add_to(CLI::App& app) {
@@ -66,33 +106,18 @@ void PlanOptions::add_to(CLI::App& app) {
   }
   sizes["zero"] = 0;
   options["zero"] = app.add_option("--zero", sizes["zero"], "ZeRO stage 0-3 (3 = FSDP)")->transform(whole_number(0, 3, "the ZeRO stage", "stage 3 shards parameters, gradients and optimizer states (FSDP); there is no higher stage"));
-  options["recompute"] = app.add_option("--recompute", recompute,
-                                        "activation recomputation (selective: Megatron's attention core; selective_op: "
-                                        "torchtitan's per-op checkpointing)")
-                             ->check(CLI::IsMember({"none", "selective", "full", "selective_op"}));
-  options["recompute-method"] = app.add_option("--recompute-method", recompute_method,
-                                               "with --recompute full, which layers (Megatron's --recompute-method): uniform "
-                                               "(every layer, in groups of N; default) or block (the first N of each model chunk)")
-                                    ->check(CLI::IsMember({"uniform", "block"}));
+  for (const ChoiceFlag& flag : choice_flags()) {
+    options[flag.name] = app.add_option(std::string("--") + flag.name, this->*flag.field, flag.help)->check(CLI::IsMember(flag.values));
+  }
   options["recompute-num-layers"] = app.add_option("--recompute-num-layers", recompute_layers,
                                                    "N of --recompute-method: layers per group (uniform, default 1) or "
                                                    "recomputed per model chunk (block, 0 = none)")
                                         ->transform(whole_number(0, limits::kMaxLayers, "layers"));
   options["sequence-parallel"] = app.add_flag("--sequence-parallel", sequence_parallel, "Megatron sequence parallelism");
-  options["schedule"] = app.add_option("--schedule", schedule,
-                                       "pipeline schedule (zb-1p / zb-2p: Zero Bubble, the backward split into input and "
-                                       "weight gradients)")
-                            ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved", "zb-1p", "zb-2p"}));
   options["framework"] = app.add_option("--framework", framework,
                                         "defaults of this framework for what the plan leaves out (ZeRO stage, SP with TP, "
                                         "micro-batch): " + join_names(framework_preset_names()))
                              ->check(CLI::IsMember(framework_preset_names()));
-  options["precision"] = app.add_option("--precision", precision, "training precision (default bf16)")
-                             ->check(CLI::IsMember({"bf16", "fp16", "fp32", "fp8"}));
-  options["fp8-recipe"] = app.add_option("--fp8-recipe", fp8_recipe,
-                                         "with --precision fp8: delayed (Transformer Engine's delayed scaling, default) or "
-                                         "rowwise (torchao's dynamic row-wise scaling, torchtitan's float8 rowwise)")
-                              ->check(CLI::IsMember({"delayed", "rowwise"}));
   options["no-dp-overlap"] = app.add_flag("--no-dp-overlap", no_dp_overlap,
                                           "reduce DP gradients after the whole backward instead of overlapping");
   options["no-tp-overlap"] = app.add_flag("--no-tp-overlap", no_tp_overlap,
@@ -107,20 +132,6 @@ void PlanOptions::add_to(CLI::App& app) {
                                                  "MoE: expert capacity over the mean; copies beyond it are dropped "
                                                  "(Megatron-Core --moe-expert-capacity-factor; default: dropless)")
                                       ->check(real_number(0, 1000, "times the mean; 0 = dropless", false));
-  options["attention"] = app.add_option("--attention", attention, "attention kernel (default flash)")
-                             ->check(CLI::IsMember({"flash", "unfused"}));
-  options["cross-entropy"] = app.add_option("--cross-entropy", cross_entropy,
-                                            "loss kernel: fused (Megatron's vocab-parallel, default) or pytorch "
-                                            "(torch cross_entropy on fp32 logits)")
-                                 ->check(CLI::IsMember({"fused", "pytorch"}));
-  options["cp-comm"] = app.add_option("--cp-comm", cp_comm,
-                                      "how CP ranks share K and V: p2p (a ring overlapped with attention, default), "
-                                      "all_gather (Llama 3's) or a2a (Ulysses' head split)")
-                           ->check(CLI::IsMember({"p2p", "all_gather", "a2a"}));
-  options["norm"] = app.add_option("--norm", norm,
-                                   "RMSNorm kernel: fused (default; Megatron/TE, torch.compile) or eager (PyTorch's "
-                                   "composite, an uncompiled torchtitan)")
-                        ->check(CLI::IsMember({"fused", "eager"}));
 }
 
 namespace {

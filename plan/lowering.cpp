@@ -189,6 +189,19 @@ NormTraffic norm_traffic(const ModelSpec& m, const ParallelPlan& p) {
   return {1080.0 / 120.0, 508.0 / 68.0};
 }
 
+// Bias gradients: a column sum of each biased linear's output gradient, one more read of it
+// (Megatron-LM's grad_output.sum(0); the CUDA runtime's bias_grad kernels).
+void add_bias_grads(LayerWork& w, const ModelSpec& m, const Shapes& s) {
+  const double tokens = static_cast<double>(s.tokens);
+  if (m.linear_bias || m.qkv_bias) w.backward.push_back(memory("qkv_bias_grad", tokens * static_cast<double>((s.q + 2 * s.kv) / s.t) * s.e));
+  if (!m.linear_bias || m.moe.has_value()) return;
+  const double act = s.sp_tokens * static_cast<double>(s.h) * s.e;
+  const int64_t up_width = (m.ffn_kind == FfnKind::kSwiglu ? 2 : 1) * s.f / s.t;
+  w.backward.push_back(memory("proj_bias_grad", act));
+  w.backward.push_back(memory("fc1_bias_grad", tokens * static_cast<double>(up_width) * s.e));
+  w.backward.push_back(memory("fc2_bias_grad", act));
+}
+
 LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s) {
   LayerWork w;
   w.forward.reserve(40);  // a dense layer's ops with CP, FP8 and biases fit; saves regrowth per plan
@@ -216,7 +229,6 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
   w.forward.push_back(memory("norm2", 2 * act * nt.forward));
   w.backward.push_back(memory("norm2_bwd", 3 * act * nt.backward));
   const bool moe = m.moe.has_value();
-  const int64_t up_width = (m.ffn_kind == FfnKind::kSwiglu ? 2 : 1) * s.f / s.t;
   if (moe) {
     add_moe_ffn(w, m, p, s);
   } else {
@@ -227,14 +239,7 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
   w.forward.push_back(memory("dropout_residual", (m.dropout ? 3.5 : 3.0) * act));
   w.backward.push_back(memory("dropout_residual_bwd", (m.dropout ? 3.5 : 3.0) * act));
 
-  // Bias gradients: a column sum of each biased linear's output gradient, one more read of it
-  // (Megatron-LM's grad_output.sum(0); the CUDA runtime's bias_grad kernels).
-  if (m.linear_bias || m.qkv_bias) w.backward.push_back(memory("qkv_bias_grad", static_cast<double>(s.tokens) * static_cast<double>((s.q + 2 * s.kv) / s.t) * s.e));
-  if (m.linear_bias && !moe) {
-    w.backward.push_back(memory("proj_bias_grad", act));
-    w.backward.push_back(memory("fc1_bias_grad", static_cast<double>(s.tokens) * static_cast<double>(up_width) * s.e));
-    w.backward.push_back(memory("fc2_bias_grad", act));
-  }
+  add_bias_grads(w, m, s);
   add_fp8_conversions(w, m, p, s);
   if (p.tp_comm_overlap) pair_tp_comm_overlaps(w, p, !moe);
   else if (p.tp_overlap) pair_backward_overlaps(w.backward);

@@ -114,6 +114,22 @@ void check_stage_layers(const ParallelPlan& p, const ModelSpec& m, const std::st
     }
   }
 }
+
+// FP8 primary weights and torchao's row-wise recipe need precision fp8, and exclude each other.
+template <typename Add>
+void check_fp8(const ParallelPlan& p, Add& add) {
+  if (p.fp8_params && p.precision != Precision::kFp8) {
+    add("fp8_params", std::string("FP8 primary weights need precision fp8 (precision is ") + to_string(p.precision) + ")");
+  }
+  if (p.fp8_recipe == Fp8Recipe::kRowwise && p.precision != Precision::kFp8) {
+    add("fp8_recipe", std::string("fp8_recipe rowwise needs precision fp8 (precision is ") + to_string(p.precision) + ")");
+  }
+  if (p.fp8_recipe == Fp8Recipe::kRowwise && p.fp8_params) {
+    add("fp8_params", "FP8 primary weights are Transformer Engine's (fp8_recipe delayed); torchao's rowwise recipe keeps bf16 "
+                      "weights and gathers them in bf16");
+  }
+}
+
 // vpp > 1 needs the interleaved schedule, and that schedule needs pp > 1, vpp > 1, a layer per
 // virtual stage and micro-batches in multiples of pp.
 template <typename Add>
@@ -225,16 +241,7 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
     add("tp_comm_overlap", "TP communication overlap needs tp > 1 and sequence_parallel (tp is " + s(p.tp) + ", sequence_parallel " +
                                (p.sequence_parallel ? "true" : "false") + "), as Megatron-Core's --tp-comm-overlap does");
   }
-  if (p.fp8_params && p.precision != Precision::kFp8) {
-    add("fp8_params", std::string("FP8 primary weights need precision fp8 (precision is ") + to_string(p.precision) + ")");
-  }
-  if (p.fp8_recipe == Fp8Recipe::kRowwise && p.precision != Precision::kFp8) {
-    add("fp8_recipe", std::string("fp8_recipe rowwise needs precision fp8 (precision is ") + to_string(p.precision) + ")");
-  }
-  if (p.fp8_recipe == Fp8Recipe::kRowwise && p.fp8_params) {
-    add("fp8_params", "FP8 primary weights are Transformer Engine's (fp8_recipe delayed); torchao's rowwise recipe keeps bf16 "
-                      "weights and gathers them in bf16");
-  }
+  check_fp8(p, add);
   if (p.sequence_parallel && m.seq_len % p.tp != 0) {
     add("sequence_parallel", "tp (" + s(p.tp) + ") must divide seq_len (" + s(m.seq_len) + ") to split the sequence");
   }

@@ -7,7 +7,6 @@
 #include <cctype>
 #include <limits>
 #include <map>
-#include <regex>
 
 #include "common/json_reader.hpp"
 #include "model/model_catalog.hpp"
@@ -123,11 +122,29 @@ int64_t least_interleaving(int64_t layers, int64_t pp) {
 // as YYYYMMDD (day 1 when not given), or 0 when it names none.
 int64_t source_date(const json& run) {
   if (!run.contains("source") || !run["source"].is_string()) return 0;
-  static const std::regex date(R"((?:^|[^0-9A-Za-z])(20[0-9]{2})-?(0[1-9]|1[0-2])(?:-([0-3][0-9]))?(?![0-9A-Za-z]))");
-  const std::string source = run["source"].get<std::string>();
-  std::smatch m;
-  if (!std::regex_search(source, m, date)) return 0;
-  return std::stoll(m[1].str()) * 10000 + std::stoll(m[2].str()) * 100 + (m[3].matched ? std::stoll(m[3].str()) : 1);
+  const std::string& t = run["source"].get_ref<const std::string&>();
+  const auto alnum = [&](size_t i) { return i < t.size() && std::isalnum(static_cast<unsigned char>(t[i])) != 0; };
+  const auto digits = [&](size_t i, size_t n) {
+    for (size_t k = i; k < i + n; ++k) {
+      if (k >= t.size() || std::isdigit(static_cast<unsigned char>(t[k])) == 0) return false;
+    }
+    return true;
+  };
+  const auto number = [&](size_t i, size_t n) { return std::stoll(t.substr(i, n)); };
+  for (size_t i = 0; i + 6 <= t.size(); ++i) {
+    if ((i > 0 && alnum(i - 1)) || t[i] != '2' || t[i + 1] != '0' || !digits(i, 4)) continue;
+    const size_t month_at = i + 4 + (t[i + 4] == '-' ? 1 : 0);
+    if (!digits(month_at, 2) || number(month_at, 2) < 1 || number(month_at, 2) > 12) continue;
+    size_t end = month_at + 2;
+    int64_t day = 1;
+    if (end + 2 < t.size() && t[end] == '-' && digits(end + 1, 2) && !alnum(end + 3)) {
+      day = number(end + 1, 2);
+      end += 3;
+    }
+    if (alnum(end)) continue;
+    return number(i, 4) * 10000 + number(month_at, 2) * 100 + day;
+  }
+  return 0;
 }
 
 // torchtitan split the local batch into as many pipeline micro-batches as pipeline ranks
@@ -232,6 +249,16 @@ ParallelPlan plan_defaults(const std::string& group, const FrameworkPreset& pres
   return defaults;
 }
 
+// FP8 options: fp8_params (FP8 primary weights) and torchao's row-wise float8 recipe
+// (torchtitan's float8 rowwise); on a run that is not FP8 the recipe names nothing the simulator
+// can price, and stays listed as not modeled.
+void apply_fp8_options(const json& j, PublishedRun& run) {
+  run.plan.fp8_params = has_option(j, "fp8_params");
+  if (!has_option(j, "float8_rowwise")) return;
+  if (run.plan.precision == Precision::kFp8) run.plan.fp8_recipe = Fp8Recipe::kRowwise;
+  else run.options_not_modeled.push_back("float8_rowwise");
+}
+
 PublishedRun read_run(const json& raw, const std::string& path, const std::string& pointer, ProblemList& problems) {
   PublishedRun run;
   json j = raw;
@@ -271,7 +298,6 @@ PublishedRun read_run(const json& raw, const std::string& path, const std::strin
     p->reject_unknown_keys();
     const bool framework_overlaps = preset.tp_comm_overlap_with_sp && !no_userbuffers && run.plan.tp > 1 && run.plan.sequence_parallel;
     run.plan.tp_comm_overlap = has_option(j, "tp_comm_overlap") || has_option(j, "async_tp") || framework_overlaps;
-    run.plan.fp8_params = has_option(j, "fp8_params");
     if (preset.per_op_checkpointing && run.plan.recompute == Recompute::kSelective) {
       run.plan.recompute = Recompute::kSelectiveOp;
       run.defaults_used.push_back("plan.recompute=selective_op (" + preset.name + "'s selective checkpointing is per op)");
@@ -286,13 +312,7 @@ PublishedRun read_run(const json& raw, const std::string& path, const std::strin
   run.defaults_used.push_back(std::string("plan.cross_entropy=") + to_string(run.plan.cross_entropy));
   run.defaults_used.push_back(std::string("plan.norm=") + to_string(run.plan.norm));
   if (auto precision = r.optional_choice("precision", {"bf16", "fp16", "fp32", "fp8"})) run.plan.precision = parse_precision(*precision);
-  // torchao's row-wise float8 recipe (torchtitan's float8 rowwise); on a run that is not FP8 the
-  // option names nothing the simulator can price, and stays listed as not modeled.
-  if (has_option(j, "float8_rowwise") && run.plan.precision == Precision::kFp8) {
-    run.plan.fp8_recipe = Fp8Recipe::kRowwise;
-  } else if (has_option(j, "float8_rowwise")) {
-    run.options_not_modeled.push_back("float8_rowwise");
-  }
+  apply_fp8_options(j, run);
   if (auto m = r.optional_object("measured")) read_measured(*m, run);
   else r.add_problem("measured", "missing required object \"measured\"");
   r.reject_unknown_keys();

@@ -176,6 +176,20 @@ double relative_difference(const Matrix& a, const Matrix& b) {
   return static_cast<double>((a - b).cwiseAbs().maxCoeff()) / std::max(1e-30, static_cast<double>(b.cwiseAbs().maxCoeff()));
 }
 
+// The layer on one rank holding every expert: the reference the split runs must match.
+struct OneRank {
+  Matrix y, dx;
+};
+OneRank one_rank(const Matrix& x, const Matrix& dy, LayerTensors& whole, const MoeShape& shape) {
+  SingleRankExperts alone;
+  SingleRankGroup no_tp;
+  MoeCache cache;
+  OneRank out;
+  out.y = moe_forward(x, whole.view(0, shape.experts), shape, alone, no_tp, cache);
+  out.dx = moe_backward(dy, x, whole.view(0, shape.experts), shape, alone, no_tp, cache);
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("the MoE layer on ep ranks (threads) equals one rank on all their tokens: output, input and weight gradients") {
@@ -187,11 +201,7 @@ TEST_CASE("the MoE layer on ep ranks (threads) equals one rank on all their toke
       const int64_t gates = swiglu ? 2 : 1;
       const Matrix x = random_matrix(ep * tokens, h, 5), dy = random_matrix(ep * tokens, h, 6);
       LayerTensors whole(h, experts, f, gates);
-      SingleRankExperts alone;
-      SingleRankGroup whole_experts;
-      MoeCache cache;
-      const Matrix y = moe_forward(x, whole.view(0, experts), shape, alone, whole_experts, cache);
-      const Matrix dx = moe_backward(dy, x, whole.view(0, experts), shape, alone, whole_experts, cache);
+      const auto [y, dx] = one_rank(x, dy, whole, shape);
 
       ThreadExperts::Shared shared;
       shared.size = ep;
@@ -241,11 +251,7 @@ TEST_CASE("the MoE layer with its experts split over tp ranks (threads) sums to 
       const int64_t gates = swiglu ? 2 : 1;
       const Matrix x = random_matrix(tokens, h, 5), dy = random_matrix(tokens, h, 6);
       LayerTensors whole(h, experts, f, gates);
-      SingleRankExperts alone;
-      SingleRankGroup no_tp;
-      MoeCache cache;
-      const Matrix y = moe_forward(x, whole.view(0, experts), shape, alone, no_tp, cache);
-      const Matrix dx = moe_backward(dy, x, whole.view(0, experts), shape, alone, no_tp, cache);
+      const auto [y, dx] = one_rank(x, dy, whole, shape);
 
       ThreadTp::Shared shared;
       shared.size = tp;
