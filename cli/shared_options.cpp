@@ -47,6 +47,7 @@ const SizeFlag kSizeFlags[] = {
     {"vpp", "virtual pipeline stages per rank (interleaved schedule)", limits::kMaxLayers, "model chunks"},
     {"cp", "context-parallel size (ring attention)", limits::kMaxGpus, "ranks"},
     {"ep", "expert-parallel size (MoE models: experts / ep per rank, all-to-all token dispatch)", limits::kMaxGpus, "ranks"},
+    {"expert-tp", "expert tensor-parallel size (Megatron's --expert-tensor-parallel-size; default 1 with --ep > 1, else tp)", limits::kMaxGpus, "ranks"},
     {"first-stage-layers", "transformer layers on the first pipeline stage (Megatron-Core's uneven split)", limits::kMaxLayers, "layers"},
     {"dp-shard", "ZeRO shard group size (HSDP: shard over this many dp x cp ranks, replicate across)", limits::kMaxGpus, "ranks"},
     {"last-stage-layers", "transformer layers on the last pipeline stage", limits::kMaxLayers, "layers"},
@@ -258,6 +259,7 @@ void PlanOptions::apply_flags(ParallelPlan& p) const {
   take("vpp", p.vpp);
   take("cp", p.cp);
   take("ep", p.ep);
+  take("expert-tp", p.expert_tp);
   take("first-stage-layers", p.first_stage_layers);
   take("dp-shard", p.dp_shard);
   take("last-stage-layers", p.last_stage_layers);

@@ -243,8 +243,12 @@ ImportedJob import_megatron(const std::string& text, const std::string& file, co
     if (type == "p2p" || type == "all_gather" || type == "a2a") p.cp_comm = parse_cp_comm(type);
     else job.not_modeled.push_back("--cp-comm-type " + type + " (modeled as p2p)");
   }
-  // trainsim models experts whole on each EP rank (expert TP 1) and the all-to-all dispatcher.
-  if (a.number("--expert-tensor-parallel-size", 1) != 1 && p.ep > 1) job.not_modeled.push_back("--expert-tensor-parallel-size " + a.values.at("--expert-tensor-parallel-size") + " (modeled as 1)");
+  // Megatron's expert TP defaults to TP (megatron/training/arguments.py); only MoE models have it.
+  // Kept unset (0) where it equals trainsim's default for the plan, so that plans read back as written.
+  if (model.moe) {
+    const int64_t etp = a.number("--expert-tensor-parallel-size", p.tp, 1, limits::kMaxGpus);
+    p.expert_tp = etp == (p.ep > 1 ? 1 : p.tp) ? 0 : etp;
+  }
   if (a.values.count("--moe-token-dispatcher-type") > 0 && a.values.at("--moe-token-dispatcher-type") != "alltoall") {
     job.not_modeled.push_back("--moe-token-dispatcher-type " + a.values.at("--moe-token-dispatcher-type") + " (modeled as alltoall)");
   }

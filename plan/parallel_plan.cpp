@@ -36,9 +36,9 @@ void check_context_parallel(const ParallelPlan& p, const ModelSpec& m, const std
   }
 }
 
-// Megatron-Core's expert parallelism: the ep ranks of an expert group are carved out of the
-// tp x cp x dp ranks of a stage (experts not tensor-split: expert TP 1, as the Megatron-Bridge
-// MoE recipes run), each holding experts / ep experts.
+// Megatron-Core's expert grid: expert_tp x ep x expert-dp carved out of the tp x cp x dp ranks of
+// a stage, each rank holding experts / ep experts split expert_tp ways; without expert
+// parallelism and with expert TP = TP the experts are a TP-split dense FFN.
 template <typename Add>
 void check_expert_parallel(const ParallelPlan& p, const ModelSpec& m, const std::string& of_model, Add& add) {
   const auto real = [](double v) {
@@ -56,17 +56,25 @@ void check_expert_parallel(const ParallelPlan& p, const ModelSpec& m, const std:
   if (!(p.moe_capacity_factor >= 0.0 && p.moe_capacity_factor <= 1e3)) {
     add("moe_capacity_factor", "moe_capacity_factor (" + real(p.moe_capacity_factor) + ") must be between 0 (dropless) and 1000");
   }
-  if (p.ep <= 1) return;
+  if (p.expert_tp < 0) add("expert_tp", "expert_tp (" + s(p.expert_tp) + ") must be >= 1 (0: the default)");
   if (!m.moe) {
-    add("ep", "expert parallelism (ep " + s(p.ep) + ") needs a mixture-of-experts model" + of_model + " (it has no \"moe\")");
+    if (p.ep > 1) add("ep", "expert parallelism (ep " + s(p.ep) + ") needs a mixture-of-experts model" + of_model + " (it has no \"moe\")");
+    if (p.expert_tp > 0) add("expert_tp", "expert_tp (" + s(p.expert_tp) + ") splits experts, and there are none" + of_model + " (it has no \"moe\")");
     return;
   }
+  const int64_t etp = p.expert_tp_size();
   if (m.moe->experts % p.ep != 0) add("ep", "ep (" + s(p.ep) + ") must divide the experts (" + s(m.moe->experts) + ")" + of_model);
-  if (p.tp > 1 && !p.sequence_parallel) {
-    add("ep", "expert parallelism with tp " + s(p.tp) + " needs sequence parallelism (Megatron-Core routes each TP rank's sequence shard)");
+  if (etp > 0 && m.moe->expert_ffn_hidden % etp != 0) {
+    add(p.expert_tp > 0 ? "expert_tp" : "tp", "expert tensor parallelism (" + s(etp) + ") must divide expert_ffn_hidden (" +
+                                                   s(m.moe->expert_ffn_hidden) + ")" + of_model);
   }
-  if ((p.tp * p.cp * p.dp) % p.ep != 0) {
-    add("ep", "ep (" + s(p.ep) + ") must divide tp x cp x dp (" + s(p.tp * p.cp * p.dp) +
+  if (p.experts_like_dense()) return;
+  if (p.tp > 1 && !p.sequence_parallel) {
+    add(p.ep > 1 ? "ep" : "expert_tp", "routing tokens to experts apart from TP (ep " + s(p.ep) + ", expert_tp " + s(etp) + ") with tp " +
+                                           s(p.tp) + " needs sequence parallelism (Megatron-Core routes each TP rank's sequence shard)");
+  }
+  if (etp > 0 && (p.tp * p.cp * p.dp) % (p.ep * etp) != 0) {
+    add("ep", "ep x expert_tp (" + s(p.ep) + " x " + s(etp) + ") must divide tp x cp x dp (" + s(p.tp * p.cp * p.dp) +
                   "): the expert groups are carved out of a pipeline stage's ranks");
   }
 }
@@ -229,8 +237,9 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
   if (m.kv_heads % p.tp != 0) {
     add("tp", "tp (" + s(p.tp) + ") must divide kv_heads (" + s(m.kv_heads) + ")" + of_model);
   }
-  const int64_t ffn = m.moe ? m.moe->expert_ffn_hidden : m.ffn_hidden;
-  if (ffn % p.tp != 0) add("tp", "tp (" + s(p.tp) + ") must divide ffn_hidden (" + s(ffn) + ")" + of_model);
+  // The dense FFN, or an MoE layer's shared experts (TP-split; the routed ones: check_expert_parallel).
+  const int64_t ffn = m.moe ? m.moe->shared_experts * m.moe->expert_ffn_hidden : m.ffn_hidden;
+  if (ffn % p.tp != 0) add("tp", "tp (" + s(p.tp) + ") must divide " + (m.moe ? "the shared experts' width (" : "ffn_hidden (") + s(ffn) + ")" + of_model);
   if (p.pp > m.layers) add("pp", "pp (" + s(p.pp) + ") must be <= layers (" + s(m.layers) + ")" + of_model);
   if (p.global_batch % (p.dp * p.micro_batch) != 0) {
     add("global_batch", "global_batch (" + s(p.global_batch) + ") must be a multiple of dp x micro_batch (" + s(p.dp) +

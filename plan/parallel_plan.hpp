@@ -90,6 +90,15 @@ struct ParallelPlan {
   double expert_rank_load() const {
     return ep > 1 ? moe_load() : std::min(1.0, moe_capacity_factor > 0 ? moe_capacity_factor : 1.0);
   }
+  // Expert tensor parallelism (Megatron-Core's --expert-tensor-parallel-size): each expert split
+  // over this many ranks. 0: the default, 1 with expert parallelism (the Megatron-Bridge and NeMo
+  // MoE recipes set 1) and tp without it (the experts split over TP like a dense FFN).
+  int64_t expert_tp = 0;
+  int64_t expert_tp_size() const { return expert_tp > 0 ? expert_tp : (ep > 1 ? 1 : tp); }
+  // The experts run as a TP-split dense FFN on the TP region's tokens (no expert parallelism,
+  // expert TP = TP); otherwise a rank routes its own tokens to experts held apart from the dense
+  // weights (the expert grid etp x ep x expert-dp over a stage's tp x cp x dp ranks).
+  bool experts_like_dense() const { return ep == 1 && expert_tp_size() == tp; }
 
   int64_t gpus() const { return dp * tp * pp * cp; }
   // Ranks a ZeRO shard group holds (dp x cp unless dp_shard says fewer), and how many replicate it.

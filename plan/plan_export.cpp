@@ -92,7 +92,8 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
   a << "--tensor-model-parallel-size " << p.tp << " --pipeline-model-parallel-size " << p.pp;
   if (p.cp > 1) a << " --context-parallel-size " << p.cp;
   if (p.cp > 1 && p.cp_comm != CpComm::kP2p) a << " --cp-comm-type " << to_string(p.cp_comm);
-  if (p.ep > 1) a << " --expert-model-parallel-size " << p.ep << " --expert-tensor-parallel-size 1";
+  if (p.ep > 1) a << " --expert-model-parallel-size " << p.ep;
+  if (p.ep > 1 || p.expert_tp > 0) a << " --expert-tensor-parallel-size " << p.expert_tp_size();
   if (p.moe_capacity_factor > 0) a << " --moe-expert-capacity-factor " << p.moe_capacity_factor;
   if (model != nullptr) a << pipeline_split_args(*model, p);
   if (p.sequence_parallel) a << " --sequence-parallel";

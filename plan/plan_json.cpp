@@ -87,6 +87,7 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   read_int("pp", p.pp, 1);
   read_int("cp", p.cp, 1);
   read_int("ep", p.ep, 1);
+  p.expert_tp = r.optional_int("expert_tp", 1).value_or(p.expert_tp);
   read_int("vpp", p.vpp, 1);
   read_int("micro_batch", p.micro_batch, 1);
   p.first_stage_layers = r.optional_int("first_stage_layers", 1).value_or(p.first_stage_layers);
@@ -129,7 +130,7 @@ ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* d
   JsonObjectReader reader(doc, path, "", problems);
   ParallelPlan plan = read_plan(reader, ParallelPlan{}, defaulted);
   reader.reject_unknown_keys();
-  problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, vpp, first_stage_layers, last_stage_layers, micro_batch, global_batch, zero_stage, dp_shard, recompute, recompute_method, recompute_layers, "
+  problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, expert_tp, vpp, first_stage_layers, last_stage_layers, micro_batch, global_batch, zero_stage, dp_shard, recompute, recompute_method, recompute_layers, "
                         "sequence_parallel, schedule, precision, attention, cross_entropy, norm, cp_comm, dp_overlap, tp_overlap, tp_comm_overlap, fp8_params, fp8_recipe, "
                         "moe_imbalance, moe_capacity_factor");
   return plan;
@@ -142,6 +143,7 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& p) {
   j["pp"] = p.pp;
   j["cp"] = p.cp;
   j["ep"] = p.ep;
+  if (p.expert_tp > 0) j["expert_tp"] = p.expert_tp;
   j["vpp"] = p.vpp;
   if (p.first_stage_layers > 0) j["first_stage_layers"] = p.first_stage_layers;
   if (p.last_stage_layers > 0) j["last_stage_layers"] = p.last_stage_layers;

@@ -1,4 +1,4 @@
-// Rank placement and group scopes (Megatron-LM order tp-cp-dp-pp).
+// Rank placement and group scopes (Megatron-LM order tp-cp-dp-pp; experts etp-ep-dp).
 #include "plan/rank_grid.hpp"
 
 
@@ -8,7 +8,9 @@ int64_t global_rank(const ParallelPlan& p, int64_t tp, int64_t cp, int64_t dp, i
   return tp + p.tp * (cp + p.cp * (dp + p.dp * pp));
 }
 
-int64_t expert_dp(const ParallelPlan& p) { return p.ep > 1 ? p.tp * p.cp * p.dp / p.ep : p.dp * p.cp; }
+int64_t expert_dp(const ParallelPlan& p) {
+  return p.experts_like_dense() ? p.dp * p.cp : p.tp * p.cp * p.dp / (p.ep * p.expert_tp_size());
+}
 
 GroupScope group_scope(const ParallelPlan& p, GroupKind kind, int64_t gpus_per_node) {
   GroupScope scope;
@@ -19,9 +21,10 @@ GroupScope group_scope(const ParallelPlan& p, GroupKind kind, int64_t gpus_per_n
       case GroupKind::kDp: return global_rank(p, 0, 0, i, 0);
       case GroupKind::kPp: return global_rank(p, 0, 0, 0, i);
       case GroupKind::kDpCp: return global_rank(p, 0, i % p.cp, i / p.cp, 0);
-      case GroupKind::kEp: return i;               // ranks 0 .. ep-1 of the first stage
-      case GroupKind::kExpertDp:  // every ep-th rank of the stage; without EP, the dp x cp group
-        return p.ep > 1 ? i * p.ep : global_rank(p, 0, i % p.cp, i / p.cp, 0);
+      case GroupKind::kEp: return i * p.expert_tp_size();  // expert grid etp-ep-dp: every etp-th rank
+      case GroupKind::kExpertTp: return i;                  // etp consecutive ranks
+      case GroupKind::kExpertDp:  // every (ep x etp)-th rank of the stage; experts like a dense FFN: the dp x cp group
+        return p.experts_like_dense() ? global_rank(p, 0, i % p.cp, i / p.cp, 0) : i * p.ep * p.expert_tp_size();
       case GroupKind::kDpShard: return p.tp * i;                       // dp x cp order: rank = tp x index
       case GroupKind::kDpReplicate: return p.tp * p.shard_ranks() * i;
       case GroupKind::kStage: return i;  // tp-cp-dp order: a stage's ranks are consecutive
@@ -33,6 +36,7 @@ GroupScope group_scope(const ParallelPlan& p, GroupKind kind, int64_t gpus_per_n
                        : kind == GroupKind::kDp       ? p.dp
                        : kind == GroupKind::kDpCp     ? p.dp * p.cp
                        : kind == GroupKind::kEp       ? p.ep
+                       : kind == GroupKind::kExpertTp ? p.expert_tp_size()
                        : kind == GroupKind::kExpertDp ? expert_dp(p)
                        : kind == GroupKind::kDpShard  ? p.shard_ranks()
                        : kind == GroupKind::kDpReplicate ? p.shard_replicas()
@@ -65,6 +69,7 @@ const char* to_string(GroupKind kind) {
     case GroupKind::kPp: return "pp";
     case GroupKind::kDpCp: return "dp_cp";
     case GroupKind::kEp: return "ep";
+    case GroupKind::kExpertTp: return "expert_tp";
     case GroupKind::kExpertDp: return "expert_dp";
     case GroupKind::kDpShard: return "dp_shard";
     case GroupKind::kDpReplicate: return "dp_replicate";

@@ -12,14 +12,16 @@ namespace trainsim {
 
 // kDpCp: the data-parallel ranks of every context-parallel rank (Megatron's dp_cp group), over
 // which gradients are reduced and optimizer states sharded: the weights are the same on every CP rank.
-// kEp: an MoE layer's expert-parallel group (ep consecutive ranks of a stage: Megatron-Core's
-// expert grid tp-ep-dp with expert TP 1); kExpertDp: the ranks holding the same experts, over which
-// expert gradients are reduced and their optimizer states sharded (tp x cp x dp / ep of them).
+// Experts (Megatron-Core's expert grid etp-ep-dp over a stage's tp x cp x dp ranks): kExpertTp,
+// the etp consecutive ranks splitting each expert; kEp, an MoE layer's expert-parallel group
+// (every etp-th rank, ep of them); kExpertDp, the ranks holding the same expert slices, over which
+// expert gradients are reduced and their optimizer states sharded (tp x cp x dp / (ep x etp);
+// with the experts a TP-split dense FFN, the dp x cp group).
 // kDpShard / kDpReplicate: with a ZeRO shard group smaller than dp x cp (HSDP), the ranks of one
 // shard group (consecutive in dp x cp order) and the ranks holding the same shard across groups.
 // kStage: every rank of one pipeline stage (tp x cp x dp), Megatron-Core's amax reduction group
 // (parallel_state.get_amax_reduction_group with context parallelism) for FP8's scaling factors.
-enum class GroupKind { kTp, kCp, kDp, kPp, kDpCp, kEp, kExpertDp, kDpShard, kDpReplicate, kStage };
+enum class GroupKind { kTp, kCp, kDp, kPp, kDpCp, kEp, kExpertTp, kExpertDp, kDpShard, kDpReplicate, kStage };
 
 struct GroupScope {
   int64_t size = 1;              // ranks in the group
@@ -32,8 +34,8 @@ struct GroupScope {
 // gpus_per_node is a multiple or a divisor of the group's stride; otherwise this is rank 0's).
 GroupScope group_scope(const ParallelPlan& plan, GroupKind kind, int64_t gpus_per_node);
 
-// Ranks that hold the same experts and reduce their gradients: tp x cp x dp / ep with expert
-// parallelism, else dp x cp (the experts then are split over TP like a dense FFN).
+// Ranks that hold the same experts and reduce their gradients: tp x cp x dp / (ep x expert_tp),
+// or dp x cp when the experts are split over TP like a dense FFN (ParallelPlan::experts_like_dense).
 int64_t expert_dp(const ParallelPlan& plan);
 
 // Global rank of (tp, cp, dp, pp) coordinates in Megatron order.

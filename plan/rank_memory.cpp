@@ -81,11 +81,12 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
   // Norms, row-parallel biases (attention output, FFN down) and the MoE router are replicated over
   // tensor-parallel ranks; everything else in a layer is split t ways (Shoeybi et al. 2019).
   const int64_t layer_replicated = params.per_layer.norms + params.per_layer.router + (model.linear_bias ? 2 * model.hidden : 0);
-  // With expert parallelism the routed experts are not TP-split: a rank holds experts / ep of them
-  // whole (expert TP 1), their states sharded over the ranks holding the same experts.
-  const bool expert_parallel = plan.ep > 1 && model.moe;
-  const int64_t layer_experts = expert_parallel ? params.per_layer.mlp / plan.ep : 0;
-  const int64_t layer_split = params.per_layer.total() - layer_replicated - (expert_parallel ? params.per_layer.mlp : 0);
+  // Routed experts apart from the dense TP split (expert parallelism, or an expert TP other than
+  // TP): a rank holds experts / ep of them, each split expert_tp ways, their states sharded over
+  // the ranks holding the same slices.
+  const bool experts_apart = model.moe && !plan.experts_like_dense();
+  const int64_t layer_experts = experts_apart ? params.per_layer.mlp / (plan.ep * plan.expert_tp_size()) : 0;
+  const int64_t layer_split = params.per_layer.total() - layer_replicated - (experts_apart ? params.per_layer.mlp : 0);
   const int64_t layer_on_rank = layer_split / plan.tp + layer_replicated + layer_experts;
   const int64_t embedding_on_rank = params.token_embedding / plan.tp;  // vocab-parallel
 

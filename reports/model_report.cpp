@@ -51,6 +51,8 @@ std::string describe_plan(const ParallelPlan& p) {
   std::string text = "dp " + std::to_string(p.dp) + " x tp " + std::to_string(p.tp) + " x pp " + std::to_string(p.pp);
   if (p.cp > 1) text += " x cp " + std::to_string(p.cp);
   if (p.vpp > 1) text += " (vpp " + std::to_string(p.vpp) + ")";
+  if (p.ep > 1) text += ", ep " + std::to_string(p.ep);
+  if (p.expert_tp > 0) text += ", expert tp " + std::to_string(p.expert_tp);
   text += " = " + std::to_string(p.gpus()) + " GPUs; micro-batch " + std::to_string(p.micro_batch) +
           ", global batch " + std::to_string(p.global_batch) + " (" + std::to_string(p.micro_batches()) +
           " micro-batches per DP rank), " + to_string(p.schedule) + "\n  ZeRO-" + std::to_string(p.zero_stage) +

@@ -92,7 +92,7 @@ std::string render_prediction_table(const Prediction& p) {
                     std::to_string(p.hardware.gpus_per_node) + " per node, " +
                     format_fixed(p.hardware.inter_node_gbps_per_gpu, 0) + " Gb/s per GPU across nodes)\n";
   out += "  plan: dp " + std::to_string(plan.dp) + " x tp " + std::to_string(plan.tp) + " x pp " + std::to_string(plan.pp) +
-         (plan.cp > 1 ? " x cp " + std::to_string(plan.cp) : "") + (plan.vpp > 1 ? " (vpp " + std::to_string(plan.vpp) + ")" : "") + (plan.ep > 1 ? ", ep " + std::to_string(plan.ep) : "") + ", micro-batch " + std::to_string(plan.micro_batch) +
+         (plan.cp > 1 ? " x cp " + std::to_string(plan.cp) : "") + (plan.vpp > 1 ? " (vpp " + std::to_string(plan.vpp) + ")" : "") + (plan.ep > 1 ? ", ep " + std::to_string(plan.ep) : "") + (p.model.moe && !plan.experts_like_dense() && plan.expert_tp_size() > 1 ? " x expert tp " + std::to_string(plan.expert_tp_size()) : "") + ", micro-batch " + std::to_string(plan.micro_batch) +
          ", global batch " + std::to_string(plan.global_batch) + " (" + std::to_string(plan.micro_batches()) + " micro-batches), " +
          to_string(plan.schedule) + ", ZeRO-" + std::to_string(plan.zero_stage) +
          (plan.shard_replicas() > 1 ? " sharded over " + std::to_string(plan.shard_ranks()) + " x " + std::to_string(plan.shard_replicas()) + " replicas" : "") + ", recompute " + describe_recompute(plan) +

@@ -36,6 +36,7 @@ std::string plan_cells(const ParallelPlan& p) {
   std::string s = "dp" + std::to_string(p.dp) + " tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp);
   if (p.cp > 1) s += " cp" + std::to_string(p.cp);
   if (p.ep > 1) s += " ep" + std::to_string(p.ep);
+  if (p.expert_tp > 0 && p.expert_tp != (p.ep > 1 ? 1 : p.tp)) s += " etp" + std::to_string(p.expert_tp);  // not the default
   if (p.vpp > 1) s += " v" + std::to_string(p.vpp);
   s += " mb" + std::to_string(p.micro_batch) + " z" + std::to_string(p.zero_stage);
   if (p.shard_replicas() > 1) s += "/" + std::to_string(p.shard_ranks());

@@ -34,6 +34,10 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
   if (p.tp_comm_overlap) {
     problems.add("plan: tp_comm_overlap: the runtime runs its TP collectives between the GEMMs, not beside them (leave --tp-comm-overlap out)");
   }
+  if (m.moe && p.expert_tp > 0 && p.expert_tp != (p.ep > 1 ? 1 : p.tp)) {
+    problems.add("plan: expert_tp " + std::to_string(p.expert_tp) + ": the runtime runs whole experts with ep > 1 and the experts split over TP with ep 1 (expert_tp " +
+                 std::to_string(p.ep > 1 ? 1 : p.tp) + " for this plan; leave it out)");
+  }
   if (p.moe_imbalance != 1.0 || p.moe_capacity_factor > 0) {
     problems.add("plan: moe_imbalance / moe_capacity_factor: the runtime routes with its own router, dropless (leave them out: its load is what it measures)");
   }

@@ -42,6 +42,20 @@ std::vector<int64_t> ep_sizes(const ModelSpec& m, int64_t stage_ranks) {
   return out;
 }
 
+// Expert TP sizes for an MoE model with tp > 1: 1 and tp where the grid and the experts' width
+// allow them (0, the default, stands for its value: 1 with EP, tp without); dense models: 0.
+std::vector<int64_t> expert_tp_sizes(const ModelSpec& m, int64_t tp, int64_t ep, int64_t stage_ranks) {
+  if (!m.moe) return {0};
+  std::vector<int64_t> out;
+  for (int64_t etp : {int64_t{1}, tp}) {
+    if (etp == tp && etp == 1 && !out.empty()) break;
+    if (m.moe->expert_ffn_hidden % etp != 0) continue;
+    if (!(ep == 1 && etp == tp) && stage_ranks % (ep * etp) != 0) continue;
+    out.push_back(etp);
+  }
+  return out;
+}
+
 struct RecomputeChoice {
   Recompute recompute = Recompute::kNone;
   RecomputeMethod method = RecomputeMethod::kUniform;
@@ -87,7 +101,7 @@ int64_t enumerate_knobs(const ModelSpec& m, const PlanSpaceOptions& o, ParallelP
         for (const RecomputeChoice& r : recomputes) {
           for (int sp = 0; sp <= (base.tp > 1 ? 1 : 0); ++sp) {
             if (sp == 1 && (m.seq_len / base.cp) % base.tp != 0) continue;
-            if (sp == 0 && base.tp > 1 && (base.ep > 1 || base.cp > 1)) continue;  // Megatron-Core runs these with SP
+            if (sp == 0 && base.tp > 1 && (base.cp > 1 || (m.moe && !base.experts_like_dense()))) continue;  // Megatron-Core runs these with SP
             ParallelPlan p = base;
             p.vpp = vpp;
             p.schedule = vpp > 1 ? Schedule::kInterleaved : Schedule::k1F1B;
@@ -117,7 +131,7 @@ int64_t enumerate_knobs(const ModelSpec& m, const PlanSpaceOptions& o, ParallelP
 int64_t enumerate_plans(const ModelSpec& m, const PlanSpaceOptions& o,
                         const std::function<void(const ParallelPlan&)>& visit) {
   int64_t count = 0;
-  const int64_t ffn = m.moe ? m.moe->expert_ffn_hidden : m.ffn_hidden;
+  const int64_t ffn = m.moe ? m.moe->shared_experts * m.moe->expert_ffn_hidden : m.ffn_hidden;  // TP-split (routed experts: expert_tp_sizes)
   for (int64_t tp : divisors(o.gpus)) {
     if (m.heads % tp != 0 || m.kv_heads % tp != 0 || ffn % tp != 0) continue;
     if (!o.tp_across_nodes && tp > o.gpus_per_node) continue;
@@ -127,18 +141,21 @@ int64_t enumerate_plans(const ModelSpec& m, const PlanSpaceOptions& o,
         const int64_t dp = o.gpus / (tp * pp * cp);
         if (o.global_batch % dp != 0) continue;
         for (int64_t ep : ep_sizes(m, tp * cp * dp)) {
-          ParallelPlan base;
-          base.dp = dp;
-          base.tp = tp;
-          base.pp = pp;
-          base.cp = cp;
-          base.ep = ep;
-          base.global_batch = o.global_batch;
-          base.precision = o.precision;
-          base.attention = o.attention;
-          base.cross_entropy = o.cross_entropy;
-          base.norm = o.norm;
-          count += enumerate_knobs(m, o, base, visit);
+          for (int64_t etp : expert_tp_sizes(m, tp, ep, tp * cp * dp)) {
+            ParallelPlan base;
+            base.dp = dp;
+            base.tp = tp;
+            base.pp = pp;
+            base.cp = cp;
+            base.ep = ep;
+            base.expert_tp = etp;
+            base.global_batch = o.global_batch;
+            base.precision = o.precision;
+            base.attention = o.attention;
+            base.cross_entropy = o.cross_entropy;
+            base.norm = o.norm;
+            count += enumerate_knobs(m, o, base, visit);
+          }
         }
       }
     }

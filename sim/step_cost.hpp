@@ -30,15 +30,22 @@ struct StepCost {
   StepCost scaled(double f) const { return {compute_s * f, tp_s * f, host_idle_s * f}; }
 };
 
-// The groups a layer's collectives run in: tensor parallel, context parallel (the KV ring) and
-// expert parallel (the MoE all-to-alls).
+// The groups a layer's collectives run in: tensor parallel, context parallel (the KV ring),
+// expert parallel (the MoE all-to-alls), the stage (FP8 amax) and expert TP (the routed copies
+// gathered over an expert's slices).
 struct LayerScopes {
-  GroupScope tp, cp, ep, stage;
+  GroupScope tp, cp, ep, stage, expert_tp;
   LayerScopes(const GroupScope& tp_scope, const GroupScope& cp_scope = {}, const GroupScope& ep_scope = {},  // NOLINT
-              const GroupScope& stage_scope = {})
-      : tp(tp_scope), cp(cp_scope), ep(ep_scope), stage(stage_scope) {}
+              const GroupScope& stage_scope = {}, const GroupScope& expert_tp_scope = {})
+      : tp(tp_scope), cp(cp_scope), ep(ep_scope), stage(stage_scope), expert_tp(expert_tp_scope) {}
   const GroupScope& of(GroupKind kind) const {
-    return kind == GroupKind::kCp ? cp : kind == GroupKind::kEp ? ep : kind == GroupKind::kStage ? stage : tp;
+    switch (kind) {
+      case GroupKind::kCp: return cp;
+      case GroupKind::kEp: return ep;
+      case GroupKind::kStage: return stage;
+      case GroupKind::kExpertTp: return expert_tp;
+      default: return tp;
+    }
   }
 };
 LayerScopes layer_scopes(const ParallelPlan& plan, int64_t gpus_per_node);
