@@ -101,7 +101,7 @@ void add_options(CLI::App* app, Options& o) {
                                               "--framework nemo or megatron-bridge)");
   o.options["recompute-method"] = app->add_option("--recompute-method", o.recompute_method,
                   "also try full recomputation of these layers (Megatron's --recompute-method): block (the first N "
-                  "of each model chunk) or uniform (groups of N)")->check(CLI::IsMember({"uniform", "block"}));
+                  "of each model chunk), uniform (groups of N) or every (every N-th layer)")->check(CLI::IsMember({"uniform", "block", "every"}));
   o.options["recompute-num-layers"] = app->add_option("--recompute-num-layers", o.recompute_layers,
                   "N of --recompute-method (default 1)")->transform(whole_number(0, limits::kMaxLayers, "layers"));
   o.options["compiled"] = app->add_flag("--compiled", o.compiled, "with --framework torchtitan: the run uses torch.compile (fused RMSNorm)");
@@ -141,8 +141,8 @@ SearchOptions search_options(const Options& o) {
     throw InputError("--compiled says which RMSNorm a framework runs; it needs --framework",
                      "add --framework torchtitan (the preset with an eager default), or leave --compiled out");
   }
-  if (o.recompute_method == "uniform" && o.recompute_layers == 0) {
-    throw InputError("--recompute-num-layers: 0 must be >= 1 with --recompute-method uniform (the layers of each recomputed group)",
+  if (o.recompute_method != "block" && o.recompute_layers == 0) {
+    throw InputError("--recompute-num-layers: 0 must be >= 1 with --recompute-method " + o.recompute_method + " (uniform: the layers of each recomputed group; every: one in N)",
                      "give --recompute-method block --recompute-num-layers N to recompute only N layers of each model chunk");
   }
   SearchOptions options;

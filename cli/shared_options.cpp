@@ -69,8 +69,8 @@ const std::vector<ChoiceFlag>& choice_flags() {
        {"none", "selective", "full", "selective_op"}},
       {"recompute-method", &PlanOptions::recompute_method,
        "with --recompute full, which layers (Megatron's --recompute-method): uniform (every layer, in groups of N; default) "
-       "or block (the first N of each model chunk)",
-       {"uniform", "block"}},
+       "or block (the first N of each model chunk) or every (every N-th layer: torchtitan's selective_ac_option N)",
+       {"uniform", "block", "every"}},
       {"schedule", &PlanOptions::schedule,
        "pipeline schedule (zb-1p / zb-2p: Zero Bubble, the backward split into input and weight gradients)",
        {"gpipe", "1f1b", "interleaved", "zb-1p", "zb-2p"}},
@@ -112,7 +112,7 @@ void PlanOptions::add_to(CLI::App& app) {
   }
   options["recompute-num-layers"] = app.add_option("--recompute-num-layers", recompute_layers,
                                                    "N of --recompute-method: layers per group (uniform, default 1) or "
-                                                   "recomputed per model chunk (block, 0 = none)")
+                                                   "recomputed per model chunk (block, 0 = none) or one in N (every)")
                                         ->transform(whole_number(0, limits::kMaxLayers, "layers"));
   options["sequence-parallel"] = app.add_flag("--sequence-parallel", sequence_parallel, "Megatron sequence parallelism");
   options["framework"] = app.add_option("--framework", framework,

@@ -167,11 +167,12 @@ void check_interleaving(const ParallelPlan& p, const ModelSpec& m, const std::st
 // covers; its TransformerConfig refuses them with selective recompute (transformer_config.py).
 template <typename Add>
 void check_recompute_span(const ParallelPlan& p, Add& add) {
-  const bool uniform = p.recompute_method == RecomputeMethod::kUniform;
+  const bool uniform = p.recompute_method == RecomputeMethod::kUniform, every = p.recompute_method == RecomputeMethod::kEvery;
   const std::string method = std::string("recompute_method ") + to_string(p.recompute_method);
-  if (p.recompute_layers < (uniform ? 1 : 0)) {
+  if (p.recompute_layers < (uniform || every ? 1 : 0)) {
     add("recompute_layers", "recompute_layers (" + s(p.recompute_layers) + ") must be >= " +
                                 (uniform ? "1 with " + method + " (the layers of each recomputed group)"
+                                 : every ? "1 with " + method + " (one layer in every N recomputed)"
                                          : "0 with " + method + " (the layers recomputed per model chunk; 0: none)"));
   }
   if (p.recompute_layers > limits::kMaxLayers) {
@@ -329,7 +330,9 @@ const char* to_string(Schedule schedule) {
 
 const char* to_string(NormKernel n) { return n == NormKernel::kEager ? "eager" : "fused"; }
 
-const char* to_string(RecomputeMethod r) { return r == RecomputeMethod::kBlock ? "block" : "uniform"; }
+const char* to_string(RecomputeMethod r) {
+  return r == RecomputeMethod::kBlock ? "block" : r == RecomputeMethod::kEvery ? "every" : "uniform";
+}
 
 const char* to_string(Fp8Recipe r) { return r == Fp8Recipe::kRowwise ? "rowwise" : "delayed"; }
 

@@ -30,8 +30,10 @@ enum class CpComm { kP2p, kAllGather, kA2a };
 // Which layers full recomputation covers (Megatron-Core's --recompute-method with
 // --recompute-num-layers N, applied to each model chunk: plan/recompute_span.hpp). kUniform: every
 // layer, in groups of N that keep only the group's input; kBlock: the first N layers of each chunk,
-// the others keep every activation and are not recomputed.
-enum class RecomputeMethod { kUniform, kBlock };
+// the others keep every activation and are not recomputed; kEvery: every N-th layer of each chunk
+// checkpointed whole, the others keeping every activation (torchtitan's layer-wise selective
+// checkpointing, activation_checkpoint.selective_ac_option = "N", its default "2" until March 2026).
+enum class RecomputeMethod { kUniform, kBlock, kEvery };
 // How FP8 linears scale (precision fp8): Transformer Engine's delayed per-tensor scaling, as
 // Megatron-Core and NeMo run it (casts and amax reductions priced op by op: plan/fp8_lowering.cpp),
 // or torchao's dynamic row-wise scaling (Float8LinearConfig.from_recipe_name("rowwise"), as

@@ -78,6 +78,11 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
     throw InputError("export: Megatron-LM has no per-op selective checkpointing (recompute selective_op)",
                      "export --recompute selective (the attention core) or full");
   }
+  if (p.recompute == Recompute::kFull && p.recompute_method == RecomputeMethod::kEvery && p.recompute_layers > 1) {
+    throw InputError("export: Megatron-LM has no every-N-th-layer recomputation (recompute_method every " + std::to_string(p.recompute_layers) +
+                         ": torchtitan's selective_ac_option)",
+                     "export --to torchtitan, or use --recompute-method block --recompute-num-layers N (the first N layers of each chunk: the same memory and time)");
+  }
   if (p.precision == Precision::kFp8 && p.fp8_recipe == Fp8Recipe::kRowwise) {
     throw InputError("export: Megatron-LM has no row-wise FP8 scaling (fp8_recipe rowwise is torchao's; Megatron's "
                      "--fp8-recipe is delayed, tensorwise, mxfp8 or blockwise)",
@@ -100,7 +105,8 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
   a << " \\\n  --micro-batch-size " << p.micro_batch << " --global-batch-size " << p.global_batch;
   if (p.recompute == Recompute::kSelective) a << " --recompute-granularity selective";
   if (p.recompute == Recompute::kFull) {
-    a << " --recompute-granularity full --recompute-method " << to_string(p.recompute_method) << " --recompute-num-layers " << p.recompute_layers;
+    const RecomputeMethod method = p.recompute_method == RecomputeMethod::kEvery ? RecomputeMethod::kUniform : p.recompute_method;  // every 1
+    a << " --recompute-granularity full --recompute-method " << to_string(method) << " --recompute-num-layers " << p.recompute_layers;
   }
   if (p.zero_stage == 1) a << " --use-distributed-optimizer";
   if (p.zero_stage == 3) a << " --use-torch-fsdp2";

@@ -19,7 +19,8 @@ Recompute parse_recompute(const std::string& t) {
 RecomputeMethod parse_recompute_method(const std::string& t) {
   if (t == "uniform") return RecomputeMethod::kUniform;
   if (t == "block") return RecomputeMethod::kBlock;
-  throw InputError("recompute_method: \"" + t + "\" is not one of: uniform, block");
+  if (t == "every") return RecomputeMethod::kEvery;
+  throw InputError("recompute_method: \"" + t + "\" is not one of: uniform, block, every");
 }
 
 LossKernel parse_cross_entropy(const std::string& t) {
@@ -62,10 +63,11 @@ namespace {
 // recompute_method and recompute_layers (validate_plan checks them against recompute); a uniform
 // group needs a layer, so 0 is refused here too, where a plan read without a model is exported.
 void read_recompute_span(JsonObjectReader& r, ParallelPlan& p) {
-  if (auto v = r.optional_choice("recompute_method", {"uniform", "block"})) p.recompute_method = parse_recompute_method(*v);
+  if (auto v = r.optional_choice("recompute_method", {"uniform", "block", "every"})) p.recompute_method = parse_recompute_method(*v);
   if (auto n = r.optional_int("recompute_layers", 0)) {
-    if (*n == 0 && p.recompute_method == RecomputeMethod::kUniform) {
-      r.add_problem("recompute_layers", "recompute_layers (0) must be >= 1 with recompute_method uniform (the layers of each recomputed group; block 0 recomputes none)");
+    if (*n == 0 && p.recompute_method != RecomputeMethod::kBlock) {
+      r.add_problem("recompute_layers", std::string("recompute_layers (0) must be >= 1 with recompute_method ") + to_string(p.recompute_method) +
+                                            " (uniform: the layers of each recomputed group; every: one in N recomputed; block 0 recomputes none)");
     } else {
       p.recompute_layers = *n;
     }

@@ -40,6 +40,15 @@ RecomputeSpan chunk_recompute_span(const ParallelPlan& p, int64_t layers) {
     span.group_layers = span.recomputed_layers > 0 ? 1 : 0;
     return span;
   }
+  if (p.recompute_method == RecomputeMethod::kEvery) {
+    // torchtitan's _apply_layer_sac (before pytorch/torchtitan#2357): counting the blocks it wraps
+    // from 1, block i is checkpointed whole when i % N == 0; the others keep every activation.
+    // Counted per chunk here (torchtitan's count runs on over the chunks of an interleaved rank).
+    span.recomputed_layers = span.checkpointed = layers / n;
+    span.whole_layers = layers - span.recomputed_layers;
+    span.group_layers = span.recomputed_layers > 0 ? 1 : 0;
+    return span;
+  }
   // Method "uniform": checkpoints [i, min(i + N, layers)) for i = 0, N, 2N, ...: ceil(layers / N)
   // group inputs kept, every layer recomputed, one group's activations rebuilt at a time.
   span.recomputed_layers = layers;

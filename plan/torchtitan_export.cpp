@@ -70,9 +70,9 @@ std::vector<std::string> refusals(const ParallelPlan& p) {
   if (p.recompute == Recompute::kSelective) {
     out.push_back(e + "recompute selective (Megatron's attention core): torchtitan has no such option; use recompute selective_op (its per-op checkpointing) or full");
   }
-  if (is_partial_recompute(p)) {
+  if (is_partial_recompute(p) && p.recompute_method != RecomputeMethod::kEvery) {
     out.push_back(e + "recompute full with " + to_string(p.recompute_method) + " " + s(p.recompute_layers) +
-                  ": torchtitan's full mode checkpoints every block alone (Megatron's uniform 1); export it to megatron, or use uniform 1");
+                  ": torchtitan's full mode checkpoints every block alone (Megatron's uniform 1) and its layer-wise selective mode every N-th (every N); export it to megatron, or use uniform 1 or every N");
   }
   if (p.precision == Precision::kFp16) out.push_back(e + "precision fp16: torchtitan trains in bfloat16 or float32; use precision bf16");
   if (p.ep > 1) out.push_back(e + "ep " + s(p.ep) + ": this target writes torchtitan's Llama 3 job (no experts); export an MoE plan to megatron");
@@ -178,6 +178,7 @@ void write_parallelism(std::ostream& o, const ModelSpec& m, const ParallelPlan& 
 void write_checkpointing_and_kernels(std::ostream& o, const ParallelPlan& p) {
   o << "\n[activation_checkpoint]\n";
   if (p.recompute == Recompute::kSelectiveOp) o << "mode = \"selective\"\nselective_ac_option = \"op\"\n";
+  else if (is_partial_recompute(p)) o << "mode = \"selective\"\nselective_ac_option = \"" << p.recompute_layers << "\"  # every N-th block checkpointed whole\n";
   else o << "mode = \"" << (p.recompute == Recompute::kFull ? "full" : "none") << "\"\n";
   // trainsim's fused RMSNorm is a compiled run's; the eager one an uncompiled torchtitan's.
   o << "\n[compile]\nenable = " << (p.norm == NormKernel::kFused ? "true" : "false") << "\ncomponents = [\"model\", \"loss\"]\n";

@@ -228,6 +228,20 @@ void read_batch(TomlReader& r, ParallelPlan& p) {
   }
 }
 
+// Layer-wise selective checkpointing (selective_ac_option "N", torchtitan's default "2" until
+// pytorch/torchtitan#2357 removed it in March 2026): every N-th block checkpointed whole; "0": all.
+void read_layer_checkpointing(TomlReader& r, const std::string& option, ParallelPlan& p) {
+  const bool digits = !option.empty() && option.size() <= 5 && std::all_of(option.begin(), option.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits) {
+    r.refuse("activation_checkpoint.selective_ac_option", "\"" + option + "\" is neither \"op\" nor a layer frequency",
+             "write \"op\" (per-op checkpointing) or a whole number N (every N-th block checkpointed)");
+  }
+  const int64_t n = std::stoll(option);
+  p.recompute = Recompute::kFull;
+  p.recompute_method = n <= 1 ? RecomputeMethod::kUniform : RecomputeMethod::kEvery;
+  p.recompute_layers = n <= 1 ? 1 : n;
+}
+
 void read_kernels(TomlReader& r, const ModelSpec& m, ImportedJob& job) {
   ParallelPlan& p = job.plan;
   const std::string mode = r.string("activation_checkpoint.mode").value_or("selective");
@@ -235,7 +249,7 @@ void read_kernels(TomlReader& r, const ModelSpec& m, ImportedJob& job) {
   if (mode == "none") p.recompute = Recompute::kNone;
   else if (mode == "full") p.recompute = Recompute::kFull;
   else if (mode == "selective" && option == "op") p.recompute = Recompute::kSelectiveOp;
-  else if (mode == "selective") r.refuse("activation_checkpoint.selective_ac_option", "\"" + option + "\" (one layer in every " + option + " checkpointed whole; torchtitan's default when the section is left out) is not modeled", "set mode \"none\" or \"full\", or selective_ac_option \"op\"");
+  else if (mode == "selective") read_layer_checkpointing(r, option, p);
   else r.refuse("activation_checkpoint.mode", "\"" + mode + "\" is not modeled", "use \"none\", \"full\", or \"selective\" with selective_ac_option \"op\"");
   const std::vector<std::string> components = r.strings("compile.components");
   const bool compiled = r.boolean("compile.enable").value_or(false) &&

@@ -67,7 +67,7 @@ struct RecomputeChoice {
 std::vector<RecomputeChoice> recompute_choices(const ModelSpec& m, const PlanSpaceOptions& o, const ParallelPlan& p) {
   std::vector<RecomputeChoice> out = {{Recompute::kNone}, {o.selective}, {Recompute::kFull}};
   const RecomputeChoice partial{Recompute::kFull, o.partial_recompute_method, o.partial_recompute_layers};
-  if (partial.method == RecomputeMethod::kUniform && partial.layers == 1) return out;
+  if (partial.method != RecomputeMethod::kBlock && partial.layers == 1) return out;  // every layer: full
   if (partial.method == RecomputeMethod::kBlock) {
     const std::vector<int64_t> chunks = virtual_stage_layers(m, p);
     if (partial.layers == 0 || partial.layers >= *std::max_element(chunks.begin(), chunks.end())) return out;

@@ -201,3 +201,28 @@ TEST_CASE("reports name the partial recomputation") {
   CHECK_FALSE(is_partial_recompute(full(RecomputeMethod::kUniform, 1)));
   CHECK(is_partial_recompute(full(RecomputeMethod::kBlock, 0)));
 }
+
+TEST_CASE("every N (torchtitan's selective_ac_option N): the N-th, 2N-th, ... layer of a chunk checkpointed whole") {
+  for (int64_t layers = 0; layers <= 12; ++layers) {
+    for (int64_t n = 1; n <= 14; ++n) {
+      INFO("every " << n << ", " << layers << " layers");
+      // torchtitan's _apply_layer_sac: a counter from 1 per wrapped block, checkpointed when count % N == 0.
+      int64_t wrapped = 0;
+      for (int64_t count = 1; count <= layers; ++count) wrapped += count % n == 0 ? 1 : 0;
+      const RecomputeSpan span = chunk_recompute_span(full(RecomputeMethod::kEvery, n), layers);
+      CHECK(span.recomputed_layers == wrapped);
+      CHECK(span.checkpointed == wrapped);
+      CHECK(span.whole_layers == layers - wrapped);
+      CHECK(span.group_layers == (wrapped > 0 ? 1 : 0));
+    }
+  }
+  // The same counts as block with as many layers: the same memory and time.
+  const ModelSpec m = resolve_model("llama3-8b");
+  ParallelPlan every = full(RecomputeMethod::kEvery, 4);
+  ParallelPlan block = full(RecomputeMethod::kBlock, 8);  // 32 layers / 4
+  CHECK(estimate_rank_memory(m, every).stages[0].memory.activations_bytes ==
+        Approx(estimate_rank_memory(m, block).stages[0].memory.activations_bytes));
+  CHECK(describe_recompute(every) == "full (every 4)");
+  CHECK_THAT(plan_json_problem(R"({"recompute": "full", "recompute_method": "every", "recompute_layers": 0})"),
+             Catch::Contains("must be >= 1 with recompute_method every"));
+}

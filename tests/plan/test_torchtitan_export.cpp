@@ -8,6 +8,7 @@
 #include "plan/plan_export.hpp"
 #include "plan/plan_import.hpp"
 #include "plan/plan_json.hpp"
+#include "plan/recompute_span.hpp"
 #include "plan/torchtitan_export.hpp"
 
 using namespace trainsim;
@@ -166,13 +167,37 @@ TEST_CASE("bad torchtitan files are InputErrors naming the file, the key and the
                     Catch::Contains("job.toml: malformed TOML at line 2"));
   CHECK_THROWS_WITH(import_torchtitan("[parallelism]\ntensor_parallel_degree = \"2\"\n", "job.toml", m, 8),
                     Catch::Contains("job.toml: parallelism.tensor_parallel_degree: expected an integer, got a string (\"2\")"));
-  // No [activation_checkpoint]: torchtitan's default checkpoints every 2nd layer whole.
-  CHECK_THROWS_WITH(import_torchtitan("[training]\nlocal_batch_size = 1\n", "job.toml", m, 8),
-                    Catch::Contains("activation_checkpoint.selective_ac_option: \"2\""));
+  CHECK_THROWS_WITH(import_torchtitan("[activation_checkpoint]\nselective_ac_option = \"two\"\n", "job.toml", m, 8),
+                    Catch::Contains("activation_checkpoint.selective_ac_option: \"two\" is neither \"op\" nor a layer frequency"));
   const std::string ac = "[activation_checkpoint]\nmode = \"none\"\n";
   CHECK_THROWS_WITH(import_torchtitan(ac + "[parallelism]\npipeline_parallel_degree = 2\npipeline_parallel_schedule = \"ZBVZeroBubble\"\n", "job.toml", m, 8),
                     Catch::Contains("\"ZBVZeroBubble\" is not modeled"));
   CHECK_THROWS_WITH(import_torchtitan(ac + "[model]\nname = \"llama3\"\nflavor = \"70B\"\n", "job.toml", m, 8),
                     Catch::Contains("model.flavor: \"70B\" is not model \"llama3-8b\""));
   CHECK_THROWS_WITH(import_torchtitan(ac, "job.toml", m, 0), Catch::Contains("needs the GPU count"));
+}
+
+TEST_CASE("torchtitan's layer-wise selective checkpointing (its default \"2\") reads as recompute full, every N-th layer, and round-trips") {
+  const ModelSpec m = resolve_model("llama3-8b");
+  // No [activation_checkpoint]: torchtitan's default checkpoints every 2nd block whole.
+  const ParallelPlan p = import_torchtitan("[training]\nlocal_batch_size = 1\n", "job.toml", m, 8).plan;
+  CHECK(p.recompute == Recompute::kFull);
+  CHECK(p.recompute_method == RecomputeMethod::kEvery);
+  CHECK(p.recompute_layers == 2);
+  for (const char* every_layer : {"0", "1"}) {
+    const ParallelPlan all = import_torchtitan(std::string("[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"") +
+                                                   every_layer + "\"\n", "job.toml", m, 8).plan;
+    CHECK(all.recompute == Recompute::kFull);
+    CHECK_FALSE(is_partial_recompute(all));
+  }
+  ParallelPlan every = titan_plan(8, 1, 1, 1, 3);
+  every.recompute = Recompute::kFull;
+  every.recompute_method = RecomputeMethod::kEvery;
+  every.recompute_layers = 3;
+  const std::string toml = export_plan(&m, every, 8, ExportTarget::kTorchtitan);
+  CHECK_THAT(toml, Catch::Contains("mode = \"selective\"\nselective_ac_option = \"3\""));
+  const ParallelPlan back = import_torchtitan(toml, "job.toml", m, 8).plan;
+  CHECK(back.recompute_method == RecomputeMethod::kEvery);
+  CHECK(back.recompute_layers == 3);
+  CHECK_THROWS_WITH(export_plan(&m, every, 8, ExportTarget::kMegatron), Catch::Contains("Megatron-LM has no every-N-th-layer recomputation"));
 }
