@@ -107,6 +107,9 @@ void CudaMoe::check_group() const {
 // moe_forward's router, route_top_k, dispatch_layout, the counts' all-to-all and expert_batches.
 void CudaMoe::route(const Layer& w, const bf16* x, MoeActivations& a) {
   const int64_t T = tokens_, E = experts_;
+  // GPU-CHECK: a narrow GEMM (n = E, 4 for moe-tiny: 8-byte rows of W_r, 16-byte rows of the
+  // logits); so are the backward's (n = E, k = E). That cuBLASLt's heuristic finds an algorithm for
+  // them, and for every expert row count the experts' GEMMs meet (one cached plan per count).
   gemm_.matmul(x, false, w.router, false, logits_.data(), kFp32, T, E, hidden_, 1.0f, 0.0f, stream_);  // (T, E) = x W_r
   check_cuda(cudaMemcpyAsync(host_logits_.data(), logits_.data(), logits_.bytes(), cudaMemcpyDeviceToHost, stream_),
              "cudaMemcpyAsync (router logits)");

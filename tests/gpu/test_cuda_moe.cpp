@@ -93,85 +93,109 @@ TEST_CASE("the CUDA runtime takes MoE models at tp 1 with ep over the dp ranks, 
   CHECK_THAT(refusal(m, p, 1), Catch::Contains("moe_capacity_factor"));
 }
 
-TEST_CASE("MoE index maps carry every copy to its expert's rank and back into its token, over ep ranks", "[cuda_runtime][moe]") {
-  // Host loops follow the maps as the kernels and all-to-alls do; expert e multiplies its rows by
-  // 1 + e, so token t must come back as sum_j w_tj (1 + e_tj) x_t.
-  const int64_t tokens = 9, experts = 4, k = 2, h = 3;
-  for (const int64_t ep : {1, 2, 4}) {
-    INFO("ep " << ep);
-    const int64_t local = experts / ep;
-    const size_t n = static_cast<size_t>(ep);
-    std::vector<cpu::Routing> routing;
-    std::vector<cpu::DispatchLayout> layout;
-    std::vector<Matrix> x;
+namespace {
+
+int64_t block_start(const std::vector<int64_t>& counts, int64_t block) {
+  int64_t at = 0;
+  for (int64_t b = 0; b < block; ++b) at += counts[static_cast<size_t>(b)];
+  return at;
+}
+
+// `ep` ranks routing their own tokens, and the index maps each would follow on the GPU; host loops
+// stand in for the kernels and the all-to-alls. Expert e multiplies its rows by 1 + e.
+struct HostExpertParallel {
+  int64_t tokens, experts, k, h, ep, local;
+  std::vector<cpu::Routing> routing;
+  std::vector<cpu::DispatchLayout> layout;
+  std::vector<cpu::ExpertBatches> batches;
+  std::vector<cuda::MoeIndexMaps> maps;
+  std::vector<Matrix> x;
+
+  HostExpertParallel(int64_t tokens_, int64_t experts_, int64_t k_, int64_t h_, int64_t ep_)
+      : tokens(tokens_), experts(experts_), k(k_), h(h_), ep(ep_), local(experts_ / ep_) {
     for (int64_t r = 0; r < ep; ++r) {
       routing.push_back(cpu::route_top_k(random_matrix(tokens, experts, static_cast<unsigned>(10 + r)), k));
       layout.push_back(cpu::dispatch_layout(routing.back(), experts, ep));
       x.push_back(random_matrix(tokens, h, static_cast<unsigned>(20 + r)));
     }
-    std::vector<cpu::ExpertBatches> batches;
-    std::vector<cuda::MoeIndexMaps> maps;
     for (int64_t r = 0; r < ep; ++r) {  // the counts' all-to-all: block r of every source's expert counts
       std::vector<int64_t> received;
-      for (size_t s = 0; s < n; ++s) {
-        received.insert(received.end(), layout[s].expert_rows.begin() + r * local, layout[s].expert_rows.begin() + (r + 1) * local);
+      for (const cpu::DispatchLayout& from : layout) {
+        received.insert(received.end(), from.expert_rows.begin() + r * local, from.expert_rows.begin() + (r + 1) * local);
       }
       batches.push_back(cpu::expert_batches(received, ep, local));
       maps.push_back(cuda::index_maps(routing[static_cast<size_t>(r)], layout[static_cast<size_t>(r)], batches.back()));
-      CHECK(static_cast<int64_t>(batches.back().row.size()) <= cuda::max_received_rows(tokens, k, experts, ep));
     }
-    // Permute and dispatch: rank r receives, in source order, each source's block of rows for it.
-    const auto block_start = [](const std::vector<int64_t>& counts, int64_t block) {
-      int64_t at = 0;
-      for (int64_t b = 0; b < block; ++b) at += counts[static_cast<size_t>(b)];
-      return at;
-    };
-    std::vector<Matrix> processed(n);
+  }
+
+  // Rank r: the rows it receives (each source's block for it, in source order) through its experts,
+  // in expert-major order, then back in arrival order.
+  Matrix processed(int64_t r) const {
+    std::vector<std::pair<size_t, int64_t>> arrived;  // (source, token) of each received row
+    for (size_t s = 0; s < layout.size(); ++s) {
+      const int64_t first = block_start(layout[s].rank_rows, r);
+      for (int64_t i = first; i < first + layout[s].rank_rows[static_cast<size_t>(r)]; ++i) {
+        arrived.emplace_back(s, maps[s].token_of_row[static_cast<size_t>(i)]);
+      }
+    }
+    const cpu::ExpertBatches& b = batches[static_cast<size_t>(r)];
+    const cuda::MoeIndexMaps& m = maps[static_cast<size_t>(r)];
+    REQUIRE(arrived.size() == b.row.size());
+    Matrix major(static_cast<int64_t>(arrived.size()), h);
+    const std::vector<int64_t> first = cuda::expert_first_rows(b);
+    for (int64_t j = 0; j < local; ++j) {
+      for (int64_t i = first[static_cast<size_t>(j)]; i < first[static_cast<size_t>(j)] + b.expert_rows[static_cast<size_t>(j)]; ++i) {
+        const auto& [source, token] = arrived[static_cast<size_t>(m.received_row[static_cast<size_t>(i)])];
+        major.row(i) = static_cast<float>(1 + r * local + j) * x[source].row(token);
+      }
+    }
+    Matrix out(major.rows(), h);
+    for (int64_t i = 0; i < major.rows(); ++i) out.row(i) = major.row(m.expert_major_row[static_cast<size_t>(i)]);
+    return out;
+  }
+
+  // Rank s: its copies back from every rank (in rank order), summed into their tokens with their weights.
+  Matrix output(size_t s, const std::vector<Matrix>& processed) const {
+    Matrix combined(tokens * k, h);
+    int64_t at = 0;
     for (int64_t r = 0; r < ep; ++r) {
-      std::vector<int64_t> rows;  // per received row: (source, its token)
-      std::vector<int64_t> source_of;
-      for (size_t s = 0; s < n; ++s) {
-        const int64_t first = block_start(layout[s].rank_rows, r);
-        for (int64_t i = first; i < first + layout[s].rank_rows[static_cast<size_t>(r)]; ++i) {
-          rows.push_back(maps[s].token_of_row[static_cast<size_t>(i)]);
-          source_of.push_back(static_cast<int64_t>(s));
-        }
-      }
-      const cpu::ExpertBatches& b = batches[static_cast<size_t>(r)];
-      const cuda::MoeIndexMaps& mr = maps[static_cast<size_t>(r)];
-      REQUIRE(rows.size() == b.row.size());
-      Matrix major(static_cast<int64_t>(rows.size()), h);  // expert-major rows through the experts
-      const std::vector<int64_t> first = cuda::expert_first_rows(b);
-      for (int64_t j = 0; j < local; ++j) {
-        for (int64_t i = first[static_cast<size_t>(j)]; i < first[static_cast<size_t>(j)] + b.expert_rows[static_cast<size_t>(j)]; ++i) {
-          const size_t arrived = static_cast<size_t>(mr.received_row[static_cast<size_t>(i)]);
-          major.row(i) = static_cast<float>(1 + r * local + j) * x[static_cast<size_t>(source_of[arrived])].row(rows[arrived]);
-        }
-      }
-      processed[static_cast<size_t>(r)].resize(major.rows(), h);
-      for (int64_t i = 0; i < major.rows(); ++i) processed[static_cast<size_t>(r)].row(i) = major.row(mr.expert_major_row[static_cast<size_t>(i)]);
+      const int64_t from = block_start(batches[static_cast<size_t>(r)].source_rows, static_cast<int64_t>(s));
+      for (int64_t i = 0; i < layout[s].rank_rows[static_cast<size_t>(r)]; ++i) combined.row(at++) = processed[static_cast<size_t>(r)].row(from + i);
     }
-    for (size_t s = 0; s < n; ++s) {  // combine: source s gets back, in rank order, what each rank processed of its rows
-      Matrix combined(tokens * k, h);
-      int64_t at = 0;
-      for (int64_t r = 0; r < ep; ++r) {
-        const int64_t from = block_start(batches[static_cast<size_t>(r)].source_rows, static_cast<int64_t>(s));
-        for (int64_t i = 0; i < layout[s].rank_rows[static_cast<size_t>(r)]; ++i) combined.row(at++) = processed[static_cast<size_t>(r)].row(from + i);
-      }
-      Matrix y = Matrix::Zero(tokens, h), want = Matrix::Zero(tokens, h);
+    Matrix y = Matrix::Zero(tokens, h);
+    for (int64_t slot = 0; slot < tokens * k; ++slot) {
+      y.row(slot / k) += maps[s].weight_of_slot[static_cast<size_t>(slot)] * combined.row(maps[s].row_of_slot[static_cast<size_t>(slot)]);
+    }
+    return y;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the CUDA runtime's MoE index maps carry every copy to its expert's rank and back into its token, over ep ranks", "[cuda_runtime][moe]") {
+  const int64_t tokens = 9, experts = 4, k = 2, h = 3;
+  for (const int64_t ep : {1, 2, 4}) {
+    INFO("ep " << ep);
+    const HostExpertParallel group(tokens, experts, k, h, ep);
+    std::vector<Matrix> processed;
+    for (int64_t r = 0; r < ep; ++r) {
+      processed.push_back(group.processed(r));
+      CHECK(processed.back().rows() <= cuda::max_received_rows(tokens, k, experts, ep));
+    }
+    for (size_t s = 0; s < static_cast<size_t>(ep); ++s) {  // token t comes back as sum_j w_tj (1 + e_tj) x_t
+      const cuda::MoeIndexMaps& m = group.maps[s];
+      Matrix want = Matrix::Zero(tokens, h);
       for (int64_t slot = 0; slot < tokens * k; ++slot) {
-        const int64_t t = slot / k;
-        const float w = maps[s].weight_of_slot[static_cast<size_t>(slot)];
-        y.row(t) += w * combined.row(maps[s].row_of_slot[static_cast<size_t>(slot)]);
-        want.row(t) += w * static_cast<float>(1 + maps[s].expert_of_slot[static_cast<size_t>(slot)]) * x[s].row(t);
-        CHECK(maps[s].weight_of_row[static_cast<size_t>(maps[s].row_of_slot[static_cast<size_t>(slot)])] == w);
+        const float w = m.weight_of_slot[static_cast<size_t>(slot)];
+        want.row(slot / k) += w * static_cast<float>(1 + m.expert_of_slot[static_cast<size_t>(slot)]) * group.x[s].row(slot / k);
+        CHECK(m.weight_of_row[static_cast<size_t>(m.row_of_slot[static_cast<size_t>(slot)])] == w);
       }
-      CHECK((y - want).cwiseAbs().maxCoeff() < 1e-5f);
+      CHECK((group.output(s, processed) - want).cwiseAbs().maxCoeff() < 1e-5f);
     }
   }
 }
 
-TEST_CASE("expert runs hold exactly a stage's expert tensors, dense runs the rest of the gradient buffer", "[cuda_runtime][moe]") {
+TEST_CASE("the CUDA runtime's expert runs hold exactly a stage's expert tensors, dense runs the rest of the gradient buffer", "[cuda_runtime][moe]") {
   const ModelSpec m = moe_tiny();
   const cpu::StageLayout stage = moe_stage(m, 1, 0, 2, 1);
   cpu::StageModel model(m, stage, 3);
@@ -202,7 +226,7 @@ TEST_CASE("expert runs hold exactly a stage's expert tensors, dense runs the res
   }
 }
 
-TEST_CASE("with ep > 1 the global norm summed over every rank counts each tensor of the model once", "[cuda_runtime][moe]") {
+TEST_CASE("with ep > 1 the CUDA runtime's global norm, summed over every rank, counts each tensor of the model once", "[cuda_runtime][moe]") {
   const ModelSpec m = moe_tiny();
   const int64_t dp = 4, ep = 2, pp = 2;
   std::map<std::string, int> counted;

@@ -112,7 +112,7 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
 
 }  // namespace
 
-TEST_CASE("MoE row gathers match loops: exact without a scale, bf16 with one; 8-wide and scalar rows", "[cuda_kernels][moe]") {
+TEST_CASE("CUDA moe_gather_rows matches loops, exact without a scale and to bf16 rounding with one, 8-wide and scalar rows", "[cuda_kernels][moe]") {
   SKIP_WITHOUT_GPU();
   for (const int64_t cols : {64, 13}) {
     INFO("cols " << cols);
@@ -138,7 +138,7 @@ TEST_CASE("MoE row gathers match loops: exact without a scale, bf16 with one; 8-
   }
 }
 
-TEST_CASE("the MoE combine sums each token's copies with their router weights (or ones), as loops", "[cuda_kernels][moe]") {
+TEST_CASE("CUDA moe_combine_rows sums each token's copies with their router weights (or ones), as loops", "[cuda_kernels][moe]") {
   SKIP_WITHOUT_GPU();
   for (const int64_t cols : {64, 13}) {
     INFO("cols " << cols);
@@ -167,7 +167,7 @@ TEST_CASE("the MoE combine sums each token's copies with their router weights (o
   }
 }
 
-TEST_CASE("the MoE router weights' gradient is each copy's output row dotted with its token's gradient", "[cuda_kernels][moe]") {
+TEST_CASE("CUDA moe_weight_grads gives each copy's output row dotted with its token's gradient", "[cuda_kernels][moe]") {
   SKIP_WITHOUT_GPU();
   const int64_t tokens = 41, k = 2, cols = 96, from = 70;
   const auto dy = random_values(static_cast<size_t>(tokens * cols), 7);
@@ -188,7 +188,7 @@ TEST_CASE("the MoE router weights' gradient is each copy's output row dotted wit
   CHECK(relative_error(dweight.download(), want) < kFp32Tolerance);
 }
 
-TEST_CASE("the softmax-over-top-k backward on the GPU matches runtime/moe_routing's route_top_k_backward", "[cuda_kernels][moe]") {
+TEST_CASE("CUDA moe_router_backward matches runtime/moe_routing's route_top_k_backward for top 1 to 3", "[cuda_kernels][moe]") {
   SKIP_WITHOUT_GPU();
   const int64_t tokens = 31, experts = 8;
   for (const int64_t k : {1, 2, 3}) {
