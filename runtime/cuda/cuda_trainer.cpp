@@ -94,6 +94,7 @@ struct CudaTrainer::Impl {
     const cpu::StageLayout layout = cpu::stage_layout(model, plan, grid.pp_rank, grid.tp_rank, grid.cp_rank, grid.ep_rank);
     zero3 = plan.zero_stage >= 3 && plan.dp > 1;
     zero = plan.zero_stage >= 1 && plan.dp > 1 && !zero3;
+    TRAINSIM_ASSERT(plan.ep == 1 || (!zero && !zero3), "check_cuda_plan refuses ZeRO with ep > 1 (expert_gradients.hpp)");
     stage = std::make_unique<CudaStage>(model, layout, plan.attention, plan.micro_batch, options.seed, zero || zero3 ? plan.dp : 1,
                                         arena, *tp, *gemm, compute, zero3 ? nccl.dp.rank() : -1);
     stage->set_expert_group(*ep);
