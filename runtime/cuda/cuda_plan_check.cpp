@@ -7,16 +7,40 @@
 
 namespace trainsim::cuda {
 
+namespace {
+
+// MoE (runtime/cuda/cuda_moe.hpp): tp 1, any ep that validate_plan takes, ZeRO only with ep 1.
+void add_moe_problems(const ModelSpec& m, const ParallelPlan& p, ProblemList& problems) {
+  const std::string cpu = " (the CPU runtime runs it: --backend cpu --precision fp32)";
+  if (!m.moe) return;
+  if (p.tp > 1) {
+    problems.add("plan: tp " + std::to_string(p.tp) + " with the MoE model \"" + m.name +
+                 "\": the CUDA runtime runs MoE layers at tp 1; expert TP, and with ep > 1 TP ranks routing their own sequence "
+                 "shards, are not implemented: spread the experts with --dp and --ep instead" + cpu);
+  }
+  if (p.cp > 1) {
+    problems.add("plan: cp " + std::to_string(p.cp) + " with the MoE model \"" + m.name + "\": the CUDA runtime runs MoE layers without "
+                 "context parallelism" + cpu);
+  }
+  if (p.ep > 1 && p.zero_stage >= 1 && p.dp > 1) {
+    problems.add("plan: zero " + std::to_string(p.zero_stage) + " with ep " + std::to_string(p.ep) +
+                 ": the CUDA runtime's ZeRO shards one flat buffer over the dp ranks, and expert weights would need shards of their "
+                 "own over the expert-DP ranks: use --zero 0 with ep > 1, or ep 1 with ZeRO" + cpu);
+  }
+  if (p.moe_imbalance != 1.0 || p.moe_capacity_factor > 0) {
+    problems.add("plan: moe_imbalance / moe_capacity_factor: the runtime routes with its own router, dropless (leave them out: its "
+                 "load is what it measures)");
+  }
+}
+
+}  // namespace
+
 void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) {
   ProblemList problems;
   const std::string where = "model \"" + m.name + "\"";
   if (m.position == PositionKind::kAlibi) problems.add(where + ": positions alibi (the CUDA runtime implements learned positions and RoPE)");
   if (m.position == PositionKind::kRope && m.head_dim % 2 != 0) {
     problems.add(where + ": head_dim " + std::to_string(m.head_dim) + " is odd (RoPE turns pairs of dimensions)");
-  }
-  if (m.moe) {
-    problems.add(where + ": MoE layers are not implemented in the CUDA runtime (the CPU runtime runs them, with expert parallelism: "
-                 "--backend cpu --precision fp32)");
   }
   if (m.dropout) problems.add(where + ": dropout is not implemented in the CUDA runtime (describe the model with \"dropout\": false)");
   if (m.head_dim * m.heads != m.hidden) problems.add(where + ": head_dim x heads (" + std::to_string(m.head_dim * m.heads) + ") must equal hidden (" + std::to_string(m.hidden) + ")");
@@ -38,10 +62,7 @@ void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) 
     problems.add("plan: cp " + std::to_string(p.cp) + ": context parallelism is not implemented by the CUDA runtime (must be 1; the CPU "
                  "runtime runs it: --backend cpu --precision fp32)");
   }
-  if (p.ep > 1) {
-    problems.add("plan: ep " + std::to_string(p.ep) + ": expert parallelism is not implemented by the CUDA runtime (must be 1; the CPU "
-                 "runtime runs it: --backend cpu --precision fp32)");
-  }
+  add_moe_problems(m, p, problems);
   if (p.vpp > 1 && m.layers % (p.pp * p.vpp) != 0) problems.add("plan: pp x vpp (" + std::to_string(p.pp * p.vpp) + ") must divide the layers (" + std::to_string(m.layers) + ") for the runtime's interleaved schedule");
   if (p.norm != NormKernel::kFused || p.cross_entropy != LossKernel::kFused) {
     problems.add("plan: norm eager / cross_entropy pytorch describe another framework's kernels; the runtime runs fused ones (norm fused, cross_entropy fused)");
@@ -56,8 +77,9 @@ void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) 
     problems.add("plan: micro_batch x heads / tp (" + std::to_string(p.micro_batch * (m.heads / p.tp)) +
                  ") must be at most 65535 (one grid row of the flash attention kernels per sequence and head)");
   }
-  problems.throw_if_any("the CUDA runtime trains GPT-2- and Llama-style dense models (e.g. gpt-tiny) in bf16 with DP, TP (+SP), PP (GPipe, 1F1B, interleaved), "
-                        "ZeRO-0/1/2/3, recomputation (none, selective, full), flash or unfused attention, and checkpoints");
+  problems.throw_if_any("the CUDA runtime trains GPT-2- and Llama-style models (e.g. gpt-tiny), dense or MoE, in bf16 with DP, TP (+SP; "
+                        "dense only), PP (GPipe, 1F1B, interleaved), EP (MoE, ZeRO-0), ZeRO-0/1/2/3, recomputation (none, selective, "
+                        "full), flash or unfused attention, and checkpoints");
 }
 
 }  // namespace trainsim::cuda

@@ -44,6 +44,7 @@ CudaStage::CudaStage(const ModelSpec& m, const cpu::StageLayout& layout, Attenti
                     gr("b_1"), gr("w_2"), gr("b_2")});
     }
   }
+  if (m.moe) moe_ = std::make_unique<CudaMoe>(m, layout, tokens_, p, arena, gemm, stream);  // before any activations
   slots_.resize(layout.chunks.size());
   loss_sum_ = DeviceBuffer<float>(arena, 1, "loss sum");
   check_cuda(cudaMemsetAsync(loss_sum_.data(), 0, sizeof(float), stream), "cudaMemsetAsync (loss sum)");
@@ -56,8 +57,10 @@ CudaStage::CudaStage(const ModelSpec& m, const cpu::StageLayout& layout, Attenti
   }
   if (layers) {
     partial_ = DeviceBuffer<bf16>(arena, T * h, "TP partial sums");
-    d_act_ = DeviceBuffer<bf16>(arena, T * f, "MLP activation gradient");
-    dfc1_ = DeviceBuffer<bf16>(arena, T * fc1_local_, "MLP FC1 gradient");
+    if (!moe_) {
+      d_act_ = DeviceBuffer<bf16>(arena, T * f, "MLP activation gradient");
+      dfc1_ = DeviceBuffer<bf16>(arena, T * fc1_local_, "MLP FC1 gradient");
+    }
     dx_ln_ = DeviceBuffer<bf16>(arena, R * h, "layer-norm input gradient");
     dx_mid_ = DeviceBuffer<bf16>(arena, R * h, "residual gradient");
     dattn_ = DeviceBuffer<bf16>(arena, T * a, "attention output gradient");
@@ -107,8 +110,12 @@ void CudaStage::allocate_layer(LayerActivations& a) {
   a.ln2 = DeviceBuffer<bf16>(arena_, R * h, "activations: ln2");
   if (!rms_norm_) a.ln2_mean = DeviceBuffer<float>(arena_, R, "activations: ln2 mean");
   a.ln2_rstd = DeviceBuffer<float>(arena_, R, "activations: ln2 rstd");
-  a.fc1 = DeviceBuffer<bf16>(arena_, T * fc1_local_, "activations: fc1");
-  a.fc1_act = DeviceBuffer<bf16>(arena_, T * f, swiglu_ ? "activations: swiglu" : "activations: gelu");
+  if (moe_) {
+    moe_->allocate(a.moe);
+  } else {
+    a.fc1 = DeviceBuffer<bf16>(arena_, T * fc1_local_, "activations: fc1");
+    a.fc1_act = DeviceBuffer<bf16>(arena_, T * f, swiglu_ ? "activations: swiglu" : "activations: gelu");
+  }
   if (sp_) {
     a.ln1_full = DeviceBuffer<bf16>(arena_, T * h, "activations: ln1 gathered");
     a.ln2_full = DeviceBuffer<bf16>(arena_, T * h, "activations: ln2 gathered");
@@ -165,6 +172,10 @@ std::unique_ptr<ActivationSlot> CudaStage::allocate_slot(int64_t chunk) {
 
 void CudaStage::release_slot(ActivationSlot& slot) { slot.busy = false; }
 
+void CudaStage::set_expert_group(EpCollectives& ep) {
+  if (moe_) moe_->set_group(ep);
+}
+
 // cpu_model.cpp enter_tp_region / leave_tp_region.
 const bf16* CudaStage::enter_tp(const bf16* rows, bf16* full) {
   if (!sp_) return rows;
@@ -209,7 +220,7 @@ void CudaStage::bias_backward(const bf16* dy, float* dbias, int64_t rows, int64_
 // cpu_model.cpp StageModel::layer_forward.
 void CudaStage::layer_forward(int64_t l, const bf16* x, LayerActivations& a, bf16* y) {
   const Weights& w = w_[static_cast<size_t>(l)];
-  const int64_t T = tokens_, R = rows_, h = hidden_, al = heads_local_ * head_dim_, f = ffn_local_, q = qkv_local_, u = fc1_local_;
+  const int64_t T = tokens_, R = rows_, h = hidden_, al = heads_local_ * head_dim_, q = qkv_local_;
   norm_forward(x, w.ln1_g, w.ln1_b, a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data());
   const bf16* ln1 = enter_tp(a.ln1.data(), a.ln1_full.data());
   gemm_.matmul(ln1, false, w.w_qkv, false, a.qkv.data(), kBf16, T, q, h, 1.0f, 0.0f, stream_);
@@ -221,6 +232,14 @@ void CudaStage::layer_forward(int64_t l, const bf16* x, LayerActivations& a, bf1
   bias_forward(o, w.b_o, R, h);
   add(x, o, a.x_mid.data(), R * h, stream_);
   norm_forward(a.x_mid.data(), w.ln2_g, w.ln2_b, a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data());
+  add(a.x_mid.data(), mlp_forward(l, a), y, R * h, stream_);
+}
+
+// cpu_model.cpp StageModel::mlp_forward (or moe_mlp_forward).
+const bf16* CudaStage::mlp_forward(int64_t l, LayerActivations& a) {
+  if (moe_) return moe_->forward(l, a.ln2.data(), a.moe, tp_.kind());  // tp 1: the norm's rows are the tokens
+  const Weights& w = w_[static_cast<size_t>(l)];
+  const int64_t T = tokens_, R = rows_, h = hidden_, f = ffn_local_, u = fc1_local_;
   const bf16* ln2 = enter_tp(a.ln2.data(), a.ln2_full.data());
   gemm_.matmul(ln2, false, w.w_1, false, a.fc1.data(), kBf16, T, u, h, 1.0f, 0.0f, stream_);
   bias_forward(a.fc1.data(), w.b_1, T, u);
@@ -232,29 +251,15 @@ void CudaStage::layer_forward(int64_t l, const bf16* x, LayerActivations& a, bf1
   gemm_.matmul(a.fc1_act.data(), false, w.w_2, false, partial_.data(), kBf16, T, h, f, 1.0f, 0.0f, stream_);
   bf16* mlp = leave_tp(partial_.data(), rows_tmp_.data());
   bias_forward(mlp, w.b_2, R, h);
-  add(a.x_mid.data(), mlp, y, R * h, stream_);
+  return mlp;
 }
 
 // cpu_model.cpp StageModel::layer_backward. dy, x: (R, h); writes dx (R, h), accumulates the grads.
 void CudaStage::layer_backward(int64_t l, const bf16* dy, const bf16* x, const LayerActivations& a, bf16* dx) {
   const Weights& w = w_[static_cast<size_t>(l)];
   const Grads& g = g_[static_cast<size_t>(l)];
-  const int64_t T = tokens_, R = rows_, h = hidden_, al = heads_local_ * head_dim_, f = ffn_local_, q = qkv_local_, u = fc1_local_;
-  // MLP: y = x_mid + reduce(act(fc1) W2) + b2
-  bias_backward(dy, g.b_2, R, h);
-  const bf16* dm = enter_tp(dy, dfull_.data());                                                     // (T, h)
-  gemm_.matmul(a.fc1_act.data(), true, dm, false, g.w_2, kFp32, f, h, T, 1.0f, 1.0f, stream_);     // dW2 += act^T dm
-  gemm_.matmul(dm, false, w.w_2, true, d_act_.data(), kBf16, T, f, h, 1.0f, 0.0f, stream_);        // dm W2^T
-  if (swiglu_) {
-    swiglu_backward(d_act_.data(), a.fc1.data(), dfc1_.data(), T, f, stream_);
-  } else {
-    gelu_backward(d_act_.data(), a.fc1.data(), dfc1_.data(), T * f, stream_);
-  }
-  const bf16* ln2 = sp_ ? a.ln2_full.data() : a.ln2.data();
-  gemm_.matmul(ln2, true, dfc1_.data(), false, g.w_1, kFp32, h, u, T, 1.0f, 1.0f, stream_);        // dW1 += ln2^T dfc1
-  bias_backward(dfc1_.data(), g.b_1, T, u);
-  gemm_.matmul(dfc1_.data(), false, w.w_1, true, partial_.data(), kBf16, T, h, u, 1.0f, 0.0f, stream_);
-  const bf16* dln2 = leave_tp(partial_.data(), rows_tmp_.data());
+  const int64_t T = tokens_, R = rows_, h = hidden_, al = heads_local_ * head_dim_, q = qkv_local_;
+  const bf16* dln2 = mlp_backward(l, dy, a);  // MLP: y = x_mid + reduce(act(fc1) W2) + b2
   norm_backward(dln2, a.x_mid.data(), w.ln2_g, a.ln2_mean.data(), a.ln2_rstd.data(), dx_ln_.data(), g.ln2_g, g.ln2_b);
   add(dy, dx_ln_.data(), dx_mid_.data(), R * h, stream_);
   // Attention: x_mid = x + reduce(attn W_o) + b_o
@@ -271,6 +276,28 @@ void CudaStage::layer_backward(int64_t l, const bf16* dy, const bf16* x, const L
   const bf16* dln1 = leave_tp(partial_.data(), rows_tmp_.data());
   norm_backward(dln1, x, w.ln1_g, a.ln1_mean.data(), a.ln1_rstd.data(), dx_ln_.data(), g.ln1_g, g.ln1_b);
   add(dx_mid_.data(), dx_ln_.data(), dx, R * h, stream_);
+}
+
+// cpu_model.cpp StageModel::mlp_backward (or moe_mlp_backward). dy: (R, h).
+const bf16* CudaStage::mlp_backward(int64_t l, const bf16* dy, const LayerActivations& a) {
+  if (moe_) return moe_->backward(l, dy, a.ln2.data(), a.moe, tp_.kind());
+  const Weights& w = w_[static_cast<size_t>(l)];
+  const Grads& g = g_[static_cast<size_t>(l)];
+  const int64_t T = tokens_, R = rows_, h = hidden_, f = ffn_local_, u = fc1_local_;
+  bias_backward(dy, g.b_2, R, h);
+  const bf16* dm = enter_tp(dy, dfull_.data());                                                     // (T, h)
+  gemm_.matmul(a.fc1_act.data(), true, dm, false, g.w_2, kFp32, f, h, T, 1.0f, 1.0f, stream_);     // dW2 += act^T dm
+  gemm_.matmul(dm, false, w.w_2, true, d_act_.data(), kBf16, T, f, h, 1.0f, 0.0f, stream_);        // dm W2^T
+  if (swiglu_) {
+    swiglu_backward(d_act_.data(), a.fc1.data(), dfc1_.data(), T, f, stream_);
+  } else {
+    gelu_backward(d_act_.data(), a.fc1.data(), dfc1_.data(), T * f, stream_);
+  }
+  const bf16* ln2 = sp_ ? a.ln2_full.data() : a.ln2.data();
+  gemm_.matmul(ln2, true, dfc1_.data(), false, g.w_1, kFp32, h, u, T, 1.0f, 1.0f, stream_);        // dW1 += ln2^T dfc1
+  bias_backward(dfc1_.data(), g.b_1, T, u);
+  gemm_.matmul(dfc1_.data(), false, w.w_1, true, partial_.data(), kBf16, T, h, u, 1.0f, 0.0f, stream_);
+  return leave_tp(partial_.data(), rows_tmp_.data());
 }
 
 void CudaStage::attention_forward(LayerActivations& a) {

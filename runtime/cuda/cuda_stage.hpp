@@ -11,6 +11,7 @@
 // probabilities per layer (none) or recomputes them before the layer's backward (selective). Shapes: T tokens of a micro-batch, R = T (or T / tp with
 // SP) rows outside the TP region, h hidden, a_l = heads x d / tp, q_l = (heads + 2 kv_heads) x d / tp
 // (the fused [Q | K | V]), f_l = ffn / tp, u_l = f_l (GELU) or 2 f_l (SwiGLU's [gate | up]).
+// An MoE model's FFNs are mixtures of experts (runtime/cuda/cuda_moe.hpp, tp 1), in place of the MLP.
 #pragma once
 
 #include <cublas_v2.h>
@@ -25,7 +26,9 @@
 
 #include "model/model_spec.hpp"
 #include "runtime/cpu_model.hpp"
+#include "runtime/cuda/cuda_moe.hpp"
 #include "runtime/cuda/device_arena.hpp"
+#include "runtime/cuda/ep_collectives.hpp"
 #include "runtime/cuda/param_store.hpp"
 #include "runtime/cuda/tp_collectives.hpp"
 #include "runtime/cuda_kernels/gemm.cuh"
@@ -45,6 +48,7 @@ struct LayerActivations {
   DeviceBuffer<bf16> ln2, ln2_full;         // (R, h); (T, h) SP only
   DeviceBuffer<float> ln2_mean, ln2_rstd;   // (R)
   DeviceBuffer<bf16> fc1, fc1_act;          // (T, u_l) before and (T, f_l) after GELU or SwiGLU
+  MoeActivations moe;                       // MoE models: the experts' (cuda_moe.hpp), in place of fc1 and fc1_act
 };
 
 // Everything one micro-batch holds between its forward and its backward, reused once released.
@@ -113,6 +117,8 @@ class CudaStage {
   // ZeRO-3: called before layer l's forward (backward false) and before its backward and
   // recomputation (backward true), to make its weights present.
   void set_before_layer(std::function<void(int64_t layer, bool backward)> hook) { before_layer_ = std::move(hook); }
+  // MoE models: the EP group the layers dispatch over (a group of one with ep 1), before the first forward.
+  void set_expert_group(EpCollectives& ep);
 
  private:
   // Biases and norm betas are null where the model has none.
@@ -138,6 +144,10 @@ class CudaStage {
   bf16* leave_tp(bf16* partial, bf16* rows);
   void layer_forward(int64_t l, const bf16* x, LayerActivations& a, bf16* y);
   void layer_backward(int64_t l, const bf16* dy, const bf16* x, const LayerActivations& a, bf16* dx);
+  // The dense MLP (or with moe_ the experts) from the second norm's output: its (R, h) output out
+  // of the TP region; backward: the norm output's gradient (R, h), gradients accumulated.
+  const bf16* mlp_forward(int64_t l, LayerActivations& a);
+  const bf16* mlp_backward(int64_t l, const bf16* dy, const LayerActivations& a);
   void attention_forward(LayerActivations& a);
   void attention_backward(const LayerActivations& a);  // dattn_ -> dqkv_
   void head_forward(ActivationSlot& s, float loss_scale);
@@ -156,6 +166,7 @@ class CudaStage {
   std::unique_ptr<ParamStore> params_;
   std::vector<Weights> w_;
   std::vector<Grads> g_;
+  std::unique_ptr<CudaMoe> moe_;  // MoE models: every layer's FFN is a mixture of experts
   std::vector<std::vector<std::unique_ptr<ActivationSlot>>> slots_;  // per chunk
   DeviceBuffer<float> loss_sum_;
   // Workspaces shared by all micro-batches (the compute stream runs one step at a time).

@@ -19,7 +19,9 @@
 #include "runtime/cuda/cuda_device.hpp"
 #include "runtime/cuda/cuda_optimizer.hpp"
 #include "runtime/cuda/cuda_stage.hpp"
+#include "runtime/cuda/ep_collectives.hpp"
 #include "runtime/cuda/event_clock.hpp"
+#include "runtime/cuda/expert_gradients.hpp"
 #include "runtime/cuda/gradient_buckets.hpp"
 #include "runtime/cuda/nccl_groups.hpp"
 #include "runtime/cuda/zero3_exchange.hpp"
@@ -63,6 +65,7 @@ struct CudaTrainer::Impl {
   EventPool events;
   std::unique_ptr<Gemm> gemm;
   std::unique_ptr<TpCollectives> tp;
+  std::unique_ptr<EpCollectives> ep;  // MoE: the all-to-alls (a group of one with ep 1)
   std::unique_ptr<CudaStage> stage;
   std::unique_ptr<CudaOptimizer> optimizer;
   bool zero = false;                  // ZeRO-1/2 with dp > 1: reduce-scatter, sharded AdamW, all-gather
@@ -86,14 +89,21 @@ struct CudaTrainer::Impl {
   void setup() {
     gemm = std::make_unique<Gemm>();
     tp = std::make_unique<TpCollectives>(nccl.tp, clock, compute);
-    const cpu::StageLayout layout = cpu::stage_layout(model, plan, grid.pp_rank, grid.tp_rank);  // the simulator's split
+    ep = std::make_unique<EpCollectives>(nccl.ep, grid.ep, clock, compute);
+    // The simulator's split; MoE: this rank's experts are those of its place in the EP group.
+    const cpu::StageLayout layout = cpu::stage_layout(model, plan, grid.pp_rank, grid.tp_rank, grid.cp_rank, grid.ep_rank);
     zero3 = plan.zero_stage >= 3 && plan.dp > 1;
     zero = plan.zero_stage >= 1 && plan.dp > 1 && !zero3;
+    TRAINSIM_ASSERT(plan.ep == 1 || (!zero && !zero3), "check_cuda_plan refuses ZeRO with ep > 1 (expert_gradients.hpp)");
     stage = std::make_unique<CudaStage>(model, layout, plan.attention, plan.micro_batch, options.seed, zero || zero3 ? plan.dp : 1,
                                         arena, *tp, *gemm, compute, zero3 ? nccl.dp.rank() : -1);
+    stage->set_expert_group(*ep);
     ParamStore& params = stage->params();
     std::vector<bool> counts;
-    for (const ParamView& v : params.views()) counts.push_back(counts_in_norm(v, plan.pp, grid.pp_rank, grid.tp_rank));
+    for (const ParamView& v : params.views()) {
+      const bool replica = counts_in_norm(v, plan.pp, grid.pp_rank, grid.tp_rank);
+      counts.push_back(plan.ep > 1 ? counts_in_expert_parallel_norm(v, replica, nccl.dp.rank(), nccl.expert_dp.rank()) : replica);
+    }
     if (zero3) {
       optimizer = std::make_unique<CudaOptimizer>(params, counts, arena, compute);
       exchange = std::make_unique<Zero3Exchange>(*stage, Zero3Exchange::Streams{compute, gather, reduce}, nccl.dp_gather, nccl.dp,
@@ -148,9 +158,8 @@ struct CudaTrainer::Impl {
     // in the same order on every rank. Run tp 2 x dp 2 with overlap under NCCL_DEBUG=WARN and a
     // timeout to see that they co-run (no hang) and that the bucket hides behind the backward.
     events.order(compute, reduce);
-    check_nccl(ncclAllReduce(stage->params().grads() + b.begin, stage->params().grads() + b.begin, static_cast<size_t>(b.end - b.begin),
-                             ncclFloat, ncclSum, nccl.dp.get(), reduce),
-               "ncclAllReduce (dp gradient bucket)");
+    const ParamStore& params = stage->params();  // with ep > 1 the experts' gradients over expert DP
+    all_reduce_gradients(params.grads(), params.views(), b.begin, b.end, nccl.dp, plan.ep > 1 ? &nccl.expert_dp : nullptr, reduce);
     b.launched = true;
   }
 
@@ -364,7 +373,8 @@ struct CudaTrainer::Impl {
     if (zero) {  // shard sums over the whole job: each element of a replica lies in one DP rank's shard
       optimizer->step(shard_grads.data(), grid.world, lr, options.grad_clip, compute);
     } else {
-      optimizer->step(params.grads(), grid.model, lr, options.grad_clip, compute);
+      // ep > 1: each EP rank holds other experts; the norm is summed over every rank (expert_gradients.hpp).
+      optimizer->step(params.grads(), plan.ep > 1 ? grid.world : grid.model, lr, options.grad_clip, compute);
     }
     check_cuda(cudaMemsetAsync(params.grads(), 0, static_cast<size_t>(params.padded_count()) * sizeof(float), compute),
                "cudaMemsetAsync (zero gradients)");

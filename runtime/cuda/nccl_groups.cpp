@@ -88,6 +88,10 @@ NcclGroups NcclGroups::build(const cpu::RankGrid& grid, const ParallelPlan& plan
   agree_on_device_error(grid.world, attempt([&] { g.tp = NcclComm::over(grid.tp, "tp"); }));
   agree_on_device_error(grid.world, attempt([&] { g.dp = NcclComm::over(grid.dp, "dp"); }));
   if (plan.zero_stage >= 3) agree_on_device_error(grid.world, attempt([&] { g.dp_gather = NcclComm::over(grid.dp, "dp gather"); }));
+  if (plan.ep > 1) {
+    agree_on_device_error(grid.world, attempt([&] { g.ep = NcclComm::over(grid.ep, "ep"); }));
+    agree_on_device_error(grid.world, attempt([&] { g.expert_dp = NcclComm::over(grid.expert_dp, "expert dp"); }));
+  }
   agree_on_device_error(grid.world, attempt([&] { g.embedding = NcclComm::over(grid.embedding, "tied-embedding"); }));
   for (const bool odd : {false, true}) {
     MPI_Comm pair = pipeline_pair(grid, plan, odd);

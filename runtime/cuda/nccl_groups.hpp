@@ -43,6 +43,9 @@ class NcclComm {
 struct NcclGroups {
   NcclComm tp, dp, embedding;
   NcclComm dp_gather;  // ZeRO-3: the weight all-gathers, on their own stream (dp: the reduce-scatters)
+  // MoE with ep > 1 (RankGrid's ep and expert_dp): the EP group's all-to-alls, and the expert
+  // gradients' sums over the ranks holding the same experts (data_parallel.hpp).
+  NcclComm ep, expert_dp;
   // Pipeline pairs: in each, the lower stage is rank 0 and the upper stage rank 1.
   NcclComm activations_to_next, gradients_from_next;  // with the next stage (this rank is 0)
   NcclComm activations_from_prev, gradients_to_prev;  // with the previous stage (this rank is 1)

@@ -76,6 +76,7 @@ ParamLayout layout_params(const std::vector<cpu::Param>& params, const cpu::Stag
     v.tp_split = p.tp_split;
     // The GPU stage gathers the embedding's input gradient over TP, so wpe's gradient is whole.
     v.sp_partial = p.sp_partial_grad && p.name != "wpe";
+    v.expert = p.expert;
     const int64_t layer = layer_of(p.name);
     v.layer = layer >= 0 ? layout.local_layer(layer) : -1;
     if (v.layer >= 0) {

@@ -26,6 +26,7 @@ struct ParamView {
   int64_t rows = 0, cols = 0;
   bool tp_split = false;    // a different slice on each TP rank
   bool sp_partial = false;  // with SP: this rank's gradient covers only its tokens (summed over TP)
+  bool expert = false;      // an MoE expert's: held by one EP rank, reduced over the expert-DP ranks
   int64_t layer = -1;       // local layer index; -1 outside the layers
   int64_t count() const { return rows * cols; }
 };

@@ -29,6 +29,12 @@ if(TARGET trainsim_cuda_runtime)
   # The Llama-style path (RMSNorm, RoPE, GQA, SwiGLU, untied head, no biases).
   cuda_parity_tests(", llama-tiny" "${PROJECT_SOURCE_DIR}/tests/data/models/llama-tiny.json"
                     "1" "2 --tp 2 --sequence-parallel" "2 --pp 2" "2 --dp 2 --zero 3")
+  # MoE (moe-tiny: 4 SwiGLU experts, top 2, one shared expert; tp 1): every expert on every rank,
+  # experts over DP ranks (ep 2; ep 2 of dp 4, whose expert gradients are summed over expert-DP pairs;
+  # ep 4: one expert each), with PP, with full recomputation (the forward routes again), ZeRO-3 at ep 1.
+  cuda_parity_tests(", moe-tiny" "${PROJECT_SOURCE_DIR}/tests/data/models/moe-tiny.json"
+                    "1" "2 --dp 2" "2 --dp 2 --ep 2" "4 --dp 4 --ep 2" "4 --dp 4 --ep 4" "4 --dp 2 --pp 2 --ep 2"
+                    "2 --dp 2 --ep 2 --recompute full" "2 --dp 2 --zero 3")
   # The interleaved schedule (4 layers: PP2 x 2 chunks), round the ring between the last stage and the first.
   cuda_parity_tests(", gpt-4l" "${PROJECT_SOURCE_DIR}/bench/cpu_models/gpt-4l.json"
                     "2 --pp 2 --schedule interleaved --vpp 2" "4 --dp 2 --pp 2 --schedule interleaved --vpp 2")

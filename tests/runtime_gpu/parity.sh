@@ -7,7 +7,7 @@
 #      uses sockets), against the one-GPU CUDA run (relative 1e-2) and the CPU run (3e-2).
 # Usage: parity.sh TRAINSIM RANKS [plan flags...]    e.g. parity.sh build/trainsim 2 --tp 2 --sequence-parallel
 # TRAINSIM_DATA: the text to train on (default: the build's corpus). PARITY_MODEL: the model (default
-# gpt-tiny; tests/data/models/llama-tiny.json checks the Llama-style path).
+# gpt-tiny; tests/data/models/llama-tiny.json checks the Llama-style path, moe-tiny.json the MoE one).
 # Exit 77 (ctest: skipped) when nvidia-smi -L lists no GPU; each run is killed after 300 s (a hang fails).
 set -u
 trainsim=$1
