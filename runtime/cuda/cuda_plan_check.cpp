@@ -36,6 +36,24 @@ void add_moe_problems(const ModelSpec& m, const ParallelPlan& p, ProblemList& pr
   }
 }
 
+// Context parallelism: the CUDA runtime runs the p2p ring (cuda_ring_attention.hpp) on its flash
+// kernels, with two equal chunks per rank of every sequence.
+void add_context_parallel_problems(const ModelSpec& m, const ParallelPlan& p, ProblemList& problems) {
+  if (p.cp <= 1) return;
+  const std::string cp = "plan: cp " + std::to_string(p.cp);
+  if (p.cp_comm != CpComm::kP2p) {
+    problems.add(std::string("plan: cp_comm ") + to_string(p.cp_comm) +
+                 ": the CUDA runtime's context parallelism is the p2p ring (cp_comm p2p; all_gather and a2a are priced by predict only)");
+  }
+  if (p.attention != AttentionKernel::kFlash) {
+    problems.add(cp + " with attention unfused: the CUDA runtime's ring attention runs its flash kernels (--attention flash)");
+  }
+  if (m.seq_len % (2 * p.cp) != 0) {
+    problems.add(cp + ": seq_len (" + std::to_string(m.seq_len) + ") must be divisible by 2 x cp (" + std::to_string(2 * p.cp) +
+                 ": two load-balanced chunks per rank)");
+  }
+}
+
 }  // namespace
 
 void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) {
@@ -61,10 +79,7 @@ void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) 
     problems.add(std::string("plan: precision ") + to_string(p.precision) +
                  " must be bf16 for --backend cuda (bf16 weights and activations, fp32 master weights, gradients and AdamW states: --precision bf16)");
   }
-  if (p.cp > 1) {
-    problems.add("plan: cp " + std::to_string(p.cp) + ": context parallelism is not implemented by the CUDA runtime (must be 1; the CPU "
-                 "runtime runs it: --backend cpu --precision fp32)");
-  }
+  add_context_parallel_problems(m, p, problems);
   add_moe_problems(m, p, problems);
   if (p.vpp > 1 && m.layers % (p.pp * p.vpp) != 0) problems.add("plan: pp x vpp (" + std::to_string(p.pp * p.vpp) + ") must divide the layers (" + std::to_string(m.layers) + ") for the runtime's interleaved schedule");
   if (p.norm != NormKernel::kFused || p.cross_entropy != LossKernel::kFused) {
@@ -72,8 +87,8 @@ void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) 
   }
   if (p.recompute == Recompute::kSelectiveOp) problems.add("plan: recompute selective_op (per-op checkpointing) is not implemented by the runtime (none, selective or full)");
   if (p.recompute == Recompute::kFull && (p.recompute_method != RecomputeMethod::kUniform || p.recompute_layers != 1)) problems.add("plan: recompute full with recompute_method " + std::string(to_string(p.recompute_method)) + " and recompute_layers " + std::to_string(p.recompute_layers) + " (partial recomputation) is not implemented by the runtime (full recomputes every layer alone: uniform 1)");
-  if (p.sequence_parallel && p.tp > 0 && (p.micro_batch * m.seq_len) % p.tp != 0) {
-    problems.add("plan: sequence parallelism needs micro_batch x seq_len (" + std::to_string(p.micro_batch * m.seq_len) +
+  if (p.sequence_parallel && p.tp > 0 && p.cp > 0 && (p.micro_batch * m.seq_len / p.cp) % p.tp != 0) {
+    problems.add("plan: sequence parallelism needs micro_batch x seq_len / cp (" + std::to_string(p.micro_batch * m.seq_len / p.cp) +
                  ") divisible by tp (" + std::to_string(p.tp) + ")");
   }
   if (flash && p.tp > 0 && p.micro_batch * (m.heads / p.tp) > 65535) {
@@ -81,8 +96,8 @@ void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) 
                  ") must be at most 65535 (one grid row of the flash attention kernels per sequence and head)");
   }
   problems.throw_if_any("the CUDA runtime trains GPT-2- and Llama-style models (e.g. gpt-tiny), dense or MoE, in bf16 with DP, TP (+SP; "
-                        "dense only), PP (GPipe, 1F1B, interleaved), EP (MoE, ZeRO-0), ZeRO-0/1/2/3, recomputation (none, selective, "
-                        "full), flash or unfused attention, and checkpoints");
+                        "dense only), PP (GPipe, 1F1B, interleaved), CP (p2p ring attention; dense only), EP (MoE, ZeRO-0), ZeRO-0/1/2/3, "
+                        "recomputation (none, selective, full), flash or unfused attention, and checkpoints");
 }
 
 }  // namespace trainsim::cuda

@@ -3,6 +3,7 @@
 #include "runtime/cuda/cuda_stage.hpp"
 
 #include "common/errors.hpp"
+#include "runtime/cuda_kernels/context_parallel.cuh"
 #include "runtime/cuda_kernels/cuda_check.cuh"
 
 namespace trainsim::cuda {
@@ -19,15 +20,16 @@ ActivationSlot::~ActivationSlot() {
 
 CudaStage::CudaStage(const ModelSpec& m, const cpu::StageLayout& layout, AttentionKernel attention, int64_t micro_batch, uint64_t seed,
                      int64_t shards, DeviceArena& arena, TpCollectives& tp, Gemm& gemm, cudaStream_t stream, int64_t zero3_rank)
-    : layout_(layout), micro_batch_(micro_batch), seq_(m.seq_len), hidden_(m.hidden), heads_local_(m.heads / layout.tp),
+    : layout_(layout), micro_batch_(micro_batch), seq_(m.seq_len / layout.cp), hidden_(m.hidden), heads_local_(m.heads / layout.tp),
       kv_heads_local_(m.kv_heads / layout.tp), head_dim_(m.head_dim), ffn_local_(m.ffn_hidden / layout.tp), vocab_(m.vocab),
-      tokens_(micro_batch * m.seq_len),
-      rows_(layout.sequence_parallel ? micro_batch * m.seq_len / layout.tp : micro_batch * m.seq_len),
+      tokens_(micro_batch * seq_),
+      rows_(layout.sequence_parallel ? micro_batch * seq_ / layout.tp : micro_batch * seq_),
       qkv_local_((m.heads + 2 * m.kv_heads) * m.head_dim / layout.tp),
       fc1_local_((m.ffn_kind == FfnKind::kSwiglu ? 2 : 1) * (m.ffn_hidden / layout.tp)), sp_(layout.sequence_parallel),
       rms_norm_(m.norm == NormKind::kRmsNorm), rope_(m.position == PositionKind::kRope), swiglu_(m.ffn_kind == FfnKind::kSwiglu),
       unfused_(attention == AttentionKernel::kUnfused), rope_theta_(m.rope_theta), head_weight_(m.tied_embeddings ? "wte" : "lm_head"),
-      arena_(arena), tp_(tp), gemm_(gemm), stream_(stream) {
+      arena_(arena), tp_(tp), gemm_(gemm), stream_(stream),
+      positions_(device_context_positions(m.seq_len, layout.cp, layout.cp_rank, arena)) {
   {
     cpu::StageModel initial(m, layout, seed);  // the CPU backend's initial model, same layout and seed
     params_ = std::make_unique<ParamStore>(initial, shards, arena, stream, zero3_rank);
@@ -225,7 +227,9 @@ void CudaStage::layer_forward(int64_t l, const bf16* x, LayerActivations& a, bf1
   const bf16* ln1 = enter_tp(a.ln1.data(), a.ln1_full.data());
   gemm_.matmul(ln1, false, w.w_qkv, false, a.qkv.data(), kBf16, T, q, h, 1.0f, 0.0f, stream_);
   bias_forward(a.qkv.data(), w.b_qkv, T, q);
-  if (rope_) rotary_embedding(a.qkv.data(), T, seq_, heads_local_, kv_heads_local_, head_dim_, rope_theta_, false, stream_);
+  if (rope_) {
+    rotary_embedding_at(a.qkv.data(), positions_.data(), T, seq_, heads_local_, kv_heads_local_, head_dim_, rope_theta_, false, stream_);
+  }
   attention_forward(a);
   gemm_.matmul(a.attn.data(), false, w.w_o, false, partial_.data(), kBf16, T, h, al, 1.0f, 0.0f, stream_);
   bf16* o = leave_tp(partial_.data(), rows_tmp_.data());
@@ -268,7 +272,9 @@ void CudaStage::layer_backward(int64_t l, const bf16* dy, const bf16* x, const L
   gemm_.matmul(a.attn.data(), true, dout, false, g.w_o, kFp32, al, h, T, 1.0f, 1.0f, stream_);     // dWo += attn^T dout
   gemm_.matmul(dout, false, w.w_o, true, dattn_.data(), kBf16, T, al, h, 1.0f, 0.0f, stream_);
   attention_backward(a);
-  if (rope_) rotary_embedding(dqkv_.data(), T, seq_, heads_local_, kv_heads_local_, head_dim_, rope_theta_, true, stream_);
+  if (rope_) {
+    rotary_embedding_at(dqkv_.data(), positions_.data(), T, seq_, heads_local_, kv_heads_local_, head_dim_, rope_theta_, true, stream_);
+  }
   const bf16* ln1 = sp_ ? a.ln1_full.data() : a.ln1.data();
   gemm_.matmul(ln1, true, dqkv_.data(), false, g.w_qkv, kFp32, h, q, T, 1.0f, 1.0f, stream_);
   bias_backward(dqkv_.data(), g.b_qkv, T, q);
@@ -301,7 +307,10 @@ const bf16* CudaStage::mlp_backward(int64_t l, const bf16* dy, const LayerActiva
 }
 
 void CudaStage::attention_forward(LayerActivations& a) {
-  if (!unfused_) {
+  if (layout_.cp > 1) {  // cpu_model.cpp StageModel::attention: the ring over this rank's chunks
+    TRAINSIM_ASSERT(ring_ != nullptr, "a context-parallel stage needs its CP ring (set_cp_ring)");
+    ring_->forward(a.qkv.data(), a.attn.data(), a.lse.data(), tp_.kind());
+  } else if (!unfused_) {
     flash_attention_forward(a.qkv.data(), a.attn.data(), a.lse.data(), attention_shape(), stream_);
   } else if (a.probs.data() != nullptr) {
     unfused_attention_forward(blas_, a.qkv.data(), a.attn.data(), a.probs.data(), unfused_scratch_.data(), attention_shape(), stream_);
@@ -312,6 +321,10 @@ void CudaStage::attention_forward(LayerActivations& a) {
 }
 
 void CudaStage::attention_backward(const LayerActivations& a) {
+  if (layout_.cp > 1) {
+    ring_->backward(dattn_.data(), a.qkv.data(), a.attn.data(), a.lse.data(), dqkv_.data(), tp_.kind());
+    return;
+  }
   if (!unfused_) {
     flash_attention_backward(dattn_.data(), a.qkv.data(), a.attn.data(), a.lse.data(), dqkv_.data(), flash_scratch_.data(),
                              attention_shape(), stream_);
@@ -355,7 +368,7 @@ void CudaStage::forward(ActivationSlot& s, float loss_scale) {
   if (embeds(s.chunk)) {  // every TP rank embeds all T tokens; with SP it keeps its rows
     const ParamStore& p = *params_;
     bf16* out = sp_ ? embedded_.data() : s.x[0].data();
-    embedding_forward(s.tokens, p.weight("wte"), p.weight_if_any("wpe"), out, tokens_, seq_, h, stream_);
+    embedding_forward_at(s.tokens, p.weight("wte"), p.weight_if_any("wpe"), positions_.data(), out, tokens_, seq_, h, stream_);
     if (sp_) {
       check_cuda(cudaMemcpyAsync(s.x[0].data(), out + tp_.rank() * R * h, static_cast<size_t>(R * h) * sizeof(bf16),
                                  cudaMemcpyDeviceToDevice, stream_),
@@ -399,7 +412,7 @@ void CudaStage::backward(ActivationSlot& s, const std::function<void(int64_t)>& 
       tp_.all_gather_rows(dy, dfull_.data(), R * h);
       full = dfull_.data();
     }
-    embedding_backward(s.tokens, full, p.grad("wte"), p.grad_if_any("wpe"), tokens_, seq_, h, stream_);
+    embedding_backward_at(s.tokens, full, p.grad("wte"), p.grad_if_any("wpe"), positions_.data(), tokens_, seq_, h, stream_);
   } else if (layers == 0) {
     check_cuda(cudaMemcpyAsync(s.grad_out.data(), dy, static_cast<size_t>(R * h) * sizeof(bf16), cudaMemcpyDeviceToDevice, stream_),
                "cudaMemcpyAsync (stage without layers)");

@@ -12,6 +12,9 @@
 // SP) rows outside the TP region, h hidden, a_l = heads x d / tp, q_l = (heads + 2 kv_heads) x d / tp
 // (the fused [Q | K | V]), f_l = ffn / tp, u_l = f_l (GELU) or 2 f_l (SwiGLU's [gate | up]).
 // An MoE model's FFNs are mixtures of experts (runtime/cuda/cuda_moe.hpp, tp 1), in place of the MLP.
+// Context parallelism (cp > 1): every op runs on this CP rank's two chunks of each sequence (seq /
+// cp rows; T = micro-batch x seq / cp), learned positions and RoPE at the rows' true positions, and
+// the attention is the ring of runtime/cuda/cuda_ring_attention.hpp (set_cp_ring), as cpu_model.cpp.
 #pragma once
 
 #include <cublas_v2.h>
@@ -27,6 +30,7 @@
 #include "model/model_spec.hpp"
 #include "runtime/cpu_model.hpp"
 #include "runtime/cuda/cuda_moe.hpp"
+#include "runtime/cuda/cuda_ring_attention.hpp"
 #include "runtime/cuda/device_arena.hpp"
 #include "runtime/cuda/ep_collectives.hpp"
 #include "runtime/cuda/param_store.hpp"
@@ -119,6 +123,10 @@ class CudaStage {
   void set_before_layer(std::function<void(int64_t layer, bool backward)> hook) { before_layer_ = std::move(hook); }
   // MoE models: the EP group the layers dispatch over (a group of one with ep 1), before the first forward.
   void set_expert_group(EpCollectives& ep);
+  // The attention's shape on this rank (seq: its rows of each sequence, seq_len / cp).
+  AttentionShape attention_shape() const { return {micro_batch_, seq_, heads_local_, kv_heads_local_, head_dim_}; }
+  // The CP ring the attention runs over; needed (before the first forward) when layout().cp > 1.
+  void set_cp_ring(CudaRingAttention* ring) { ring_ = ring; }
 
  private:
   // Biases and norm betas are null where the model has none.
@@ -134,7 +142,6 @@ class CudaStage {
                      float* dbeta);
   void bias_forward(bf16* y, const bf16* bias, int64_t rows, int64_t cols);   // nothing without a bias
   void bias_backward(const bf16* dy, float* dbias, int64_t rows, int64_t cols);
-  AttentionShape attention_shape() const { return {micro_batch_, seq_, heads_local_, kv_heads_local_, head_dim_}; }
   void allocate_layer(LayerActivations& a);
   void finish_views(const std::function<bool(const ParamView&)>& which);
   std::unique_ptr<ActivationSlot> allocate_slot(int64_t chunk);
@@ -154,6 +161,7 @@ class CudaStage {
   void head_backward(ActivationSlot& s, bf16* dx);
 
   cpu::StageLayout layout_;
+  // seq_: token rows of each sequence on this rank (seq_len / cp)
   int64_t micro_batch_, seq_, hidden_, heads_local_, kv_heads_local_, head_dim_, ffn_local_, vocab_, tokens_, rows_;
   int64_t qkv_local_, fc1_local_;  // q_l, u_l
   bool sp_, rms_norm_, rope_, swiglu_, unfused_;
@@ -180,6 +188,10 @@ class CudaStage {
   DeviceBuffer<bf16> recomputed_probs_, recomputed_attn_;
   LayerActivations recompute_;  // full recomputation: the one layer whose activations exist
   std::function<void(int64_t, bool)> before_layer_;
+  // cp > 1: the true position of each of a sequence's seq_ rows on this rank (device; empty
+  // without CP: row r is position r % seq_), and the ring the attention runs over.
+  DeviceBuffer<int32_t> positions_;
+  CudaRingAttention* ring_ = nullptr;
 };
 
 }  // namespace trainsim::cuda

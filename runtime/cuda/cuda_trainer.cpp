@@ -18,6 +18,7 @@
 #include "plan/pipeline_schedule.hpp"
 #include "runtime/cuda/cuda_device.hpp"
 #include "runtime/cuda/cuda_optimizer.hpp"
+#include "runtime/cuda/cuda_ring_attention.hpp"
 #include "runtime/cuda/cuda_stage.hpp"
 #include "runtime/cuda/ep_collectives.hpp"
 #include "runtime/cuda/event_clock.hpp"
@@ -28,6 +29,7 @@
 #include "runtime/checkpoint.hpp"
 #include "runtime/cuda_kernels/cuda_check.cuh"
 #include "runtime/mpi_groups.hpp"
+#include "runtime/ring_attention.hpp"
 #include "runtime/token_data.hpp"
 #include "runtime/watchdog.hpp"
 
@@ -67,9 +69,11 @@ struct CudaTrainer::Impl {
   std::unique_ptr<TpCollectives> tp;
   std::unique_ptr<EpCollectives> ep;  // MoE: the all-to-alls (a group of one with ep 1)
   std::unique_ptr<CudaStage> stage;
+  std::unique_ptr<CudaRingAttention> ring;  // cp > 1: the attention's ring over the CP group
   std::unique_ptr<CudaOptimizer> optimizer;
-  bool zero = false;                  // ZeRO-1/2 with dp > 1: reduce-scatter, sharded AdamW, all-gather
-  bool zero3 = false;                 // ZeRO-3 with dp > 1 (pp is 1): runtime/cuda/zero3_exchange.hpp
+  // DP below means the dp x cp ranks of nccl.dp (the CPU runtime's dp_cp: every CP rank holds the same weights).
+  bool zero = false;                  // ZeRO-1/2 with dp x cp > 1: reduce-scatter, sharded AdamW, all-gather
+  bool zero3 = false;                 // ZeRO-3 with dp x cp > 1 (pp is 1): runtime/cuda/zero3_exchange.hpp
   std::unique_ptr<Zero3Exchange> exchange;
   DeviceBuffer<float> shard_grads;    // ZeRO: this rank's shard of the summed gradients
   DeviceBuffer<int32_t> tokens, targets;  // (micro-batches x T) of this iteration
@@ -92,12 +96,17 @@ struct CudaTrainer::Impl {
     ep = std::make_unique<EpCollectives>(nccl.ep, grid.ep, clock, compute);
     // The simulator's split; MoE: this rank's experts are those of its place in the EP group.
     const cpu::StageLayout layout = cpu::stage_layout(model, plan, grid.pp_rank, grid.tp_rank, grid.cp_rank, grid.ep_rank);
-    zero3 = plan.zero_stage >= 3 && plan.dp > 1;
-    zero = plan.zero_stage >= 1 && plan.dp > 1 && !zero3;
+    // ZeRO shards over the dp x cp ranks (nccl.dp spans them, as the CPU runtime's dp_cp group).
+    zero3 = plan.zero_stage >= 3 && nccl.dp.size() > 1;
+    zero = plan.zero_stage >= 1 && nccl.dp.size() > 1 && !zero3;
     TRAINSIM_ASSERT(plan.ep == 1 || (!zero && !zero3), "check_cuda_plan refuses ZeRO with ep > 1 (expert_gradients.hpp)");
-    stage = std::make_unique<CudaStage>(model, layout, plan.attention, plan.micro_batch, options.seed, zero || zero3 ? plan.dp : 1,
+    stage = std::make_unique<CudaStage>(model, layout, plan.attention, plan.micro_batch, options.seed, zero || zero3 ? nccl.dp.size() : 1,
                                         arena, *tp, *gemm, compute, zero3 ? nccl.dp.rank() : -1);
     stage->set_expert_group(*ep);
+    if (plan.cp > 1) {
+      ring = std::make_unique<CudaRingAttention>(nccl.cp, stage->attention_shape(), arena, clock, compute);
+      stage->set_cp_ring(ring.get());
+    }
     ParamStore& params = stage->params();
     std::vector<bool> counts;
     for (const ParamView& v : params.views()) {
@@ -111,7 +120,7 @@ struct CudaTrainer::Impl {
     } else {
       std::pair<int64_t, int64_t> range = params.layout().shard(1, 0);  // [begin, end) this rank updates
       if (zero) {
-        range = params.layout().shard(plan.dp, nccl.dp.rank());
+        range = params.layout().shard(nccl.dp.size(), nccl.dp.rank());
         shard_grads = DeviceBuffer<float>(arena, range.second - range.first, "ZeRO gradient shard");
       }
       optimizer = std::make_unique<CudaOptimizer>(params, range.first, range.second, counts, arena, compute);
@@ -144,10 +153,12 @@ struct CudaTrainer::Impl {
     MPI_Abort(grid.world, 1);
   }
 
-  // This DP rank's share of the iteration's global batch (as the CPU trainer), on the device.
+  // This DP rank's share of the iteration's global batch (as the CPU trainer), on the device; with
+  // CP, this rank's two chunks of every sequence.
   void upload_batch(int64_t iteration) {
     const int64_t per_rank = plan.global_batch / plan.dp;
     runtime::TokenBatch batch = runtime::token_batch(corpus, options.seed, iteration, grid.dp_rank * per_rank, per_rank, model.seq_len);
+    if (plan.cp > 1) batch = context_rows(batch, model.seq_len, cpu::context_positions(model.seq_len, plan.cp, grid.cp_rank));
     check_cuda(cudaMemcpy(tokens.data(), batch.tokens.data(), tokens.bytes(), cudaMemcpyHostToDevice), "cudaMemcpy (tokens)");
     check_cuda(cudaMemcpy(targets.data(), batch.targets.data(), targets.bytes(), cudaMemcpyHostToDevice), "cudaMemcpy (targets)");
   }
@@ -240,7 +251,7 @@ struct CudaTrainer::Impl {
     for (size_t i = 0; i < steps.size(); ++i) {
       if (steps[i].kind == StepKind::kBackward) last_backward[static_cast<size_t>(steps[i].chunk)] = i;
     }
-    const bool overlap = plan.dp_overlap && plan.dp > 1 && !zero && !zero3;
+    const bool overlap = plan.dp_overlap && nccl.dp.size() > 1 && !zero && !zero3;
     for (GradientBucket& b : reduction.buckets) b.launched = false;
     const std::function<void(int64_t)> bucket_hook = [&](int64_t layer) {
       for (GradientBucket& b : reduction.buckets) {
@@ -278,7 +289,7 @@ struct CudaTrainer::Impl {
       clock.end(span, SpanKind::kDpExposed, compute);
       return;
     }
-    if (plan.dp > 1 && !zero) {  // buckets not yet started, then wait for all of them
+    if (nccl.dp.size() > 1 && !zero) {  // buckets not yet started, then wait for all of them
       const int span = clock.begin(compute);
       for (GradientBucket& b : reduction.buckets) {
         if (!b.launched) launch_bucket(b);
@@ -294,7 +305,7 @@ struct CudaTrainer::Impl {
                                ncclSum, nccl.embedding.get(), compute),
                  "ncclAllReduce (tied embedding)");
     }
-    if (plan.dp > 1 && !zero) {
+    if (nccl.dp.size() > 1 && !zero) {
       check_nccl(ncclGroupStart(), "ncclGroupStart (dp outer gradients)");
       for (const auto& [begin, end] : reduction.outer_ranges) {
         if (end > begin) {

@@ -63,7 +63,7 @@ MPI_Comm pipeline_pair(const cpu::RankGrid& grid, const ParallelPlan& plan, bool
   const int64_t partner = odd ? (stage % 2 == 1 ? stage + 1 : stage - 1) : (stage % 2 == 0 ? stage + 1 : stage - 1);
   const bool paired = partner >= 0 && partner < plan.pp;
   const int64_t pair = odd ? (stage + 1) / 2 : stage / 2;
-  const int64_t color = grid.tp_rank + plan.tp * (grid.dp_rank + plan.dp * pair);
+  const int64_t color = grid.tp_rank + plan.tp * (grid.cp_rank + plan.cp * (grid.dp_rank + plan.dp * pair));
   MPI_Comm out = MPI_COMM_NULL;
   MPI_Comm_split(grid.world, paired ? static_cast<int>(color) : MPI_UNDEFINED, static_cast<int>(stage), &out);
   return out;
@@ -86,8 +86,9 @@ NcclGroups NcclGroups::build(const cpu::RankGrid& grid, const ParallelPlan& plan
     return std::nullopt;
   };
   agree_on_device_error(grid.world, attempt([&] { g.tp = NcclComm::over(grid.tp, "tp"); }));
-  agree_on_device_error(grid.world, attempt([&] { g.dp = NcclComm::over(grid.dp, "dp"); }));
-  if (plan.zero_stage >= 3) agree_on_device_error(grid.world, attempt([&] { g.dp_gather = NcclComm::over(grid.dp, "dp gather"); }));
+  agree_on_device_error(grid.world, attempt([&] { g.cp = NcclComm::over(grid.cp, "cp"); }));
+  agree_on_device_error(grid.world, attempt([&] { g.dp = NcclComm::over(grid.dp_cp, "dp"); }));
+  if (plan.zero_stage >= 3) agree_on_device_error(grid.world, attempt([&] { g.dp_gather = NcclComm::over(grid.dp_cp, "dp gather"); }));
   if (plan.ep > 1) {
     agree_on_device_error(grid.world, attempt([&] { g.ep = NcclComm::over(grid.ep, "ep"); }));
     agree_on_device_error(grid.world, attempt([&] { g.expert_dp = NcclComm::over(grid.expert_dp, "expert dp"); }));
@@ -115,7 +116,7 @@ NcclGroups NcclGroups::build(const cpu::RankGrid& grid, const ParallelPlan& plan
   if (grid.chunks > 1 && plan.pp > 1) {
     const bool end = grid.pp_rank == 0 || grid.pp_rank == plan.pp - 1;
     MPI_Comm ring = MPI_COMM_NULL;
-    MPI_Comm_split(grid.world, end ? static_cast<int>(grid.tp_rank + plan.tp * grid.dp_rank) : MPI_UNDEFINED,
+    MPI_Comm_split(grid.world, end ? static_cast<int>(grid.tp_rank + plan.tp * (grid.cp_rank + plan.cp * grid.dp_rank)) : MPI_UNDEFINED,
                    static_cast<int>(grid.pp_rank), &ring);
     const std::optional<std::string> error = attempt([&] {
       if (ring == MPI_COMM_NULL) return;

@@ -1,8 +1,11 @@
-// NCCL communicators for a plan's rank grid (runtime/mpi_groups.hpp's RankGrid): TP, DP and the
-// tied-embedding pair (first and last stage), and for the pipeline two per neighbour pair, one per
-// direction (activations go up one, gradients come down the other), so that every communicator is
-// used in one order on one stream. Each is made from the group's MPI communicator: ncclGetUniqueId
-// on its rank 0, MPI_Bcast over it, ncclCommInitRank. Groups of one rank get no NCCL communicator.
+// NCCL communicators for a plan's rank grid (runtime/mpi_groups.hpp's RankGrid): TP, CP (the ring
+// attention's), DP over dp x cp (Megatron's dp_cp group: the weights are the same on every CP rank,
+// so gradients are reduced and ZeRO shards over it, as the CPU runtime's DataParallel; without CP it
+// is the DP group) and the tied-embedding pair (first and last stage), and for the pipeline two per
+// neighbour pair, one per direction (activations go up one, gradients come down the other), so that
+// every communicator is used in one order on one stream. Each is made from the group's MPI
+// communicator: ncclGetUniqueId on its rank 0, MPI_Bcast over it, ncclCommInitRank. Groups of one
+// rank get no NCCL communicator.
 #pragma once
 
 #include <mpi.h>
@@ -38,10 +41,10 @@ class NcclComm {
 
 // GPU-CHECK: the members are destroyed in reverse order, and ncclCommDestroy communicates with the
 // group's other ranks in recent NCCL (pytorch/pytorch#137507). The order (the pair with the previous
-// stage, then the one with the next, gradients before activations in each; then embedding, dp, tp)
+// stage, then the one with the next, gradients before activations in each; then embedding, dp, cp, tp)
 // has no cycle over the pipeline, but a teardown with pp >= 3 has not been seen to finish yet.
 struct NcclGroups {
-  NcclComm tp, dp, embedding;
+  NcclComm tp, cp, dp, embedding;  // dp: the dp x cp ranks of one (tp, pp)
   NcclComm dp_gather;  // ZeRO-3: the weight all-gathers, on their own stream (dp: the reduce-scatters)
   // MoE with ep > 1 (RankGrid's ep and expert_dp): the EP group's all-to-alls, and the expert
   // gradients' sums over the ranks holding the same experts (data_parallel.hpp).

@@ -2,8 +2,12 @@
 // (attention_flash_backward.cu) share: the tile geometry, the zero-padded tile loads from the qkv
 // and dO layouts of kernels.cuh into shared memory, the one-warp WMMA products on those tiles, and
 // the host-side shape check and shared-memory opt-in. Internal to runtime/cuda_kernels/; included
-// by those two .cu files only. Tiles are 64 rows x D columns of bf16 (D = 64 or 128, head_dim
-// zero-padded to it), row pitch D + kPad.
+// by those two .cu files and attention_ring_blocks.cu. Tiles are 64 rows x D columns of bf16 (D = 64
+// or 128, head_dim zero-padded to it), row pitch D + kPad. A Geometry describes either causal
+// self-attention over qkv (geometry(): Q, K, V in one buffer, every query sees the keys up to its
+// own position) or one block of ring attention (context parallelism, attention_ring_blocks.cu): a
+// query chunk in qkv against a key chunk in a separate [K | V] buffer, with a diagonal offset
+// between their positions; the kernels read only the Geometry's fields, so both run the same code.
 #pragma once
 
 #include <mma.h>
@@ -31,11 +35,22 @@ constexpr size_t tile_bytes() {
   return size_t{kTile} * (D + kPad) * 2;
 }
 
+// GPU-CHECK: the self-attention path reads every field below since context parallelism was added
+// (geometry() sets them to the old expressions: keys = seq, diagonal 0, K and V in qkv); run
+// `trainsim_tests "CUDA flash attention*"` before the ring's tests: it was not run on a GPU since.
 struct Geometry {
-  int seq = 0, heads = 0, kv_heads = 0, head_dim = 0, group = 1;
-  int64_t stride = 0;       // qkv row length, (heads + 2 kv_heads) * head_dim
+  int seq = 0, heads = 0, kv_heads = 0, head_dim = 0, group = 1;  // seq: queries per sequence
+  int keys = 0;             // keys per sequence (self-attention: seq)
+  int diagonal = 0;         // query i sees key j iff j <= i + diagonal (self-attention: 0; never negative)
+  int64_t stride = 0;       // row length of the Q rows: qkv's, (heads + 2 kv_heads) * head_dim
+  int64_t kv_stride = 0;    // row length of the K, V (and dK, dV) rows (self-attention: stride)
+  int64_t k_col = 0, v_col = 0;  // column of kv head 0's K and V (and dK, dV) in those rows
+  int64_t dq_stride = 0;    // row length of the dQ rows (self-attention: stride, dQ lands in dqkv)
+  // Rows from one sequence's first to the next's: q_rows on the query side (Q, O, dO, dQ, and the
+  // lse and D entries of each (batch, head)), kv_rows on the key side. Self-attention: seq both.
+  int64_t q_rows = 0, kv_rows = 0;
   float scale = 0.0f, scale_log2 = 0.0f;
-  bool vec_qkv = false, vec_dout = false;  // 16-byte loads allowed
+  bool vec_qkv = false, vec_dout = false;  // 16-byte loads allowed (Q, K, V; dO)
 };
 
 using Acc = nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float>;
@@ -66,17 +81,18 @@ __device__ inline void load_tile(bf16* dst, const bf16* src, int64_t stride, int
   }
 }
 
-// The K and V tiles of kv head `kvh` for keys k0 .. k0 + 63 of the sequence starting at `base`.
+// The K and V tiles of kv head `kvh` for keys k0 .. k0 + 63 of the sequence whose key rows start at
+// `kv_base` (row pitch kv_stride).
 template <int D>
-__device__ inline void load_kv_tiles(bf16* k_tile, bf16* v_tile, const bf16* base, const Geometry& g, int k0, int kvh) {
-  const bf16* rows = base + static_cast<int64_t>(k0) * g.stride;
-  const int count = min(kTile, g.seq - k0);
-  load_tile<D>(k_tile, rows + static_cast<int64_t>(g.heads + kvh) * g.head_dim, g.stride, count, g.head_dim, g.vec_qkv);
-  load_tile<D>(v_tile, rows + static_cast<int64_t>(g.heads + g.kv_heads + kvh) * g.head_dim, g.stride, count,
-               g.head_dim, g.vec_qkv);
+__device__ inline void load_kv_tiles(bf16* k_tile, bf16* v_tile, const bf16* kv_base, const Geometry& g, int k0, int kvh) {
+  const bf16* rows = kv_base + static_cast<int64_t>(k0) * g.kv_stride;
+  const int count = min(kTile, g.keys - k0);
+  load_tile<D>(k_tile, rows + g.k_col + static_cast<int64_t>(kvh) * g.head_dim, g.kv_stride, count, g.head_dim, g.vec_qkv);
+  load_tile<D>(v_tile, rows + g.v_col + static_cast<int64_t>(kvh) * g.head_dim, g.kv_stride, count, g.head_dim, g.vec_qkv);
 }
 
-// The Q tile of query head h for queries q0 .. q0 + 63 of the sequence starting at `base`.
+// The Q tile of query head h for queries q0 .. q0 + 63 of the sequence whose query rows start at
+// `base` (row pitch stride).
 template <int D>
 __device__ inline void load_q_tile(bf16* q_tile, const bf16* base, const Geometry& g, int q0, int h) {
   load_tile<D>(q_tile, base + static_cast<int64_t>(q0) * g.stride + static_cast<int64_t>(h) * g.head_dim, g.stride,
@@ -124,9 +140,47 @@ __device__ inline void warp_scores(const bf16* a_rows, const bf16* b_tile, float
   store_acc<kTile>(s, out, kTile);
 }
 
-// Checks the shape (DeviceError naming it) and derives the kernels' geometry; dout may be null.
-// Defined in attention_flash_forward.cu.
+// The last key a query tile starting at q0 sees, plus one: the key tiles a query tile walks
+// (self-attention: up to the diagonal tile).
+__device__ inline int keys_seen_by_tile(const Geometry& g, int q0) {
+  const int last_query = min(q0 + kTile, g.seq) - 1;
+  return min(g.keys, last_query + g.diagonal + 1);
+}
+
+// The first query tile whose queries see key k0 (self-attention: k0's own tile).
+__device__ inline int first_query_tile_seeing(const Geometry& g, int k0) {
+  return k0 > g.diagonal ? (k0 - g.diagonal) / kTile : 0;
+}
+
+// Whether the (query, key) pair is masked in the backward: the causal mask on the Geometry's
+// diagonal, and padding. (The forward keeps padded query rows unmasked: see its online softmax.)
+__device__ inline bool masked(const Geometry& g, int query, int key) {
+  return key > query + g.diagonal || key >= g.keys || query >= g.seq;
+}
+
+// Checks the shape (DeviceError naming it) and derives the kernels' geometry for causal
+// self-attention over qkv; dout may be null. Defined in attention_flash_forward.cu.
 Geometry geometry(const AttentionShape& shape, const void* qkv, const void* dout);
+
+// Launchers on a Geometry (attention_flash_forward.cu, attention_flash_backward.cu). q: the query
+// rows of sequence 0 (row pitch stride), kv: its key rows (kv_stride, K at k_col, V at v_col).
+// Forward: writes O to `out` (bf16) or, when out_fp32 is not null, to out_fp32 (fp32; both row
+// pitch heads * head_dim), and the lse of each (batch, head, query) at lse[bh * q_rows + query].
+void launch_forward(const bf16* q, const bf16* kv, bf16* out, float* out_fp32, float* lse, const Geometry& g, int64_t batch,
+                    cudaStream_t stream);
+// D[bh * q_rows + query] = rowsum(dO * O) of every query row, dO and O of pitch heads * head_dim.
+void launch_row_dot(const bf16* dout, const bf16* out, float* drow, const Geometry& g, int64_t batch, cudaStream_t stream);
+// dQ to dq (bf16, overwritten; pitch dq_stride) or dq_fp32 (accumulated), dK, dV to dkv (bf16,
+// overwritten; the key rows' layout) or dkv_fp32 (accumulated). dq, dq_fp32, dkv, dkv_fp32 point
+// at sequence 0's first row; the columns are the Geometry's.
+struct Gradients {
+  bf16* dq = nullptr;
+  float* dq_fp32 = nullptr;
+  bf16* dkv = nullptr;
+  float* dkv_fp32 = nullptr;
+};
+void launch_backward(const bf16* dout, const bf16* q, const bf16* kv, const float* lse, const float* drow, const Gradients& grads,
+                     const Geometry& g, int64_t batch, cudaStream_t stream);
 
 // Kernels above 48 KiB of shared memory must say so (per device; cheap, so before every launch).
 template <class Kernel>

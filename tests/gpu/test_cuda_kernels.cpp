@@ -24,97 +24,9 @@
 #include "runtime/cuda_kernels/cuda_check.cuh"
 #include "runtime/cuda_kernels/gemm.cuh"
 #include "runtime/cuda_kernels/kernels.cuh"
+#include "tests/gpu/device_test_support.hpp"
 
-namespace {
-
-using trainsim::cpu::Matrix;
-using trainsim::cuda::bf16;
-
-constexpr double kFp32Tolerance = 1e-4;
-constexpr double kBf16Tolerance = 1e-2;
-constexpr double kAttentionBackwardTolerance = 2e-2;
-
-bool gpu_visible() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-}
-
-#define SKIP_WITHOUT_GPU()         \
-  do {                             \
-    if (!gpu_visible()) {          \
-      WARN("no GPU: skipped");     \
-      return;                      \
-    }                              \
-  } while (0)
-
-template <class T>
-class DeviceArray {
- public:
-  explicit DeviceArray(size_t count) : count_(count) {
-    TRAINSIM_CUDA_CHECK(cudaMalloc(&ptr_, std::max<size_t>(count, 1) * sizeof(T)));
-  }
-  explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
-    TRAINSIM_CUDA_CHECK(cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  ~DeviceArray() { cudaFree(ptr_); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  T* get() const { return ptr_; }
-  std::vector<T> download() const {  // kernels run on the legacy default stream: the copy waits for them
-    std::vector<T> host(count_);
-    TRAINSIM_CUDA_CHECK(cudaMemcpy(host.data(), ptr_, count_ * sizeof(T), cudaMemcpyDeviceToHost));
-    return host;
-  }
-
- private:
-  T* ptr_ = nullptr;
-  size_t count_ = 0;
-};
-
-float round_bf16(float v) { return __bfloat162float(__float2bfloat16(v)); }
-
-// Uniform in [lo, hi), rounded to bf16 so that the CPU reference sees exactly the GPU's inputs.
-std::vector<float> random_values(size_t count, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(count);
-  for (float& x : v) x = round_bf16(dist(rng));
-  return v;
-}
-
-std::vector<bf16> to_bf16(const std::vector<float>& v) {
-  std::vector<bf16> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = __float2bfloat16(v[i]);
-  return out;
-}
-
-std::vector<float> to_float(const std::vector<bf16>& v) {
-  std::vector<float> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = __bfloat162float(v[i]);
-  return out;
-}
-
-std::vector<float> download_float(const DeviceArray<bf16>& d) { return to_float(d.download()); }
-
-double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
-  REQUIRE(got.size() == want.size());
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    diff += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
-    norm += static_cast<double>(want[i]) * want[i];
-  }
-  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
-}
-
-double relative_error(const std::vector<float>& got, const Matrix& want) {
-  return relative_error(got, std::vector<float>(want.data(), want.data() + want.size()));
-}
-
-Matrix to_matrix(const std::vector<float>& v, int64_t rows, int64_t cols) {
-  return Eigen::Map<const Matrix>(v.data(), rows, cols);
-}
-
-}  // namespace
+using namespace trainsim::gpu_test;  // DeviceArray, random_values, relative_error, the tolerances, SKIP_WITHOUT_GPU
 
 TEST_CASE("CUDA GEMM: forward, input-grad (B transposed) and weight-grad (A transposed, fp32 += ) match fp32 loops",
           "[cuda_kernels]") {

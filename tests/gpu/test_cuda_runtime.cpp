@@ -61,10 +61,11 @@ TEST_CASE("the CUDA runtime reports every unsupported key at once", "[cuda_runti
   ParallelPlan p;
   p.dp = 2;
   p.cp = 2;
+  p.cp_comm = CpComm::kA2a;
   const std::string message = refusal(m, p, 3);
   CHECK_THAT(message, Catch::Contains("positions alibi"));
   CHECK_THAT(message, Catch::Contains("dropout"));
-  CHECK_THAT(message, Catch::Contains("cp 2: context parallelism is not implemented by the CUDA runtime"));
+  CHECK_THAT(message, Catch::Contains("cp_comm a2a: the CUDA runtime's context parallelism is the p2p ring"));
   CHECK_THAT(message, Catch::Contains("mpirun started 3"));
 }
 

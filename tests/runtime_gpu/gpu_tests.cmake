@@ -35,6 +35,12 @@ if(TARGET trainsim_cuda_runtime)
   cuda_parity_tests(", moe-tiny" "${PROJECT_SOURCE_DIR}/tests/data/models/moe-tiny.json"
                     "1" "2 --dp 2" "2 --dp 2 --ep 2" "4 --dp 4 --ep 2" "4 --dp 4 --ep 4" "4 --dp 2 --pp 2 --ep 2"
                     "2 --dp 2 --ep 2 --recompute full" "2 --dp 2 --zero 3")
+  # Context parallelism: the p2p ring attention over cp ranks (seq 128: chunks of 32 rows with cp 2,
+  # 16 with cp 4), its gradients reduced over dp x cp; the CPU reference runs the same data on one rank.
+  cuda_parity_tests("" "" "2 --cp 2" "4 --cp 2 --tp 2 --sequence-parallel" "4 --cp 2 --dp 2" "2 --cp 2 --zero 1"
+                    "2 --cp 2 --recompute full" "4 --cp 2 --pp 2" "4 --cp 4")
+  cuda_parity_tests(", llama-tiny" "${PROJECT_SOURCE_DIR}/tests/data/models/llama-tiny.json"
+                    "2 --cp 2" "4 --cp 2 --tp 2 --sequence-parallel" "4 --cp 2 --dp 2 --zero 3")
   # The interleaved schedule (4 layers: PP2 x 2 chunks), round the ring between the last stage and the first.
   cuda_parity_tests(", gpt-4l" "${PROJECT_SOURCE_DIR}/bench/cpu_models/gpt-4l.json"
                     "2 --pp 2 --schedule interleaved --vpp 2" "4 --dp 2 --pp 2 --schedule interleaved --vpp 2")
