@@ -249,9 +249,11 @@ ImportedJob import_megatron(const std::string& text, const std::string& file, co
     const int64_t etp = a.number("--expert-tensor-parallel-size", p.tp, 1, limits::kMaxGpus);
     p.expert_tp = etp == (p.ep > 1 ? 1 : p.tp) ? 0 : etp;
   }
-  if (a.values.count("--moe-token-dispatcher-type") > 0 && a.values.at("--moe-token-dispatcher-type") != "alltoall") {
-    job.not_modeled.push_back("--moe-token-dispatcher-type " + a.values.at("--moe-token-dispatcher-type") + " (modeled as alltoall)");
-  }
+  // The dispatcher: Megatron-Core's default is allgather (TransformerConfig.moe_token_dispatcher_type).
+  const auto dispatcher = a.values.find("--moe-token-dispatcher-type");
+  const std::string type = dispatcher == a.values.end() ? "allgather" : dispatcher->second;
+  if (model.moe && type == "allgather") p.moe_dispatcher = MoeDispatcher::kAllGather;
+  else if (type != "alltoall" && type != "allgather") job.not_modeled.push_back("--moe-token-dispatcher-type " + type + " (modeled as alltoall)");
   read_pipeline(a, model, p);
   read_training(a, job);
   if (a.values.count("--seq-length") > 0) job.seq_len = a.number("--seq-length", 0);

@@ -1,5 +1,6 @@
 // An MoE layer's FFN, as Megatron-Core's MoELayer runs it with the
-// all-to-all token dispatcher (megatron/core/transformer/moe/token_dispatcher.py): the router's
+// all-to-all token dispatcher (megatron/core/transformer/moe/token_dispatcher.py; or its all-gather
+// dispatcher, plan key moe_dispatcher): the router's
 // logits, softmax and top-k; the token copies permuted so each expert's are contiguous; an
 // all-to-all over the expert-parallel group (dispatch); the local experts' FFNs as one grouped
 // GEMM per linear; the all-to-all back (combine); the copies unpermuted and summed with their
@@ -21,6 +22,14 @@ namespace trainsim::lowering {
 
 namespace {
 
+// One MoE layer's token traffic on this rank.
+struct Traffic {
+  double copy_bytes = 0;      // the top-k copies of the tokens it routes
+  double received_bytes = 0;  // the copies its experts get (the busiest rank's: copy_bytes x load)
+  double token_bytes = 0;     // the tokens it routes
+  int64_t etp = 1;            // expert TP (1 when the experts are split like a dense FFN)
+};
+
 // Expert TP > 1 apart from the dense TP (Megatron-Core's all-to-all dispatcher with an expert-TP
 // group): after the dispatch the copies are all-gathered over the etp ranks splitting the same
 // experts, each runs its 1/etp slice of them on all, and the partial outputs are reduce-scattered
@@ -32,6 +41,42 @@ void add_expert_tp_exchange(std::vector<Op>& ops, int64_t etp, double copy_bytes
   else ops.push_back(collective(backward ? "moe_dispatch_scatter_bwd" : "moe_combine_scatter", CollectiveKind::kReduceScatter, GroupKind::kExpertTp, bytes));
 }
 
+// The all-to-all dispatcher: the copies to their experts' EP ranks (then over expert TP) and back;
+// forward before the experts (`dispatch`) or after them, and the backward's pair.
+void add_alltoall_exchange(LayerWork& w, const ParallelPlan& p, const Traffic& t, bool dispatch) {
+  const bool ep = p.ep > 1;
+  if (dispatch) {
+    if (ep) w.forward.push_back(collective("moe_dispatch", CollectiveKind::kAllToAll, GroupKind::kEp, t.received_bytes));
+    add_expert_tp_exchange(w.forward, t.etp, t.received_bytes, true, false);
+    add_expert_tp_exchange(w.backward, t.etp, t.received_bytes, false, true);
+    if (ep) w.backward.push_back(collective("moe_dispatch_bwd", CollectiveKind::kAllToAll, GroupKind::kEp, t.received_bytes));
+    return;
+  }
+  add_expert_tp_exchange(w.forward, t.etp, t.received_bytes, false, false);
+  if (ep) w.forward.push_back(collective("moe_combine", CollectiveKind::kAllToAll, GroupKind::kEp, t.received_bytes));
+  if (ep) w.backward.push_back(collective("moe_combine_bwd", CollectiveKind::kAllToAll, GroupKind::kEp, t.received_bytes));
+  add_expert_tp_exchange(w.backward, t.etp, t.received_bytes, true, true);
+}
+
+// The all-gather dispatcher (Megatron-Core's MoEAllGatherTokenDispatcher): every token of the
+// expert TP x EP group, its routing map (1 byte per expert) and fp32 probabilities all-gathered
+// on every rank before the experts; after them the outputs, unpermuted to the gathered tokens and
+// cast to the probabilities' fp32, reduce-scattered back. The backward: the output gradients
+// gathered (fp32), the input gradients reduce-scattered.
+void add_allgather_exchange(LayerWork& w, const ParallelPlan& p, const Traffic& t, int64_t experts, double tokens, double e, bool dispatch) {
+  const double group = static_cast<double>(p.ep * t.etp);
+  const double gathered = t.token_bytes * group, gathered_fp32 = gathered * 4.0 / e;
+  if (dispatch) {
+    w.forward.push_back(collective("moe_dispatch", CollectiveKind::kAllGather, GroupKind::kExpertTpEp, gathered));
+    w.forward.push_back(collective("moe_dispatch_probs", CollectiveKind::kAllGather, GroupKind::kExpertTpEp,
+                                   tokens * static_cast<double>(experts) * 5.0 * group));
+    w.backward.push_back(collective("moe_dispatch_bwd", CollectiveKind::kReduceScatter, GroupKind::kExpertTpEp, gathered));
+    return;
+  }
+  w.forward.push_back(collective("moe_combine", CollectiveKind::kReduceScatter, GroupKind::kExpertTpEp, gathered_fp32));
+  w.backward.push_back(collective("moe_combine_bwd", CollectiveKind::kAllGather, GroupKind::kExpertTpEp, gathered_fp32));
+}
+
 }  // namespace
 
 void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s) {
@@ -41,15 +86,13 @@ void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const 
   // Megatron-Core runs MoE with TP only with SP) to the EP ranks holding their experts, each
   // expert split over expert_tp ranks.
   const bool like_dense = p.experts_like_dense();
-  const bool expert_parallel = p.ep > 1;
-  const int64_t etp = like_dense ? 1 : p.expert_tp_size();  // like_dense: the split is the TP region's
-  const int64_t expert_width = moe.expert_ffn_hidden / (like_dense ? s.t : etp);
+  const bool allgather = !like_dense && p.moe_dispatcher == MoeDispatcher::kAllGather;
   const double tokens = like_dense ? static_cast<double>(s.tokens) : s.sp_tokens;
-  const double load = p.expert_rank_load();
-  const double copies = tokens * static_cast<double>(moe.top_k);
-  const double copy_bytes = copies * static_cast<double>(s.h) * s.e;
-  const double received_bytes = copy_bytes * load;  // the busiest rank's share of the all-to-all
-  const double token_bytes = tokens * static_cast<double>(s.h) * s.e;
+  Traffic t;
+  t.etp = like_dense ? 1 : p.expert_tp_size();  // like_dense: the split is the TP region's
+  t.copy_bytes = tokens * static_cast<double>(moe.top_k) * static_cast<double>(s.h) * s.e;
+  t.received_bytes = t.copy_bytes * p.expert_rank_load();
+  t.token_bytes = tokens * static_cast<double>(s.h) * s.e;
   if (like_dense) add_tp_boundary(w, s, p.sequence_parallel, true);
 
   add_linear(w, "router", "router_dgrad", "router_wgrad", std::max<int64_t>(1, std::llround(tokens)), moe.experts, s.h);
@@ -57,26 +100,23 @@ void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const 
   w.forward.push_back(memory("router_topk", 3 * logits));
   w.backward.push_back(memory("router_topk_bwd", 3 * logits));
 
-  w.forward.push_back(memory("moe_permute", 2 * copy_bytes));
-  if (expert_parallel) w.forward.push_back(collective("moe_dispatch", CollectiveKind::kAllToAll, GroupKind::kEp, received_bytes));
-  add_expert_tp_exchange(w.forward, etp, received_bytes, true, false);
+  // The all-gather dispatcher permutes out of (and unpermutes into) the gathered tokens.
+  const double outside = allgather ? t.token_bytes * static_cast<double>(p.ep * t.etp) : t.token_bytes;
+  w.forward.push_back(memory("moe_permute", 2 * t.copy_bytes));
+  if (allgather) add_allgather_exchange(w, p, t, moe.experts, tokens, s.e, true);
+  else add_alltoall_exchange(w, p, t, true);
   // After the dispatch a balanced rank holds as many copies as it sent (the busiest `load` times
   // as many; etp times that after the expert-TP gather), spread over its experts / ep local
   // experts: one grouped GEMM per linear over them.
   const int64_t local_experts = moe.experts / p.ep;
-  const int64_t per_expert = std::max<int64_t>(1, std::llround(copies * load * static_cast<double>(etp) / static_cast<double>(local_experts)));
-  add_ffn_core(w, m, s, kFfnNames, per_expert, expert_width, local_experts);
-  add_expert_tp_exchange(w.forward, etp, received_bytes, false, false);
-  if (expert_parallel) w.forward.push_back(collective("moe_combine", CollectiveKind::kAllToAll, GroupKind::kEp, received_bytes));
-  w.forward.push_back(memory("moe_unpermute", 2 * copy_bytes + token_bytes));
-
-  // The backward runs the same exchanges on the gradients, in reverse.
-  w.backward.push_back(memory("moe_unpermute_bwd", 2 * copy_bytes + token_bytes));
-  if (expert_parallel) w.backward.push_back(collective("moe_combine_bwd", CollectiveKind::kAllToAll, GroupKind::kEp, received_bytes));
-  add_expert_tp_exchange(w.backward, etp, received_bytes, true, true);
-  add_expert_tp_exchange(w.backward, etp, received_bytes, false, true);
-  if (expert_parallel) w.backward.push_back(collective("moe_dispatch_bwd", CollectiveKind::kAllToAll, GroupKind::kEp, received_bytes));
-  w.backward.push_back(memory("moe_permute_bwd", 2 * copy_bytes));
+  const double rank_copies = t.received_bytes / (static_cast<double>(s.h) * s.e) * static_cast<double>(t.etp);
+  const int64_t per_expert = std::max<int64_t>(1, std::llround(rank_copies / static_cast<double>(local_experts)));
+  add_ffn_core(w, m, s, kFfnNames, per_expert, moe.expert_ffn_hidden / (like_dense ? s.t : t.etp), local_experts);
+  if (allgather) add_allgather_exchange(w, p, t, moe.experts, tokens, s.e, false);
+  else add_alltoall_exchange(w, p, t, false);
+  w.forward.push_back(memory("moe_unpermute", 2 * t.copy_bytes + outside));
+  w.backward.push_back(memory("moe_unpermute_bwd", 2 * t.copy_bytes + outside));
+  w.backward.push_back(memory("moe_permute_bwd", 2 * t.copy_bytes));
 
   if (moe.shared_experts > 0) {
     if (!like_dense) add_tp_boundary(w, s, p.sequence_parallel, true);

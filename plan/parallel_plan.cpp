@@ -46,6 +46,9 @@ void check_expert_parallel(const ParallelPlan& p, const ModelSpec& m, const std:
     o << v;
     return o.str();
   };
+  if (!m.moe && p.moe_dispatcher != MoeDispatcher::kAllToAll) {
+    add("moe_dispatcher", std::string("moe_dispatcher ") + to_string(p.moe_dispatcher) + " describes expert routing, and there are no experts" + of_model);
+  }
   if (!m.moe && (p.moe_imbalance != 1.0 || p.moe_capacity_factor > 0)) {
     add("moe_imbalance", "moe_imbalance and moe_capacity_factor describe expert routing, and there are no experts" + of_model +
                              " (it has no \"moe\")");
@@ -335,6 +338,7 @@ const char* to_string(RecomputeMethod r) {
 }
 
 const char* to_string(Fp8Recipe r) { return r == Fp8Recipe::kRowwise ? "rowwise" : "delayed"; }
+const char* to_string(MoeDispatcher d) { return d == MoeDispatcher::kAllGather ? "allgather" : "alltoall"; }
 
 const char* to_string(CpComm c) { return c == CpComm::kAllGather ? "all_gather" : c == CpComm::kA2a ? "a2a" : "p2p"; }
 

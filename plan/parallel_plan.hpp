@@ -40,6 +40,12 @@ enum class RecomputeMethod { kUniform, kBlock, kEvery };
 // torchtitan's float8 rowwise recipe runs it), priced from torchao's measured speedup of a whole
 // float8 linear over bf16 (plan/torchao_rowwise.hpp).
 enum class Fp8Recipe { kDelayed, kRowwise };
+// How an MoE layer moves tokens to experts held apart from the dense TP split (Megatron-Core's
+// --moe-token-dispatcher-type): kAllToAll sends each token's top-k copies to the ranks holding
+// their experts and back; kAllGather (Megatron-Core's default) all-gathers every token of the
+// expert TP x EP group on every rank, which keeps the copies for its local experts, and
+// reduce-scatters the outputs back (in the router probabilities' fp32).
+enum class MoeDispatcher { kAllToAll, kAllGather };
 
 struct ParallelPlan {
   int64_t dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1;
@@ -84,6 +90,7 @@ struct ParallelPlan {
   // --moe-expert-capacity-factor: copies beyond capacity x the mean are dropped; 0: dropless).
   double moe_imbalance = 1.0;
   double moe_capacity_factor = 0.0;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
   // Copies the busiest expert-parallel rank processes over the mean.
   double moe_load() const { return moe_capacity_factor > 0 ? std::min(moe_imbalance, moe_capacity_factor) : moe_imbalance; }
   // Token copies the busiest rank's experts process over the balanced mean: moe_load() with EP;
@@ -150,5 +157,6 @@ const char* to_string(NormKernel norm);
 const char* to_string(CpComm cp_comm);
 const char* to_string(RecomputeMethod method);
 const char* to_string(Fp8Recipe recipe);
+const char* to_string(MoeDispatcher dispatcher);
 
 }  // namespace trainsim

@@ -36,7 +36,7 @@ std::string model_args(const ModelSpec& m) {
   if (!m.linear_bias) a << " --disable-bias-linear";
   if (m.moe) {
     a << " \\\n  --num-experts " << m.moe->experts << " --moe-router-topk " << m.moe->top_k << " --moe-ffn-hidden-size "
-      << m.moe->expert_ffn_hidden << " --moe-grouped-gemm --moe-token-dispatcher-type alltoall";
+      << m.moe->expert_ffn_hidden << " --moe-grouped-gemm";
     if (m.moe->shared_experts > 0) a << " --moe-shared-expert-intermediate-size " << m.moe->shared_experts * m.moe->expert_ffn_hidden;
   }
   a << " \\\n  ";
@@ -99,6 +99,7 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
   if (p.cp > 1 && p.cp_comm != CpComm::kP2p) a << " --cp-comm-type " << to_string(p.cp_comm);
   if (p.ep > 1) a << " --expert-model-parallel-size " << p.ep;
   if (p.ep > 1 || p.expert_tp > 0) a << " --expert-tensor-parallel-size " << p.expert_tp_size();
+  if ((model != nullptr && model->moe) || p.moe_dispatcher != MoeDispatcher::kAllToAll) a << " --moe-token-dispatcher-type " << to_string(p.moe_dispatcher);
   if (p.moe_capacity_factor > 0) a << " --moe-expert-capacity-factor " << p.moe_capacity_factor;
   if (model != nullptr) a << pipeline_split_args(*model, p);
   if (p.sequence_parallel) a << " --sequence-parallel";

@@ -123,6 +123,7 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   if (auto v = r.optional_choice("fp8_recipe", {"delayed", "rowwise"})) p.fp8_recipe = *v == "rowwise" ? Fp8Recipe::kRowwise : Fp8Recipe::kDelayed;
   p.moe_imbalance = r.optional_number("moe_imbalance", 1.0).value_or(p.moe_imbalance);
   p.moe_capacity_factor = r.optional_number("moe_capacity_factor", 0.0).value_or(p.moe_capacity_factor);
+  if (auto v = r.optional_choice("moe_dispatcher", {"alltoall", "allgather"})) p.moe_dispatcher = *v == "allgather" ? MoeDispatcher::kAllGather : MoeDispatcher::kAllToAll;
   return p;
 }
 
@@ -134,7 +135,7 @@ ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* d
   reader.reject_unknown_keys();
   problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, expert_tp, vpp, first_stage_layers, last_stage_layers, micro_batch, global_batch, zero_stage, dp_shard, recompute, recompute_method, recompute_layers, "
                         "sequence_parallel, schedule, precision, attention, cross_entropy, norm, cp_comm, dp_overlap, tp_overlap, tp_comm_overlap, fp8_params, fp8_recipe, "
-                        "moe_imbalance, moe_capacity_factor");
+                        "moe_imbalance, moe_capacity_factor, moe_dispatcher");
   return plan;
 }
 
@@ -172,6 +173,7 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& p) {
   if (p.fp8_recipe != Fp8Recipe::kDelayed) j["fp8_recipe"] = to_string(p.fp8_recipe);
   if (p.moe_imbalance != 1.0) j["moe_imbalance"] = p.moe_imbalance;
   if (p.moe_capacity_factor > 0) j["moe_capacity_factor"] = p.moe_capacity_factor;
+  if (p.moe_dispatcher != MoeDispatcher::kAllToAll) j["moe_dispatcher"] = to_string(p.moe_dispatcher);
   return j;
 }
 

@@ -23,6 +23,7 @@ GroupScope group_scope(const ParallelPlan& p, GroupKind kind, int64_t gpus_per_n
       case GroupKind::kDpCp: return global_rank(p, 0, i % p.cp, i / p.cp, 0);
       case GroupKind::kEp: return i * p.expert_tp_size();  // expert grid etp-ep-dp: every etp-th rank
       case GroupKind::kExpertTp: return i;                  // etp consecutive ranks
+      case GroupKind::kExpertTpEp: return i;                // etp x ep consecutive ranks
       case GroupKind::kExpertDp:  // every (ep x etp)-th rank of the stage; experts like a dense FFN: the dp x cp group
         return p.experts_like_dense() ? global_rank(p, 0, i % p.cp, i / p.cp, 0) : i * p.ep * p.expert_tp_size();
       case GroupKind::kDpShard: return p.tp * i;                       // dp x cp order: rank = tp x index
@@ -37,6 +38,7 @@ GroupScope group_scope(const ParallelPlan& p, GroupKind kind, int64_t gpus_per_n
                        : kind == GroupKind::kDpCp     ? p.dp * p.cp
                        : kind == GroupKind::kEp       ? p.ep
                        : kind == GroupKind::kExpertTp ? p.expert_tp_size()
+                       : kind == GroupKind::kExpertTpEp ? p.expert_tp_size() * p.ep
                        : kind == GroupKind::kExpertDp ? expert_dp(p)
                        : kind == GroupKind::kDpShard  ? p.shard_ranks()
                        : kind == GroupKind::kDpReplicate ? p.shard_replicas()
@@ -70,6 +72,7 @@ const char* to_string(GroupKind kind) {
     case GroupKind::kDpCp: return "dp_cp";
     case GroupKind::kEp: return "ep";
     case GroupKind::kExpertTp: return "expert_tp";
+    case GroupKind::kExpertTpEp: return "expert_tp_ep";
     case GroupKind::kExpertDp: return "expert_dp";
     case GroupKind::kDpShard: return "dp_shard";
     case GroupKind::kDpReplicate: return "dp_replicate";

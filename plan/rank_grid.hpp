@@ -21,7 +21,8 @@ namespace trainsim {
 // shard group (consecutive in dp x cp order) and the ranks holding the same shard across groups.
 // kStage: every rank of one pipeline stage (tp x cp x dp), Megatron-Core's amax reduction group
 // (parallel_state.get_amax_reduction_group with context parallelism) for FP8's scaling factors.
-enum class GroupKind { kTp, kCp, kDp, kPp, kDpCp, kEp, kExpertTp, kExpertDp, kDpShard, kDpReplicate, kStage };
+// kExpertTpEp: the etp x ep consecutive ranks of both (the all-gather dispatcher's tp_ep group).
+enum class GroupKind { kTp, kCp, kDp, kPp, kDpCp, kEp, kExpertTp, kExpertTpEp, kExpertDp, kDpShard, kDpReplicate, kStage };
 
 struct GroupScope {
   int64_t size = 1;              // ranks in the group

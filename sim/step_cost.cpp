@@ -9,7 +9,7 @@ namespace trainsim {
 LayerScopes layer_scopes(const ParallelPlan& plan, int64_t gpus_per_node) {
   return {group_scope(plan, GroupKind::kTp, gpus_per_node), group_scope(plan, GroupKind::kCp, gpus_per_node),
           group_scope(plan, GroupKind::kEp, gpus_per_node), group_scope(plan, GroupKind::kStage, gpus_per_node),
-          group_scope(plan, GroupKind::kExpertTp, gpus_per_node)};
+          group_scope(plan, GroupKind::kExpertTp, gpus_per_node), group_scope(plan, GroupKind::kExpertTpEp, gpus_per_node)};
 }
 
 double weight_cast_s(const CostModel& cost, const IterationWork& work, const StageWork& stage) {

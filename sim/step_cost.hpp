@@ -31,19 +31,20 @@ struct StepCost {
 };
 
 // The groups a layer's collectives run in: tensor parallel, context parallel (the KV ring),
-// expert parallel (the MoE all-to-alls), the stage (FP8 amax) and expert TP (the routed copies
-// gathered over an expert's slices).
+// expert parallel (the MoE all-to-alls), the stage (FP8 amax), expert TP (the routed copies
+// gathered over an expert's slices) and expert TP x EP (the all-gather dispatcher's tokens).
 struct LayerScopes {
-  GroupScope tp, cp, ep, stage, expert_tp;
+  GroupScope tp, cp, ep, stage, expert_tp, expert_tp_ep;
   LayerScopes(const GroupScope& tp_scope, const GroupScope& cp_scope = {}, const GroupScope& ep_scope = {},  // NOLINT
-              const GroupScope& stage_scope = {}, const GroupScope& expert_tp_scope = {})
-      : tp(tp_scope), cp(cp_scope), ep(ep_scope), stage(stage_scope), expert_tp(expert_tp_scope) {}
+              const GroupScope& stage_scope = {}, const GroupScope& expert_tp_scope = {}, const GroupScope& expert_tp_ep_scope = {})
+      : tp(tp_scope), cp(cp_scope), ep(ep_scope), stage(stage_scope), expert_tp(expert_tp_scope), expert_tp_ep(expert_tp_ep_scope) {}
   const GroupScope& of(GroupKind kind) const {
     switch (kind) {
       case GroupKind::kCp: return cp;
       case GroupKind::kEp: return ep;
       case GroupKind::kStage: return stage;
       case GroupKind::kExpertTp: return expert_tp;
+      case GroupKind::kExpertTpEp: return expert_tp_ep;
       default: return tp;
     }
   }
