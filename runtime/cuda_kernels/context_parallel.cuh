@@ -20,7 +20,7 @@ namespace trainsim::cuda {
 // embedding_forward / embedding_backward / rotary_embedding themselves) ----
 void embedding_forward_at(const int32_t* tokens, const bf16* wte, const bf16* wpe, const int32_t* positions, bf16* out, int64_t rows,
                           int64_t seq_rows, int64_t hidden, cudaStream_t stream);
-// Accumulates dwte, and dwpe (skipped when null) at the rows' positions.
+// Accumulates dwte and dwpe (each skipped when null), dwpe at the rows' positions.
 void embedding_backward_at(const int32_t* tokens, const bf16* dout, float* dwte, float* dwpe, const int32_t* positions, int64_t rows,
                            int64_t seq_rows, int64_t hidden, cudaStream_t stream);
 void rotary_embedding_at(bf16* qkv, const int32_t* positions, int64_t rows, int64_t seq_rows, int64_t heads, int64_t kv_heads,

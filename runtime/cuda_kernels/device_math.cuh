@@ -80,6 +80,16 @@ __device__ inline T block_sum(T v, T* scratch) {
   return warp_sum(lane < warps ? scratch[lane] : T(0));
 }
 
+// Block-wide max, as block_sum (every thread gets it; `scratch` 32 values, reusable right away).
+__device__ inline float block_max(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = warp_max(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  return warp_max(lane < warps ? scratch[lane] : -INFINITY);
+}
+
 // Merges two partial softmax normalisers (max m, sum of exp(x - m)) into one.
 __device__ inline void merge_softmax(float& m, float& s, float other_m, float other_s) {
   const float merged = fmaxf(m, other_m);

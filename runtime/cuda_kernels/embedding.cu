@@ -91,8 +91,10 @@ void embedding_forward_at(const int32_t* tokens, const bf16* wte, const bf16* wp
 void embedding_backward_at(const int32_t* tokens, const bf16* dout, float* dwte, float* dwpe, const int32_t* positions, int64_t rows,
                            int64_t seq_rows, int64_t hidden, cudaStream_t stream) {
   if (rows <= 0 || hidden <= 0) return;
-  embedding_token_grad_kernel<<<grid_for(rows * hidden), kThreads, 0, stream>>>(tokens, dout, dwte, rows, hidden);
-  check_launch("embedding_backward (tokens)");
+  if (dwte != nullptr) {  // null: the vocabulary-parallel path scatters the tokens itself (vocab_parallel.cuh)
+    embedding_token_grad_kernel<<<grid_for(rows * hidden), kThreads, 0, stream>>>(tokens, dout, dwte, rows, hidden);
+    check_launch("embedding_backward (tokens)");
+  }
   if (dwpe == nullptr) return;
   embedding_position_grad_kernel<<<grid_for((rows < seq_rows ? rows : seq_rows) * hidden), kThreads, 0, stream>>>(
       dout, dwpe, positions, rows, seq_rows, hidden);
