@@ -71,6 +71,11 @@ void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) 
                  " > 128 (the CUDA runtime's flash attention takes heads up to 128 wide; --attention unfused takes any)");
   }
   if (m.vocab < 256) problems.add(where + ": vocab " + std::to_string(m.vocab) + " < 256 (the runtime feeds byte tokens 0-255)");
+  if (p.tp > 0 && m.vocab % p.tp != 0) {
+    problems.add(where + ": vocab " + std::to_string(m.vocab) + " is not divisible by tp " + std::to_string(p.tp) +
+                 " (the embedding and LM head are split by vocabulary over TP ranks, as Megatron-LM splits them; Megatron pads the "
+                 "vocabulary to a multiple of 128 x tp: describe the model with the padded vocab, e.g. 50304 for GPT-2)");
+  }
   if (p.gpus() != world_size) {
     problems.add("plan: dp x tp x pp x cp = " + std::to_string(p.gpus()) + " ranks, but mpirun started " + std::to_string(world_size) +
                  " (run under `mpirun -np " + std::to_string(p.gpus()) + "`, one rank per GPU)");

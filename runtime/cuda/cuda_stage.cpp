@@ -21,9 +21,10 @@ ActivationSlot::~ActivationSlot() {
 CudaStage::CudaStage(const ModelSpec& m, const cpu::StageLayout& layout, AttentionKernel attention, int64_t micro_batch, uint64_t seed,
                      int64_t shards, DeviceArena& arena, TpCollectives& tp, Gemm& gemm, cudaStream_t stream, int64_t zero3_rank)
     : layout_(layout), micro_batch_(micro_batch), seq_(m.seq_len / layout.cp), hidden_(m.hidden), heads_local_(m.heads / layout.tp),
-      kv_heads_local_(m.kv_heads / layout.tp), head_dim_(m.head_dim), ffn_local_(m.ffn_hidden / layout.tp), vocab_(m.vocab),
+      kv_heads_local_(m.kv_heads / layout.tp), head_dim_(m.head_dim), ffn_local_(m.ffn_hidden / layout.tp),
       tokens_(micro_batch * seq_),
       rows_(layout.sequence_parallel ? micro_batch * seq_ / layout.tp : micro_batch * seq_),
+      vocab_{layout.tp_rank * (m.vocab / layout.tp), m.vocab / layout.tp, m.vocab},
       qkv_local_((m.heads + 2 * m.kv_heads) * m.head_dim / layout.tp),
       fc1_local_((m.ffn_kind == FfnKind::kSwiglu ? 2 : 1) * (m.ffn_hidden / layout.tp)), sp_(layout.sequence_parallel),
       rms_norm_(m.norm == NormKind::kRmsNorm), rope_(m.position == PositionKind::kRope), swiglu_(m.ffn_kind == FfnKind::kSwiglu),
@@ -52,7 +53,6 @@ CudaStage::CudaStage(const ModelSpec& m, const cpu::StageLayout& layout, Attenti
   check_cuda(cudaMemsetAsync(loss_sum_.data(), 0, sizeof(float), stream), "cudaMemsetAsync (loss sum)");
   const int64_t T = tokens_, R = rows_, h = hidden_, a = heads_local_ * head_dim_, f = ffn_local_;
   const bool layers = !w_.empty();
-  if (layout.embedding && sp_) embedded_ = DeviceBuffer<bf16>(arena, T * h, "embedding output");
   if (sp_) {
     rows_tmp_ = DeviceBuffer<bf16>(arena, R * h, "SP row shard");
     dfull_ = DeviceBuffer<bf16>(arena, T * h, "SP gathered gradient");
@@ -84,10 +84,7 @@ CudaStage::CudaStage(const ModelSpec& m, const cpu::StageLayout& layout, Attenti
       recompute_out_ = DeviceBuffer<bf16>(arena, R * h, "recomputed layer output");
     }
   }
-  if (layout.head) {
-    logits_ = DeviceBuffer<bf16>(arena, T * vocab_, "logits");
-    dxf_full_ = DeviceBuffer<bf16>(arena, T * h, "final norm output gradient");
-  }
+  allocate_vocab_workspaces();
   grad_a_ = DeviceBuffer<bf16>(arena, R * h, "activation gradient (ping)");
   grad_b_ = DeviceBuffer<bf16>(arena, R * h, "activation gradient (pong)");
 }
@@ -162,7 +159,7 @@ std::unique_ptr<ActivationSlot> CudaStage::allocate_slot(int64_t chunk) {
     if (sp_) s->final_full = DeviceBuffer<bf16>(arena_, T * h, "activations: final norm gathered");
     if (!rms_norm_) s->final_mean = DeviceBuffer<float>(arena_, R, "activations: final norm mean");
     s->final_rstd = DeviceBuffer<float>(arena_, R, "activations: final norm rstd");
-    s->dlogits = DeviceBuffer<bf16>(arena_, T * vocab_, "logit gradients");
+    s->dlogits = DeviceBuffer<bf16>(arena_, T * vocab_.count, "logit gradients");
   } else {
     s->grad_in = DeviceBuffer<bf16>(arena_, R * h, "pipeline: gradient from the next stage");
   }
@@ -340,41 +337,10 @@ void CudaStage::attention_backward(const LayerActivations& a) {
                              stream_);
 }
 
-void CudaStage::head_forward(ActivationSlot& s, float loss_scale) {
-  const ParamStore& p = *params_;
-  const int64_t T = tokens_, h = hidden_;
-  norm_forward(s.x.back().data(), p.weight("lnf_g"), p.weight_if_any("lnf_b"), s.xf.data(), s.final_mean.data(),
-               s.final_rstd.data());
-  const bf16* full = enter_tp(s.xf.data(), s.final_full.data());
-  gemm_.matmul(full, false, p.weight(head_weight_), true, logits_.data(), kBf16, T, vocab_, h, 1.0f, 0.0f, stream_);  // (T, V)
-  cross_entropy(logits_.data(), s.targets, s.dlogits.data(), loss_sum_.data(), T, vocab_, loss_scale, stream_);
-}
-
-void CudaStage::head_backward(ActivationSlot& s, bf16* dx) {
-  const ParamStore& p = *params_;
-  const int64_t T = tokens_, R = rows_, h = hidden_;
-  const bf16* full = sp_ ? s.final_full.data() : s.xf.data();
-  gemm_.matmul(s.dlogits.data(), true, full, false, p.grad(head_weight_), kFp32, vocab_, h, T, 1.0f, 1.0f, stream_);  // same on every TP rank
-  gemm_.matmul(s.dlogits.data(), false, p.weight(head_weight_), false, dxf_full_.data(), kBf16, T, h, vocab_, 1.0f, 0.0f, stream_);
-  const bf16* dxf = dxf_full_.data() + (sp_ ? tp_.rank() * R * h : 0);  // this rank's rows
-  norm_backward(dxf, s.x.back().data(), p.weight("lnf_g"), s.final_mean.data(), s.final_rstd.data(), dx, p.grad("lnf_g"),
-                p.grad_if_any("lnf_b"));
-}
-
 void CudaStage::forward(ActivationSlot& s, float loss_scale) {
   tp_.set_kind(SpanKind::kTpInForward);
-  const int64_t R = rows_, h = hidden_;
   const int64_t first = layout_.first_local_layer(s.chunk), layers = layout_.chunks[static_cast<size_t>(s.chunk)].size();
-  if (embeds(s.chunk)) {  // every TP rank embeds all T tokens; with SP it keeps its rows
-    const ParamStore& p = *params_;
-    bf16* out = sp_ ? embedded_.data() : s.x[0].data();
-    embedding_forward_at(s.tokens, p.weight("wte"), p.weight_if_any("wpe"), positions_.data(), out, tokens_, seq_, h, stream_);
-    if (sp_) {
-      check_cuda(cudaMemcpyAsync(s.x[0].data(), out + tp_.rank() * R * h, static_cast<size_t>(R * h) * sizeof(bf16),
-                                 cudaMemcpyDeviceToDevice, stream_),
-                 "cudaMemcpyAsync (embedding rows of this TP rank)");
-    }
-  }
+  if (embeds(s.chunk)) embed_forward(s);
   for (int64_t i = 0; i < layers; ++i) {  // chunk layer i is local layer first + i
     const size_t k = static_cast<size_t>(i);
     LayerActivations& a = layout_.recompute == Recompute::kFull ? recompute_ : s.layers[k];
@@ -405,14 +371,7 @@ void CudaStage::backward(ActivationSlot& s, const std::function<void(int64_t)>& 
     dy = dx;
   }
   if (embeds(s.chunk)) {
-    // The whole micro-batch's input gradient on every TP rank: wte's and wpe's gradients are whole.
-    const ParamStore& p = *params_;
-    const bf16* full = dy;
-    if (sp_) {
-      tp_.all_gather_rows(dy, dfull_.data(), R * h);
-      full = dfull_.data();
-    }
-    embedding_backward_at(s.tokens, full, p.grad("wte"), p.grad_if_any("wpe"), positions_.data(), tokens_, seq_, h, stream_);
+    embed_backward(s, dy);
   } else if (layers == 0) {
     check_cuda(cudaMemcpyAsync(s.grad_out.data(), dy, static_cast<size_t>(R * h) * sizeof(bf16), cudaMemcpyDeviceToDevice, stream_),
                "cudaMemcpyAsync (stage without layers)");

@@ -3,8 +3,10 @@
 // LayerNorm or RMSNorm, causal multi-head or grouped-query attention, a GELU or SwiGLU MLP, biases
 // everywhere, on Q/K/V only or nowhere, final norm, LM head tied to the token embedding or its own,
 // cross-entropy; Megatron column/row splits with TP all-reduces, or with sequence parallelism
-// all-gather / reduce-scatter of token rows). bf16 weights and activations, fp32 gradients accumulated over micro-batches. Kernels and
-// GEMMs come from runtime/cuda_kernels/. Everything is enqueued on one compute stream.
+// all-gather / reduce-scatter of token rows; the token embedding and LM head split by vocabulary,
+// with Megatron's vocabulary-parallel lookup and cross-entropy: cuda_stage_vocab.cpp). bf16 weights
+// and activations, fp32 gradients accumulated over micro-batches. Kernels and GEMMs come from
+// runtime/cuda_kernels/. Everything is enqueued on one compute stream.
 // Recomputation: full keeps only each layer's input and runs the layer's forward again before its
 // backward. Attention is fused (flash: the softmax is always recomputed from Q, K, so selective and
 // none store the same) or, with --attention unfused, the bmm + softmax path that keeps the s x s
@@ -37,6 +39,7 @@
 #include "runtime/cuda/tp_collectives.hpp"
 #include "runtime/cuda_kernels/gemm.cuh"
 #include "runtime/cuda_kernels/kernels.cuh"
+#include "runtime/cuda_kernels/vocab_parallel.cuh"
 
 namespace trainsim::cuda {
 
@@ -68,7 +71,7 @@ struct ActivationSlot {
   std::vector<LayerActivations> layers;   // per chunk layer; empty with full recomputation
   DeviceBuffer<bf16> xf, final_full;      // last stage: final norm (R, h); gathered (T, h) with SP
   DeviceBuffer<float> final_mean, final_rstd;  // (R)
-  DeviceBuffer<bf16> dlogits;             // (T, vocab)
+  DeviceBuffer<bf16> dlogits;             // (T, vocab / tp): this TP rank's columns
   DeviceBuffer<bf16> grad_in, grad_out;   // (R, h) from the next stage, to the previous one
   const int32_t* tokens = nullptr;        // (T) on the device, this micro-batch's
   const int32_t* targets = nullptr;
@@ -157,12 +160,19 @@ class CudaStage {
   const bf16* mlp_backward(int64_t l, const bf16* dy, const LayerActivations& a);
   void attention_forward(LayerActivations& a);
   void attention_backward(const LayerActivations& a);  // dattn_ -> dqkv_
+  // The vocabulary ends (cuda_stage_vocab.cpp): the first chunk's embedding into slot.x[0] and its
+  // backward from the (R, h) input gradient dy; the last chunk's head and loss, and its backward into dx.
+  void allocate_vocab_workspaces();
+  void embed_forward(ActivationSlot& s);
+  void embed_backward(const ActivationSlot& s, const bf16* dy);
   void head_forward(ActivationSlot& s, float loss_scale);
+  void vocab_parallel_loss(ActivationSlot& s, float loss_scale);
   void head_backward(ActivationSlot& s, bf16* dx);
 
   cpu::StageLayout layout_;
   // seq_: token rows of each sequence on this rank (seq_len / cp)
-  int64_t micro_batch_, seq_, hidden_, heads_local_, kv_heads_local_, head_dim_, ffn_local_, vocab_, tokens_, rows_;
+  int64_t micro_batch_, seq_, hidden_, heads_local_, kv_heads_local_, head_dim_, ffn_local_, tokens_, rows_;
+  VocabShard vocab_;  // this TP rank's ids: rows of wte and lm_head, columns of the logits (all of them at tp 1)
   int64_t qkv_local_, fc1_local_;  // q_l, u_l
   bool sp_, rms_norm_, rope_, swiglu_, unfused_;
   double rope_theta_;
@@ -180,6 +190,7 @@ class CudaStage {
   // Workspaces shared by all micro-batches (the compute stream runs one step at a time).
   DeviceBuffer<bf16> embedded_, partial_, rows_tmp_, dfull_, d_act_, dfc1_, dx_ln_, dx_mid_, dattn_, dqkv_, logits_, dxf_full_;
   DeviceBuffer<bf16> grad_a_, grad_b_, recompute_out_;
+  DeviceBuffer<float> row_max_, vocab_stats_;  // tp > 1, last stage: (T) and (T, 2) cross-entropy statistics
   DeviceBuffer<unsigned char> flash_scratch_;
   // Unfused attention: cuBLAS handle (strided batched GEMMs), scratch, and with selective
   // recomputation the probabilities and output of the one layer being recomputed.

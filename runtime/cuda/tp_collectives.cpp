@@ -47,4 +47,11 @@ void TpCollectives::all_reduce_fp32(const std::vector<Fp32Range>& ranges) {
   clock_.end(span, kind_, stream_);
 }
 
+void TpCollectives::all_reduce_max_fp32(float* x, int64_t count) {
+  if (!comm_.active()) return;
+  const int span = clock_.begin(stream_);
+  check_nccl(ncclAllReduce(x, x, static_cast<size_t>(count), ncclFloat, ncclMax, comm_.get(), stream_), "ncclAllReduce max (tp)");
+  clock_.end(span, kind_, stream_);
+}
+
 }  // namespace trainsim::cuda

@@ -1,7 +1,8 @@
 // The tensor-parallel collectives of a GPU model stage, on the compute stream (they sit on the
-// critical path), each timed as a span of the current kind: all-reduce of partial sums, and with
-// sequence parallelism the all-gather / reduce-scatter of token rows (rank r holds rows
-// [r * rows, (r + 1) * rows)). A group of one rank copies or does nothing.
+// critical path), each timed as a span of the current kind: all-reduce of partial sums (bf16
+// activations; fp32 gradients and cross-entropy statistics; an fp32 max), and with sequence
+// parallelism the all-gather / reduce-scatter of token rows (rank r holds rows [r * rows,
+// (r + 1) * rows)). A group of one rank copies or does nothing.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -35,6 +36,8 @@ class TpCollectives {
     int64_t count;
   };
   void all_reduce_fp32(const std::vector<Fp32Range>& ranges);
+  // fp32 element-wise max over ranks, in place (the vocabulary-parallel cross-entropy's row maxima).
+  void all_reduce_max_fp32(float* x, int64_t count);
 
  private:
   const NcclComm& comm_;
