@@ -26,9 +26,13 @@ if(TARGET trainsim_cuda_runtime)
                     "4 --dp 2 --pp 2" "4 --tp 2 --pp 2 --sequence-parallel" "2 --tp 2 --attention unfused"
                     "2 --pp 2 --attention unfused --recompute selective" "2 --dp 2 --zero 3" "2 --dp 2 --zero 3 --recompute full"
                     "4 --dp 2 --tp 2 --sequence-parallel --zero 3")
+  # The vocabulary split over TP (every tp > 1 layout above runs it): tp 4, where two ranks share the
+  # ASCII corpus's tokens and targets (ids 0-63 and 64-127; at tp 2 rank 0 holds them all), and the
+  # tied embedding's all-reduce between the PP ends without SP.
+  cuda_parity_tests("" "" "4 --tp 4" "4 --tp 4 --sequence-parallel" "4 --tp 2 --pp 2")
   # The Llama-style path (RMSNorm, RoPE, GQA, SwiGLU, untied head, no biases).
   cuda_parity_tests(", llama-tiny" "${PROJECT_SOURCE_DIR}/tests/data/models/llama-tiny.json"
-                    "1" "2 --tp 2 --sequence-parallel" "2 --pp 2" "2 --dp 2 --zero 3")
+                    "1" "2 --tp 2" "2 --tp 2 --sequence-parallel" "2 --pp 2" "2 --dp 2 --zero 3")
   # MoE (moe-tiny: 4 SwiGLU experts, top 2, one shared expert; tp 1): every expert on every rank,
   # experts over DP ranks (ep 2; ep 2 of dp 4, whose expert gradients are summed over expert-DP pairs;
   # ep 4: one expert each), with PP, with full recomputation (the forward routes again), ZeRO-3 at ep 1.
