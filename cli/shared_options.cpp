@@ -72,8 +72,8 @@ const std::vector<ChoiceFlag>& choice_flags() {
        "or block (the first N of each model chunk) or every (every N-th layer: torchtitan's selective_ac_option N)",
        {"uniform", "block", "every"}},
       {"moe-dispatcher", &PlanOptions::moe_dispatcher,
-       "MoE token dispatcher (Megatron's --moe-token-dispatcher-type): alltoall (default) or allgather (Megatron-Core's default)",
-       {"alltoall", "allgather"}},
+       "MoE token dispatcher (Megatron's --moe-token-dispatcher-type): alltoall (default), allgather (Megatron-Core's default) or flex (DeepEP / HybridEP: a token sent once per node)",
+       {"alltoall", "allgather", "flex"}},
       {"schedule", &PlanOptions::schedule,
        "pipeline schedule (zb-1p / zb-2p: Zero Bubble, the backward split into input and weight gradients)",
        {"gpipe", "1f1b", "interleaved", "zb-1p", "zb-2p"}},
@@ -284,7 +284,7 @@ void PlanOptions::apply_flags(ParallelPlan& p) const {
   if (given("tp-comm-overlap")) p.tp_comm_overlap = tp_comm_overlap;
   if (given("moe-imbalance")) p.moe_imbalance = moe_imbalance;
   if (given("moe-capacity-factor")) p.moe_capacity_factor = moe_capacity_factor;
-  if (given("moe-dispatcher")) p.moe_dispatcher = moe_dispatcher == "allgather" ? MoeDispatcher::kAllGather : MoeDispatcher::kAllToAll;
+  if (given("moe-dispatcher")) p.moe_dispatcher = parse_moe_dispatcher(moe_dispatcher);
   if (given("schedule")) p.schedule = parse_schedule(schedule);
   else if (given("vpp") && p.vpp > 1) p.schedule = Schedule::kInterleaved;  // --vpp N alone means interleaving; a file's schedule stays
 }

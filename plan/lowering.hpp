@@ -50,6 +50,10 @@ struct Op {
   // kGemm of a torchao row-wise FP8 linear (Fp8Recipe::kRowwise): priced as the 16-bit GEMM
   // divided by this measured speedup of the whole float8 linear (casts included); 0: not one.
   double fp8_linear_speedup = 0;
+  // An MoE all-to-all of the flex dispatcher (MoeDispatcher::kFlex; 0: NCCL's all-to-all): `bytes`
+  // are the top-k copies, of `dedup_experts` experts over the EP group; a token crosses to each
+  // other node holding one of its experts once (CostModel::node_dedup_exchange_s).
+  int32_t dedup_top_k = 0, dedup_experts = 0;
   double flops() const;  // 2mnk*batch for GEMMs; attention: QK^T and AV (and backward's 2.5x), causal half
 };
 

@@ -252,8 +252,11 @@ ImportedJob import_megatron(const std::string& text, const std::string& file, co
   // The dispatcher: Megatron-Core's default is allgather (TransformerConfig.moe_token_dispatcher_type).
   const auto dispatcher = a.values.find("--moe-token-dispatcher-type");
   const std::string type = dispatcher == a.values.end() ? "allgather" : dispatcher->second;
-  if (model.moe && type == "allgather") p.moe_dispatcher = MoeDispatcher::kAllGather;
-  else if (type != "alltoall" && type != "allgather") job.not_modeled.push_back("--moe-token-dispatcher-type " + type + " (modeled as alltoall)");
+  if (type == "alltoall" || type == "allgather" || type == "flex") {
+    if (model.moe) p.moe_dispatcher = parse_moe_dispatcher(type);  // flex: DeepEP or HybridEP, priced alike
+  } else {
+    job.not_modeled.push_back("--moe-token-dispatcher-type " + type + " (modeled as alltoall)");
+  }
   read_pipeline(a, model, p);
   read_training(a, job);
   if (a.values.count("--seq-length") > 0) job.seq_len = a.number("--seq-length", 0);

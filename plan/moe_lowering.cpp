@@ -28,6 +28,7 @@ struct Traffic {
   double received_bytes = 0;  // the copies its experts get (the busiest rank's: copy_bytes x load)
   double token_bytes = 0;     // the tokens it routes
   int64_t etp = 1;            // expert TP (1 when the experts are split like a dense FFN)
+  int64_t top_k = 1, experts = 1;
 };
 
 // Expert TP > 1 apart from the dense TP (Megatron-Core's all-to-all dispatcher with an expert-TP
@@ -39,6 +40,17 @@ void add_expert_tp_exchange(std::vector<Op>& ops, int64_t etp, double copy_bytes
   const double bytes = copy_bytes * static_cast<double>(etp);  // the gathered copies (the all-gather's output)
   if (gather) ops.push_back(collective(backward ? "moe_combine_gather_bwd" : "moe_dispatch_gather", CollectiveKind::kAllGather, GroupKind::kExpertTp, bytes));
   else ops.push_back(collective(backward ? "moe_dispatch_scatter_bwd" : "moe_combine_scatter", CollectiveKind::kReduceScatter, GroupKind::kExpertTp, bytes));
+}
+
+// The flex dispatcher (DeepEP / HybridEP) moves the same copies as the all-to-all, deduplicated per
+// node (sim/cost_model.hpp node_dedup_exchange_s): its EP all-to-alls carry the routing's shape.
+void mark_flex(std::vector<Op>& ops, const ParallelPlan& p, const Traffic& t) {
+  if (p.moe_dispatcher != MoeDispatcher::kFlex) return;
+  for (Op& op : ops) {
+    if (op.group != GroupKind::kEp || op.collective != CollectiveKind::kAllToAll) continue;
+    op.dedup_top_k = static_cast<int32_t>(t.top_k);
+    op.dedup_experts = static_cast<int32_t>(t.experts);
+  }
 }
 
 // The all-to-all dispatcher: the copies to their experts' EP ranks (then over expert TP) and back;
@@ -93,6 +105,8 @@ void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const 
   t.copy_bytes = tokens * static_cast<double>(moe.top_k) * static_cast<double>(s.h) * s.e;
   t.received_bytes = t.copy_bytes * p.expert_rank_load();
   t.token_bytes = tokens * static_cast<double>(s.h) * s.e;
+  t.top_k = moe.top_k;
+  t.experts = moe.experts;
   if (like_dense) add_tp_boundary(w, s, p.sequence_parallel, true);
 
   add_linear(w, "router", "router_dgrad", "router_wgrad", std::max<int64_t>(1, std::llround(tokens)), moe.experts, s.h);
@@ -117,6 +131,8 @@ void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const 
   w.forward.push_back(memory("moe_unpermute", 2 * t.copy_bytes + outside));
   w.backward.push_back(memory("moe_unpermute_bwd", 2 * t.copy_bytes + outside));
   w.backward.push_back(memory("moe_permute_bwd", 2 * t.copy_bytes));
+  mark_flex(w.forward, p, t);
+  mark_flex(w.backward, p, t);
 
   if (moe.shared_experts > 0) {
     if (!like_dense) add_tp_boundary(w, s, p.sequence_parallel, true);

@@ -71,6 +71,10 @@ void check_expert_parallel(const ParallelPlan& p, const ModelSpec& m, const std:
     add(p.expert_tp > 0 ? "expert_tp" : "tp", "expert tensor parallelism (" + s(etp) + ") must divide expert_ffn_hidden (" +
                                                    s(m.moe->expert_ffn_hidden) + ")" + of_model);
   }
+  if (p.moe_dispatcher == MoeDispatcher::kFlex && (p.ep <= 1 || etp != 1)) {
+    add("moe_dispatcher", "moe_dispatcher flex (DeepEP / HybridEP) needs ep > 1 and expert_tp 1 (ep " + s(p.ep) + ", expert_tp " + s(etp) +
+                              "): trainsim prices its node-level exchange over the EP group only");
+  }
   if (p.experts_like_dense()) return;
   if (p.tp > 1 && !p.sequence_parallel) {
     add(p.ep > 1 ? "ep" : "expert_tp", "routing tokens to experts apart from TP (ep " + s(p.ep) + ", expert_tp " + s(etp) + ") with tp " +
@@ -338,7 +342,9 @@ const char* to_string(RecomputeMethod r) {
 }
 
 const char* to_string(Fp8Recipe r) { return r == Fp8Recipe::kRowwise ? "rowwise" : "delayed"; }
-const char* to_string(MoeDispatcher d) { return d == MoeDispatcher::kAllGather ? "allgather" : "alltoall"; }
+const char* to_string(MoeDispatcher d) {
+  return d == MoeDispatcher::kAllGather ? "allgather" : d == MoeDispatcher::kFlex ? "flex" : "alltoall";
+}
 
 const char* to_string(CpComm c) { return c == CpComm::kAllGather ? "all_gather" : c == CpComm::kA2a ? "a2a" : "p2p"; }
 

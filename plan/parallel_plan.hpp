@@ -44,8 +44,10 @@ enum class Fp8Recipe { kDelayed, kRowwise };
 // --moe-token-dispatcher-type): kAllToAll sends each token's top-k copies to the ranks holding
 // their experts and back; kAllGather (Megatron-Core's default) all-gathers every token of the
 // expert TP x EP group on every rank, which keeps the copies for its local experts, and
-// reduce-scatters the outputs back (in the router probabilities' fp32).
-enum class MoeDispatcher { kAllToAll, kAllGather };
+// reduce-scatters the outputs back (in the router probabilities' fp32); kFlex (Megatron-Core's flex
+// dispatcher with DeepEP or HybridEP) sends a token once to each other node holding one of its
+// experts and forwards the copies over NVLink inside the node (the combine the reverse).
+enum class MoeDispatcher { kAllToAll, kAllGather, kFlex };
 
 struct ParallelPlan {
   int64_t dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1;

@@ -38,6 +38,13 @@ Schedule parse_schedule(const std::string& t) {
   throw InputError("schedule: \"" + t + "\" is not one of: gpipe, 1f1b, interleaved, zb-1p, zb-2p");
 }
 
+MoeDispatcher parse_moe_dispatcher(const std::string& t) {
+  if (t == "alltoall") return MoeDispatcher::kAllToAll;
+  if (t == "allgather") return MoeDispatcher::kAllGather;
+  if (t == "flex") return MoeDispatcher::kFlex;
+  throw InputError("moe_dispatcher: \"" + t + "\" is not one of: alltoall, allgather, flex");
+}
+
 CpComm parse_cp_comm(const std::string& t) {
   if (t == "p2p") return CpComm::kP2p;
   if (t == "all_gather") return CpComm::kAllGather;
@@ -123,7 +130,7 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   if (auto v = r.optional_choice("fp8_recipe", {"delayed", "rowwise"})) p.fp8_recipe = *v == "rowwise" ? Fp8Recipe::kRowwise : Fp8Recipe::kDelayed;
   p.moe_imbalance = r.optional_number("moe_imbalance", 1.0).value_or(p.moe_imbalance);
   p.moe_capacity_factor = r.optional_number("moe_capacity_factor", 0.0).value_or(p.moe_capacity_factor);
-  if (auto v = r.optional_choice("moe_dispatcher", {"alltoall", "allgather"})) p.moe_dispatcher = *v == "allgather" ? MoeDispatcher::kAllGather : MoeDispatcher::kAllToAll;
+  if (auto v = r.optional_choice("moe_dispatcher", {"alltoall", "allgather", "flex"})) p.moe_dispatcher = parse_moe_dispatcher(*v);
   return p;
 }
 

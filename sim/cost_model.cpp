@@ -16,6 +16,31 @@ namespace trainsim {
 
 double CostModel::optimizer_s(double params) const { return memory_bound_s(params * kAdamBytesPerParam); }
 
+double expected_remote_nodes(int64_t experts, int64_t top_k, int64_t nodes) {
+  if (nodes <= 1 || experts <= 0 || top_k <= 0) return 0.0;
+  // A node holds experts / nodes of them; the chance a token's top_k distinct experts all miss it
+  // is C(E - E/N, k) / C(E, k) = prod_i (E - E/N - i) / (E - i).
+  const double e = static_cast<double>(experts), off = e - e / static_cast<double>(nodes);
+  double miss = 1.0;
+  for (int64_t i = 0; i < top_k && miss > 0; ++i) miss *= std::max(0.0, off - static_cast<double>(i)) / (e - static_cast<double>(i));
+  return static_cast<double>(nodes - 1) * (1.0 - miss);
+}
+
+double CostModel::node_dedup_exchange_s(const Op& op, const GroupScope& scope) const {
+  if (scope.size <= 1 || op.bytes <= 0) return 0.0;
+  const GroupScope node{scope.ranks_per_node, scope.ranks_per_node, 1};  // the NVLink forward inside a node
+  const double intra = collective_s(CollectiveKind::kAllToAll, op.bytes, node);
+  if (scope.intra_node()) return intra;
+  // Across nodes each rank sends a token once to every other node holding one of its experts, to
+  // the GPU of its own index there (a rail): an all-to-all over one rank per node whose bytes put
+  // that much on the network ((n - 1) / n of an all-to-all's buffer leaves the rank). DeepEP and
+  // HybridEP pipeline the two hops: the longer one shows.
+  const double nodes = static_cast<double>(scope.nodes);
+  const double network = op.bytes / static_cast<double>(op.dedup_top_k) * expected_remote_nodes(op.dedup_experts, op.dedup_top_k, scope.nodes);
+  const GroupScope rail{scope.nodes, 1, scope.nodes};
+  return std::max(intra, collective_s(CollectiveKind::kAllToAll, network * nodes / (nodes - 1.0), rail));
+}
+
 double CostModel::op_s(const Op& op, const GroupScope& scope) const {
   switch (op.kind) {
     case OpKind::kGemm:
@@ -23,7 +48,7 @@ double CostModel::op_s(const Op& op, const GroupScope& scope) const {
                                        : gemm_s(op.m, op.n, op.k, op.batch);
     case OpKind::kAttention: return attention_s(op);
     case OpKind::kMemoryBound: return memory_bound_op_s(op);
-    case OpKind::kCollective: return collective_s(op.collective, op.bytes, scope);
+    case OpKind::kCollective: return op.dedup_top_k > 0 ? node_dedup_exchange_s(op, scope) : collective_s(op.collective, op.bytes, scope);
   }
   return 0.0;
 }

@@ -57,7 +57,15 @@ class CostModel {
   virtual int64_t sm_count() const = 0;
   // Dispatches on the op's kind; collectives need the scope of the op's group.
   double op_s(const Op& op, const GroupScope& scope) const;
+  // The flex dispatcher's exchange (Op::dedup_top_k > 0) over the EP group `scope`: the copies
+  // forwarded inside each node, and each token sent once to every other node holding one of its
+  // experts (DeepEP / HybridEP); the longer of the two, both priced by collective_s.
+  double node_dedup_exchange_s(const Op& op, const GroupScope& scope) const;
 };
+
+// Other nodes of an EP group spread over `nodes` that hold at least one of a token's `top_k`
+// distinct experts (of `experts`, experts / nodes per node), in expectation under balanced routing.
+double expected_remote_nodes(int64_t experts, int64_t top_k, int64_t nodes);
 
 class DatasheetCostModel final : public CostModel {
  public:

@@ -18,6 +18,9 @@ void add_moe_problems(const ModelSpec& m, const ParallelPlan& p, ProblemList& pr
                  "\": the CUDA runtime runs MoE layers at tp 1; expert TP, and with ep > 1 TP ranks routing their own sequence "
                  "shards, are not implemented: spread the experts with --dp and --ep instead" + cpu);
   }
+  if (p.moe_dispatcher != MoeDispatcher::kAllToAll) {
+    problems.add(std::string("plan: moe_dispatcher ") + to_string(p.moe_dispatcher) + ": the CUDA runtime's dispatcher is the all-to-all (moe_dispatcher alltoall)" + cpu);
+  }
   if (p.expert_tp > 1) {
     problems.add("plan: expert_tp " + std::to_string(p.expert_tp) + ": the CUDA runtime runs whole experts (expert TP 1; leave it out)" + cpu);
   }

@@ -10,6 +10,8 @@
 #include "plan/plan_import.hpp"
 #include "plan/plan_json.hpp"
 #include "plan/rank_grid.hpp"
+#include "sim/cost_model.hpp"
+#include "sim/hardware_catalog.hpp"
 
 using namespace trainsim;
 
@@ -80,13 +82,62 @@ TEST_CASE("Megatron import: no --moe-token-dispatcher-type is Megatron-Core's al
                            "--micro-batch-size 1 --global-batch-size 64 --bf16";
   CHECK(import_megatron(base, "job.sh", m, 0).plan.moe_dispatcher == MoeDispatcher::kAllGather);
   CHECK(import_megatron(base + " --moe-token-dispatcher-type alltoall", "job.sh", m, 0).plan.moe_dispatcher == MoeDispatcher::kAllToAll);
-  const ImportedJob flex = import_megatron(base + " --moe-token-dispatcher-type flex", "job.sh", m, 0);
-  CHECK(flex.plan.moe_dispatcher == MoeDispatcher::kAllToAll);
-  REQUIRE_FALSE(flex.not_modeled.empty());
-  CHECK_THAT(flex.not_modeled.back(), Catch::Contains("flex (modeled as alltoall)"));
+  CHECK(import_megatron(base + " --moe-token-dispatcher-type flex", "job.sh", m, 0).plan.moe_dispatcher == MoeDispatcher::kFlex);
+  const ImportedJob odd = import_megatron(base + " --moe-token-dispatcher-type deepep", "job.sh", m, 0);
+  CHECK(odd.plan.moe_dispatcher == MoeDispatcher::kAllToAll);
+  REQUIRE_FALSE(odd.not_modeled.empty());
+  CHECK_THAT(odd.not_modeled.back(), Catch::Contains("deepep (modeled as alltoall)"));
   const ParallelPlan gather = ep_plan(MoeDispatcher::kAllGather);
   CHECK_THAT(export_plan(&m, gather, 8, ExportTarget::kMegatron), Catch::Contains("--moe-token-dispatcher-type allgather"));
   CHECK_THAT(export_plan(&m, ep_plan(MoeDispatcher::kAllToAll), 8, ExportTarget::kMegatron), Catch::Contains("--moe-token-dispatcher-type alltoall"));
   CHECK(plan_to_json(gather)["moe_dispatcher"] == "allgather");
   CHECK_FALSE(plan_to_json(ep_plan(MoeDispatcher::kAllToAll)).contains("moe_dispatcher"));
+}
+
+TEST_CASE("the flex dispatcher sends a token once to each other node holding one of its experts") {
+  // Closed form: with 128 experts over 2 nodes and top 8, a token misses the other node with
+  // probability C(64, 8) / C(128, 8); over 8 nodes it reaches 7 (1 - C(112, 8) / C(128, 8)) others.
+  const auto choose = [](double n, int k) {
+    double c = 1;
+    for (int i = 0; i < k; ++i) c *= (n - i) / (i + 1);
+    return c;
+  };
+  CHECK(expected_remote_nodes(128, 8, 2) == Approx(1.0 - choose(64, 8) / choose(128, 8)));
+  CHECK(expected_remote_nodes(128, 8, 8) == Approx(7.0 * (1.0 - choose(112, 8) / choose(128, 8))));
+  CHECK(expected_remote_nodes(128, 8, 1) == 0.0);
+  CHECK(expected_remote_nodes(8, 8, 4) == Approx(3.0));  // every expert chosen: every node reached
+
+  Hardware hw;
+  hw.gpu = find_gpu("h100-sxm-80gb");
+  hw.gpus = 16;
+  hw.gpus_per_node = 8;
+  hw.inter_node_gbps_per_gpu = 400;
+  EfficiencyConstants c;
+  c.kernel_overhead_s = 0;
+  c.collective_step_intra_s = 0;
+  c.collective_step_inter_s = 0;
+  const DatasheetCostModel cost(hw, Precision::kBf16, c);
+  const ModelSpec m = resolve_model("qwen3-30b-a3b");
+  ParallelPlan p = ep_plan(MoeDispatcher::kFlex);
+  p.ep = 16;
+  REQUIRE(validate_plan(p, m, "options").empty());
+  const Op* dispatch = find(lower_iteration(m, p).layer.forward, "moe_dispatch");
+  REQUIRE(dispatch != nullptr);
+  CHECK(dispatch->dedup_top_k == 8);
+  CHECK(dispatch->dedup_experts == 128);
+  const GroupScope ep = group_scope(p, GroupKind::kEp, 8);  // 16 ranks over 2 nodes
+  // The network carries each token once per other node reached (the rail all-to-all of 2 ranks
+  // puts half its buffer on the wire); NVLink the copies inside the node. The longer shows.
+  const double token_bytes = 4096.0 * 2048 * 2, nic = 400e9 / 8 * c.network_bandwidth_fraction;
+  const double network_s = token_bytes * expected_remote_nodes(128, 8, 2) / nic;
+  const double nvlink_s = cost.collective_s(CollectiveKind::kAllToAll, dispatch->bytes, GroupScope{8, 8, 1});
+  CHECK(cost.op_s(*dispatch, ep) == Approx(std::max(network_s, nvlink_s)));
+  Op nccl = *dispatch;
+  nccl.dedup_top_k = 0;
+  CHECK(cost.op_s(*dispatch, ep) < 0.5 * cost.op_s(nccl, ep));  // 8 copies of which 4 cross, against ~1
+  // Inside one node the two are the same exchange.
+  CHECK(cost.op_s(*dispatch, GroupScope{8, 8, 1}) == Approx(cost.op_s(nccl, GroupScope{8, 8, 1})));
+  // Flex needs expert parallelism and expert TP 1.
+  p.ep = 1;
+  CHECK_THAT(validate_plan(p, m, "options").items()[0], Catch::Contains("moe_dispatcher flex (DeepEP / HybridEP) needs ep > 1"));
 }
