@@ -1,6 +1,8 @@
 // Rank placement and group scopes (Megatron-LM order tp-cp-dp-pp; experts etp-ep-dp).
 #include "plan/rank_grid.hpp"
 
+#include <algorithm>
+
 
 namespace trainsim {
 
@@ -12,54 +14,55 @@ int64_t expert_dp(const ParallelPlan& p) {
   return p.experts_like_dense() ? p.dp * p.cp : p.tp * p.cp * p.dp / (p.ep * p.expert_tp_size());
 }
 
+namespace {
+
+struct Strided {
+  int64_t size = 1, stride = 1;  // the group containing rank 0 is ranks 0, stride, 2 stride, ...
+};
+
+// Every group kind is strided in Megatron's order (tp-cp-dp-pp; experts etp-ep-dp): dp x cp ranks
+// are tp apart whatever their cp / dp split, the experts' EP ranks etp apart.
+Strided strided(const ParallelPlan& p, GroupKind kind) {
+  const int64_t etp = p.expert_tp_size();
+  switch (kind) {
+    case GroupKind::kTp: return {p.tp, 1};
+    case GroupKind::kCp: return {p.cp, p.tp};
+    case GroupKind::kDp: return {p.dp, p.tp * p.cp};
+    case GroupKind::kPp: return {p.pp, p.tp * p.cp * p.dp};
+    case GroupKind::kDpCp: return {p.dp * p.cp, p.tp};
+    case GroupKind::kEp: return {p.ep, etp};
+    case GroupKind::kExpertTp: return {etp, 1};
+    case GroupKind::kExpertTpEp: return {etp * p.ep, 1};
+    case GroupKind::kExpertDp: return {expert_dp(p), p.experts_like_dense() ? p.tp : p.ep * etp};
+    case GroupKind::kDpShard: return {p.shard_ranks(), p.tp};
+    case GroupKind::kDpReplicate: return {p.shard_replicas(), p.tp * p.shard_ranks()};
+    case GroupKind::kStage: return {p.tp * p.cp * p.dp, 1};
+  }
+  return {};
+}
+
+}  // namespace
+
 GroupScope group_scope(const ParallelPlan& p, GroupKind kind, int64_t gpus_per_node) {
+  const Strided g = strided(p, kind);
   GroupScope scope;
-  auto rank_of = [&](int64_t i) {
-    switch (kind) {
-      case GroupKind::kTp: return global_rank(p, i, 0, 0, 0);
-      case GroupKind::kCp: return global_rank(p, 0, i, 0, 0);
-      case GroupKind::kDp: return global_rank(p, 0, 0, i, 0);
-      case GroupKind::kPp: return global_rank(p, 0, 0, 0, i);
-      case GroupKind::kDpCp: return global_rank(p, 0, i % p.cp, i / p.cp, 0);
-      case GroupKind::kEp: return i * p.expert_tp_size();  // expert grid etp-ep-dp: every etp-th rank
-      case GroupKind::kExpertTp: return i;                  // etp consecutive ranks
-      case GroupKind::kExpertTpEp: return i;                // etp x ep consecutive ranks
-      case GroupKind::kExpertDp:  // every (ep x etp)-th rank of the stage; experts like a dense FFN: the dp x cp group
-        return p.experts_like_dense() ? global_rank(p, 0, i % p.cp, i / p.cp, 0) : i * p.ep * p.expert_tp_size();
-      case GroupKind::kDpShard: return p.tp * i;                       // dp x cp order: rank = tp x index
-      case GroupKind::kDpReplicate: return p.tp * p.shard_ranks() * i;
-      case GroupKind::kStage: return i;  // tp-cp-dp order: a stage's ranks are consecutive
+  scope.size = g.size;
+  if (g.stride % gpus_per_node == 0) {
+    scope.nodes = g.size;  // a node apart or more: one rank per node
+  } else if (gpus_per_node % g.stride == 0) {
+    const int64_t per_node = gpus_per_node / g.stride;
+    scope.nodes = (g.size + per_node - 1) / per_node;
+  } else {  // a stride that does not divide the node: count the changes of node along the group
+    int64_t last_node = -1;
+    scope.nodes = 0;
+    for (int64_t i = 0; i < g.size; ++i) {
+      const int64_t node = i * g.stride / gpus_per_node;
+      if (node != last_node) ++scope.nodes;
+      last_node = node;
     }
-    return int64_t{0};
-  };
-  const int64_t size = kind == GroupKind::kTp         ? p.tp
-                       : kind == GroupKind::kCp       ? p.cp
-                       : kind == GroupKind::kDp       ? p.dp
-                       : kind == GroupKind::kDpCp     ? p.dp * p.cp
-                       : kind == GroupKind::kEp       ? p.ep
-                       : kind == GroupKind::kExpertTp ? p.expert_tp_size()
-                       : kind == GroupKind::kExpertTpEp ? p.expert_tp_size() * p.ep
-                       : kind == GroupKind::kExpertDp ? expert_dp(p)
-                       : kind == GroupKind::kDpShard  ? p.shard_ranks()
-                       : kind == GroupKind::kDpReplicate ? p.shard_replicas()
-                       : kind == GroupKind::kStage       ? p.tp * p.cp * p.dp
-                                                      : p.pp;
-  if (kind == GroupKind::kStage) {  // ranks 0 .. size-1: the nodes follow without walking them
-    scope.size = size;
-    scope.nodes = (size + gpus_per_node - 1) / gpus_per_node;
-    scope.ranks_per_node = (size + scope.nodes - 1) / scope.nodes;
-    return scope;
   }
-  // Every group's ranks grow with i, so the nodes it spans are the changes of node along it.
-  int64_t node_count = 0, last_node = -1;
-  for (int64_t i = 0; i < size; ++i) {
-    const int64_t node = rank_of(i) / gpus_per_node;
-    if (node != last_node) ++node_count;
-    last_node = node;
-  }
-  scope.size = size;
-  scope.nodes = node_count;
-  scope.ranks_per_node = (size + scope.nodes - 1) / scope.nodes;
+  scope.nodes = std::max<int64_t>(1, scope.nodes);
+  scope.ranks_per_node = (scope.size + scope.nodes - 1) / scope.nodes;
   return scope;
 }
 
