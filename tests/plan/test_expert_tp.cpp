@@ -11,8 +11,10 @@
 #include "plan/rank_grid.hpp"
 #include "plan/rank_memory.hpp"
 #include "sim/plan_space.hpp"
+#include "tests/plan/op_lookup.hpp"
 
 using namespace trainsim;
+using trainsim::test::find_op;
 
 namespace {
 
@@ -27,13 +29,6 @@ ParallelPlan tp_ep_plan(int64_t expert_tp) {
   p.global_batch = 64;
   p.zero_stage = 1;
   return p;
-}
-
-const Op* find(const std::vector<Op>& ops, const std::string& name) {
-  for (const Op& op : ops) {
-    if (name == op.name) return &op;
-  }
-  return nullptr;
 }
 
 }  // namespace
@@ -98,27 +93,27 @@ TEST_CASE("expert TP gathers the dispatched copies over its ranks and runs 1/etp
   const LayerWork w = lower_iteration(m, tp_ep_plan(2)).layer;
   const double tokens = 4096.0 / 2;  // the sequence-parallel shard this rank routes
   const double copy_bytes = tokens * 8 * 2048 * 2.0;
-  REQUIRE(find(w.forward, "moe_dispatch") != nullptr);
-  CHECK(find(w.forward, "moe_dispatch")->bytes == Approx(copy_bytes));
-  const Op* gather = find(w.forward, "moe_dispatch_gather");
-  const Op* scatter = find(w.forward, "moe_combine_scatter");
+  REQUIRE(find_op(w.forward, "moe_dispatch") != nullptr);
+  CHECK(find_op(w.forward, "moe_dispatch")->bytes == Approx(copy_bytes));
+  const Op* gather = find_op(w.forward, "moe_dispatch_gather");
+  const Op* scatter = find_op(w.forward, "moe_combine_scatter");
   REQUIRE(gather != nullptr);
   REQUIRE(scatter != nullptr);
   CHECK(gather->collective == CollectiveKind::kAllGather);
   CHECK(scatter->collective == CollectiveKind::kReduceScatter);
   CHECK(gather->group == GroupKind::kExpertTp);
   CHECK(gather->bytes == Approx(2 * copy_bytes));  // the copies of both expert-TP ranks
-  CHECK(find(w.backward, "moe_combine_gather_bwd") != nullptr);
-  CHECK(find(w.backward, "moe_dispatch_scatter_bwd") != nullptr);
-  const Op* fc1 = find(w.forward, "fc1");
+  CHECK(find_op(w.backward, "moe_combine_gather_bwd") != nullptr);
+  CHECK(find_op(w.backward, "moe_dispatch_scatter_bwd") != nullptr);
+  const Op* fc1 = find_op(w.forward, "fc1");
   REQUIRE(fc1 != nullptr);
   CHECK(fc1->batch == 16);             // 128 / ep 8 local experts
   CHECK(fc1->m == 2048 * 8 * 2 / 16);  // the gathered copies, spread over them
   CHECK(fc1->n == 2 * 768 / 2);        // SwiGLU's gate and up, each half an expert wide
   // Expert TP 1: no gather, whole experts.
   const LayerWork whole = lower_iteration(m, tp_ep_plan(1)).layer;
-  CHECK(find(whole.forward, "moe_dispatch_gather") == nullptr);
-  CHECK(find(whole.forward, "fc1")->n == 2 * 768);
+  CHECK(find_op(whole.forward, "moe_dispatch_gather") == nullptr);
+  CHECK(find_op(whole.forward, "fc1")->n == 2 * 768);
 }
 
 TEST_CASE("expert TP splits the experts' weights: experts / (ep x etp) per rank, states over the expert-DP ranks") {

@@ -12,8 +12,10 @@
 #include "plan/rank_grid.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/hardware_catalog.hpp"
+#include "tests/plan/op_lookup.hpp"
 
 using namespace trainsim;
+using trainsim::test::find_op;
 
 namespace {
 
@@ -27,22 +29,15 @@ ParallelPlan ep_plan(MoeDispatcher dispatcher) {
   return p;
 }
 
-const Op* find(const std::vector<Op>& ops, const std::string& name) {
-  for (const Op& op : ops) {
-    if (name == op.name) return &op;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 TEST_CASE("the all-gather dispatcher gathers every token of the EP group and reduce-scatters the fp32 outputs") {
   const ModelSpec m = resolve_model("qwen3-30b-a3b");  // h 2048, 128 experts, top 8
   const LayerWork w = lower_iteration(m, ep_plan(MoeDispatcher::kAllGather)).layer;
   const double tokens = 4096, h = 2048;
-  const Op* dispatch = find(w.forward, "moe_dispatch");
-  const Op* probs = find(w.forward, "moe_dispatch_probs");
-  const Op* combine = find(w.forward, "moe_combine");
+  const Op* dispatch = find_op(w.forward, "moe_dispatch");
+  const Op* probs = find_op(w.forward, "moe_dispatch_probs");
+  const Op* combine = find_op(w.forward, "moe_combine");
   REQUIRE(dispatch != nullptr);
   REQUIRE(probs != nullptr);
   REQUIRE(combine != nullptr);
@@ -52,13 +47,13 @@ TEST_CASE("the all-gather dispatcher gathers every token of the EP group and red
   CHECK(probs->bytes == Approx(8 * tokens * 128 * (4 + 1)));  // fp32 probabilities and the routing map
   CHECK(combine->collective == CollectiveKind::kReduceScatter);
   CHECK(combine->bytes == Approx(8 * tokens * h * 4));  // in the probabilities' fp32
-  CHECK(find(w.backward, "moe_dispatch_bwd")->collective == CollectiveKind::kReduceScatter);
-  CHECK(find(w.backward, "moe_combine_bwd")->collective == CollectiveKind::kAllGather);
+  CHECK(find_op(w.backward, "moe_dispatch_bwd")->collective == CollectiveKind::kReduceScatter);
+  CHECK(find_op(w.backward, "moe_combine_bwd")->collective == CollectiveKind::kAllGather);
   // The experts see what the all-to-all brings them: 16 local experts, 4096 x 8 / 16 copies each.
   const LayerWork a2a = lower_iteration(m, ep_plan(MoeDispatcher::kAllToAll)).layer;
-  CHECK(find(w.forward, "fc1")->m == find(a2a.forward, "fc1")->m);
-  CHECK(find(w.forward, "fc1")->m == 4096 * 8 / 16);
-  CHECK(find(a2a.forward, "moe_dispatch")->collective == CollectiveKind::kAllToAll);
+  CHECK(find_op(w.forward, "fc1")->m == find_op(a2a.forward, "fc1")->m);
+  CHECK(find_op(w.forward, "fc1")->m == 4096 * 8 / 16);
+  CHECK(find_op(a2a.forward, "moe_dispatch")->collective == CollectiveKind::kAllToAll);
 }
 
 TEST_CASE("the all-gather dispatcher's group spans expert TP x EP consecutive ranks") {
@@ -121,7 +116,7 @@ TEST_CASE("the flex dispatcher sends a token once to each other node holding one
   ParallelPlan p = ep_plan(MoeDispatcher::kFlex);
   p.ep = 16;
   REQUIRE(validate_plan(p, m, "options").empty());
-  const Op* dispatch = find(lower_iteration(m, p).layer.forward, "moe_dispatch");
+  const Op* dispatch = find_op(lower_iteration(m, p).layer.forward, "moe_dispatch");
   REQUIRE(dispatch != nullptr);
   CHECK(dispatch->dedup_top_k == 8);
   CHECK(dispatch->dedup_experts == 128);

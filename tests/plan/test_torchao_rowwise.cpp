@@ -10,19 +10,10 @@
 #include "plan/parallel_plan.hpp"
 #include "plan/torchao_rowwise.hpp"
 #include "sim/cost_model.hpp"
+#include "tests/plan/op_lookup.hpp"
 
 using namespace trainsim;
-
-namespace {
-
-const Op* find(const std::vector<Op>& ops, const std::string& name) {
-  for (const Op& op : ops) {
-    if (op.name == name) return &op;
-  }
-  return nullptr;
-}
-
-}  // namespace
+using trainsim::test::find_op;
 
 TEST_CASE("the row-wise table gives its measured points, interpolates in log2 between them and clamps outside") {
   // Points read off torchao's chart (pytorch/ao@fdddb2cf docs/static/fp8-rowwise-perf.png).
@@ -56,18 +47,18 @@ TEST_CASE("a row-wise FP8 layer: its linears carry the table's speedup, no casts
   CHECK(rowwise.weight_cast_bytes_per_param == 0);
   CHECK_FALSE(delayed.chunk_forward.empty());
   // The all-gathers stay bf16 (the delayed recipe gathers FP8: half the bytes).
-  CHECK(find(rowwise.layer.forward, "sp_allgather")->bytes == Approx(2 * find(delayed.layer.forward, "sp_allgather")->bytes));
+  CHECK(find_op(rowwise.layer.forward, "sp_allgather")->bytes == Approx(2 * find_op(delayed.layer.forward, "sp_allgather")->bytes));
   // The projection: M = 8192 tokens, K = 4096 / 8, N = 4096: the table at K clamped to 1024.
-  const Op* proj = find(rowwise.layer.forward, "proj");
+  const Op* proj = find_op(rowwise.layer.forward, "proj");
   CHECK(proj->fp8_linear_speedup == Approx(torchao_rowwise_speedup(8192, 512, 4096)));
-  CHECK(find(rowwise.layer.backward, "proj_dgrad")->fp8_linear_speedup == proj->fp8_linear_speedup);
-  CHECK(find(rowwise.layer.backward, "proj_wgrad")->fp8_linear_speedup == proj->fp8_linear_speedup);
+  CHECK(find_op(rowwise.layer.backward, "proj_dgrad")->fp8_linear_speedup == proj->fp8_linear_speedup);
+  CHECK(find_op(rowwise.layer.backward, "proj_wgrad")->fp8_linear_speedup == proj->fp8_linear_speedup);
   // QKV fuses torchtitan's wq (N 512), wk and wv (N 128 each): the FLOP-weighted harmonic mean.
   const double sq = torchao_rowwise_speedup(8192, 4096, 512), skv = torchao_rowwise_speedup(8192, 4096, 128);
-  CHECK(find(rowwise.layer.forward, "qkv")->fp8_linear_speedup == Approx(768.0 / (512 / sq + 256 / skv)));
+  CHECK(find_op(rowwise.layer.forward, "qkv")->fp8_linear_speedup == Approx(768.0 / (512 / sq + 256 / skv)));
   // SwiGLU's FC1 fuses w1 and w3, each ffn / tp wide.
-  CHECK(find(rowwise.layer.forward, "fc1")->fp8_linear_speedup == Approx(torchao_rowwise_speedup(8192, 4096, 14336 / 8)));
-  CHECK(find(delayed.layer.forward, "qkv")->fp8_linear_speedup == 0);
+  CHECK(find_op(rowwise.layer.forward, "fc1")->fp8_linear_speedup == Approx(torchao_rowwise_speedup(8192, 4096, 14336 / 8)));
+  CHECK(find_op(delayed.layer.forward, "qkv")->fp8_linear_speedup == 0);
 }
 
 TEST_CASE("the cost model prices a row-wise FP8 GEMM as the bf16 GEMM over its speedup") {
