@@ -81,6 +81,7 @@ DatasheetCostModel::DatasheetCostModel(const Hardware& hardware, Precision preci
   // Engine's FP8 attention is opt-in; shared/validation/README.md).
   const Precision attention_precision = precision == Precision::kFp8 ? Precision::kBf16 : precision;
   attention_flops_per_s_ = hardware.gpu.peak_flops_per_s(attention_precision) * c_.attention_peak_fraction * reference.attention_ratio;
+  attention_curve_ = reference.attention_curve;
   reference_ = reference.source;
 }
 
@@ -110,7 +111,9 @@ double DatasheetCostModel::gemm_at(int64_t m, int64_t n, int64_t k, int64_t batc
 }
 
 double DatasheetCostModel::attention_s(const Op& op) const {
-  return op.flops() / attention_flops_per_s_ + c_.kernel_overhead_s;
+  // The kernel's shape: its head size and the sequence one call sees (a CP rank's share).
+  const double seq = static_cast<double>(op.attention_seq) / static_cast<double>(std::max<int64_t>(1, op.attention_cp));
+  return op.flops() / (attention_flops_per_s_ * attention_shape_factor(attention_curve_, op.attention_head_dim, seq)) + c_.kernel_overhead_s;
 }
 
 double DatasheetCostModel::memory_bound_s(double bytes) const {

@@ -9,6 +9,7 @@
 
 #include "plan/lowering.hpp"
 #include "plan/rank_grid.hpp"
+#include "sim/attention_shape.hpp"
 #include "sim/hardware_catalog.hpp"
 
 namespace trainsim {
@@ -88,6 +89,7 @@ class DatasheetCostModel final : public CostModel {
   double gemm_flops_per_s_;       // peak x gemm_peak_fraction x the GPU's reference GEMM ratio
   double gemm_16bit_flops_per_s_;  // the same at the bf16 peak and reference ratio
   double attention_flops_per_s_;  // 16-bit peak x attention_peak_fraction x reference attention ratio
+  AttentionCurve attention_curve_ = AttentionCurve::kNone;  // x attention_shape_factor at each op's shape
   std::string reference_;
   double bytes_per_value_;
   double ll_max_bus_;

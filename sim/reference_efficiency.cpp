@@ -32,12 +32,14 @@ ReferenceEfficiency reference_efficiency(const GpuSpec& gpu, Precision precision
   ReferenceEfficiency r;
   const bool tensor16 = precision == Precision::kBf16 || precision == Precision::kFp16;
   if (starts_with(gpu.name, "a100")) {
+    r.attention_curve = AttentionCurve::kA100Flash2;
     r.source = "A100 reference (the anchor: ratios 1)";
   } else if (starts_with(gpu.name, "h100") || starts_with(gpu.name, "h200")) {
     const bool h200 = starts_with(gpu.name, "h200");
     if (tensor16) r.gemm_ratio = kH100MamfBf16 / kA100Mamf;
     if (precision == Precision::kFp8) r.gemm_ratio = (h200 ? kH200MamfFp8 : kH100MamfFp8) / kA100Mamf;
     r.attention_ratio = (flash2_attention ? kHopperFlash2Attention : kHopperAttention) / kA100Attention;
+    r.attention_curve = flash2_attention ? AttentionCurve::kHopperFlash2 : AttentionCurve::kHopperCudnn;
     r.source = std::string(h200 ? "H200" : "H100") + " reference: MAMF " +
                (precision == Precision::kFp8 ? "FP8" : tensor16 ? "BF16" : "none for this precision") +
                (flash2_attention ? ", FlashAttention-2 (PyTorch SDPA)" : ", cuDNN fused attention (derived)");

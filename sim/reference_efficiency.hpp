@@ -8,6 +8,7 @@
 #include <string>
 
 #include "plan/parallel_plan.hpp"
+#include "sim/attention_shape.hpp"
 #include "sim/hardware_catalog.hpp"
 
 namespace trainsim {
@@ -15,6 +16,8 @@ namespace trainsim {
 struct ReferenceEfficiency {
   double gemm_ratio = 1.0;       // GPU's MAMF / peak at this precision over the A100's BF16 MAMF / peak
   double attention_ratio = 1.0;  // fused attention fwd+bwd / peak over the A100's FlashAttention-2
+  // How the kernel's efficiency moves with head size and sequence around the reference shape.
+  AttentionCurve attention_curve = AttentionCurve::kNone;
   std::string source;            // what the ratios rest on ("" = no reference: ratios 1)
 };
 

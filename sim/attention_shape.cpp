@@ -1,0 +1,58 @@
+// Causal attention TFLOP/s by head size and sequence (shared/reference/microbench.md §2a, §2b).
+#include "sim/attention_shape.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace trainsim {
+
+namespace {
+
+// Sequences 512, 1k, 2k, 4k, 8k, 16k (log2 9 .. 14).
+constexpr int kSeqs = 6;
+constexpr double kFirstLog2Seq = 9.0;
+using Row = std::array<double, kSeqs>;
+
+struct Curve {
+  int widths;                   // head sizes measured
+  std::array<double, 3> log2_head;
+  std::array<Row, 3> tflops;    // causal, per head size
+};
+
+// FlashAttention-2 forward + backward, causal (Dao-AILab/flash-attention@0251105
+// assets/flash2_a100_fwd_bwd_benchmark.png, flash2_h100_fwd_bwd_benchmark.png): head dim 64, 128.
+constexpr Curve kA100Flash2 = {2, {6, 7, 0}, {Row{88, 119, 140, 156, 165, 171}, Row{99, 133, 155, 173, 182, 189}, Row{}}};
+constexpr Curve kHopperFlash2 = {2, {6, 7, 0}, {Row{141, 192, 232, 257, 273, 284}, Row{163, 221, 265, 294, 308, 328}, Row{}}};
+// cuDNN fused attention forward, causal, H100-SXM5 (assets/flash3_fp16_fwd.png, FA3 paper): head
+// dim 64, 128, 256. No cuDNN backward curve is in the reference: the forward's shape stands for both.
+constexpr Curve kHopperCudnn = {3, {6, 7, 8}, {Row{225, 288, 334, 363, 379, 388}, Row{315, 410, 484, 518, 529, 539},
+                                               Row{308, 391, 450, 483, 497, 509}}};
+
+double along_seq(const Row& row, double log2_seq) {
+  const double x = std::clamp(log2_seq - kFirstLog2Seq, 0.0, static_cast<double>(kSeqs - 1));
+  const int i = std::min(static_cast<int>(x), kSeqs - 2);
+  const double f = x - i;
+  return row[i] * (1.0 - f) + row[i + 1] * f;
+}
+
+double tflops(const Curve& c, double log2_head, double log2_seq) {
+  const double h = std::clamp(log2_head, c.log2_head[0], c.log2_head[c.widths - 1]);
+  int i = 0;
+  while (i + 2 < c.widths && h > c.log2_head[i + 1]) ++i;
+  const double f = (h - c.log2_head[i]) / (c.log2_head[i + 1] - c.log2_head[i]);
+  return along_seq(c.tflops[i], log2_seq) * (1.0 - f) + along_seq(c.tflops[i + 1], log2_seq) * f;
+}
+
+}  // namespace
+
+double attention_shape_factor(AttentionCurve curve, int64_t head_dim, double seq) {
+  const Curve* c = curve == AttentionCurve::kA100Flash2     ? &kA100Flash2
+                   : curve == AttentionCurve::kHopperFlash2 ? &kHopperFlash2
+                   : curve == AttentionCurve::kHopperCudnn  ? &kHopperCudnn
+                                                            : nullptr;
+  if (c == nullptr || head_dim <= 0 || !(seq > 0)) return 1.0;
+  return tflops(*c, std::log2(static_cast<double>(head_dim)), std::log2(seq)) / tflops(*c, 7.0, 12.0);
+}
+
+}  // namespace trainsim
