@@ -1,7 +1,9 @@
-// What the GPU kernel tests share (tests/gpu/test_cuda_kernels.cpp, test_ring_attention_kernels.cpp):
-// device arrays, bf16-rounded random inputs, the relative error ||gpu - cpu||_2 / ||cpu||_2, and the
-// skip without a GPU. Bounds, as test_cuda_kernels.cpp explains them: fp32 outputs from exact
-// inputs 1e-4, bf16 outputs 1e-2, the attention backward 2e-2. Included by test files only, with CUDA.
+// What the GPU kernel tests share (tests/gpu/test_cuda_kernels.cpp, test_cuda_moe_kernels.cpp,
+// test_ring_attention_kernels.cpp, test_vocab_parallel_kernels.cpp; the CUDA runtime's tests take
+// the GPU check): device arrays, bf16-rounded random inputs, the relative error
+// ||gpu - cpu||_2 / ||cpu||_2, and the skip without a GPU. Bounds, as test_cuda_kernels.cpp
+// explains them: fp32 outputs from exact inputs 1e-4, bf16 outputs 1e-2, the attention backward
+// 2e-2. Included by test files only, with CUDA.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -10,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -28,7 +31,11 @@ constexpr double kAttentionBackwardTolerance = 2e-2;
 
 inline bool gpu_visible() {
   int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();  // clear the sticky "no device" status
+    return false;
+  }
+  return true;
 }
 
 #define SKIP_WITHOUT_GPU()                           \
@@ -62,6 +69,10 @@ class DeviceArray {
   T* ptr_ = nullptr;
   size_t count_ = 0;
 };
+
+// A DeviceArray held by pointer, for vectors of them (a DeviceArray neither copies nor moves).
+template <class T>
+using Device = std::unique_ptr<DeviceArray<T>>;
 
 inline float round_bf16(float v) { return __bfloat162float(__float2bfloat16(v)); }
 
@@ -98,10 +109,11 @@ inline double relative_error(const std::vector<float>& got, const std::vector<fl
   return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
 }
 
-inline double relative_error(const std::vector<float>& got, const Matrix& want) {
-  return relative_error(got, std::vector<float>(want.data(), want.data() + want.size()));
-}
+// A matrix's values in its storage order (row-major), and back.
+inline std::vector<float> flat(const Matrix& m) { return std::vector<float>(m.data(), m.data() + m.size()); }
 
 inline Matrix to_matrix(const std::vector<float>& v, int64_t rows, int64_t cols) { return Eigen::Map<const Matrix>(v.data(), rows, cols); }
+
+inline double relative_error(const std::vector<float>& got, const Matrix& want) { return relative_error(got, flat(want)); }
 
 }  // namespace trainsim::gpu_test

@@ -11,26 +11,16 @@
 #include <utility>
 #include <vector>
 
-#include "common/errors.hpp"
 #include "model/model_catalog.hpp"
 #include "runtime/cuda/cuda_ring_attention.hpp"
-#include "runtime/cuda/cuda_trainer.hpp"
 #include "runtime/ring_attention.hpp"
 #include "runtime/token_data.hpp"
+#include "tests/gpu/runtime_test_support.hpp"
 
 namespace trainsim {
 namespace {
 
-std::string refusal(const ModelSpec& m, const ParallelPlan& p, int ranks) {
-  try {
-    cuda::check_cuda_plan(m, p, ranks);
-  } catch (const InputError& e) {
-    std::string all;
-    for (const std::string& problem : e.problems()) all += problem + "\n";
-    return all;
-  }
-  return "";
-}
+using gpu_test::refusal;
 
 TEST_CASE("over the cp ring steps a rank's query chunks meet every key chunk at or before them once: the same chunk causal, earlier "
           "ones whole",

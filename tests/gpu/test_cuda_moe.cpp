@@ -17,32 +17,23 @@
 #include <utility>
 #include <vector>
 
-#include "common/errors.hpp"
 #include "model/model_catalog.hpp"
 #include "runtime/cuda/cuda_moe.hpp"
 #include "runtime/cuda/cuda_optimizer.hpp"
-#include "runtime/cuda/cuda_trainer.hpp"
 #include "runtime/cuda/expert_gradients.hpp"
 #include "runtime/cuda/moe_index_maps.hpp"
 #include "runtime/moe_layer.hpp"
+#include "tests/gpu/device_test_support.hpp"
+#include "tests/gpu/runtime_test_support.hpp"
 
 namespace trainsim {
 namespace {
 
 using cpu::Matrix;
+using gpu_test::host_layout;
+using gpu_test::refusal;
 
 ModelSpec moe_tiny() { return resolve_model(std::string(TRAINSIM_TEST_DATA) + "/models/moe-tiny.json"); }
-
-std::string refusal(const ModelSpec& m, const ParallelPlan& p, int ranks) {
-  try {
-    cuda::check_cuda_plan(m, p, ranks);
-  } catch (const InputError& e) {
-    std::string all;
-    for (const std::string& problem : e.problems()) all += problem + "\n";
-    return all;
-  }
-  return "";
-}
 
 Matrix random_matrix(int64_t rows, int64_t cols, unsigned seed, float scale = 1.0f) {
   std::mt19937 rng(seed);
@@ -54,10 +45,7 @@ Matrix random_matrix(int64_t rows, int64_t cols, unsigned seed, float scale = 1.
 
 // Stage `pp_rank` of `pp` (layers split evenly), EP rank `ep_rank` of `ep`, tp 1.
 cpu::StageLayout moe_stage(const ModelSpec& m, int64_t pp, int64_t pp_rank, int64_t ep, int64_t ep_rank) {
-  cpu::StageLayout layout;
-  layout.chunks = {LayerRange{m.layers * pp_rank / pp, m.layers * (pp_rank + 1) / pp}};
-  layout.embedding = pp_rank == 0;
-  layout.head = pp_rank == pp - 1;
+  cpu::StageLayout layout = gpu_test::stage_layout(m, pp, pp_rank);
   layout.ep = ep;
   layout.ep_rank = ep_rank;
   return layout;
@@ -197,9 +185,7 @@ TEST_CASE("the CUDA runtime's MoE index maps carry every copy to its expert's ra
 
 TEST_CASE("the CUDA runtime's expert runs hold exactly a stage's expert tensors, dense runs the rest of the gradient buffer", "[cuda_runtime][moe]") {
   const ModelSpec m = moe_tiny();
-  const cpu::StageLayout stage = moe_stage(m, 1, 0, 2, 1);
-  cpu::StageModel model(m, stage, 3);
-  const cuda::ParamLayout layout = cuda::layout_params(model.params(), stage, 2);
+  const cuda::ParamLayout layout = host_layout(m, moe_stage(m, 1, 0, 2, 1), 2);
   for (const auto& [begin, end] : {std::pair<int64_t, int64_t>{0, layout.padded_count}, layout.layer_ranges[1]}) {
     const auto experts = cuda::expert_runs(layout.views, begin, end), dense = cuda::dense_runs(layout.views, begin, end);
     std::vector<std::pair<int64_t, int64_t>> all = experts;
@@ -233,9 +219,7 @@ TEST_CASE("with ep > 1 the CUDA runtime's global norm, summed over every rank, c
   for (int64_t pp_rank = 0; pp_rank < pp; ++pp_rank) {
     for (int64_t dp_rank = 0; dp_rank < dp; ++dp_rank) {  // tp 1: the EP groups are dp ranks {0, 1} and {2, 3}
       const int64_t ep_rank = dp_rank % ep, expert_dp_rank = dp_rank / ep;
-      const cpu::StageLayout stage = moe_stage(m, pp, pp_rank, ep, ep_rank);
-      cpu::StageModel model(m, stage, 3);
-      for (const cuda::ParamView& v : cuda::layout_params(model.params(), stage, 1).views) {
+      for (const cuda::ParamView& v : host_layout(m, moe_stage(m, pp, pp_rank, ep, ep_rank), 1).views) {
         const bool replica = cuda::counts_in_norm(v, pp, pp_rank, 0);
         counted[v.name] += cuda::counts_in_expert_parallel_norm(v, replica, static_cast<int>(dp_rank), static_cast<int>(expert_dp_rank)) ? 1 : 0;
       }
@@ -250,7 +234,7 @@ TEST_CASE("with ep > 1 the CUDA runtime's global norm, summed over every rank, c
 
 namespace {
 
-float round_bf16(float v) { return __bfloat162float(__float2bfloat16(v)); }
+using gpu_test::round_bf16;
 
 cpu::Param& param_named(cpu::StageModel& model, const std::string& name) {
   for (cpu::Param& p : model.params()) {
@@ -289,12 +273,7 @@ double relative_error(const Matrix& got, const Matrix& want) {
 // combine and the router's w (dw - sum w dw) chained; the attention backward's bound is 2e-2.
 TEST_CASE("one GPU MoE layer matches runtime/moe_layer plus the shared experts in output, input and weight gradients (tp 1, ep 1)",
           "[cuda_runtime][moe]") {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    cudaGetLastError();
-    WARN("no GPU: skipped");
-    return;
-  }
+  SKIP_WITHOUT_GPU();
   constexpr double kTolerance = 3e-2;
   for (const bool llama : {false, true}) {
     INFO((llama ? "moe-tiny: SwiGLU experts, a shared expert, no biases" : "gpt-tiny with GELU experts and biases, no shared expert"));

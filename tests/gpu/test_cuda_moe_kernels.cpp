@@ -8,76 +8,17 @@
 #ifdef TRAINSIM_HAVE_CUDA
 
 #include <catch2/catch.hpp>
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
 
-#include <algorithm>
-#include <cmath>
 #include <random>
 #include <vector>
 
-#include "runtime/cuda_kernels/cuda_check.cuh"
 #include "runtime/cuda_kernels/moe.cuh"
 #include "runtime/moe_routing.hpp"
+#include "tests/gpu/device_test_support.hpp"
+
+using namespace trainsim::gpu_test;  // DeviceArray, random_values, relative_error, the tolerances, SKIP_WITHOUT_GPU
 
 namespace {
-
-using trainsim::cpu::Matrix;
-using bf16 = __nv_bfloat16;
-
-constexpr double kFp32Tolerance = 1e-4;
-constexpr double kBf16Tolerance = 1e-2;
-
-bool gpu_visible() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    cudaGetLastError();  // clear the sticky "no device" status
-    return false;
-  }
-  return true;
-}
-
-#define SKIP_WITHOUT_GPU()     \
-  do {                         \
-    if (!gpu_visible()) {      \
-      WARN("no GPU: skipped"); \
-      return;                  \
-    }                          \
-  } while (0)
-
-template <class T>
-class DeviceArray {
- public:
-  explicit DeviceArray(size_t count) : count_(count) {
-    TRAINSIM_CUDA_CHECK(cudaMalloc(&ptr_, std::max<size_t>(count, 1) * sizeof(T)));
-  }
-  explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
-    TRAINSIM_CUDA_CHECK(cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  ~DeviceArray() { cudaFree(ptr_); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  T* get() const { return ptr_; }
-  std::vector<T> download() const {  // the kernels run on the legacy default stream: the copy waits for them
-    std::vector<T> host(count_);
-    TRAINSIM_CUDA_CHECK(cudaMemcpy(host.data(), ptr_, count_ * sizeof(T), cudaMemcpyDeviceToHost));
-    return host;
-  }
-
- private:
-  T* ptr_ = nullptr;
-  size_t count_ = 0;
-};
-
-float round_bf16(float v) { return __bfloat162float(__float2bfloat16(v)); }
-
-std::vector<float> random_values(size_t count, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(count);
-  for (float& x : v) x = round_bf16(dist(rng));
-  return v;
-}
 
 std::vector<int32_t> random_indices(size_t count, int32_t below, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -85,29 +26,6 @@ std::vector<int32_t> random_indices(size_t count, int32_t below, uint32_t seed) 
   std::vector<int32_t> v(count);
   for (int32_t& x : v) x = dist(rng);
   return v;
-}
-
-std::vector<bf16> to_bf16(const std::vector<float>& v) {
-  std::vector<bf16> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = __float2bfloat16(v[i]);
-  return out;
-}
-
-std::vector<float> download_float(const DeviceArray<bf16>& d) {
-  const std::vector<bf16> b = d.download();
-  std::vector<float> out(b.size());
-  for (size_t i = 0; i < b.size(); ++i) out[i] = __bfloat162float(b[i]);
-  return out;
-}
-
-double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
-  REQUIRE(got.size() == want.size());
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    diff += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
-    norm += static_cast<double>(want[i]) * want[i];
-  }
-  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
 }
 
 }  // namespace
@@ -197,12 +115,11 @@ TEST_CASE("CUDA moe_router_backward matches runtime/moe_routing's route_top_k_ba
     const trainsim::cpu::Routing routing = trainsim::cpu::route_top_k(Eigen::Map<const Matrix>(logits.data(), tokens, experts), k);
     const auto dweight = random_values(static_cast<size_t>(tokens * k), 11);
     const Matrix want = trainsim::cpu::route_top_k_backward(routing, Eigen::Map<const Matrix>(dweight.data(), tokens, k), experts);
-    const std::vector<float> weight(routing.weight.data(), routing.weight.data() + routing.weight.size());
-    DeviceArray<float> dw(weight), ddweight(dweight);
+    DeviceArray<float> dw(flat(routing.weight)), ddweight(dweight);
     DeviceArray<int32_t> dexpert(routing.expert);
     DeviceArray<bf16> dlogits(static_cast<size_t>(tokens * experts));
     trainsim::cuda::moe_router_backward(dw.get(), dexpert.get(), ddweight.get(), dlogits.get(), tokens, k, experts, nullptr);
-    CHECK(relative_error(download_float(dlogits), std::vector<float>(want.data(), want.data() + want.size())) < kBf16Tolerance);
+    CHECK(relative_error(download_float(dlogits), want) < kBf16Tolerance);
   }
 }
 

@@ -5,43 +5,27 @@
 #ifdef TRAINSIM_HAVE_CUDA_RUNTIME
 
 #include <catch2/catch.hpp>
-#include <cuda_runtime.h>
 
 #include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "common/errors.hpp"
 #include "model/model_catalog.hpp"
 #include "runtime/cuda/cuda_optimizer.hpp"
-#include "runtime/cuda/cuda_trainer.hpp"
 #include "runtime/cuda/device_arena.hpp"
 #include "runtime/cuda/gradient_buckets.hpp"
 #include "runtime/cuda/param_store.hpp"
+#include "tests/gpu/device_test_support.hpp"
+#include "tests/gpu/runtime_test_support.hpp"
 
 namespace trainsim {
 namespace {
 
-bool have_gpu() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    cudaGetLastError();  // clear the sticky "no device" status
-    return false;
-  }
-  return true;
-}
-
-std::string refusal(const ModelSpec& m, const ParallelPlan& p, int ranks) {
-  try {
-    cuda::check_cuda_plan(m, p, ranks);
-  } catch (const InputError& e) {
-    std::string all;
-    for (const std::string& problem : e.problems()) all += problem + "\n";
-    return all;
-  }
-  return "";
-}
+using gpu_test::gpu_visible;
+using gpu_test::host_layout;
+using gpu_test::refusal;
+using gpu_test::stage_layout;
 
 TEST_CASE("the CUDA runtime refuses an fp32 plan, naming the precision key and bf16", "[cuda_runtime]") {
   const ModelSpec m = resolve_model("gpt-tiny");
@@ -98,23 +82,6 @@ TEST_CASE("the CUDA runtime refuses heads wider than its flash attention takes",
   CHECK_THAT(refusal(m, p, 1), Catch::Contains("must be at most 65535"));
 }
 
-// The stage layout the trainer gives pipeline stage `pp_rank` of `pp` on TP rank `tp_rank`.
-cpu::StageLayout stage_layout(const ModelSpec& m, int64_t pp, int64_t pp_rank, int64_t tp, int64_t tp_rank, bool sp) {
-  cpu::StageLayout layout;
-  layout.chunks = {LayerRange{m.layers * pp_rank / pp, m.layers * (pp_rank + 1) / pp}};
-  layout.embedding = pp_rank == 0;
-  layout.head = pp_rank == pp - 1;
-  layout.tp = tp;
-  layout.tp_rank = tp_rank;
-  layout.sequence_parallel = sp;
-  return layout;
-}
-
-cuda::ParamLayout host_layout(const ModelSpec& m, const cpu::StageLayout& stage, int64_t shards) {
-  cpu::StageModel model(m, stage, 3);
-  return cuda::layout_params(model.params(), stage, shards);
-}
-
 TEST_CASE("a stage's parameters lie 256-byte aligned without overlap, whole layers in order, padded for the shards", "[cuda_runtime]") {
   const ModelSpec m = resolve_model("gpt-tiny");
   for (const int64_t pp_rank : {0, 1}) {
@@ -162,9 +129,7 @@ TEST_CASE("ZeRO-3 units: embeddings, each layer, final norm; padded for the shar
     }
     for (const int64_t shards : {2, 3}) {
       INFO(name << ", " << shards << " shards");
-      const cpu::StageLayout stage = stage_layout(m, 1, 0, 1, 0, false);
-      cpu::StageModel model(m, stage, 3);
-      const cuda::ParamLayout layout = cuda::layout_params(model.params(), stage, shards, true);
+      const cuda::ParamLayout layout = host_layout(m, stage_layout(m, 1, 0, 1, 0, false), shards, true);
       REQUIRE(layout.units.size() == static_cast<size_t>(m.layers + 2));
       int64_t at = 0;
       for (const auto& [begin, end] : layout.units) {
@@ -198,9 +163,7 @@ TEST_CASE("ZeRO-3 units: embeddings, each layer, final norm; padded for the shar
 TEST_CASE("ZeRO-3 shard spaces: each element of the buffer is kept by one rank, each counting gradient normed by one", "[cuda_runtime]") {
   const ModelSpec m = resolve_model("gpt-tiny");
   const int64_t shards = 3;
-  const cpu::StageLayout stage = stage_layout(m, 1, 0, 1, 0, false);
-  cpu::StageModel model(m, stage, 3);
-  const cuda::ParamLayout layout = cuda::layout_params(model.params(), stage, shards, true);
+  const cuda::ParamLayout layout = host_layout(m, stage_layout(m, 1, 0, 1, 0, false), shards, true);
   std::vector<float> flat(static_cast<size_t>(layout.padded_count));
   for (size_t i = 0; i < flat.size(); ++i) flat[i] = static_cast<float>(i);
   std::vector<bool> counts;
@@ -350,7 +313,7 @@ TEST_CASE("the global norm counts every parameter of the model once over a TP x 
 }
 
 TEST_CASE("the device arena's peak is the largest sum of live buffers", "[cuda_runtime]") {
-  if (!have_gpu()) {
+  if (!gpu_visible()) {
     WARN("no CUDA GPU: device arena test skipped");
     return;
   }
@@ -371,7 +334,7 @@ TEST_CASE("the device arena's peak is the largest sum of live buffers", "[cuda_r
 }
 
 TEST_CASE("a GPU stage's tensors are 256-byte aligned, layers contiguous, padding a multiple of the shards", "[cuda_runtime]") {
-  if (!have_gpu()) {
+  if (!gpu_visible()) {
     WARN("no CUDA GPU: parameter layout test skipped");
     return;
   }

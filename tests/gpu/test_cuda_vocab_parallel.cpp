@@ -10,36 +10,18 @@
 #include <string>
 #include <vector>
 
-#include "common/errors.hpp"
 #include "model/model_catalog.hpp"
-#include "runtime/cpu_model.hpp"
-#include "runtime/cuda/cuda_trainer.hpp"
 #include "runtime/cuda/param_store.hpp"
+#include "tests/gpu/runtime_test_support.hpp"
 
 namespace trainsim {
 namespace {
 
-std::string refusal(const ModelSpec& m, const ParallelPlan& p, int ranks) {
-  try {
-    cuda::check_cuda_plan(m, p, ranks);
-  } catch (const InputError& e) {
-    std::string all;
-    for (const std::string& problem : e.problems()) all += problem + "\n";
-    return all;
-  }
-  return "";
-}
+using gpu_test::refusal;
 
 // The views of stage pp_rank of pp on TP rank tp_rank of tp.
 std::vector<cuda::ParamView> stage_views(const ModelSpec& m, int64_t pp, int64_t pp_rank, int64_t tp, int64_t tp_rank) {
-  cpu::StageLayout layout;
-  layout.chunks = {LayerRange{m.layers * pp_rank / pp, m.layers * (pp_rank + 1) / pp}};
-  layout.embedding = pp_rank == 0;
-  layout.head = pp_rank == pp - 1;
-  layout.tp = tp;
-  layout.tp_rank = tp_rank;
-  cpu::StageModel model(m, layout, 3);
-  return cuda::layout_params(model.params(), layout, 1).views;
+  return gpu_test::host_layout(m, gpu_test::stage_layout(m, pp, pp_rank, tp, tp_rank), 1).views;
 }
 
 const cuda::ParamView* find_view(const std::vector<cuda::ParamView>& views, const std::string& name) {

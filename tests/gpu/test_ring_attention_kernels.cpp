@@ -31,9 +31,6 @@ namespace {
 
 constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
 
-template <class T>
-using Device = std::unique_ptr<DeviceArray<T>>;
-
 struct RingCase {
   int64_t batch, seq, heads, kv_heads, head_dim, cp;
 };

@@ -26,11 +26,6 @@ namespace cuda = trainsim::cuda;
 
 namespace {
 
-template <class T>
-using Device = std::unique_ptr<DeviceArray<T>>;
-
-std::vector<float> flat(const Matrix& m) { return std::vector<float>(m.data(), m.data() + m.size()); }
-
 // Rows [first, first + count) of a row-major (rows, cols) array.
 std::vector<float> row_block(const std::vector<float>& v, int64_t cols, int64_t first, int64_t count) {
   return std::vector<float>(v.begin() + first * cols, v.begin() + (first + count) * cols);
