@@ -5,6 +5,7 @@
 //  valid plan; with --from, also simulates the imported plan to set it beside the best.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -53,6 +54,31 @@ void draw_progress(const std::string& label, double fraction) {
   std::fflush(stderr);
 }
 
+// --precision: one precision or several, comma-separated, in the order given (duplicates once).
+std::vector<Precision> precisions(const std::string& text) {
+  std::vector<Precision> out;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const size_t comma = text.find(',', begin);
+    const Precision p = parse_precision(text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin));
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  return out;
+}
+
+const CLI::Validator precision_list(
+    [](std::string& text) -> std::string {
+      try {
+        precisions(text);
+      } catch (const InputError&) {
+        return text + " is not a precision or comma-separated list of them (bf16, fp16, fp32, fp8)";
+      }
+      return "";
+    },
+    "PRECISION[,PRECISION...]");
+
 struct Options {
   ModelOptions model;
   HardwareOptions hardware;
@@ -88,7 +114,9 @@ void add_options(CLI::App* app, Options& o) {
       ->transform(whole_number(1, limits::kMaxBatch, "sequences"));
   app->add_option("--simulate-best", o.simulate_best, "screened plans re-simulated on the event engine (default 200)")
       ->transform(whole_number(1, 10000000, "plans"));
-  o.options["precision"] = app->add_option("--precision", o.precision, "training precision")->check(CLI::IsMember({"bf16", "fp16", "fp32", "fp8"}));
+  o.options["precision"] = app->add_option("--precision", o.precision,
+                  "training precision, or several to search each (comma-separated, e.g. bf16,fp8; a GPU without one is skipped for it)")
+                  ->check(precision_list);
   o.options["attention"] = app->add_option("--attention", o.attention, "attention kernel")->check(CLI::IsMember({"flash", "unfused"}));
   o.options["framework"] = app->add_option("--framework", o.framework,
                   "price attention with this framework's kernel on Hopper (PyTorch SDPA: FlashAttention-2; "
@@ -159,7 +187,7 @@ SearchOptions search_options(const Options& o) {
   options.space.global_batch = o.global_batch;
   options.space.max_micro_batch = o.max_micro_batch;
   options.space.tp_across_nodes = o.tp_across_nodes;
-  options.space.precision = parse_precision(o.precision);
+  options.space.precision = precisions(o.precision).front();
   options.space.attention = parse_attention(o.attention);
   options.space.partial_recompute_method = parse_recompute_method(o.recompute_method);
   options.space.partial_recompute_layers = o.recompute_layers;
@@ -187,7 +215,7 @@ ImportedResult simulate_imported(const Options& o, const ModelSpec& model, const
   if (gpus % model_parallel != 0) return {std::nullopt, "tp x pp x cp (" + std::to_string(model_parallel) + ") does not divide " + std::to_string(gpus) + " GPUs"};
   plan.dp = gpus / model_parallel;
   plan.global_batch = o.global_batch;
-  plan.precision = parse_precision(o.precision);
+  plan.precision = precisions(o.precision).front();
   const ProblemList problems = validate_plan(plan, model, job.file);
   if (!problems.empty()) return {std::nullopt, problems.items().front()};
   const Hardware hw = o.hardware.resolve_gpu(o.hardware.gpu_names().front(), gpus, plan.precision);
@@ -224,6 +252,39 @@ nlohmann::ordered_json imported_json(const ImportedJob& job, const ImportedResul
   return j;
 }
 
+// Every precision x GPU type x count asked for, each a search_plans run added to `report`; with
+// several precisions a GPU without a tensor-core peak for one is skipped for it, and said so.
+void run_searches(const Options& o, const ModelSpec& model, SearchOptions options, SearchReport& report) {
+  const std::vector<std::string> gpus = o.hardware.gpu_names();
+  if (gpus.empty()) throw InputError("missing --gpu or --cluster", "e.g. --gpu h100-sxm-80gb,a100-sxm-80gb");
+  const bool show_progress = isatty(STDERR_FILENO) != 0;
+  const std::vector<Precision> searched = precisions(o.precision);
+  for (const Precision precision : searched) {
+    options.space.precision = precision;
+    for (const std::string& gpu : gpus) {
+      if (searched.size() > 1 && o.hardware.resolve_gpu(gpu, 1, Precision::kBf16).gpu.peak_flops_per_s(precision) <= 0) {
+        report.skipped.push_back(gpu + ": " + to_string(precision) + " not searched (no tensor-core peak for it)");
+        continue;
+      }
+      const Hardware probe = o.hardware.resolve_gpu(gpu, 1, precision);
+      for (int64_t count : gpu_counts(o.gpus, o.max_gpus, probe.gpus_per_node)) {
+        const Hardware hw = o.hardware.resolve_gpu(gpu, count, precision);
+        options.space.gpus = count;
+        options.space.gpus_per_node = hw.gpus_per_node;
+        const std::string label = gpu + " x " + std::to_string(count) + (searched.size() > 1 ? std::string(" ") + to_string(precision) : "");
+        const auto started = std::chrono::steady_clock::now();
+        if (show_progress) {
+          options.progress = [label, started](double fraction) {
+            if (std::chrono::steady_clock::now() - started > std::chrono::seconds(1)) draw_progress(label, fraction);
+          };
+        }
+        report.add(hw, precision, search_plans(model, hw, o.hardware.costs(), options));
+        if (show_progress && std::chrono::steady_clock::now() - started > std::chrono::seconds(1)) std::fputs("\n", stderr);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 Command add_search_command(CLI::App& root) {
@@ -235,31 +296,12 @@ Command add_search_command(CLI::App& root) {
             const std::optional<ImportedJob> job = o->from.load(o->model, model, o->gpus);
             if (job) take_from_import(*o, *job);
             SearchOptions options = search_options(*o);
-            const std::vector<std::string> gpus = o->hardware.gpu_names();
-            if (gpus.empty()) throw InputError("missing --gpu or --cluster", "e.g. --gpu h100-sxm-80gb,a100-sxm-80gb");
-            const bool show_progress = isatty(STDERR_FILENO) != 0;
             SearchReport report;
             report.model = model;
             report.objective = options.objective;
             report.train_tokens = o->train_tokens;
             report.goodput = options.goodput;
-            for (const std::string& gpu : gpus) {
-              const Hardware probe = o->hardware.resolve_gpu(gpu, 1, options.space.precision);
-              for (int64_t count : gpu_counts(o->gpus, o->max_gpus, probe.gpus_per_node)) {
-                const Hardware hw = o->hardware.resolve_gpu(gpu, count, options.space.precision);
-                options.space.gpus = count;
-                options.space.gpus_per_node = hw.gpus_per_node;
-                const std::string label = gpu + " x " + std::to_string(count);
-                const auto started = std::chrono::steady_clock::now();
-                if (show_progress) {
-                  options.progress = [label, started](double fraction) {
-                    if (std::chrono::steady_clock::now() - started > std::chrono::seconds(1)) draw_progress(label, fraction);
-                  };
-                }
-                report.add(hw, search_plans(model, hw, o->hardware.costs(), options));
-                if (show_progress && std::chrono::steady_clock::now() - started > std::chrono::seconds(1)) std::fputs("\n", stderr);
-              }
-            }
+            run_searches(*o, model, options, report);
             report.finish(static_cast<size_t>(o->top));
             const ImportedResult imported = job ? simulate_imported(*o, model, *job, options.flash2_attention) : ImportedResult{};
             if (o->format.value() == OutputFormat::kJson) {

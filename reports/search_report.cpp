@@ -14,7 +14,9 @@
 
 namespace trainsim {
 
-void SearchReport::add(const Hardware& hardware, SearchResult result) { runs.push_back({hardware, std::move(result)}); }
+void SearchReport::add(const Hardware& hardware, Precision precision, SearchResult result) {
+  runs.push_back({hardware, precision, std::move(result)});
+}
 
 void SearchReport::finish(size_t top) {
   std::vector<RankedPlan> all;
@@ -42,6 +44,7 @@ std::string plan_cells(const ParallelPlan& p) {
   if (p.shard_replicas() > 1) s += "/" + std::to_string(p.shard_ranks());
   s += " " + describe_recompute(p);
   if (p.sequence_parallel) s += p.tp_comm_overlap ? " sp+tpo" : " sp";
+  if (p.precision != Precision::kBf16) s += std::string(" ") + to_string(p.precision);
   return s;
 }
 
@@ -91,11 +94,13 @@ std::string SearchReport::render() const {
   if (goodput) out += "  goodput: " + describe_goodput_inputs(*goodput) + "\n";
   for (const Run& r : runs) {
     const SearchResult& s = r.result;
-    out += "  " + r.hardware.gpu.name + " x " + std::to_string(r.hardware.gpus) + ": " + format_count(s.evaluated) +
+    const std::string precision = r.precision == Precision::kBf16 ? "" : std::string(", ") + to_string(r.precision);
+    out += "  " + r.hardware.gpu.name + " x " + std::to_string(r.hardware.gpus) + precision + ": " + format_count(s.evaluated) +
            " plans screened (" + format_si(s.screen_plans_per_s) + " plans/s), " + format_count(s.feasible) + " feasible";
     for (const auto& [reason, count] : s.pruned) out += ", " + format_count(count) + " " + reason;
     out += "; " + std::to_string(s.simulated) + " simulated; " + format_fixed(s.elapsed_s, 2) + " s\n";
   }
+  for (const std::string& s : skipped) out += "  " + s + "\n";
   if (best.empty()) return out + "\nNo plan fits. Try more GPUs, a larger --max-micro-batch range, or ZeRO.\n";
   out += "\nBest plans (simulated on the event engine)\n" + plans_table(best, train_tokens > 0);
   out += "\nPareto front: iteration time vs $ per iteration vs GPUs\n" + plans_table(pareto, train_tokens > 0);
@@ -119,7 +124,7 @@ nlohmann::ordered_json SearchReport::to_json() const {
     elapsed += r.result.elapsed_s;
     nlohmann::ordered_json pruned = nlohmann::ordered_json::object();
     for (const auto& [reason, count] : r.result.pruned) pruned[reason] = count;
-    searches.push_back({{"gpu", r.hardware.gpu.name}, {"gpus", r.hardware.gpus}, {"evaluated", r.result.evaluated},
+    searches.push_back({{"gpu", r.hardware.gpu.name}, {"gpus", r.hardware.gpus}, {"precision", to_string(r.precision)}, {"evaluated", r.result.evaluated},
                         {"feasible", r.result.feasible}, {"pruned", pruned}, {"simulated", r.result.simulated},
                         {"screen_plans_per_s", r.result.screen_plans_per_s}, {"elapsed_s", r.result.elapsed_s}});
   }
@@ -127,6 +132,7 @@ nlohmann::ordered_json SearchReport::to_json() const {
   doc["feasible"] = feasible;
   doc["elapsed_s"] = elapsed;
   doc["searches"] = searches;
+  if (!skipped.empty()) doc["skipped"] = skipped;
   auto plan_json = [](const RankedPlan& r) {
     nlohmann::ordered_json j;
     j["gpu"] = r.prediction.hardware.gpu.name;

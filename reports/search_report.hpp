@@ -16,17 +16,19 @@ namespace trainsim {
 struct SearchReport {
   struct Run {
     Hardware hardware;
+    Precision precision = Precision::kBf16;
     SearchResult result;
   };
   ModelSpec model;
   Objective objective = Objective::kTime;
   double train_tokens = 0;
   std::optional<GoodputConfig> goodput;  // checkpoints and failures, when the plans carry goodput
-  std::vector<Run> runs;             // one per GPU type and count
+  std::vector<Run> runs;             // one per precision, GPU type and count
+  std::vector<std::string> skipped;  // precision and GPU pairs not searched, with the reason
   std::vector<RankedPlan> best;      // merged and ranked, the top K
   std::vector<RankedPlan> pareto;    // over every simulated plan
 
-  void add(const Hardware& hardware, SearchResult result);
+  void add(const Hardware& hardware, Precision precision, SearchResult result);
   void finish(size_t top);
   std::string render() const;
   nlohmann::ordered_json to_json() const;
