@@ -116,7 +116,8 @@ TEST_CASE("the flex dispatcher sends a token once to each other node holding one
   ParallelPlan p = ep_plan(MoeDispatcher::kFlex);
   p.ep = 16;
   REQUIRE(validate_plan(p, m, "options").empty());
-  const Op* dispatch = find_op(lower_iteration(m, p).layer.forward, "moe_dispatch");
+  const LayerWork w = lower_iteration(m, p).layer;
+  const Op* dispatch = find_op(w.forward, "moe_dispatch");
   REQUIRE(dispatch != nullptr);
   CHECK(dispatch->dedup_top_k == 8);
   CHECK(dispatch->dedup_experts == 128);
