@@ -249,6 +249,15 @@ ParallelPlan plan_defaults(const std::string& group, const FrameworkPreset& pres
   return defaults;
 }
 
+// An MoE run's expert TP and dispatcher, which the format does not state: the plan's defaults
+// (expert TP 1 with EP, the all-to-all dispatcher: the Megatron-Bridge recipes'), listed as used.
+void note_moe_defaults(const json& j, PublishedRun& run) {
+  if (!run.model.moe) return;
+  const json* plan = j.contains("plan") && j["plan"].is_object() ? &j["plan"] : nullptr;
+  if (plan == nullptr || !plan->contains("expert_tp")) run.defaults_used.push_back("plan.expert_tp=" + std::to_string(run.plan.expert_tp_size()));
+  if (plan == nullptr || !plan->contains("moe_dispatcher")) run.defaults_used.push_back(std::string("plan.moe_dispatcher=") + to_string(run.plan.moe_dispatcher));
+}
+
 // FP8 options: fp8_params (FP8 primary weights) and torchao's row-wise float8 recipe
 // (torchtitan's float8 rowwise); on a run that is not FP8 the recipe names nothing the simulator
 // can price, and stays listed as not modeled.
@@ -311,6 +320,7 @@ PublishedRun read_run(const json& raw, const std::string& path, const std::strin
   run.defaults_used.push_back(std::string("plan.tp_comm_overlap=") + (run.plan.tp_comm_overlap ? "true" : "false"));
   run.defaults_used.push_back(std::string("plan.cross_entropy=") + to_string(run.plan.cross_entropy));
   run.defaults_used.push_back(std::string("plan.norm=") + to_string(run.plan.norm));
+  note_moe_defaults(j, run);
   if (auto precision = r.optional_choice("precision", {"bf16", "fp16", "fp32", "fp8"})) run.plan.precision = parse_precision(*precision);
   apply_fp8_options(j, run);
   if (auto m = r.optional_object("measured")) read_measured(*m, run);

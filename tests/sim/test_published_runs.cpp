@@ -16,16 +16,17 @@ using namespace trainsim;
 
 namespace {
 
-// One run in a version-2 file; `plan` and `measured` are JSON members spliced in.
+// One run in a version-2 file; `plan`, `measured` and `model_extra` (more model members) are JSON
+// members spliced in.
 std::string write_runs(const std::string& name, const std::string& framework, const std::string& gpu, const std::string& plan,
                        const std::string& measured = R"("tokens_per_s_per_gpu": 1000)",
                        const std::string& options = R"("torch_compile", "distributed_optimizer", "float8_rowwise")",
-                       const std::string& source = "a table") {
+                       const std::string& source = "a table", const std::string& model_extra = "") {
   const std::string path = (std::filesystem::temp_directory_path() / ("trainsim_" + name)).string();
   std::ofstream(path) << R"({"schema": "trainsim.published_runs", "schema_version": 2, "runs": [{
     "id": "r", "group": "g", "source": ")" << source << R"(", "framework": )" << framework << R"(, "options": [)" << options << R"(],
     "model": {"name": "m", "layers": 8, "hidden": 1024, "heads": 16, "kv_heads": 16, "ffn_hidden": null,
-              "ffn_kind": null, "vocab": null, "seq_len": 2048, "params_b": null},
+              "ffn_kind": null, "vocab": null, "seq_len": 2048, "params_b": null)" << model_extra << R"(},
     "hardware": {"gpu": ")" << gpu << R"(", "gpus": 8, "gpus_per_node": 8, "inter_node_gbps_per_gpu": null},
     "plan": {)" << plan << R"(}, "precision": null,
     "measured": {)" << measured << R"(}}]})";
@@ -195,4 +196,26 @@ TEST_CASE("a zero size is reported, not divided by, when a framework default nee
   const std::string path = write_runs("pr_dp0.json", "\"torchtitan\"", "a100-sxm-80gb",
                                       R"("dp": 0, "tp": 1, "pp": 1, "global_batch": 8, "micro_batch": null)");
   CHECK_THROWS_WITH(load_published_runs(path), Catch::Contains("/runs/0/plan/dp") && Catch::Contains("must be >= 1"));
+}
+
+TEST_CASE("an MoE run lists the expert TP and dispatcher it was priced with, unless its plan states them") {
+  const std::string moe = R"(, "moe": {"experts": 8, "top_k": 2, "expert_ffn_hidden": 1024, "shared_experts": null})";
+  const std::string plan = R"("dp": 8, "tp": 1, "pp": 1, "cp": 1, "ep": 8, "vpp": null, "micro_batch": 1, "global_batch": 64,
+                                "zero_stage": null, "recompute": null, "sequence_parallel": null, "schedule": null)";
+  const auto runs = load_published_runs(write_runs("pr_moe.json", "\"megatron-bridge\"", "h100-sxm-80gb", plan,
+                                                   R"("tokens_per_s_per_gpu": 1000)", R"("distributed_optimizer")", "a table", moe));
+  REQUIRE(runs.size() == 1);
+  CHECK(used(runs[0], "plan.expert_tp=1"));
+  CHECK(used(runs[0], "plan.moe_dispatcher=alltoall"));
+  const auto stated = load_published_runs(write_runs("pr_moe_flex.json", "\"megatron-bridge\"", "h100-sxm-80gb",
+                                                     plan + R"(, "moe_dispatcher": "flex")", R"("tokens_per_s_per_gpu": 1000)",
+                                                     R"("distributed_optimizer")", "a table", moe));
+  REQUIRE(stated.size() == 1);
+  CHECK(stated[0].plan.moe_dispatcher == MoeDispatcher::kFlex);
+  CHECK_FALSE(used(stated[0], "plan.moe_dispatcher=alltoall"));
+  const auto dense = load_published_runs(write_runs("pr_dense_defaults.json", "\"megatron-bridge\"", "h100-sxm-80gb",
+      R"("dp": 8, "tp": 1, "pp": 1, "cp": 1, "ep": 1, "vpp": null, "micro_batch": 1, "global_batch": 64,
+         "zero_stage": null, "recompute": null, "sequence_parallel": null, "schedule": null)"));
+  REQUIRE(dense.size() == 1);
+  CHECK_FALSE(used(dense[0], "plan.expert_tp=1"));
 }
