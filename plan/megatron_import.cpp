@@ -221,22 +221,9 @@ int64_t launcher_gpus(const MegatronArgs& a) {
   return 0;
 }
 
-}  // namespace
-
-ImportedJob import_megatron(const std::string& text, const std::string& file, const ModelSpec& model, int64_t gpus) {
-  ImportedJob job;
-  job.defaulted.push_back("dp");
-  const MegatronArgs a = collect(text, file, job.not_modeled);
-  if (a.values.empty() && a.switches.empty() && job.not_modeled.empty()) {
-    // Megatron's defaults (fp32, no parallelism) would stand in for a whole job nobody wrote.
-    throw InputError(file + ": no Megatron-LM argument in the file (not one --flag)",
-                     "give the launch script or argument list of the job (e.g. the line that runs pretrain_gpt.py)");
-  }
-  check_model(a, model);
+// The parallel layout's kinds: CP's exchange, and the experts' TP, EP and dispatcher.
+void read_parallel_kinds(const MegatronArgs& a, const ModelSpec& model, ImportedJob& job) {
   ParallelPlan& p = job.plan;
-  p.tp = a.number("--tensor-model-parallel-size", 1, 1, limits::kMaxGpus);
-  p.pp = a.number("--pipeline-model-parallel-size", 1, 1, limits::kMaxGpus);
-  p.cp = a.number("--context-parallel-size", 1, 1, limits::kMaxGpus);
   p.ep = a.number("--expert-model-parallel-size", 1, 1, limits::kMaxGpus);
   if (a.values.count("--cp-comm-type") > 0) {
     const std::string type = a.values.at("--cp-comm-type");
@@ -257,6 +244,25 @@ ImportedJob import_megatron(const std::string& text, const std::string& file, co
   } else {
     job.not_modeled.push_back("--moe-token-dispatcher-type " + type + " (modeled as alltoall)");
   }
+}
+
+}  // namespace
+
+ImportedJob import_megatron(const std::string& text, const std::string& file, const ModelSpec& model, int64_t gpus) {
+  ImportedJob job;
+  job.defaulted.push_back("dp");
+  const MegatronArgs a = collect(text, file, job.not_modeled);
+  if (a.values.empty() && a.switches.empty() && job.not_modeled.empty()) {
+    // Megatron's defaults (fp32, no parallelism) would stand in for a whole job nobody wrote.
+    throw InputError(file + ": no Megatron-LM argument in the file (not one --flag)",
+                     "give the launch script or argument list of the job (e.g. the line that runs pretrain_gpt.py)");
+  }
+  check_model(a, model);
+  ParallelPlan& p = job.plan;
+  p.tp = a.number("--tensor-model-parallel-size", 1, 1, limits::kMaxGpus);
+  p.pp = a.number("--pipeline-model-parallel-size", 1, 1, limits::kMaxGpus);
+  p.cp = a.number("--context-parallel-size", 1, 1, limits::kMaxGpus);
+  read_parallel_kinds(a, model, job);
   read_pipeline(a, model, p);
   read_training(a, job);
   if (a.values.count("--seq-length") > 0) job.seq_len = a.number("--seq-length", 0);

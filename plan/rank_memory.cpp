@@ -74,6 +74,21 @@ double stored_layer_bytes(const ModelSpec& m, const ActivationLayout& act, const
          activation_bytes_per_layer(m, whole) * static_cast<double>(span.whole_layers);
 }
 
+// What the activation terms of model/activation_memory.hpp need of the plan.
+ActivationLayout activation_layout(const ParallelPlan& plan) {
+  ActivationLayout act;
+  act.micro_batch = plan.micro_batch;
+  act.tp = plan.tp;
+  act.sequence_parallel = plan.sequence_parallel;
+  act.recompute = plan.recompute;
+  act.attention = plan.attention;
+  act.loss = plan.cross_entropy;
+  act.cp = plan.cp;
+  act.expert_load = plan.expert_rank_load();
+  act.bytes_per_value = plan.precision == Precision::kFp32 ? 4 : 2;
+  return act;
+}
+
 }  // namespace
 
 RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan) {
@@ -90,17 +105,7 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
   const int64_t layer_on_rank = layer_split / plan.tp + layer_replicated + layer_experts;
   const int64_t embedding_on_rank = params.token_embedding / plan.tp;  // vocab-parallel
 
-  ActivationLayout act;
-  act.micro_batch = plan.micro_batch;
-  act.tp = plan.tp;
-  act.sequence_parallel = plan.sequence_parallel;
-  act.recompute = plan.recompute;
-  act.attention = plan.attention;
-  act.loss = plan.cross_entropy;
-  act.cp = plan.cp;
-  act.expert_load = plan.expert_rank_load();
-  act.bytes_per_value = plan.precision == Precision::kFp32 ? 4 : 2;
-
+  const ActivationLayout act = activation_layout(plan);
   RankMemory result;
   const std::vector<int64_t> stage_layers = virtual_stage_layers(model, plan);
   for (int64_t stage = 0; stage < plan.pp; ++stage) {

@@ -249,9 +249,17 @@ ParallelPlan plan_defaults(const std::string& group, const FrameworkPreset& pres
   return defaults;
 }
 
-// An MoE run's expert TP and dispatcher, which the format does not state: the plan's defaults
-// (expert TP 1 with EP, the all-to-all dispatcher: the Megatron-Bridge recipes'), listed as used.
-void note_moe_defaults(const json& j, PublishedRun& run) {
+// What the format never states, listed as used: the kernels and overlaps of the run's framework and
+// era, and an MoE run's expert TP and dispatcher (expert TP 1 with EP, the all-to-all dispatcher:
+// the Megatron-Bridge recipes') unless its plan states them.
+void note_plan_defaults(const json& j, PublishedRun& run) {
+  const auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
+  run.defaults_used.push_back(std::string("plan.attention=") + to_string(run.plan.attention));
+  run.defaults_used.push_back("plan.dp_overlap=" + flag(run.plan.dp_overlap));
+  run.defaults_used.push_back("plan.tp_overlap=" + flag(run.plan.tp_overlap));
+  run.defaults_used.push_back("plan.tp_comm_overlap=" + flag(run.plan.tp_comm_overlap));
+  run.defaults_used.push_back(std::string("plan.cross_entropy=") + to_string(run.plan.cross_entropy));
+  run.defaults_used.push_back(std::string("plan.norm=") + to_string(run.plan.norm));
   if (!run.model.moe) return;
   const json* plan = j.contains("plan") && j["plan"].is_object() ? &j["plan"] : nullptr;
   if (plan == nullptr || !plan->contains("expert_tp")) run.defaults_used.push_back("plan.expert_tp=" + std::to_string(run.plan.expert_tp_size()));
@@ -314,13 +322,7 @@ PublishedRun read_run(const json& raw, const std::string& path, const std::strin
   } else {
     r.add_problem("plan", "missing required object \"plan\"");
   }
-  run.defaults_used.push_back(std::string("plan.attention=") + to_string(run.plan.attention));
-  run.defaults_used.push_back(std::string("plan.dp_overlap=") + (run.plan.dp_overlap ? "true" : "false"));
-  run.defaults_used.push_back(std::string("plan.tp_overlap=") + (run.plan.tp_overlap ? "true" : "false"));
-  run.defaults_used.push_back(std::string("plan.tp_comm_overlap=") + (run.plan.tp_comm_overlap ? "true" : "false"));
-  run.defaults_used.push_back(std::string("plan.cross_entropy=") + to_string(run.plan.cross_entropy));
-  run.defaults_used.push_back(std::string("plan.norm=") + to_string(run.plan.norm));
-  note_moe_defaults(j, run);
+  note_plan_defaults(j, run);
   if (auto precision = r.optional_choice("precision", {"bf16", "fp16", "fp32", "fp8"})) run.plan.precision = parse_precision(*precision);
   apply_fp8_options(j, run);
   if (auto m = r.optional_object("measured")) read_measured(*m, run);
