@@ -12,8 +12,11 @@ FlopsPerToken flops_per_token(const ModelSpec& m, Recompute recompute, int64_t r
   const ParamCounts params = count_params(m);
   f.forward_matmul = 2.0 * static_cast<double>(params.matmul_active);
   f.forward_lm_head = 2.0 * static_cast<double>(m.vocab) * static_cast<double>(m.hidden);
-  f.forward_attention = 4.0 * static_cast<double>(m.layers) * static_cast<double>(m.seq_len) *
-                        static_cast<double>(m.attention_width());
+  // Each query against seq_len keys (the usual MFU convention, causal masking not discounted); a
+  // windowed layer's query against sliding_window keys.
+  const double windowed = static_cast<double>(m.windowed_layers());
+  const double keys = (static_cast<double>(m.layers) - windowed) * static_cast<double>(m.seq_len) + windowed * static_cast<double>(m.sliding_window);
+  f.forward_attention = 4.0 * keys * static_cast<double>(m.attention_width());
   f.model = 3.0 * f.forward();
   switch (recompute) {
     case Recompute::kNone: f.hardware = f.model; break;

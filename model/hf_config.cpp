@@ -1,5 +1,5 @@
 // Field mapping from Hugging Face configs (transformers' LlamaConfig, MistralConfig, Qwen2Config,
-// MixtralConfig, GPT2Config, GPTNeoXConfig) to ModelSpec. HF configs carry many keys we do not
+// MixtralConfig, Qwen2MoeConfig, Qwen3MoeConfig, GptOssConfig, GPT2Config, GPTNeoXConfig) to ModelSpec. HF configs carry many keys we do not
 // need, so unknown keys are not errors here; missing keys we need are.
 #include "model/hf_config.hpp"
 
@@ -22,12 +22,13 @@ const std::map<std::string, std::string>& architecture_to_type() {
   static const std::map<std::string, std::string> table = {
       {"LlamaForCausalLM", "llama"},     {"MistralForCausalLM", "mistral"}, {"Qwen2ForCausalLM", "qwen2"},
       {"MixtralForCausalLM", "mixtral"}, {"GPT2LMHeadModel", "gpt2"},       {"GPTNeoXForCausalLM", "gpt_neox"},
-      {"Qwen2MoeForCausalLM", "qwen2_moe"}, {"Qwen3MoeForCausalLM", "qwen3_moe"},
+      {"Qwen2MoeForCausalLM", "qwen2_moe"}, {"Qwen3MoeForCausalLM", "qwen3_moe"}, {"GptOssForCausalLM", "gpt_oss"},
   };
   return table;
 }
 
-const std::vector<std::string> kSupportedTypes = {"llama", "mistral", "qwen2", "mixtral", "qwen2_moe", "qwen3_moe", "gpt2", "gpt_neox"};
+const std::vector<std::string> kSupportedTypes = {"llama",     "mistral",   "qwen2",   "mixtral", "qwen2_moe",
+                                                  "qwen3_moe", "gpt_oss",   "gpt2",    "gpt_neox"};
 
 std::string model_type_of(const nlohmann::json& doc, const std::string& path) {
   if (doc.contains("model_type") && doc["model_type"].is_string()) return doc["model_type"].get<std::string>();
@@ -38,7 +39,7 @@ std::string model_type_of(const nlohmann::json& doc, const std::string& path) {
     if (it != architecture_to_type().end()) return it->second;
     throw InputError(path + ": /architectures/0: \"" + arch + "\" is not a supported architecture; supported: " +
                          "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, MixtralForCausalLM, " +
-                         "GPT2LMHeadModel, GPTNeoXForCausalLM",
+                         "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM, GPT2LMHeadModel, GPTNeoXForCausalLM",
                      "describe the model in trainsim's model JSON instead (docs/model-json.md)");
   }
   throw InputError(path + ": /model_type: missing (a Hugging Face config names its \"model_type\")",
@@ -54,8 +55,10 @@ std::string model_name(const nlohmann::json& doc, const std::string& path, const
   return parent.empty() ? type : parent;
 }
 
-// Llama family: Llama, Mistral, Qwen2, Mixtral share field names and the SwiGLU/RMSNorm/RoPE layout.
+// Llama family: Llama, Mistral, Qwen2, Mixtral, Qwen-MoE and GPT-OSS share field names and the
+// SwiGLU/RMSNorm/RoPE layout.
 void read_qwen_moe(JsonObjectReader& r, ModelSpec& m);
+void read_gpt_oss_moe(JsonObjectReader& r, ModelSpec& m);
 
 void read_llama_family(JsonObjectReader& r, const std::string& type, ModelSpec& m) {
   m.hidden = r.required_int("hidden_size", 1);
@@ -72,15 +75,16 @@ void read_llama_family(JsonObjectReader& r, const std::string& type, ModelSpec& 
   if (act != "silu" && act != "swish") {
     r.add_problem("hidden_act", "\"" + act + "\" is not supported for " + type + " (expected \"silu\": a SwiGLU FFN)");
   }
+  // GPT-OSS has biases on every linear (Q, K, V, O, the router and the experts): linear_bias below.
   for (const char* key : {"attention_bias", "mlp_bias"}) {
-    if (r.optional_bool(key).value_or(false)) {
+    if (r.optional_bool(key).value_or(false) && type != "gpt_oss") {
       r.add_problem(key, std::string(key) + " = true is not supported yet (its bias layout is not modeled)");
     }
   }
   m.ffn_kind = FfnKind::kSwiglu;
   m.norm = NormKind::kRmsNorm;
   m.position = PositionKind::kRope;
-  m.linear_bias = false;
+  m.linear_bias = type == "gpt_oss";
   m.qkv_bias = type == "qwen2" || type == "qwen2_moe";  // Qwen2 has biases on Q, K and V only
   m.dropout = false;
   if (type == "mixtral") {
@@ -91,6 +95,42 @@ void read_llama_family(JsonObjectReader& r, const std::string& type, ModelSpec& 
     m.moe = moe;
   }
   if (type == "qwen2_moe" || type == "qwen3_moe") read_qwen_moe(r, m);
+  if (type == "gpt_oss") read_gpt_oss_moe(r, m);
+}
+
+// GPT-OSS (transformers' GptOssConfig): every layer's FFN is num_local_experts experts of
+// intermediate_size (its SwiGLU is clamped, swiglu_limit: the same GEMMs), top num_experts_per_tok
+// (experts_per_token in OpenAI's own config); attention sinks (one learned logit per head) are
+// not modeled.
+void read_gpt_oss_moe(JsonObjectReader& r, ModelSpec& m) {
+  MoeSpec moe;
+  moe.experts = r.required_int("num_local_experts", 1);
+  const std::optional<int64_t> top_k = r.optional_int("num_experts_per_tok", 1);
+  const std::optional<int64_t> per_token = r.optional_int("experts_per_token", 1);
+  if (!top_k && !per_token) r.add_problem("num_experts_per_tok", "missing (the experts each token is routed to)");
+  moe.top_k = top_k.value_or(per_token.value_or(1));
+  moe.expert_ffn_hidden = m.ffn_hidden;
+  m.moe = moe;
+}
+
+// Sliding-window attention. GPT-OSS and newer configs list each layer's kind in layer_types
+// ("sliding_attention" / "full_attention"); Mistral windows every layer when sliding_window is
+// set; Qwen2 only with use_sliding_window, in the layers from max_window_layers on.
+void read_sliding_window(const nlohmann::json& doc, JsonObjectReader& r, const std::string& type, ModelSpec& m) {
+  if (type == "gpt2" || type == "gpt_neox") return;
+  const std::optional<int64_t> window = r.optional_int("sliding_window", 1);
+  if (!window) return;
+  int64_t windowed = m.layers;
+  if (doc.contains("layer_types") && doc["layer_types"].is_array()) {
+    windowed = 0;
+    for (const auto& kind : doc["layer_types"]) windowed += kind == "sliding_attention" ? 1 : 0;
+  } else if (type == "qwen2" || type == "qwen2_moe" || type == "qwen3_moe") {
+    if (!r.optional_bool("use_sliding_window").value_or(false)) return;
+    windowed = std::max<int64_t>(0, m.layers - r.optional_int("max_window_layers", 0).value_or(0));
+  }
+  if (windowed == 0) return;
+  m.sliding_window = *window;
+  m.sliding_window_layers = std::min(windowed, m.layers);
 }
 
 // Qwen2-MoE / Qwen3-MoE (transformers' Qwen2MoeConfig, Qwen3MoeConfig): every layer sparse
@@ -176,6 +216,7 @@ ModelSpec read_hf_config(const nlohmann::json& doc, const std::string& path) {
   } else {
     read_llama_family(reader, type, m);
   }
+  read_sliding_window(doc, reader, type, m);
   if (m.head_dim == 0 && m.heads > 0) {
     if (m.hidden % m.heads != 0) {
       reader.add_problem("num_attention_heads", "hidden size (" + std::to_string(m.hidden) +

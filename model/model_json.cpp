@@ -65,6 +65,12 @@ ModelSpec read_model(JsonObjectReader& r) {
     moe->reject_unknown_keys();
     m.moe = spec;
   }
+  if (auto window = r.optional_int("sliding_window", 1)) {
+    m.sliding_window = *window;
+    m.sliding_window_layers = r.optional_int("sliding_window_layers", 0).value_or(m.layers);
+  } else if (r.optional_int("sliding_window_layers", 0)) {
+    r.add_problem("sliding_window_layers", "is given without sliding_window (the window's length in tokens)");
+  }
   m.params_b_stated = r.optional_number("params_b", 0.0);
   m.source = r.optional_string("source").value_or("");
   r.reject_unknown_keys();
@@ -104,6 +110,10 @@ nlohmann::ordered_json model_to_json(const ModelSpec& m) {
   if (m.moe) {
     j["moe"] = {{"experts", m.moe->experts}, {"top_k", m.moe->top_k}, {"expert_ffn_hidden", m.moe->expert_ffn_hidden},
                 {"shared_experts", m.moe->shared_experts}};
+  }
+  if (m.sliding_window > 0) {
+    j["sliding_window"] = m.sliding_window;
+    j["sliding_window_layers"] = m.sliding_window_layers;
   }
   if (m.params_b_stated) j["params_b"] = *m.params_b_stated;
   if (!m.source.empty()) j["source"] = m.source;

@@ -56,6 +56,13 @@ ProblemList validate_model(const ModelSpec& m, const std::string& where) {
             std::to_string(limits::kMaxExperts));
     }
   }
+  if (m.sliding_window != 0 || m.sliding_window_layers != 0) {
+    require_size(p, where, "sliding_window", m.sliding_window, limits::kMaxSeqLen);
+    if (m.sliding_window_layers < 0 || m.sliding_window_layers > m.layers) {
+      p.add(where + ": /sliding_window_layers: sliding_window_layers (" + std::to_string(m.sliding_window_layers) +
+            ") must be from 0 to layers (" + std::to_string(m.layers) + ")");
+    }
+  }
   if (!p.empty()) return p;  // the relations below need sizes in range
   require_countable(p, where, m);
   if (m.heads % m.kv_heads != 0) {

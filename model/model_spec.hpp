@@ -42,12 +42,19 @@ struct ModelSpec {
   bool qkv_bias = false;        // only Q, K, V have biases (Qwen2); implied by linear_bias
   bool dropout = true;          // dropout after attention and MLP (stores 1-byte masks)
   std::optional<MoeSpec> moe;   // every layer's FFN is a mixture of experts when set
+  // Sliding-window (local) attention: a query attends to the last `sliding_window` positions
+  // (itself included) in `sliding_window_layers` of the layers, the others see the whole causal
+  // prefix (Mistral: every layer; Gemma 2, GPT-OSS: every other layer). 0: no window.
+  int64_t sliding_window = 0;
+  int64_t sliding_window_layers = 0;
   std::optional<double> params_b_stated;  // a parameter count the source stated, for reference
   std::string source;                     // where the architecture comes from
 
   int64_t attention_width() const { return heads * head_dim; }  // width of Q and of the output proj
   int64_t kv_width() const { return kv_heads * head_dim; }
   bool is_moe() const { return moe.has_value(); }
+  // Layers whose attention is windowed (0 without a window, or when the window covers the sequence).
+  int64_t windowed_layers() const { return sliding_window > 0 && sliding_window < seq_len ? sliding_window_layers : 0; }
   // FFN passes per token: 1, or an MoE layer's top-k routed experts plus its shared experts.
   int64_t ffn_passes() const { return moe ? moe->top_k + moe->shared_experts : 1; }
 };

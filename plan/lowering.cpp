@@ -3,19 +3,29 @@
 // parallelism (Korthikanti et al. 2022 §4.2.2).
 #include "plan/lowering.hpp"
 
+#include <cmath>
+
 #include "plan/lowering_ops.hpp"
 #include "plan/rank_memory.hpp"
 #include "plan/recompute_span.hpp"
 
 namespace trainsim {
 
+double Op::attention_window_share() const {
+  const double s = static_cast<double>(attention_seq), w = static_cast<double>(attention_window);
+  if (attention_window <= 0 || w >= s || s <= 0) return 1.0;
+  // A band of width w under the diagonal: s w - w^2 / 2 pairs of the causal s^2 / 2.
+  return (s * w - 0.5 * w * w) / (0.5 * s * s);
+}
+
 double Op::flops() const {
   if (kind == OpKind::kGemm) return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
   if (kind == OpKind::kAttention) {
-    // QK^T and AV: 4 s^2 d per head; a causal kernel computes half; backward = 2.5x (five GEMMs).
+    // QK^T and AV: 4 s^2 d per head; a causal kernel computes half (a window its band); backward =
+    // 2.5x (five GEMMs).
     const double s = static_cast<double>(attention_seq);
     const double forward = 4.0 * static_cast<double>(attention_batch_heads) * s * s * static_cast<double>(attention_head_dim) * 0.5 /
-                           static_cast<double>(attention_cp);
+                           static_cast<double>(attention_cp) * attention_window_share();
     return backward ? 2.5 * forward : forward;
   }
   return 0.0;
@@ -109,7 +119,7 @@ std::vector<Op> selective_op_recompute(const ModelSpec& m, const std::vector<Op>
   std::vector<Op> out;
   for (const Op& op : forward) {
     const std::string name = op.name;
-    if (name == "attention" || name == "cp_ring_kv" || name == "sp_reducescatter" || name == "tp_allreduce") continue;
+    if (name == "attention" || name == "attention_window" || name == "cp_ring_kv" || name == "sp_reducescatter" || name == "tp_allreduce") continue;
     if (name == "qkv") {
       out.push_back(gemm("qkv_recompute_k", op.m, s.kv / s.t, op.k));
     } else if (name == "fc1") {
@@ -148,13 +158,25 @@ void add_attention(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, cons
       attention.attention_batch_heads /= p.cp;
       attention.attention_cp = 1;
     }
+    // Every layer's work is the same op list: with a sliding window in some layers, the layer's
+    // heads are split in that proportion between a windowed kernel and a full one (exact when the
+    // windowed layers are every other one, as in Gemma 2 and GPT-OSS).
+    Op windowed = attention;
+    windowed.name = "attention_window";
+    windowed.attention_window = m.sliding_window;
+    windowed.attention_batch_heads = std::llround(static_cast<double>(attention.attention_batch_heads) *
+                                                  static_cast<double>(m.windowed_layers()) / static_cast<double>(m.layers));
+    attention.attention_batch_heads -= windowed.attention_batch_heads;
     add_cp_exchange(w.forward, s, p, false);
-    w.forward.push_back(attention);
+    if (attention.attention_batch_heads > 0) w.forward.push_back(attention);
+    if (windowed.attention_batch_heads > 0) w.forward.push_back(windowed);
     add_cp_exchange(w.forward, s, p, false, true);
-    attention.backward = true;
+    attention.backward = windowed.backward = true;
     attention.name = "attention_bwd";
+    windowed.name = "attention_window_bwd";
     add_cp_exchange(w.backward, s, p, true);
-    w.backward.push_back(attention);
+    if (attention.attention_batch_heads > 0) w.backward.push_back(attention);
+    if (windowed.attention_batch_heads > 0) w.backward.push_back(windowed);
     add_cp_exchange(w.backward, s, p, true, true);
   } else {
     // Unfused: batched QK^T and AV GEMMs plus softmax (+ dropout) over a*s^2 scores per sequence.
@@ -248,7 +270,7 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
   } else if (p.recompute == Recompute::kSelective) {
     for (const Op& op : w.forward) {
       const std::string name = op.name;
-      if (name == "attention" || name == "attn_scores" || name == "softmax" || name == "attn_context") w.recompute.push_back(op);
+      if (name == "attention" || name == "attention_window" || name == "attn_scores" || name == "softmax" || name == "attn_context") w.recompute.push_back(op);
       if (name == "cp_ring_kv") {
         w.recompute.push_back(op);
         w.recompute.back().overlaps_op = static_cast<int32_t>(w.recompute.size()) - 2;  // the attention before it

@@ -29,6 +29,9 @@ struct Op {
   // Context parallelism: the sequence's queries are spread over this many ranks (load-balanced
   // causal chunks); this rank does 1/attention_cp of the work.
   int64_t attention_cp = 1;
+  // Sliding-window attention: each query sees the last `attention_window` keys (0: the whole
+  // causal prefix). The kernel skips the tiles outside the band.
+  int64_t attention_window = 0;
   bool backward = false;
   // kMemoryBound: bytes read + written
   double bytes = 0;
@@ -55,6 +58,8 @@ struct Op {
   // other node holding one of its experts once (CostModel::node_dedup_exchange_s).
   int32_t dedup_top_k = 0, dedup_experts = 0;
   double flops() const;  // 2mnk*batch for GEMMs; attention: QK^T and AV (and backward's 2.5x), causal half
+  // Of a causal attention's query-key pairs, the share a sliding window keeps (1 without one).
+  double attention_window_share() const;
 };
 
 struct LayerWork {

@@ -30,6 +30,11 @@ void check_context_parallel(const ParallelPlan& p, const ModelSpec& m, const std
   if (p.attention != AttentionKernel::kFlash && rules == PlanRules::kFrameworks) {
     add("cp", "context parallelism runs fused (flash) ring attention; attention is unfused (trainsim's CPU runtime runs its own unfused ring: `trainsim run`)");
   }
+  if (p.cp_comm == CpComm::kP2p && m.windowed_layers() > 0) {
+    // Transformer Engine's context_parallel.py asserts the same.
+    add("cp_comm", "the p2p ring does not run sliding-window attention (Transformer Engine supports windows with cp_comm all_gather "
+                   "or a2a)" + of_model);
+  }
   if (p.cp_comm == CpComm::kA2a && ((m.heads / p.tp) % p.cp != 0 || (m.kv_heads / p.tp) % p.cp != 0)) {
     add("cp_comm", "a2a (Ulysses) splits each TP rank's heads over the CP ranks: cp (" + s(p.cp) + ") must divide heads / tp (" +
                        s(m.heads / p.tp) + ") and kv_heads / tp (" + s(m.kv_heads / p.tp) + ")" + of_model);

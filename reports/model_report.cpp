@@ -43,6 +43,10 @@ std::string describe_model(const ModelSpec& m) {
           (m.tied_embeddings ? "tied" : "untied") + " embeddings, " +
           (m.linear_bias ? "linear biases" : m.qkv_bias ? "QKV biases only" : "no biases") +
           (m.dropout ? ", dropout" : ", no dropout");
+  if (m.sliding_window > 0) {
+    text += "\n  sliding-window attention: " + std::to_string(m.sliding_window) + " tokens in " + std::to_string(m.sliding_window_layers) +
+            " of " + std::to_string(m.layers) + " layers" + (m.windowed_layers() == 0 ? " (the window covers the sequence: no effect)" : "");
+  }
   if (!m.source.empty()) text += "\n  source: " + m.source;
   return text;
 }

@@ -24,6 +24,7 @@ ProblemList model_problems(const ModelSpec& m) {
   ProblemList p;
   const std::string where = "model \"" + m.name + "\"";
   if (m.position == PositionKind::kAlibi) p.add(where + ": positions alibi (the CPU runtime implements learned positions and RoPE)");
+  if (m.windowed_layers() > 0) p.add(where + ": sliding-window attention (the CPU runtime attends to the whole causal prefix)");
   if (m.position == PositionKind::kRope && m.head_dim % 2 != 0) {
     p.add(where + ": head_dim " + std::to_string(m.head_dim) + " is odd (RoPE turns pairs of dimensions)");
   }

@@ -112,7 +112,10 @@ double DatasheetCostModel::gemm_at(int64_t m, int64_t n, int64_t k, int64_t batc
 
 double DatasheetCostModel::attention_s(const Op& op) const {
   // The kernel's shape: its head size and the sequence one call sees (a CP rank's share).
-  const double seq = static_cast<double>(op.attention_seq) / static_cast<double>(std::max<int64_t>(1, op.attention_cp));
+  // A sliding window's kernel visits about window keys per query: it runs at the rate of a
+  // sequence that long (clamped to the measured curves, 512 tokens and up).
+  double seq = static_cast<double>(op.attention_seq) / static_cast<double>(std::max<int64_t>(1, op.attention_cp));
+  if (op.attention_window > 0) seq = std::min(seq, static_cast<double>(op.attention_window));
   return op.flops() / (attention_flops_per_s_ * attention_shape_factor(attention_curve_, op.attention_head_dim, seq)) + c_.kernel_overhead_s;
 }
 

@@ -214,7 +214,8 @@ double ProfiledCostModel::attention_s(const Op& op) const {
     t = *interpolate_bytes(s2, t2, nearest) * (seq * seq) / (nearest * nearest);  // attention work grows with s^2
   }
   per_batch_head = *t;
-  return per_batch_head * static_cast<double>(op.attention_batch_heads) / static_cast<double>(op.attention_cp);
+  // A sliding window: the measured causal kernel's time scaled by the share of its pairs the band keeps.
+  return per_batch_head * static_cast<double>(op.attention_batch_heads) / static_cast<double>(op.attention_cp) * op.attention_window_share();
 }
 
 double ProfiledCostModel::interpolate_table(const MemoryBoundTable& table, double bytes) const {

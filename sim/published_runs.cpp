@@ -76,16 +76,21 @@ void fill_model(json& model, Filler& fill, std::string& unsupported) {
     }
   }
   fill(model, "model.", "vocab", 50257);
-  // The format has no head_dim: a model the catalog knows by the same name, with the same layers,
-  // hidden width and heads, takes the catalog's (its Hugging Face config's); else hidden / heads.
-  if (!model.contains("head_dim") && model.contains("name") && model["name"].is_string()) {
-    std::string name = model["name"].get<std::string>();
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-    for (const ModelSpec& known : builtin_models()) {
-      if (known.name == name && known.layers == int_or(model, "layers", 0) && known.hidden == int_or(model, "hidden", 0) &&
-          known.heads == int_or(model, "heads", 0) && known.head_dim * known.heads != known.hidden) {
-        fill(model, "model.", "head_dim", known.head_dim);
-      }
+  // The format has no head_dim and no sliding window: a model the catalog knows by the same name,
+  // with the same layers, hidden width and heads, takes the catalog's (its Hugging Face config's);
+  // else hidden / heads and full attention.
+  if (!model.contains("name") || !model["name"].is_string()) return;
+  std::string name = model["name"].get<std::string>();
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const ModelSpec& known : builtin_models()) {
+    if (known.name != name || known.layers != int_or(model, "layers", 0) || known.hidden != int_or(model, "hidden", 0) ||
+        known.heads != int_or(model, "heads", 0)) {
+      continue;
+    }
+    if (!model.contains("head_dim") && known.head_dim * known.heads != known.hidden) fill(model, "model.", "head_dim", known.head_dim);
+    if (known.sliding_window > 0 && !model.contains("sliding_window")) {
+      fill(model, "model.", "sliding_window", known.sliding_window);
+      fill(model, "model.", "sliding_window_layers", known.sliding_window_layers);
     }
   }
 }

@@ -63,6 +63,7 @@ void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) 
   ProblemList problems;
   const std::string where = "model \"" + m.name + "\"";
   if (m.position == PositionKind::kAlibi) problems.add(where + ": positions alibi (the CUDA runtime implements learned positions and RoPE)");
+  if (m.windowed_layers() > 0) problems.add(where + ": sliding-window attention (the CUDA runtime attends to the whole causal prefix)");
   if (m.position == PositionKind::kRope && m.head_dim % 2 != 0) {
     problems.add(where + ": head_dim " + std::to_string(m.head_dim) + " is odd (RoPE turns pairs of dimensions)");
   }

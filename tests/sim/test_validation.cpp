@@ -3,6 +3,7 @@
 // change that makes any of them worse fails here (docs/validation.md has the tables).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 
 #include "runtime/host_allocator.hpp"
@@ -109,6 +110,20 @@ TEST_CASE("an interleaved run that does not say vpp takes the fewest chunks that
   }
   CHECK(vpp["zb-t4-1.5B-1F1B-I-m24"] == "plan.vpp=3");   // 22 + 2 on 8 x 3
   CHECK(vpp["zb-t4-28.3B-1F1B-I-m96"] == "plan.vpp=2");  // 62 + 2 on 32 x 2
+}
+
+TEST_CASE("a run of a catalog model takes the catalog's head size and sliding window, and says so") {
+  for (const PublishedRun& r : runs()) {
+    if (r.id != "mbridge-26.04-gpt-oss-120b-bf16-64gpu") continue;
+    CHECK(r.model.head_dim == 64);  // 64 heads of 64 on a 2880-wide residual
+    CHECK(r.model.windowed_layers() == 18);
+    const auto said = [&](const std::string& d) { return std::find(r.defaults_used.begin(), r.defaults_used.end(), d) != r.defaults_used.end(); };
+    CHECK(said("model.head_dim=64"));
+    CHECK(said("model.sliding_window=128"));
+    CHECK(said("model.sliding_window_layers=18"));
+    return;
+  }
+  FAIL("no GPT-OSS-120B run");
 }
 
 TEST_CASE("memory is scored where it was measured, against the figure of its kind") {

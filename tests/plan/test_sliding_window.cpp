@@ -1,0 +1,125 @@
+// Sliding-window attention (Mistral, Gemma 2, GPT-OSS): the band's share of a causal kernel's
+// query-key pairs, the layer's heads split between a windowed and a full kernel in the model's
+// proportion, the FLOP count, the Hugging Face reader, the model JSON keys and the refusals.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "common/errors.hpp"
+#include "common/json_reader.hpp"
+#include "model/flops.hpp"
+#include "model/model_catalog.hpp"
+#include "model/model_json.hpp"
+#include "model/param_count.hpp"
+#include "op_lookup.hpp"
+#include "plan/lowering.hpp"
+#include "plan/parallel_plan.hpp"
+
+using namespace trainsim;
+using trainsim::test::find_op;
+
+namespace {
+
+ParallelPlan oss_plan() {
+  ParallelPlan p;
+  p.ep = 8;
+  p.dp = 8;
+  p.global_batch = 8;
+  return p;
+}
+
+double attention_flops(const std::vector<Op>& ops) {
+  double f = 0;
+  for (const Op& op : ops) f += op.kind == OpKind::kAttention ? op.flops() : 0.0;
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("a window keeps s w - w^2/2 of a causal kernel's s^2/2 query-key pairs") {
+  Op op;
+  op.kind = OpKind::kAttention;
+  op.attention_batch_heads = 1;
+  op.attention_seq = 4096;
+  op.attention_head_dim = 64;
+  CHECK(op.attention_window_share() == 1.0);
+  op.attention_window = 128;
+  CHECK(op.attention_window_share() == Approx((4096.0 * 128 - 128.0 * 128 / 2) / (4096.0 * 4096 / 2)));  // 0.0615
+  const double windowed = op.flops();
+  op.attention_window = 4096;  // a window as long as the sequence is no window
+  CHECK(op.attention_window_share() == 1.0);
+  CHECK(windowed == Approx(op.flops() * 0.06152).epsilon(1e-3));
+}
+
+TEST_CASE("GPT-OSS: every other layer windowed, so a layer's heads split half windowed, half full") {
+  const ModelSpec m = resolve_model("gpt-oss-120b");
+  REQUIRE(m.windowed_layers() == 18);
+  const LayerWork w = lower_iteration(m, oss_plan()).layer;
+  const Op* full = find_op(w.forward, "attention");
+  const Op* band = find_op(w.forward, "attention_window");
+  REQUIRE(full != nullptr);
+  REQUIRE(band != nullptr);
+  CHECK(full->attention_batch_heads == 32);
+  CHECK(band->attention_batch_heads == 32);
+  CHECK(band->attention_window == 128);
+  CHECK(find_op(w.backward, "attention_window_bwd") != nullptr);
+  // The layer's attention is the mean of a full layer's and a windowed one's.
+  ModelSpec dense = m;
+  dense.sliding_window = 0;
+  dense.sliding_window_layers = 0;
+  const double all_full = attention_flops(lower_iteration(dense, oss_plan()).layer.forward);
+  CHECK(attention_flops(w.forward) == Approx(all_full * (1.0 + band->attention_window_share()) / 2));
+  // Model FLOPs: a windowed layer's query against 128 keys instead of 4096.
+  const double h = 64.0 * 64;
+  CHECK(flops_per_token(dense, Recompute::kNone).forward_attention - flops_per_token(m, Recompute::kNone).forward_attention ==
+        Approx(4.0 * 18 * (4096 - 128) * h));
+}
+
+TEST_CASE("GPT-OSS's Hugging Face config reads as the catalog entry: head_dim 64, biases, 18 windowed layers, 116.8B") {
+  const ModelSpec hf = resolve_model(std::string(TRAINSIM_TEST_DATA) + "/hf/gpt-oss-120b/config.json");
+  const ModelSpec catalog = resolve_model("gpt-oss-120b");
+  REQUIRE(hf.moe);
+  CHECK(hf.moe->experts == 128);
+  CHECK(hf.moe->top_k == 4);
+  CHECK(hf.head_dim == 64);
+  CHECK(hf.linear_bias);
+  CHECK(hf.sliding_window == 128);
+  CHECK(hf.sliding_window_layers == 18);
+  CHECK(count_params(hf).total == count_params(catalog).total);
+  CHECK(count_params(catalog).total == Approx(116.83e9).epsilon(1e-3));  // the model card's 116.83B
+}
+
+TEST_CASE("model JSON: sliding_window round-trips; its layer count needs a window and at most every layer") {
+  ModelSpec m = resolve_model("gpt-oss-20b");
+  const nlohmann::json j = model_to_json(m);
+  ProblemList problems;
+  JsonObjectReader r(j, "m.json", "", problems);
+  const ModelSpec back = read_model(r);
+  CHECK(problems.empty());
+  CHECK(back.sliding_window == 128);
+  CHECK(back.sliding_window_layers == 12);
+
+  nlohmann::json bad = j;
+  bad.erase("sliding_window");
+  ProblemList p2;
+  JsonObjectReader r2(bad, "m.json", "", p2);
+  read_model(r2);
+  REQUIRE(!p2.empty());
+  CHECK_THAT(p2.items()[0], Catch::Contains("sliding_window_layers") && Catch::Contains("without sliding_window"));
+
+  m.sliding_window_layers = 25;
+  REQUIRE(!validate_model(m, "m.json").empty());
+  CHECK_THAT(validate_model(m, "m.json").items()[0], Catch::Contains("must be from 0 to layers (24)"));
+}
+
+TEST_CASE("context parallelism's p2p ring refuses a windowed model; all_gather takes it") {
+  const ModelSpec m = resolve_model("gpt-oss-120b");
+  ParallelPlan p = oss_plan();
+  p.cp = 2;
+  p.dp = 4;
+  p.global_batch = 4;
+  REQUIRE(!validate_plan(p, m, "options").empty());
+  CHECK_THAT(validate_plan(p, m, "options").items()[0], Catch::Contains("does not run sliding-window attention"));
+  p.cp_comm = CpComm::kAllGather;
+  CHECK(validate_plan(p, m, "options").empty());
+}
