@@ -88,7 +88,7 @@ struct Options {
   int64_t gpus = 0, max_gpus = 0, global_batch = 0, top = 10, max_micro_batch = 16, simulate_best = 200;
   std::string objective = "time", precision = "bf16", attention = "flash", export_to, framework, recompute_method = "uniform";
   int64_t recompute_layers = 1;
-  bool compiled = false, tp_comm_overlap = false;
+  bool compiled = false, tp_comm_overlap = false, ep_comm_overlap = false;
   double train_tokens = 0, deadline_days = 0, budget_usd = 0;
   int threads = 0;
   bool tp_across_nodes = false;
@@ -127,6 +127,9 @@ void add_options(CLI::App* app, Options& o) {
                                               "also try every plan with SP with its TP communication overlapped with the GEMMs "
                                               "(Megatron-Core --tp-comm-overlap, torchtitan async TP; on by default with "
                                               "--framework nemo or megatron-bridge)");
+  o.options["ep-comm-overlap"] = app->add_flag("--ep-comm-overlap", o.ep_comm_overlap,
+                                              "also try every MoE plan with expert parallelism with its token all-to-alls hidden "
+                                              "under another micro-batch's compute (Megatron-Core --overlap-moe-expert-parallel-comm)");
   o.options["recompute-method"] = app->add_option("--recompute-method", o.recompute_method,
                   "also try full recomputation of these layers (Megatron's --recompute-method): block (the first N "
                   "of each model chunk), uniform (groups of N) or every (every N-th layer)")->check(CLI::IsMember({"uniform", "block", "every"}));
@@ -198,6 +201,7 @@ SearchOptions search_options(const Options& o) {
   // An uncompiled framework's RMSNorm unless --compiled says the run is compiled.
   if (!o.framework.empty() && preset.eager_unless_compiled && !o.compiled) options.space.norm = NormKernel::kEager;
   options.space.tp_comm_overlap = o.tp_comm_overlap || (!o.framework.empty() && preset.tp_comm_overlap_with_sp);
+  options.space.ep_comm_overlap = o.ep_comm_overlap;
   return options;
 }
 

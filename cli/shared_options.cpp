@@ -129,6 +129,9 @@ void PlanOptions::add_to(CLI::App& app) {
   options["tp-comm-overlap"] = app.add_flag("--tp-comm-overlap", tp_comm_overlap,
                                             "overlap every TP collective with a GEMM, forward and backward (Megatron-Core "
                                             "--tp-comm-overlap, torchtitan async TP); needs --sequence-parallel");
+  options["ep-comm-overlap"] = app.add_flag("--ep-comm-overlap", ep_comm_overlap,
+                                            "MoE: hide each micro-batch's token all-to-alls under another's compute (Megatron-Core "
+                                            "--overlap-moe-expert-parallel-comm); needs --ep > 1, and interleaving with --pp > 1");
   options["moe-imbalance"] = app.add_option("--moe-imbalance", moe_imbalance,
                                            "MoE: token copies the busiest EP rank gets over the mean (default 1: balanced)")
                                 ->check(real_number(1, 1000, "times the mean", false));
@@ -282,6 +285,7 @@ void PlanOptions::apply_flags(ParallelPlan& p) const {
   if (given("no-dp-overlap")) p.dp_overlap = !no_dp_overlap;
   if (given("no-tp-overlap")) p.tp_overlap = !no_tp_overlap;
   if (given("tp-comm-overlap")) p.tp_comm_overlap = tp_comm_overlap;
+  if (given("ep-comm-overlap")) p.ep_comm_overlap = ep_comm_overlap;
   if (given("moe-imbalance")) p.moe_imbalance = moe_imbalance;
   if (given("moe-capacity-factor")) p.moe_capacity_factor = moe_capacity_factor;
   if (given("moe-dispatcher")) p.moe_dispatcher = parse_moe_dispatcher(moe_dispatcher);

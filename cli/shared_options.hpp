@@ -46,6 +46,7 @@ struct PlanOptions {
   bool no_dp_overlap = false;
   bool no_tp_overlap = false;
   bool tp_comm_overlap = false;
+  bool ep_comm_overlap = false;
   double moe_imbalance = 1.0, moe_capacity_factor = 0.0;
   std::map<std::string, CLI::Option*> options;
   void add_to(CLI::App& app);

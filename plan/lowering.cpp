@@ -3,6 +3,7 @@
 // parallelism (Korthikanti et al. 2022 §4.2.2).
 #include "plan/lowering.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "plan/lowering_ops.hpp"
@@ -348,6 +349,12 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
   work.grad_bytes_per_param = state_bytes_per_param(p.precision).gradients;
 
   work.layer = lower_layer(m, p, s);
+  if (p.ep_comm_overlap) {
+    const int64_t chunks = p.schedule == Schedule::kInterleaved ? p.vpp : 1;
+    const double passes = static_cast<double>(p.micro_batches() * chunks);
+    const double alone = p.pp == 1 ? 1.0 : static_cast<double>((p.pp - 1) * 2 + (chunks - 1) * p.pp);
+    work.ep_overlap_paired_share = std::max(0.0, passes - alone) / passes;
+  }
   add_fp8_amax_reductions(work, m, p);
   work.memory = estimate_rank_memory(m, p);
   const RankMemory& rank_memory = work.memory;

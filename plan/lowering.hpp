@@ -93,6 +93,13 @@ struct IterationWork {
   std::vector<Op> chunk_forward, chunk_backward;
   // Bytes moved per transformer-layer parameter once per iteration (FP8's weight casts).
   double weight_cast_bytes_per_param = 0;
+  // The MoE token exchange of a layer's forward hidden under the backward of another micro-batch
+  // and the reverse (ParallelPlan::ep_comm_overlap; sim/step_cost.cpp prices it): the share of a
+  // stage's forwards (and backwards) that run paired, 0 without the overlap. Megatron-Core pairs
+  // every one but the warm-up's forwards and the cool-down's backwards: 1 of m micro-batches
+  // without a pipeline, (pp - 1) x 2 + (vpp - 1) x pp of m x vpp on the first stage with
+  // interleaving (schedules.py's warm-up count; later stages have fewer: taken for every stage).
+  double ep_overlap_paired_share = 0;
 };
 
 // The plan must be valid for the model (validate_plan).

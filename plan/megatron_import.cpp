@@ -33,7 +33,7 @@ const std::set<std::string> kReadSwitches = {
     "--sequence-parallel", "--use-distributed-optimizer", "--use-torch-fsdp2", "--bf16", "--fp16", "--use-flash-attn",
     "--overlap-grad-reduce", "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
     "--swiglu", "--untie-embeddings-and-output-weights", "--group-query-attention", "--disable-bias-linear",
-    "--moe-grouped-gemm", "--tp-comm-overlap", "--fp8-param-gather"};
+    "--moe-grouped-gemm", "--tp-comm-overlap", "--fp8-param-gather", "--overlap-moe-expert-parallel-comm"};
 // Switches that are known not to take a value (so the next word is not read as one), but are not
 // modeled: listed like any unknown flag.
 const std::set<std::string> kOtherSwitches = {"--overlap-param-gather", "--use-mcore-models",
@@ -167,6 +167,7 @@ void read_training(const MegatronArgs& a, ImportedJob& job) {
   }
   p.dp_overlap = a.has("--overlap-grad-reduce");
   p.tp_comm_overlap = a.has("--tp-comm-overlap");
+  p.ep_comm_overlap = a.has("--overlap-moe-expert-parallel-comm");
   p.fp8_params = a.has("--fp8-param-gather");
   p.moe_capacity_factor = a.real("--moe-expert-capacity-factor", 0.0);
 }

@@ -41,6 +41,21 @@ void check_context_parallel(const ParallelPlan& p, const ModelSpec& m, const std
   }
 }
 
+// Megatron-Core's TransformerConfig checks for overlap_moe_expert_parallel_comm: expert
+// parallelism, the all-to-all or flex dispatcher, no full recomputation, and with a pipeline the
+// interleaved schedule (the combined 1F1B exists for no pipeline and for interleaving).
+template <typename Add>
+void check_ep_comm_overlap(const ParallelPlan& p, const std::string& of_model, Add& add) {
+  if (p.ep <= 1) add("ep_comm_overlap", "the EP communication overlap hides the MoE all-to-alls: it needs ep > 1 (ep is " + s(p.ep) + ")" + of_model);
+  if (p.moe_dispatcher == MoeDispatcher::kAllGather) {
+    add("ep_comm_overlap", "the EP communication overlap runs with the alltoall or flex dispatcher (moe_dispatcher is allgather)");
+  }
+  if (p.recompute == Recompute::kFull) add("ep_comm_overlap", "the EP communication overlap needs recompute other than full (Megatron-Core refuses both)");
+  if (p.pp > 1 && p.schedule != Schedule::kInterleaved) {
+    add("ep_comm_overlap", "with pp > 1 the EP communication overlap needs the interleaved schedule (vpp > 1), as Megatron-Core's combined 1F1B does");
+  }
+}
+
 // Megatron-Core's expert grid: expert_tp x ep x expert-dp carved out of the tp x cp x dp ranks of
 // a stage, each rank holding experts / ep experts split expert_tp ways; without expert
 // parallelism and with expert TP = TP the experts are a TP-split dense FFN.
@@ -58,6 +73,7 @@ void check_expert_parallel(const ParallelPlan& p, const ModelSpec& m, const std:
     add("moe_imbalance", "moe_imbalance and moe_capacity_factor describe expert routing, and there are no experts" + of_model +
                              " (it has no \"moe\")");
   }
+  if (p.ep_comm_overlap) check_ep_comm_overlap(p, of_model, add);
   if (!(p.moe_imbalance >= 1.0 && p.moe_imbalance <= 1e3)) {
     add("moe_imbalance", "moe_imbalance (" + real(p.moe_imbalance) + ") must be between 1 (balanced) and 1000");
   }

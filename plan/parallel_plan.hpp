@@ -93,6 +93,11 @@ struct ParallelPlan {
   double moe_imbalance = 1.0;
   double moe_capacity_factor = 0.0;
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
+  // The MoE token exchange hidden behind another micro-batch's compute (Megatron-Core's
+  // --overlap-moe-expert-parallel-comm: the combined 1F1B schedule runs one micro-batch's forward
+  // beside another's backward, layer by layer, each one's dispatch and combine under the other's
+  // attention and expert GEMMs).
+  bool ep_comm_overlap = false;
   // Copies the busiest expert-parallel rank processes over the mean.
   double moe_load() const { return moe_capacity_factor > 0 ? std::min(moe_imbalance, moe_capacity_factor) : moe_imbalance; }
   // Token copies the busiest rank's experts process over the balanced mean: moe_load() with EP;

@@ -116,6 +116,7 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
   if (p.precision == Precision::kFp8) a << " --bf16 --fp8-format hybrid";
   if (p.attention == AttentionKernel::kFlash) a << " --use-flash-attn";
   if (p.tp_comm_overlap) a << " --tp-comm-overlap";
+  if (p.ep_comm_overlap) a << " --overlap-moe-expert-parallel-comm";
   if (p.fp8_params && p.precision == Precision::kFp8) a << " --fp8-param-gather";
   if (p.dp_overlap) a << " --overlap-grad-reduce";
   return a.str();

@@ -131,6 +131,7 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   p.moe_imbalance = r.optional_number("moe_imbalance", 1.0).value_or(p.moe_imbalance);
   p.moe_capacity_factor = r.optional_number("moe_capacity_factor", 0.0).value_or(p.moe_capacity_factor);
   if (auto v = r.optional_choice("moe_dispatcher", {"alltoall", "allgather", "flex"})) p.moe_dispatcher = parse_moe_dispatcher(*v);
+  p.ep_comm_overlap = r.optional_bool("ep_comm_overlap").value_or(p.ep_comm_overlap);
   return p;
 }
 
@@ -142,7 +143,7 @@ ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* d
   reader.reject_unknown_keys();
   problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, expert_tp, vpp, first_stage_layers, last_stage_layers, micro_batch, global_batch, zero_stage, dp_shard, recompute, recompute_method, recompute_layers, "
                         "sequence_parallel, schedule, precision, attention, cross_entropy, norm, cp_comm, dp_overlap, tp_overlap, tp_comm_overlap, fp8_params, fp8_recipe, "
-                        "moe_imbalance, moe_capacity_factor, moe_dispatcher");
+                        "moe_imbalance, moe_capacity_factor, moe_dispatcher, ep_comm_overlap");
   return plan;
 }
 
@@ -181,6 +182,7 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& p) {
   if (p.moe_imbalance != 1.0) j["moe_imbalance"] = p.moe_imbalance;
   if (p.moe_capacity_factor > 0) j["moe_capacity_factor"] = p.moe_capacity_factor;
   if (p.moe_dispatcher != MoeDispatcher::kAllToAll) j["moe_dispatcher"] = to_string(p.moe_dispatcher);
+  if (p.ep_comm_overlap) j["ep_comm_overlap"] = true;
   return j;
 }
 

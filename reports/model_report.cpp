@@ -57,6 +57,7 @@ std::string describe_plan(const ParallelPlan& p) {
   if (p.vpp > 1) text += " (vpp " + std::to_string(p.vpp) + ")";
   if (p.ep > 1) text += ", ep " + std::to_string(p.ep);
   if (p.expert_tp > 0) text += ", expert tp " + std::to_string(p.expert_tp);
+  if (p.ep_comm_overlap) text += ", EP comm overlap";
   text += " = " + std::to_string(p.gpus()) + " GPUs; micro-batch " + std::to_string(p.micro_batch) +
           ", global batch " + std::to_string(p.global_batch) + " (" + std::to_string(p.micro_batches()) +
           " micro-batches per DP rank), " + to_string(p.schedule) + "\n  ZeRO-" + std::to_string(p.zero_stage) +

@@ -96,7 +96,9 @@ std::string render_prediction_table(const Prediction& p) {
          ", global batch " + std::to_string(plan.global_batch) + " (" + std::to_string(plan.micro_batches()) + " micro-batches), " +
          to_string(plan.schedule) + ", ZeRO-" + std::to_string(plan.zero_stage) +
          (plan.shard_replicas() > 1 ? " sharded over " + std::to_string(plan.shard_ranks()) + " x " + std::to_string(plan.shard_replicas()) + " replicas" : "") + ", recompute " + describe_recompute(plan) +
-         (plan.sequence_parallel ? ", SP" : "") + (plan.tp_comm_overlap ? ", TP comm overlap" : "") + ", " + to_string(plan.precision) +
+         (plan.sequence_parallel ? ", SP" : "") + (plan.tp_comm_overlap ? ", TP comm overlap" : "") +
+         (p.model.moe && plan.ep > 1 ? std::string(", ") + to_string(plan.moe_dispatcher) + " dispatcher" : "") +
+         (plan.ep_comm_overlap ? ", EP comm overlap" : "") + ", " + to_string(plan.precision) +
          (plan.fp8_recipe == Fp8Recipe::kRowwise ? " (rowwise)" : "") + ", " + to_string(plan.attention) +
          " attention\n";
   const std::string stage_layers = describe_stage_layers(p.model, plan);

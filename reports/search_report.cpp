@@ -44,6 +44,7 @@ std::string plan_cells(const ParallelPlan& p) {
   if (p.shard_replicas() > 1) s += "/" + std::to_string(p.shard_ranks());
   s += " " + describe_recompute(p);
   if (p.sequence_parallel) s += p.tp_comm_overlap ? " sp+tpo" : " sp";
+  if (p.ep_comm_overlap) s += " epo";
   if (p.precision != Precision::kBf16) s += std::string(" ") + to_string(p.precision);
   return s;
 }

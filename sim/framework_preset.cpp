@@ -93,11 +93,12 @@ bool option_is_modeled(const std::string& option) {
   // keeps the gathered weights (keeps_gathered_weights; every run listing it pipelines);
   // tp_comm_overlap (Megatron-Core's userbuffers) and async_tp (torchtitan's): the plan's
   // tp_comm_overlap; fp8_params: the plan's fp8_params; float8_rowwise: the plan's fp8_recipe
-  // rowwise (on an FP8 run; sim/published_runs.cpp).
+  // rowwise (on an FP8 run; sim/published_runs.cpp); overlap_moe_expert_parallel_comm: the plan's
+  // ep_comm_overlap.
   static const std::vector<std::string> modeled = {"distributed_optimizer", "zero1", "overlap_grad_reduce",
                                                    "selective_recompute_per_op", "torch_compile",
                                                    "fsdp_no_reshard_after_forward", "tp_comm_overlap", "async_tp",
-                                                   "fp8_params", "float8_rowwise"};
+                                                   "fp8_params", "float8_rowwise", "overlap_moe_expert_parallel_comm"};
   return std::find(modeled.begin(), modeled.end(), option) != modeled.end();
 }
 

@@ -111,12 +111,15 @@ int64_t enumerate_knobs(const ModelSpec& m, const PlanSpaceOptions& o, ParallelP
             p.recompute_method = r.method;
             p.recompute_layers = r.layers;
             p.sequence_parallel = sp == 1;
-            ++count;
-            visit(p);
-            if (p.sequence_parallel && o.tp_comm_overlap) {
-              p.tp_comm_overlap = true;
-              ++count;
-              visit(p);
+            // The plan, then with the TP and the EP overlaps where they apply.
+            const bool ep_overlap = o.ep_comm_overlap && p.ep > 1 && p.recompute != Recompute::kFull && (p.pp == 1 || vpp > 1);
+            for (int tpo = 0; tpo <= (p.sequence_parallel && o.tp_comm_overlap ? 1 : 0); ++tpo) {
+              for (int epo = 0; epo <= (ep_overlap ? 1 : 0); ++epo) {
+                p.tp_comm_overlap = tpo == 1;
+                p.ep_comm_overlap = epo == 1;
+                ++count;
+                visit(p);
+              }
             }
           }
         }

@@ -35,6 +35,9 @@ struct PlanSpaceOptions {
   // The framework can overlap TP communication with the GEMMs (Megatron-Core's --tp-comm-overlap,
   // torchtitan's async TP): every plan with SP is also tried with tp_comm_overlap.
   bool tp_comm_overlap = false;
+  // Every MoE plan with expert parallelism that allows it is also tried with its token exchange
+  // hidden under another micro-batch (ep_comm_overlap: Megatron-Core's combined 1F1B).
+  bool ep_comm_overlap = false;
   // Partial full recomputation (search --recompute-method / --recompute-num-layers): tried besides
   // none, selective and full when not uniform 1; a block of 0 (none) or of every layer of each
   // chunk (full) is not tried twice.

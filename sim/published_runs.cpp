@@ -255,8 +255,9 @@ ParallelPlan plan_defaults(const std::string& group, const FrameworkPreset& pres
 }
 
 // What the format never states, listed as used: the kernels and overlaps of the run's framework and
-// era, and an MoE run's expert TP and dispatcher (expert TP 1 with EP, the all-to-all dispatcher:
-// the Megatron-Bridge recipes') unless its plan states them.
+// era, and an MoE run's expert TP, dispatcher and EP overlap (expert TP 1 with EP, the all-to-all
+// dispatcher: the Megatron-Bridge recipes'; no EP overlap: Megatron-Core's default) unless its
+// plan or options state them.
 void note_plan_defaults(const json& j, PublishedRun& run) {
   const auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
   run.defaults_used.push_back(std::string("plan.attention=") + to_string(run.plan.attention));
@@ -269,6 +270,9 @@ void note_plan_defaults(const json& j, PublishedRun& run) {
   const json* plan = j.contains("plan") && j["plan"].is_object() ? &j["plan"] : nullptr;
   if (plan == nullptr || !plan->contains("expert_tp")) run.defaults_used.push_back("plan.expert_tp=" + std::to_string(run.plan.expert_tp_size()));
   if (plan == nullptr || !plan->contains("moe_dispatcher")) run.defaults_used.push_back(std::string("plan.moe_dispatcher=") + to_string(run.plan.moe_dispatcher));
+  if ((plan == nullptr || !plan->contains("ep_comm_overlap")) && !has_option(j, "overlap_moe_expert_parallel_comm")) {
+    run.defaults_used.push_back("plan.ep_comm_overlap=" + flag(run.plan.ep_comm_overlap));
+  }
 }
 
 // FP8 options: fp8_params (FP8 primary weights) and torchao's row-wise float8 recipe
@@ -320,6 +324,7 @@ PublishedRun read_run(const json& raw, const std::string& path, const std::strin
     p->reject_unknown_keys();
     const bool framework_overlaps = preset.tp_comm_overlap_with_sp && !no_userbuffers && run.plan.tp > 1 && run.plan.sequence_parallel;
     run.plan.tp_comm_overlap = has_option(j, "tp_comm_overlap") || has_option(j, "async_tp") || framework_overlaps;
+    if (has_option(j, "overlap_moe_expert_parallel_comm")) run.plan.ep_comm_overlap = true;
     if (preset.per_op_checkpointing && run.plan.recompute == Recompute::kSelective) {
       run.plan.recompute = Recompute::kSelectiveOp;
       run.defaults_used.push_back("plan.recompute=selective_op (" + preset.name + "'s selective checkpointing is per op)");

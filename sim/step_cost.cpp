@@ -84,14 +84,80 @@ StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const Laye
   return c;
 }
 
+namespace {
+
+bool is_moe_exchange(const Op& op) {
+  return op.kind == OpKind::kCollective && (op.group == GroupKind::kEp || op.group == GroupKind::kExpertTp);
+}
+
+// A layer pass cut at its MoE token exchange (the EP all-to-alls, flex's included, and the
+// expert-TP gathers around them), each op priced alone: the work before the dispatch and after the
+// combine (`outer`: attention, router, permutation, shared experts), the dispatch's exchange, the
+// experts' GEMMs between, and the combine's exchange. The backward's list is in the forward's
+// order: its first exchange is the dispatch's backward, its last the combine's.
+struct MoePass {
+  double outer = 0, first_exchange = 0, experts = 0, last_exchange = 0;
+  double total() const { return outer + first_exchange + experts + last_exchange; }
+};
+
+MoePass cut_at_exchange(const std::vector<Op>& ops, const CostModel& cost, const LayerScopes& scopes) {
+  MoePass pass;
+  int part = 0;  // 0: before the dispatch, 1: its exchange, 2: experts, 3: the combine's, 4: after
+  for (const Op& op : ops) {
+    const bool exchange = is_moe_exchange(op);
+    if (exchange && (part == 0 || part == 2)) ++part;
+    if (!exchange && (part == 1 || part == 3)) ++part;
+    double t = cost.op_s(op, scopes.of(op.group));
+    if (op.kind == OpKind::kCollective && op.overlaps_op >= 0) {
+      const Op& hiding = ops[static_cast<size_t>(op.overlaps_op)];
+      t = overlapped_collective_s(op, t, cost.op_s(hiding, scopes.of(hiding.group)), cost.sm_count());
+    }
+    (part == 1 ? pass.first_exchange : part == 2 ? pass.experts : part == 3 ? pass.last_exchange : pass.outer) += t;
+  }
+  return pass;
+}
+
+// One slot of the combined schedule: a communication stream beside a compute stream, the compute
+// kOverlapComputeSlowdown slower for the time they overlap.
+double slot_s(double communication, double compute) {
+  return std::max(communication, compute) + kOverlapComputeSlowdown * std::min(communication, compute);
+}
+
+// Megatron-Core's combined 1F1B (ep_comm_overlap): in the steady state one micro-batch's forward
+// runs beside another's backward, layer by layer, a communication stream beside the compute one
+// (megatron/core/models/common/model_chunk_schedule_plan.py, TransformerLayerSchedulePlan.run):
+//   communication: combine backward    | dispatch forward, dispatch backward | combine forward
+//   compute:       forward before it   | experts backward, experts forward   | backward before it
+// The pair's saving over running the two passes alone comes off their exposed communication,
+// shared in proportion to each pass's exchange, times the share of passes that run paired
+// (IterationWork::ep_overlap_paired_share: not the warm-up's forwards nor the cool-down's
+// backwards), spread over every step.
+void hide_moe_exchange(const IterationWork& work, const CostModel& cost, const LayerScopes& scopes, StepCost& forward,
+                       StepCost& backward, StepCost& backward_alone) {
+  MoePass f = cut_at_exchange(work.layer.forward, cost, scopes);
+  MoePass b = cut_at_exchange(work.layer.backward, cost, scopes);
+  b.outer += cut_at_exchange(work.layer.recompute, cost, scopes).total();  // recomputation runs before the backward
+  const double pair = slot_s(b.last_exchange, f.outer) + slot_s(f.first_exchange + b.first_exchange, b.experts + f.experts) +
+                      slot_s(f.last_exchange, b.outer);
+  const double saving = std::max(0.0, f.total() + b.total() - pair) * work.ep_overlap_paired_share;
+  const double f_exchange = f.first_exchange + f.last_exchange, b_exchange = b.first_exchange + b.last_exchange;
+  if (f_exchange + b_exchange <= 0) return;
+  forward.tp_s -= saving * f_exchange / (f_exchange + b_exchange);
+  backward.tp_s -= saving * b_exchange / (f_exchange + b_exchange);
+  backward_alone.tp_s -= saving * b_exchange / (f_exchange + b_exchange);
+}
+
+}  // namespace
+
 std::vector<StepCost> price_steps(const IterationWork& work, int64_t chunks, const CostModel& cost,
                                   const LayerScopes& scopes) {
   const int64_t stages = static_cast<int64_t>(work.stages.size());
   const int64_t virtual_stages = stages * chunks;
-  const StepCost layer_forward = price_ops(work.layer.forward, cost, scopes);
-  const StepCost layer_backward_alone = price_ops(work.layer.backward, cost, scopes);
+  StepCost layer_forward = price_ops(work.layer.forward, cost, scopes);
+  StepCost layer_backward_alone = price_ops(work.layer.backward, cost, scopes);
   StepCost layer_backward = layer_backward_alone;  // with the layer's recomputation before it
   layer_backward += price_ops(work.layer.recompute, cost, scopes);
+  if (work.ep_overlap_paired_share > 0) hide_moe_exchange(work, cost, scopes, layer_forward, layer_backward, layer_backward_alone);
   const StepCost chunk_forward = price_ops(work.chunk_forward, cost, scopes);
   const StepCost chunk_backward = price_ops(work.chunk_backward, cost, scopes);
   std::vector<StepCost> out;
