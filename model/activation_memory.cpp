@@ -92,8 +92,13 @@ double loss_working_bytes(const ModelSpec& m, const ActivationLayout& l) {
   // place, megatron/core/tensor_parallel/cross_entropy.py). PyTorch: the gradient of the fp32
   // log-softmax and the gradient of its input, both fp32, beside the saved log-softmax
   // (cross_entropy = log_softmax + nll_loss; torchtitan deletes the bf16 logits before backward).
+  // With TP the logits are vocab-parallel and PyTorch's loss_parallel computes the backward of
+  // both in one decomposed expression (torch/distributed/tensor/parallel/loss.py,
+  // _nll_loss_and_log_softmax_backward: (zeros with -1 at the target + exp(log-softmax)) times the
+  // incoming gradient): three fp32 temporaries at once beside the saved log-softmax.
   const double logits = rank_tokens(m, l) * d(m.vocab) / d(l.tp);
-  return (l.loss == LossKernel::kPytorch ? 8.0 : l.bytes_per_value) * logits;
+  if (l.loss == LossKernel::kPytorch) return (l.tp > 1 ? 12.0 : 8.0) * logits;
+  return l.bytes_per_value * logits;
 }
 
 const char* to_string(Recompute r) {

@@ -58,7 +58,10 @@ void set_state_bytes(const ParallelPlan& plan, StageMemory& s, int64_t layer_on_
   s.memory.gradients_bytes = state(bytes.gradients, plan.zero_stage >= 2);
   s.memory.optimizer_bytes = state(bytes.optimizer, plan.zero_stage >= 1);
   if (keeps_gathered_weights(plan)) {
-    s.memory.other_bytes = state(bytes.weights, false);  // the unsharded 16-bit gradients being accumulated
+    // The unsharded gradients being accumulated, in FSDP2's reduce dtype (fp32 in torchtitan's
+    // default mixed_precision_reduce): FSDPParam.to_accumulated_grad_if_needed upcasts each
+    // micro-batch's 16-bit gradient and adds the next ones to it until the last backward.
+    s.memory.other_bytes = state(bytes.gradients, false);
   } else if (plan.zero_stage >= 3) {
     // ZeRO-3 gathers a layer's full weights before use and prefetches the next: two layers live.
     s.memory.other_bytes = 2.0 * static_cast<double>(layer_on_rank) * bytes.weights;

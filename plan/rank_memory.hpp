@@ -45,7 +45,7 @@ struct StateBytes {
 StateBytes state_bytes_per_param(Precision precision);
 
 // ZeRO-3 / FSDP with a pipeline keeps the gathered weights from the first forward to the last
-// backward and accumulates unsharded gradients, reducing them once (torchtitan's default:
+// backward and accumulates unsharded fp32 gradients, reducing them once (torchtitan's default:
 // fsdp_reshard_after_forward "default" = false with pipeline parallelism; torch.distributed.
 // pipelining syncs gradients on the last micro-batch only). Without a pipeline FSDP reshards.
 inline bool keeps_gathered_weights(const ParallelPlan& plan) { return plan.zero_stage >= 3 && plan.pp > 1; }

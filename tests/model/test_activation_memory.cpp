@@ -112,5 +112,7 @@ TEST_CASE("working memory: a recomputed layer's dropped activations, or the loss
   l.loss = LossKernel::kPytorch;
   CHECK(loss_working_bytes(m, l) == Approx(8 * logits));  // PyTorch: two fp32 gradients of the logits
   l.tp = 4;
-  CHECK(loss_working_bytes(m, l) == Approx(2 * logits));  // vocab-parallel over TP
+  CHECK(loss_working_bytes(m, l) == Approx(3 * logits));  // vocab-parallel over TP: loss_parallel's three temporaries
+  l.loss = LossKernel::kFused;
+  CHECK(loss_working_bytes(m, l) == Approx(0.5 * logits));  // Megatron's vocab-parallel bf16 logits
 }

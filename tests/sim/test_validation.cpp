@@ -130,10 +130,11 @@ TEST_CASE("memory is scored where it was measured, against the figure of its kin
   CHECK(group("zero_bubble_pp_a100").memory_count == 48);
   CHECK(group("zero_bubble_pp_a100").memory_mean_abs_error <= 0.041);  // 3.1%: first/last stages one layer fewer, vpp 3 where it splits, ZB's k x pp pending
   CHECK(group("torchtitan").memory_count == 20);
-  // 16.0%: per-op checkpointing and PyTorch's cross-entropy buffers (38.0% before, Megatron's
-  // selective recompute and no loss working memory).
-  CHECK(group("torchtitan").memory_mean_abs_error <= 0.215);  // 20.5% (22.3% before the 405B FSDP + PP rows took 8 micro-batches of 4) with the 405B FSDP + PP rows (-30..-50%: reserved against allocated, Float8)
-  CHECK(result().all.memory_mean_abs_error <= 0.093);  // 8.3% over the 68 runs with a figure (8.8% before session 8)
+  // 14.8%: FSDP2's fp32 unsharded gradients under a pipeline and loss_parallel's temporaries
+  // (20.5% before; 38.0% before per-op checkpointing and PyTorch's cross-entropy buffers). The rest
+  // is low by 4-25% (reserved against allocated) but the two H200 rows (+23..+25%).
+  CHECK(group("torchtitan").memory_mean_abs_error <= 0.158);
+  CHECK(result().all.memory_mean_abs_error <= 0.076);  // 6.6% over the 68 runs with a figure (8.3% before session 11)
   for (const RunResult& r : result().runs) {
     if (r.memory_error) CHECK(r.run->measured_memory_gib.has_value());
   }
