@@ -54,30 +54,8 @@ void draw_progress(const std::string& label, double fraction) {
   std::fflush(stderr);
 }
 
-// --precision: one precision or several, comma-separated, in the order given (duplicates once).
-std::vector<Precision> precisions(const std::string& text) {
-  std::vector<Precision> out;
-  size_t begin = 0;
-  while (begin <= text.size()) {
-    const size_t comma = text.find(',', begin);
-    const Precision p = parse_precision(text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin));
-    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
-    if (comma == std::string::npos) break;
-    begin = comma + 1;
-  }
-  return out;
-}
-
-const CLI::Validator precision_list(
-    [](std::string& text) -> std::string {
-      try {
-        precisions(text);
-      } catch (const InputError&) {
-        return text + " is not a precision or comma-separated list of them (bf16, fp16, fp32, fp8)";
-      }
-      return "";
-    },
-    "PRECISION[,PRECISION...]");
+// --precision, --cp-comm, --moe-dispatcher: one value or several, comma-separated.
+std::vector<Precision> precisions(const std::string& text) { return comma_list(text, parse_precision); }
 
 struct Options {
   ModelOptions model;
@@ -87,6 +65,7 @@ struct Options {
   GoodputOptions goodput;
   int64_t gpus = 0, max_gpus = 0, global_batch = 0, top = 10, max_micro_batch = 16, simulate_best = 200;
   std::string objective = "time", precision = "bf16", attention = "flash", export_to, framework, recompute_method = "uniform";
+  std::string cp_comm = "p2p", moe_dispatcher = "alltoall";
   int64_t recompute_layers = 1;
   bool compiled = false, tp_comm_overlap = false, ep_comm_overlap = false;
   double train_tokens = 0, deadline_days = 0, budget_usd = 0;
@@ -116,7 +95,15 @@ void add_options(CLI::App* app, Options& o) {
       ->transform(whole_number(1, 10000000, "plans"));
   o.options["precision"] = app->add_option("--precision", o.precision,
                   "training precision, or several to search each (comma-separated, e.g. bf16,fp8; a GPU without one is skipped for it)")
-                  ->check(precision_list);
+                  ->check(comma_list_check(parse_precision, "a precision", "bf16, fp16, fp32, fp8"));
+  o.options["cp-comm"] = app->add_option("--cp-comm", o.cp_comm,
+                  "how CP ranks share K and V, or several to try each (comma-separated): p2p (ring; default), "
+                  "all_gather (Llama 3's; the default for a model with sliding windows), a2a (Ulysses)")
+                  ->check(comma_list_check(parse_cp_comm, "a CP exchange", "p2p, all_gather, a2a"));
+  o.options["moe-dispatcher"] = app->add_option("--moe-dispatcher", o.moe_dispatcher,
+                  "MoE token dispatcher, or several to try each (comma-separated): alltoall (default), allgather, "
+                  "flex (DeepEP / HybridEP)")
+                  ->check(comma_list_check(parse_moe_dispatcher, "a MoE dispatcher", "alltoall, allgather, flex"));
   o.options["attention"] = app->add_option("--attention", o.attention, "attention kernel")->check(CLI::IsMember({"flash", "unfused"}));
   o.options["framework"] = app->add_option("--framework", o.framework,
                   "price attention with this framework's kernel on Hopper (PyTorch SDPA: FlashAttention-2; "
@@ -154,6 +141,8 @@ void take_from_import(Options& o, const ImportedJob& job) {
   if (!o.given("gpus") && !o.given("max-gpus")) o.gpus = job.plan.gpus();
   if (!o.given("global-batch")) o.global_batch = job.plan.global_batch;
   if (!o.given("precision")) o.precision = to_string(job.plan.precision);
+  if (!o.given("cp-comm") && job.plan.cp > 1) o.cp_comm = to_string(job.plan.cp_comm);
+  if (!o.given("moe-dispatcher") && !job.plan.experts_like_dense()) o.moe_dispatcher = to_string(job.plan.moe_dispatcher);
   if (!o.given("framework") && job.framework == "torchtitan") {
     o.framework = job.framework;
     if (!o.given("compiled")) o.compiled = job.plan.norm == NormKernel::kFused;
@@ -203,6 +192,23 @@ SearchOptions search_options(const Options& o) {
   options.space.tp_comm_overlap = o.tp_comm_overlap || (!o.framework.empty() && preset.tp_comm_overlap_with_sp);
   options.space.ep_comm_overlap = o.ep_comm_overlap;
   return options;
+}
+
+// --cp-comm and --moe-dispatcher as the plan space takes them. A model with sliding windows has
+// no p2p ring (Transformer Engine runs windows with all_gather or a2a): it defaults to all_gather,
+// and a list of p2p alone is refused rather than silently searching no CP plan.
+void set_exchanges(const Options& o, const ModelSpec& model, PlanSpaceOptions& space) {
+  space.moe_dispatchers = comma_list(o.moe_dispatcher, parse_moe_dispatcher);
+  if (!model.moe && space.moe_dispatchers != std::vector<MoeDispatcher>{MoeDispatcher::kAllToAll}) {
+    throw InputError("--moe-dispatcher " + o.moe_dispatcher + ": " + model.name + " has no experts to dispatch to",
+                     "leave --moe-dispatcher out for a dense model");
+  }
+  const bool windowed = model.windowed_layers() > 0;
+  space.cp_comms = comma_list(windowed && !o.given("cp-comm") ? std::string("all_gather") : o.cp_comm, parse_cp_comm);
+  if (windowed && space.cp_comms == std::vector<CpComm>{CpComm::kP2p}) {
+    throw InputError("--cp-comm p2p: the p2p ring does not run " + model.name + "'s sliding-window attention",
+                     "give --cp-comm all_gather,a2a (what Transformer Engine runs windows with), or leave --cp-comm out");
+  }
 }
 
 // The imported plan at the searched GPU count, global batch and precision, on the first GPU type;
@@ -300,6 +306,7 @@ Command add_search_command(CLI::App& root) {
             const std::optional<ImportedJob> job = o->from.load(o->model, model, o->gpus);
             if (job) take_from_import(*o, *job);
             SearchOptions options = search_options(*o);
+            set_exchanges(*o, model, options.space);
             SearchReport report;
             report.model = model;
             report.objective = options.objective;

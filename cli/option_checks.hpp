@@ -4,11 +4,15 @@
 // the range and what the option means, with a hint (the bounds: common/limits.hpp).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "common/errors.hpp"
 
 namespace trainsim {
 
@@ -20,6 +24,37 @@ std::string option_number_text(double x);
 CLI::Validator whole_number(int64_t min, int64_t max, const std::string& what, const std::string& hint_above = "");
 // A finite number from `min` (excluded when `min_excluded`) to `max`, in `unit`.
 CLI::Validator real_number(double min, double max, const std::string& unit, bool min_excluded = true);
+
+// A comma-separated list (search --precision bf16,fp8): each item through `parse`, which throws
+// InputError for one it does not know; in the order given, duplicates once.
+template <typename T>
+std::vector<T> comma_list(const std::string& text, T (*parse)(const std::string&)) {
+  std::vector<T> out;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const size_t comma = text.find(',', begin);
+    const T item = parse(text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin));
+    if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  return out;
+}
+
+// The check of such an option: "<text> is not a <what> or comma-separated list of them (<names>)".
+template <typename T>
+CLI::Validator comma_list_check(T (*parse)(const std::string&), const std::string& what, const std::string& names) {
+  return CLI::Validator(
+      [parse, what, names](std::string& text) -> std::string {
+        try {
+          comma_list(text, parse);
+        } catch (const InputError&) {
+          return text + " is not " + what + " or a comma-separated list of them (" + names + ")";
+        }
+        return "";
+      },
+      "NAME[,NAME...]");
+}
 
 // The message of a parse error as trainsim prints it: CLI11's conversion errors rephrased
 // ("--gpus: \"x\" is not a number"), a misspelt flag's nearest option of `command` (the

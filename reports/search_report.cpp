@@ -36,8 +36,11 @@ namespace {
 
 std::string plan_cells(const ParallelPlan& p) {
   std::string s = "dp" + std::to_string(p.dp) + " tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp);
-  if (p.cp > 1) s += " cp" + std::to_string(p.cp);
+  if (p.cp > 1) s += " cp" + std::to_string(p.cp) + (p.cp_comm == CpComm::kAllGather ? ":ag" : p.cp_comm == CpComm::kA2a ? ":a2a" : "");
   if (p.ep > 1) s += " ep" + std::to_string(p.ep);
+  if (p.moe_dispatcher != MoeDispatcher::kAllToAll) {  // ep8:ag, ep8:flex (disp:ag with experts apart from TP but no EP)
+    s += std::string(p.ep > 1 ? ":" : " disp:") + (p.moe_dispatcher == MoeDispatcher::kFlex ? "flex" : "ag");
+  }
   if (p.expert_tp > 0 && p.expert_tp != (p.ep > 1 ? 1 : p.tp)) s += " etp" + std::to_string(p.expert_tp);  // not the default
   if (p.vpp > 1) s += " v" + std::to_string(p.vpp);
   s += " mb" + std::to_string(p.micro_batch) + " z" + std::to_string(p.zero_stage);

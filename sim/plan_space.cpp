@@ -31,6 +31,32 @@ std::vector<int64_t> cp_sizes(const ModelSpec& m, const PlanSpaceOptions& o, int
   return out;
 }
 
+// The CP exchanges asked for that run at this size (check_context_parallel's rules): no p2p ring
+// with sliding windows, a2a only where cp divides each TP rank's query and KV heads. Without CP
+// the exchange is moot: the default alone.
+std::vector<CpComm> cp_comm_choices(const ModelSpec& m, const PlanSpaceOptions& o, int64_t tp, int64_t cp) {
+  if (cp == 1) return {CpComm::kP2p};
+  std::vector<CpComm> out;
+  for (CpComm c : o.cp_comms) {
+    if (c == CpComm::kP2p && m.windowed_layers() > 0) continue;
+    if (c == CpComm::kA2a && ((m.heads / tp) % cp != 0 || (m.kv_heads / tp) % cp != 0)) continue;
+    out.push_back(c);
+  }
+  return out;
+}
+
+// The dispatchers asked for that differ for this expert grid: none matters while the experts are a
+// TP-split dense FFN, and flex prices EP all-to-alls only (ep > 1, expert TP 1; validate_plan).
+std::vector<MoeDispatcher> dispatcher_choices(const ModelSpec& m, const PlanSpaceOptions& o, const ParallelPlan& base) {
+  if (!m.moe || base.experts_like_dense()) return {MoeDispatcher::kAllToAll};
+  std::vector<MoeDispatcher> out;
+  for (MoeDispatcher d : o.moe_dispatchers) {
+    if (d == MoeDispatcher::kFlex && (base.ep == 1 || base.expert_tp_size() != 1)) continue;
+    out.push_back(d);
+  }
+  return out;
+}
+
 // Expert-parallel sizes: 1, and for an MoE model the divisors of its experts that divide the
 // stage's tp x cp x dp ranks.
 std::vector<int64_t> ep_sizes(const ModelSpec& m, int64_t stage_ranks) {
@@ -112,7 +138,8 @@ int64_t enumerate_knobs(const ModelSpec& m, const PlanSpaceOptions& o, ParallelP
             p.recompute_layers = r.layers;
             p.sequence_parallel = sp == 1;
             // The plan, then with the TP and the EP overlaps where they apply.
-            const bool ep_overlap = o.ep_comm_overlap && p.ep > 1 && p.recompute != Recompute::kFull && (p.pp == 1 || vpp > 1);
+            const bool ep_overlap = o.ep_comm_overlap && p.ep > 1 && p.recompute != Recompute::kFull && (p.pp == 1 || vpp > 1) &&
+                                    p.moe_dispatcher != MoeDispatcher::kAllGather;
             for (int tpo = 0; tpo <= (p.sequence_parallel && o.tp_comm_overlap ? 1 : 0); ++tpo) {
               for (int epo = 0; epo <= (ep_overlap ? 1 : 0); ++epo) {
                 p.tp_comm_overlap = tpo == 1;
@@ -143,21 +170,27 @@ int64_t enumerate_plans(const ModelSpec& m, const PlanSpaceOptions& o,
       for (int64_t cp : cp_sizes(m, o, tp, pp)) {
         const int64_t dp = o.gpus / (tp * pp * cp);
         if (o.global_batch % dp != 0) continue;
-        for (int64_t ep : ep_sizes(m, tp * cp * dp)) {
-          for (int64_t etp : expert_tp_sizes(m, tp, ep, tp * cp * dp)) {
-            ParallelPlan base;
-            base.dp = dp;
-            base.tp = tp;
-            base.pp = pp;
-            base.cp = cp;
-            base.ep = ep;
-            base.expert_tp = etp;
-            base.global_batch = o.global_batch;
-            base.precision = o.precision;
-            base.attention = o.attention;
-            base.cross_entropy = o.cross_entropy;
-            base.norm = o.norm;
-            count += enumerate_knobs(m, o, base, visit);
+        for (CpComm cp_comm : cp_comm_choices(m, o, tp, cp)) {
+          for (int64_t ep : ep_sizes(m, tp * cp * dp)) {
+            for (int64_t etp : expert_tp_sizes(m, tp, ep, tp * cp * dp)) {
+              ParallelPlan base;
+              base.dp = dp;
+              base.tp = tp;
+              base.pp = pp;
+              base.cp = cp;
+              base.cp_comm = cp_comm;
+              base.ep = ep;
+              base.expert_tp = etp;
+              base.global_batch = o.global_batch;
+              base.precision = o.precision;
+              base.attention = o.attention;
+              base.cross_entropy = o.cross_entropy;
+              base.norm = o.norm;
+              for (MoeDispatcher d : dispatcher_choices(m, o, base)) {
+                base.moe_dispatcher = d;
+                count += enumerate_knobs(m, o, base, visit);
+              }
+            }
           }
         }
       }

@@ -1,5 +1,6 @@
 // The space `trainsim search` explores: every plan dp x tp x pp x vpp x micro-batch x ZeRO stage x
-// recompute x sequence parallelism for a model on a GPU count, with the constraints Megatron-LM
+// recompute x sequence parallelism (x CP exchange x MoE dispatcher where asked) for a model on a
+// GPU count, with the constraints Megatron-LM
 // and DeepSpeed impose (tp divides heads, KV heads and FFN; pp divides layers; ZeRO-2/3 only
 // without pipeline parallelism; interleaving needs m % pp == 0). Candidates come out in a fixed
 // order, so searches are reproducible.
@@ -38,6 +39,12 @@ struct PlanSpaceOptions {
   // Every MoE plan with expert parallelism that allows it is also tried with its token exchange
   // hidden under another micro-batch (ep_comm_overlap: Megatron-Core's combined 1F1B).
   bool ep_comm_overlap = false;
+  // How CP ranks share K and V (search --cp-comm): every plan with cp > 1 is tried with each,
+  // where the model allows it (no p2p ring with sliding windows; a2a splits heads over CP).
+  std::vector<CpComm> cp_comms = {CpComm::kP2p};
+  // MoE token dispatchers (search --moe-dispatcher): every plan whose experts are apart from the
+  // dense TP split is tried with each (flex only with ep > 1 and expert TP 1, what it prices).
+  std::vector<MoeDispatcher> moe_dispatchers = {MoeDispatcher::kAllToAll};
   // Partial full recomputation (search --recompute-method / --recompute-num-layers): tried besides
   // none, selective and full when not uniform 1; a block of 0 (none) or of every layer of each
   // chunk (full) is not tried twice.

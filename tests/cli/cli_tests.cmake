@@ -120,6 +120,12 @@ cli_test("search --precision bf16,fp8 searches each precision and skips a GPU wi
   ARGS search --model llama3-8b --gpu h100-sxm-80gb,a100-sxm-80gb --gpus 16 --global-batch 128 --precision bf16,fp8 --top 3)
 cli_test("bad: search --precision with an unknown member" RC 2 MATCH "bf16,fp9 is not a precision"
   ARGS search --model llama3-8b --gpu h100-sxm-80gb --gpus 16 --global-batch 128 --precision bf16,fp9)
+cli_test("search --moe-dispatcher alltoall,allgather,flex tries each dispatcher on the EP plans" RC 0
+  MATCH "Best plans" "ep[0-9]+:(ag|flex)" "allgather dispatcher|flex dispatcher|alltoall"
+  ARGS search --model qwen3-30b-a3b --gpu h100-sxm-80gb --gpus 64 --global-batch 512 --top 20 --moe-dispatcher alltoall,allgather,flex)
+cli_test("search: a model with sliding windows gets CP plans over all_gather, a2a when asked" RC 0
+  MATCH "cp[0-9]+:a2a"
+  ARGS search --model gpt-oss-20b --seq-len 65536 --gpu h100-sxm-80gb --gpus 16 --global-batch 16 --top 3 --cp-comm a2a)
 cli_test("search --export megatron prints the best plan's arguments" RC 0
   MATCH "--tensor-model-parallel-size" "--global-batch-size 64"
   ARGS search --model gpt3-6.7b --gpu a100-sxm-80gb --gpus 16 --global-batch 64 --top 1 --export megatron)

@@ -2,6 +2,7 @@
 // result does not depend on the thread count, and deadlines / budgets prune.
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <set>
 
 #include "model/model_catalog.hpp"
@@ -60,6 +61,54 @@ TEST_CASE("the plan space explores expert parallelism for an MoE model and conte
     cps.insert(p.cp);
   });
   CHECK(cps == std::set<int64_t>{1, 2, 4, 8});
+}
+
+TEST_CASE("the plan space tries each CP exchange and MoE dispatcher asked for, where the plan allows it") {
+  PlanSpaceOptions space;
+  space.gpus = 16;
+  space.global_batch = 16;
+  space.max_micro_batch = 1;
+  space.cp_comms = {CpComm::kP2p, CpComm::kAllGather, CpComm::kA2a};
+  ModelSpec dense = resolve_model("llama3-8b");  // 32 heads, 8 KV heads
+  dense.seq_len = 65536;
+  std::map<CpComm, int64_t> by_comm;
+  enumerate_plans(dense, space, [&](const ParallelPlan& p) {
+    CHECK(validate_plan(p, dense, "space").empty());
+    if (p.cp == 1) CHECK(p.cp_comm == CpComm::kP2p);
+    if (p.cp_comm == CpComm::kA2a) CHECK((dense.kv_heads / p.tp) % p.cp == 0);  // Ulysses splits KV heads too
+    if (p.cp > 1) ++by_comm[p.cp_comm];
+  });
+  CHECK(by_comm[CpComm::kP2p] == by_comm[CpComm::kAllGather]);
+  CHECK(by_comm[CpComm::kA2a] > 0);
+  CHECK(by_comm[CpComm::kA2a] < by_comm[CpComm::kP2p]);  // cp 16 with 8 KV heads: no a2a
+
+  // Sliding windows: no p2p ring at all.
+  ModelSpec windowed = resolve_model("gpt-oss-20b");
+  windowed.seq_len = 65536;
+  int64_t cp_plans = 0;
+  enumerate_plans(windowed, space, [&](const ParallelPlan& p) {
+    CHECK(validate_plan(p, windowed, "space").empty());
+    if (p.cp > 1) CHECK(p.cp_comm != CpComm::kP2p);
+    cp_plans += p.cp > 1 ? 1 : 0;
+  });
+  CHECK(cp_plans > 0);
+
+  // Dispatchers: only where the experts are apart from TP; flex only with EP; no EP overlap with allgather.
+  space.cp_comms = {CpComm::kP2p};
+  space.moe_dispatchers = {MoeDispatcher::kAllToAll, MoeDispatcher::kAllGather, MoeDispatcher::kFlex};
+  space.ep_comm_overlap = true;
+  const ModelSpec moe = resolve_model("qwen3-30b-a3b");
+  std::map<MoeDispatcher, int64_t> by_dispatcher;
+  enumerate_plans(moe, space, [&](const ParallelPlan& p) {
+    CHECK(validate_plan(p, moe, "space").empty());
+    if (p.experts_like_dense()) CHECK(p.moe_dispatcher == MoeDispatcher::kAllToAll);
+    if (p.moe_dispatcher == MoeDispatcher::kFlex) CHECK((p.ep > 1 && p.expert_tp_size() == 1));
+    if (p.ep_comm_overlap) CHECK(p.moe_dispatcher != MoeDispatcher::kAllGather);
+    ++by_dispatcher[p.moe_dispatcher];
+  });
+  CHECK(by_dispatcher[MoeDispatcher::kAllGather] > 0);
+  CHECK(by_dispatcher[MoeDispatcher::kFlex] > 0);
+  CHECK(by_dispatcher[MoeDispatcher::kAllToAll] > by_dispatcher[MoeDispatcher::kFlex]);  // ep 1 plans and the EP overlap
 }
 
 TEST_CASE("a framework's selective recomputation and loss are the ones the plan space explores") {
