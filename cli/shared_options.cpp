@@ -117,6 +117,10 @@ void PlanOptions::add_to(CLI::App& app) {
                                                    "N of --recompute-method: layers per group (uniform, default 1) or "
                                                    "recomputed per model chunk (block, 0 = none) or one in N (every)")
                                         ->transform(whole_number(0, limits::kMaxLayers, "layers"));
+  options["recompute-modules"] = app.add_option("--recompute-modules", recompute_modules,
+                                                "with --recompute selective, what it re-runs (Megatron-Core's --recompute-modules, "
+                                                "comma-separated; default core_attn): " + std::string(recompute_module_names()))
+                                     ->check(comma_list_check(parse_recompute_module, "a recompute module", recompute_module_names()));
   options["sequence-parallel"] = app.add_flag("--sequence-parallel", sequence_parallel, "Megatron sequence parallelism");
   options["framework"] = app.add_option("--framework", framework,
                                         "defaults of this framework for what the plan leaves out (ZeRO stage, SP with TP, "
@@ -275,6 +279,10 @@ void PlanOptions::apply_flags(ParallelPlan& p) const {
   if (given("recompute")) p.recompute = parse_recompute(recompute);
   if (given("recompute-method")) p.recompute_method = parse_recompute_method(recompute_method);
   if (given("recompute-num-layers")) p.recompute_layers = recompute_layers;
+  if (given("recompute-modules")) {
+    p.recompute_modules = 0;
+    for (RecomputeModules flag : comma_list(recompute_modules, parse_recompute_module)) p.recompute_modules |= flag;
+  }
   if (given("sequence-parallel")) p.sequence_parallel = sequence_parallel;
   if (given("precision")) p.precision = parse_precision(precision);
   if (given("fp8-recipe")) p.fp8_recipe = fp8_recipe == "rowwise" ? Fp8Recipe::kRowwise : Fp8Recipe::kDelayed;

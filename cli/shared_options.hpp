@@ -41,6 +41,7 @@ struct PlanOptions {
   std::map<std::string, int64_t> sizes;  // dp, tp, pp, vpp, cp, ep, micro-batch, global-batch, zero
   std::string recompute, recompute_method, schedule, precision, fp8_recipe, attention, cross_entropy, norm, cp_comm, moe_dispatcher;
   int64_t recompute_layers = 1;  // --recompute-num-layers
+  std::string recompute_modules;  // --recompute-modules core_attn,moe_act
   std::string framework;  // --framework: a preset's defaults for what the flags and plan leave out
   bool sequence_parallel = false;
   bool no_dp_overlap = false;

@@ -190,6 +190,17 @@ std::optional<std::string> JsonObjectReader::optional_string(const std::string& 
   return v->get<std::string>();
 }
 
+std::optional<std::vector<std::string>> JsonObjectReader::optional_string_list(const std::string& key) {
+  const nlohmann::json* v = find(key);
+  if (v == nullptr) return std::nullopt;
+  const bool strings = v->is_array() && std::all_of(v->begin(), v->end(), [](const nlohmann::json& x) { return x.is_string(); });
+  if (!strings) {
+    add_problem(key, "expected a list of strings, got " + type_name(*v) + " (" + v->dump() + ")");
+    return std::nullopt;
+  }
+  return v->get<std::vector<std::string>>();
+}
+
 std::string JsonObjectReader::required_string(const std::string& key) {
   if (is_object_ && !has(key)) {
     add_problem(key, "missing required key \"" + key + "\" (a string)");

@@ -36,6 +36,8 @@ class JsonObjectReader {
   std::optional<bool> optional_bool(const std::string& key);
   std::optional<std::string> optional_string(const std::string& key);
   std::string required_string(const std::string& key);
+  // A list of strings (it may be empty); nullopt when absent or null.
+  std::optional<std::vector<std::string>> optional_string_list(const std::string& key);
   // A string that must be one of `choices` (the message lists them).
   std::optional<std::string> optional_choice(const std::string& key, const std::vector<std::string>& choices);
   std::string required_choice(const std::string& key, const std::vector<std::string>& choices);

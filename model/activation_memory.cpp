@@ -32,7 +32,60 @@ double selective_op_bytes(const ModelSpec& m, const ActivationLayout& l) {
   if (gated) bytes += e * sb * d(m.hidden) * routed;                 // w2
   return bytes;
 }
+struct ModuleNames {
+  RecomputeModules flag;
+  const char* name;
+};
+constexpr ModuleNames kModuleNames[] = {{kRecomputeCoreAttn, "core_attn"}, {kRecomputeMoeAct, "moe_act"},
+                                        {kRecomputeLayernorm, "layernorm"}, {kRecomputeMlp, "mlp"},
+                                        {kRecomputeMoe, "moe"}, {kRecomputeSharedExperts, "shared_experts"}};
+
+bool recomputes(const ActivationLayout& l, RecomputeModules module) {
+  return l.recompute == Recompute::kSelective && (l.recompute_modules & module) != 0;
+}
+
+// What Megatron-Core's selective modules beyond the attention core leave out of a layer's stored
+// activations (docs/model-math.md §3): the MLP block's inner tensors (mlp, moe: the checkpoint
+// keeps the block's input), the experts' activation outputs (moe_act: f per routed copy), the
+// shared experts' inner tensors, the pre-MLP norm's output (layernorm; MoE layers only: Transformer
+// Engine fuses a dense layer's norms into its linears, which keep their outputs). Units as
+// activation_bytes_per_layer's: `replicated` over SP, `split` over TP.
+void drop_recomputed_modules(const ModelSpec& m, const ActivationLayout& l, double sb, double ffn_values, double& replicated, double& split) {
+  const double e = l.bytes_per_value, h = d(m.hidden);
+  if (!m.moe) {
+    if (recomputes(l, kRecomputeMlp)) {
+      replicated -= e * sb * h;
+      split -= sb * e * ffn_values;
+    }
+    return;
+  }
+  const double routed = d(m.moe->top_k) * l.expert_load, shared = d(m.moe->shared_experts), f = d(m.moe->expert_ffn_hidden);
+  if (recomputes(l, kRecomputeLayernorm)) replicated -= e * sb * h;
+  if (recomputes(l, kRecomputeMoe)) {
+    split -= (routed + shared) * sb * e * ffn_values + (routed + shared - 1.0) * sb * e * h;
+    return;
+  }
+  if (recomputes(l, kRecomputeMoeAct)) split -= routed * sb * e * f;
+  if (recomputes(l, kRecomputeSharedExperts)) split -= shared * sb * e * ffn_values;
+}
 }  // namespace
+
+std::string recompute_modules_text(RecomputeModules modules) {
+  std::string out;
+  for (const ModuleNames& n : kModuleNames) {
+    if ((modules & n.flag) != 0) out += (out.empty() ? "" : ",") + std::string(n.name);
+  }
+  return out;
+}
+
+RecomputeModules recompute_module_flag(const std::string& name) {
+  for (const ModuleNames& n : kModuleNames) {
+    if (name == n.name) return n.flag;
+  }
+  return 0;
+}
+
+const char* recompute_module_names() { return "core_attn, moe_act, layernorm, mlp, moe, shared_experts"; }
 
 double activation_bytes_per_layer(const ModelSpec& m, const ActivationLayout& l) {
   const double sb = rank_tokens(m, l);
@@ -60,11 +113,13 @@ double activation_bytes_per_layer(const ModelSpec& m, const ActivationLayout& l)
   // selective recompute drops exactly these. Flash keeps one fp32 log-sum-exp per row and head.
   const double a = d(m.heads);
   if (l.attention == AttentionKernel::kUnfused) {
-    if (l.recompute == Recompute::kNone) split += a * d(m.seq_len) * sb * (e + mask + mask * e);
+    if (!recomputes(l, kRecomputeCoreAttn)) split += a * d(m.seq_len) * sb * (e + mask + mask * e);
   } else {
     split += 4.0 * a * sb;
   }
-  return replicated / sp_split + split / t;
+  double kept_replicated = replicated;
+  drop_recomputed_modules(m, l, sb, ffn_values, kept_replicated, split);
+  return kept_replicated / sp_split + split / t;
 }
 
 double activation_bytes_embedding(const ModelSpec& m, const ActivationLayout& l) {

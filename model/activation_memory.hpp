@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "model/model_spec.hpp"
 
@@ -14,6 +15,27 @@ namespace trainsim {
 // per-op selective checkpointing (the outputs of every other matmul and of attention are kept,
 // the rest of the layer runs again in the backward); kFull: the whole layer runs again.
 enum class Recompute { kNone, kSelective, kFull, kSelectiveOp };
+// What Megatron-Core's selective recomputation re-runs (--recompute-modules), as bit flags:
+// core_attn (its default) re-runs the attention core; layernorm and moe_act discard the output of
+// the pre-MLP norm (separate from a linear only in MoE layers under Transformer Engine) and of the
+// experts' activation, recomputing it for the backward; mlp, moe and shared_experts checkpoint the
+// dense MLP, the whole MoE block, or the shared experts, keeping only their input.
+enum RecomputeModule : uint32_t {
+  kRecomputeCoreAttn = 1u << 0,
+  kRecomputeLayernorm = 1u << 1,
+  kRecomputeMoeAct = 1u << 2,
+  kRecomputeMlp = 1u << 3,
+  kRecomputeMoe = 1u << 4,
+  kRecomputeSharedExperts = 1u << 5,
+};
+using RecomputeModules = uint32_t;
+inline constexpr RecomputeModules kDefaultRecomputeModules = kRecomputeCoreAttn;
+// "core_attn,moe_act"; the names Megatron-Core takes, in its order.
+std::string recompute_modules_text(RecomputeModules modules);
+// One module's flag by Megatron-Core's name; 0 for a name it is not.
+RecomputeModules recompute_module_flag(const std::string& name);
+// The names, comma-separated, for messages.
+const char* recompute_module_names();
 // How the loss is computed from the logits on the last stage: kFused, Megatron's vocab-parallel
 // cross entropy (an fp32 copy of the logits turned into the softmax in place); kPytorch, PyTorch's
 // cross_entropy on the fp32-cast logits (torchtitan), which allocates its gradients apart.
@@ -34,6 +56,7 @@ struct ActivationLayout {
   // MoE: routed token copies this rank's experts keep over the balanced mean (the busiest EP
   // rank's, ParallelPlan::expert_rank_load); shared experts always see every token once.
   double expert_load = 1.0;
+  RecomputeModules recompute_modules = kDefaultRecomputeModules;  // with recompute kSelective
 };
 
 // One transformer layer, one micro-batch, one TP rank.

@@ -7,7 +7,27 @@ namespace trainsim {
 
 FlopsPerToken flops_per_token(const ModelSpec& m, Recompute recompute) { return flops_per_token(m, recompute, m.layers); }
 
-FlopsPerToken flops_per_token(const ModelSpec& m, Recompute recompute, int64_t recomputed_layers) {
+namespace {
+// Forward matmul FLOPs per token that Megatron-Core's selective modules run again: the attention
+// core (core_attn), the dense MLP (mlp), the MoE block with its router (moe), the shared experts;
+// layernorm and moe_act re-run elementwise ops only.
+double selective_rerun(const ModelSpec& m, const FlopsPerToken& f, RecomputeModules modules) {
+  const ParamCounts params = count_params(m);
+  const double layers = static_cast<double>(m.layers), routed = m.moe ? static_cast<double>(m.moe->top_k) : 1.0;
+  const double experts = m.moe ? static_cast<double>(m.moe->experts) : 1.0;
+  double rerun = (modules & kRecomputeCoreAttn) != 0 ? f.forward_attention : 0.0;
+  if (!m.moe && (modules & kRecomputeMlp) != 0) rerun += 2.0 * layers * static_cast<double>(params.per_layer.mlp);
+  const double shared = 2.0 * layers * static_cast<double>(params.per_layer.shared);
+  if (m.moe && (modules & kRecomputeMoe) != 0) {
+    rerun += 2.0 * layers * (static_cast<double>(params.per_layer.mlp) * routed / experts + static_cast<double>(params.per_layer.router)) + shared;
+  } else if (m.moe && (modules & kRecomputeSharedExperts) != 0) {
+    rerun += shared;
+  }
+  return rerun;
+}
+}  // namespace
+
+FlopsPerToken flops_per_token(const ModelSpec& m, Recompute recompute, int64_t recomputed_layers, RecomputeModules modules) {
   FlopsPerToken f;
   const ParamCounts params = count_params(m);
   f.forward_matmul = 2.0 * static_cast<double>(params.matmul_active);
@@ -20,8 +40,9 @@ FlopsPerToken flops_per_token(const ModelSpec& m, Recompute recompute, int64_t r
   f.model = 3.0 * f.forward();
   switch (recompute) {
     case Recompute::kNone: f.hardware = f.model; break;
-    // Selective recompute runs the attention core (QK^T, softmax, AV) forward again.
-    case Recompute::kSelective: f.hardware = f.model + f.forward_attention; break;
+    // Selective recompute runs the attention core (QK^T, softmax, AV) forward again, and the
+    // blocks of the other modules asked for.
+    case Recompute::kSelective: f.hardware = f.model + selective_rerun(m, f, modules); break;
     // Full recompute runs every transformer layer's forward again; the LM head is outside it.
     // With the block method only `recomputed_layers` of them: the others' forward runs once (every
     // layer's forward is the same, so the layers' share is their count over the model's).
@@ -55,8 +76,9 @@ double hardware_flops_per_iteration(const ModelSpec& m, int64_t global_batch, Re
   return hardware_flops_per_iteration(m, global_batch, recompute, m.layers);
 }
 
-double hardware_flops_per_iteration(const ModelSpec& m, int64_t global_batch, Recompute recompute, int64_t recomputed_layers) {
-  return flops_per_token(m, recompute, recomputed_layers).hardware * static_cast<double>(global_batch) * static_cast<double>(m.seq_len);
+double hardware_flops_per_iteration(const ModelSpec& m, int64_t global_batch, Recompute recompute, int64_t recomputed_layers,
+                                    RecomputeModules modules) {
+  return flops_per_token(m, recompute, recomputed_layers, modules).hardware * static_cast<double>(global_batch) * static_cast<double>(m.seq_len);
 }
 
 }  // namespace trainsim

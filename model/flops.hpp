@@ -23,11 +23,14 @@ struct FlopsPerToken {
 FlopsPerToken flops_per_token(const ModelSpec& model, Recompute recompute);
 // Full recompute of `recomputed_layers` of the model's layers only (Megatron-Core's block method:
 // plan/recompute_span.hpp counts them); other recompute modes cover every layer and ignore it.
-FlopsPerToken flops_per_token(const ModelSpec& model, Recompute recompute, int64_t recomputed_layers);
+// With selective recomputation `modules` says what it re-runs (Megatron-Core's --recompute-modules).
+FlopsPerToken flops_per_token(const ModelSpec& model, Recompute recompute, int64_t recomputed_layers,
+                              RecomputeModules modules = kDefaultRecomputeModules);
 
 // Per iteration: per token x global_batch x seq_len.
 double model_flops_per_iteration(const ModelSpec& model, int64_t global_batch);
 double hardware_flops_per_iteration(const ModelSpec& model, int64_t global_batch, Recompute recompute);
-double hardware_flops_per_iteration(const ModelSpec& model, int64_t global_batch, Recompute recompute, int64_t recomputed_layers);
+double hardware_flops_per_iteration(const ModelSpec& model, int64_t global_batch, Recompute recompute, int64_t recomputed_layers,
+                                    RecomputeModules modules = kDefaultRecomputeModules);
 
 }  // namespace trainsim

@@ -123,12 +123,12 @@ std::vector<LaunchFlag> launch_flags(const std::vector<std::string>& words, cons
     if (!is_flag(words[i])) continue;
     const size_t eq = words[i].find('=');
     if (eq != std::string::npos) {
-      flags.push_back({words[i].substr(0, eq), words[i].substr(eq + 1)});
+      flags.push_back({words[i].substr(0, eq), words[i].substr(eq + 1), {}});
     } else if (switches.count(words[i]) == 0 && i + 1 < words.size() && !is_flag(words[i + 1])) {
-      flags.push_back({words[i], words[i + 1]});
-      ++i;
+      flags.push_back({words[i], words[i + 1], {}});
+      for (++i; i + 1 < words.size() && !is_flag(words[i + 1]); ++i) flags.back().more.push_back(words[i + 1]);
     } else {
-      flags.push_back({words[i], std::nullopt});
+      flags.push_back({words[i], std::nullopt, {}});
     }
   }
   return flags;

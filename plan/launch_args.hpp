@@ -19,14 +19,16 @@ namespace trainsim {
 struct LaunchFlag {
   std::string name;                  // with its dashes: "--tensor-model-parallel-size"
   std::optional<std::string> value;  // none for a switch
+  // Further non-flag words after the value (argparse nargs="+": --recompute-modules core_attn moe_act).
+  std::vector<std::string> more;
 };
 
 // The words of a shell script, comments and continuations removed, variables substituted.
 std::vector<std::string> launch_words(const std::string& text);
 
 // Every `--flag [value]` in `words`, in order. A flag in `switches` never takes a value; any other
-// takes the next word unless that word is another flag. Words that are not flags or values
-// (commands, script names) are skipped.
+// takes the next word unless that word is another flag, and the words after it up to the next flag
+// as `more`. Words before the first flag (commands, script names) are skipped.
 std::vector<LaunchFlag> launch_flags(const std::vector<std::string>& words, const std::set<std::string>& switches);
 
 // `text` as an integer from min_value to max_value; an InputError naming `file`, `key` and the

@@ -249,16 +249,20 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
   add_tp_boundary(w, s, sp, false);
   w.forward.push_back(memory("dropout_residual", (m.dropout ? 3.5 : 3.0) * act));
   w.backward.push_back(memory("dropout_residual_bwd", (m.dropout ? 3.5 : 3.0) * act));
+  LayerMarks marks;
+  marks.norm2 = w.forward.size();
   w.forward.push_back(memory("norm2", 2 * act * nt.forward));
   w.backward.push_back(memory("norm2_bwd", 3 * act * nt.backward));
   const bool moe = m.moe.has_value();
+  marks.mlp_begin = w.forward.size();
   if (moe) {
-    add_moe_ffn(w, m, p, s);
+    add_moe_ffn(w, m, p, s, marks);
   } else {
     add_tp_boundary(w, s, sp, true);
     add_ffn_core(w, m, s, kFfnNames, s.tokens, s.f / s.t);
     add_tp_boundary(w, s, sp, false);
   }
+  marks.mlp_end = w.forward.size();
   w.forward.push_back(memory("dropout_residual", (m.dropout ? 3.5 : 3.0) * act));
   w.backward.push_back(memory("dropout_residual_bwd", (m.dropout ? 3.5 : 3.0) * act));
 
@@ -269,15 +273,7 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
   if (p.recompute == Recompute::kFull) {
     w.recompute = w.forward;
   } else if (p.recompute == Recompute::kSelective) {
-    for (const Op& op : w.forward) {
-      const std::string name = op.name;
-      if (name == "attention" || name == "attention_window" || name == "attn_scores" || name == "softmax" || name == "attn_context") w.recompute.push_back(op);
-      if (name == "cp_ring_kv") {
-        w.recompute.push_back(op);
-        w.recompute.back().overlaps_op = static_cast<int32_t>(w.recompute.size()) - 2;  // the attention before it
-      }
-      if (name == "cp_allgather_kv" || name == "cp_a2a_qkv" || name == "cp_a2a_out") w.recompute.push_back(op);
-    }
+    w.recompute = selective_recompute(m, p, w.forward, marks);
   } else if (p.recompute == Recompute::kSelectiveOp) {
     w.recompute = selective_op_recompute(m, w.forward, s);
   }

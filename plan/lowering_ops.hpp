@@ -80,9 +80,23 @@ inline constexpr FfnNames kSharedFfnNames{"shared_fc1", "shared_fc1_dgrad", "sha
 void add_ffn_core(LayerWork& w, const ModelSpec& m, const Shapes& s, const FfnNames& names, int64_t tokens, int64_t width,
                   int64_t groups = 1);
 
+// Where a layer's parts sit in its forward op list, for selective recomputation by module.
+struct LayerMarks {
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+  size_t norm2 = kNone;                           // the pre-MLP norm
+  size_t mlp_begin = 0, mlp_end = 0;              // the MLP or MoE block, [begin, end)
+  size_t routed_act = kNone;                      // MoE: the experts' activation
+  size_t shared_begin = kNone, shared_end = kNone;  // MoE: the shared experts
+};
+
 // An MoE layer's FFN: router, permutation, (with ep > 1) all-to-all dispatch, the local experts'
-// grouped GEMMs, combine, and the shared experts (plan/moe_lowering.cpp).
-void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s);
+// grouped GEMMs, combine, and the shared experts (plan/moe_lowering.cpp); marks where the experts'
+// activation and the shared experts are.
+void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s, LayerMarks& marks);
+
+// The forward ops Megatron-Core's selective recomputation runs again before a layer's backward,
+// by module (ParallelPlan::recompute_modules; plan/selective_recompute.cpp).
+std::vector<Op> selective_recompute(const ModelSpec& m, const ParallelPlan& p, const std::vector<Op>& forward, const LayerMarks& marks);
 
 // FP8 (precision fp8): Transformer Engine's casts and transposes around every linear, FP8
 // all-gathers, and per chunk the amax reductions and per iteration the weight casts

@@ -28,7 +28,7 @@ const std::set<std::string> kValueFlags = {
     "--kv-channels", "--ffn-hidden-size", "--seq-length", "--max-position-embeddings", "--normalization",
     "--position-embedding-type", "--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size",
     "--moe-shared-expert-intermediate-size", "--expert-tensor-parallel-size", "--moe-token-dispatcher-type",
-    "--cp-comm-type", "--moe-expert-capacity-factor"};
+    "--cp-comm-type", "--moe-expert-capacity-factor", "--recompute-modules"};
 const std::set<std::string> kReadSwitches = {
     "--sequence-parallel", "--use-distributed-optimizer", "--use-torch-fsdp2", "--bf16", "--fp16", "--use-flash-attn",
     "--overlap-grad-reduce", "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
@@ -57,6 +57,7 @@ const std::set<std::string> kLauncher = {
 struct MegatronArgs {
   std::string file;
   std::map<std::string, std::string> values;  // the last value of each flag (argparse: the last wins)
+  std::map<std::string, std::vector<std::string>> lists;  // every value of its last use (nargs="+")
   std::set<std::string> switches;
   bool has(const std::string& flag) const { return switches.count(flag) > 0 || values.count(flag) > 0; }
   int64_t number(const std::string& flag, int64_t fallback, int64_t min_value = 1, int64_t max_value = limits::kMaxSeqLen) const {
@@ -85,7 +86,7 @@ struct MegatronArgs {
 MegatronArgs collect(const std::string& text, const std::string& file, std::vector<std::string>& not_modeled) {
   std::set<std::string> switches = kReadSwitches;
   switches.insert(kOtherSwitches.begin(), kOtherSwitches.end());
-  MegatronArgs args{file, {}, {}};
+  MegatronArgs args{file, {}, {}, {}};
   for (const LaunchFlag& f : launch_flags(launch_words(text), switches)) {
     const bool known = kValueFlags.count(f.name) > 0 || kReadSwitches.count(f.name) > 0;
     if (kValueFlags.count(f.name) > 0 && !f.value) {
@@ -94,7 +95,11 @@ MegatronArgs collect(const std::string& text, const std::string& file, std::vect
     if (!known && kQuiet.count(f.name) == 0 && kLauncher.count(f.name) == 0) {
       if (std::find(not_modeled.begin(), not_modeled.end(), f.name) == not_modeled.end()) not_modeled.push_back(f.name);
     }
-    if (f.value) args.values[f.name] = *f.value;
+    if (f.value) {
+      args.values[f.name] = *f.value;
+      args.lists[f.name] = {*f.value};
+      args.lists[f.name].insert(args.lists[f.name].end(), f.more.begin(), f.more.end());
+    }
     else args.switches.insert(f.name);
   }
   return args;
@@ -157,6 +162,13 @@ void read_training(const MegatronArgs& a, ImportedJob& job) {
   }
   p.recompute = granularity == "full" ? Recompute::kFull : granularity == "selective" ? Recompute::kSelective : Recompute::kNone;
   if (p.recompute == Recompute::kFull) read_recompute_span(a, p);
+  if (a.lists.count("--recompute-modules") > 0) {
+    try {
+      p.recompute_modules = parse_recompute_modules(a.lists.at("--recompute-modules"));
+    } catch (const InputError& e) {
+      throw InputError(a.file + ": --recompute-modules: " + e.problems().front(), e.hint());
+    }
+  }
   p.zero_stage = a.has("--use-torch-fsdp2") ? 3 : a.has("--use-distributed-optimizer") ? 1 : 0;
   p.precision = a.has("--fp8-format") ? Precision::kFp8 : a.has("--bf16") ? Precision::kBf16
                 : a.has("--fp16") ? Precision::kFp16 : Precision::kFp32;

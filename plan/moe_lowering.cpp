@@ -91,7 +91,7 @@ void add_allgather_exchange(LayerWork& w, const ParallelPlan& p, const Traffic& 
 
 }  // namespace
 
-void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s) {
+void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s, LayerMarks& marks) {
   const MoeSpec& moe = *m.moe;
   // Experts like a dense FFN (no EP, expert TP = TP): the TP region's tokens all go through 1/t of
   // every expert. Otherwise a rank routes the tokens it holds (the sequence-parallel shard:
@@ -125,6 +125,7 @@ void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const 
   const int64_t local_experts = moe.experts / p.ep;
   const double rank_copies = t.received_bytes / (static_cast<double>(s.h) * s.e) * static_cast<double>(t.etp);
   const int64_t per_expert = std::max<int64_t>(1, std::llround(rank_copies / static_cast<double>(local_experts)));
+  marks.routed_act = w.forward.size() + 1;  // after fc1
   add_ffn_core(w, m, s, kFfnNames, per_expert, moe.expert_ffn_hidden / (like_dense ? s.t : t.etp), local_experts);
   if (allgather) add_allgather_exchange(w, p, t, moe.experts, tokens, s.e, false);
   else add_alltoall_exchange(w, p, t, false);
@@ -135,8 +136,10 @@ void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const 
   mark_flex(w.backward, p, t);
 
   if (moe.shared_experts > 0) {
+    marks.shared_begin = w.forward.size();
     if (!like_dense) add_tp_boundary(w, s, p.sequence_parallel, true);
     add_ffn_core(w, m, s, kSharedFfnNames, s.tokens, moe.shared_experts * moe.expert_ffn_hidden / s.t);
+    marks.shared_end = w.forward.size();
   }
   if (like_dense || moe.shared_experts > 0) add_tp_boundary(w, s, p.sequence_parallel, false);
 }

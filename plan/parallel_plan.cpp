@@ -212,6 +212,25 @@ void check_recompute_span(const ParallelPlan& p, Add& add) {
   }
 }
 
+// Megatron-Core's --recompute-modules (TransformerConfig's checks): selective recomputation only,
+// MoE modules on MoE layers, no whole-MoE checkpoint under the EP overlap. (Its refusal of moe_act
+// and layernorm under delayed FP8 scaling is not applied: trainsim's fp8_recipe delayed also
+// stands for Transformer Engine's per-tensor current scaling, which allows them.)
+template <typename Add>
+void check_recompute_modules(const ParallelPlan& p, const ModelSpec& m, const std::string& of_model, Add& add) {
+  const RecomputeModules r = p.recompute_modules;
+  if (r == kDefaultRecomputeModules) return;
+  const std::string listed = "recompute_modules [" + recompute_modules_text(r) + "]";
+  if (p.recompute != Recompute::kSelective) {
+    add("recompute_modules", listed + " choose what selective recomputation re-runs, and recompute is " + to_string(p.recompute) + " (set recompute selective)");
+  }
+  const RecomputeModules moe_only = kRecomputeMoeAct | kRecomputeMoe | kRecomputeSharedExperts | kRecomputeLayernorm;
+  if (!m.moe && (r & moe_only) != 0) add("recompute_modules", listed + ": moe_act, moe, shared_experts and layernorm (separate from a linear only before an MoE block) need experts" + of_model);
+  if (m.moe && (r & kRecomputeMlp) != 0) add("recompute_modules", listed + ": mlp checkpoints a dense MLP and every layer is MoE" + of_model + " (use moe or moe_act)");
+  if (m.moe && m.moe->shared_experts == 0 && (r & kRecomputeSharedExperts) != 0) add("recompute_modules", listed + ": there are no shared experts" + of_model);
+  if (p.ep_comm_overlap && (r & kRecomputeMoe) != 0) add("recompute_modules", listed + ": Megatron-Core refuses moe recompute with the EP communication overlap");
+}
+
 // Sizes beyond any job (common/limits.hpp), refused before products of them can overflow.
 template <typename Add>
 void check_upper_bounds(const ParallelPlan& p, const Add& add) {
@@ -289,6 +308,7 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
   check_context_parallel(p, m, of_model, rules, add);
   check_expert_parallel(p, m, of_model, add);
   check_recompute_span(p, add);
+  check_recompute_modules(p, m, of_model, add);
   return problems;
 }
 

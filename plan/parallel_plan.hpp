@@ -66,6 +66,8 @@ struct ParallelPlan {
   // is the layers of each group (uniform, >= 1) or the layers recomputed per model chunk (block, >= 0).
   RecomputeMethod recompute_method = RecomputeMethod::kUniform;
   int64_t recompute_layers = 1;
+  // With recompute selective: the modules it re-runs (Megatron-Core's --recompute-modules).
+  RecomputeModules recompute_modules = kDefaultRecomputeModules;
   bool sequence_parallel = false;
   Schedule schedule = Schedule::k1F1B;
   Precision precision = Precision::kBf16;

@@ -1,5 +1,6 @@
 // Export to Megatron-LM, DeepSpeed and torchrun (torchtitan: plan/torchtitan_export.cpp).
 #include "plan/plan_export.hpp"
+#include "plan/plan_json.hpp"
 
 #include <algorithm>
 #include <sstream>
@@ -105,6 +106,10 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
   if (p.sequence_parallel) a << " --sequence-parallel";
   a << " \\\n  --micro-batch-size " << p.micro_batch << " --global-batch-size " << p.global_batch;
   if (p.recompute == Recompute::kSelective) a << " --recompute-granularity selective";
+  if (p.recompute == Recompute::kSelective && p.recompute_modules != kDefaultRecomputeModules) {
+    a << " --recompute-modules";
+    for (const std::string& name : recompute_module_list(p.recompute_modules)) a << " " << name;
+  }
   if (p.recompute == Recompute::kFull) {
     const RecomputeMethod method = p.recompute_method == RecomputeMethod::kEvery ? RecomputeMethod::kUniform : p.recompute_method;  // every 1
     a << " --recompute-granularity full --recompute-method " << to_string(method) << " --recompute-num-layers " << p.recompute_layers;

@@ -1,4 +1,5 @@
 // Reading and writing plan JSON.
+#include <algorithm>
 #include "plan/plan_json.hpp"
 
 #include <nlohmann/json.hpp>
@@ -66,6 +67,32 @@ AttentionKernel parse_attention(const std::string& t) {
   throw InputError("attention: \"" + t + "\" is not one of: flash, unfused");
 }
 
+RecomputeModules parse_recompute_module(const std::string& name) {
+  const RecomputeModules flag = recompute_module_flag(name);
+  if (flag == 0) {
+    throw InputError("\"" + name + "\" is not a recompute module (" + std::string(recompute_module_names()) + ")",
+                     "Megatron-Core's mla_up_proj and the linear-attention modules are not modeled");
+  }
+  return flag;
+}
+
+RecomputeModules parse_recompute_modules(const std::vector<std::string>& names) {
+  RecomputeModules modules = 0;
+  for (const std::string& name : names) modules |= parse_recompute_module(name);
+  return modules;
+}
+
+std::vector<std::string> recompute_module_list(RecomputeModules modules) {
+  std::vector<std::string> out;
+  const std::string text = recompute_modules_text(modules);
+  for (size_t begin = 0; begin < text.size();) {
+    const size_t comma = std::min(text.find(',', begin), text.size());
+    out.push_back(text.substr(begin, comma - begin));
+    begin = comma + 1;
+  }
+  return out;
+}
+
 namespace {
 // recompute_method and recompute_layers (validate_plan checks them against recompute); a uniform
 // group needs a layer, so 0 is refused here too, where a plan read without a model is exported.
@@ -111,6 +138,13 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   note_default("recompute");
   if (auto v = r.optional_choice("recompute", {"none", "selective", "full", "selective_op"})) p.recompute = parse_recompute(*v);
   read_recompute_span(r, p);
+  if (auto names = r.optional_string_list("recompute_modules")) {
+    try {
+      p.recompute_modules = parse_recompute_modules(*names);
+    } catch (const InputError& e) {
+      r.add_problem("recompute_modules", e.problems().front());
+    }
+  }
   note_default("sequence_parallel");
   p.sequence_parallel = r.optional_bool("sequence_parallel").value_or(p.sequence_parallel);
   if (auto v = r.optional_choice("schedule", {"gpipe", "1f1b", "interleaved", "zb-1p", "zb-2p"})) {
@@ -141,7 +175,7 @@ ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* d
   JsonObjectReader reader(doc, path, "", problems);
   ParallelPlan plan = read_plan(reader, ParallelPlan{}, defaulted);
   reader.reject_unknown_keys();
-  problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, expert_tp, vpp, first_stage_layers, last_stage_layers, micro_batch, global_batch, zero_stage, dp_shard, recompute, recompute_method, recompute_layers, "
+  problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, expert_tp, vpp, first_stage_layers, last_stage_layers, micro_batch, global_batch, zero_stage, dp_shard, recompute, recompute_method, recompute_layers, recompute_modules, "
                         "sequence_parallel, schedule, precision, attention, cross_entropy, norm, cp_comm, dp_overlap, tp_overlap, tp_comm_overlap, fp8_params, fp8_recipe, "
                         "moe_imbalance, moe_capacity_factor, moe_dispatcher, ep_comm_overlap");
   return plan;
@@ -167,6 +201,7 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& p) {
     j["recompute_method"] = to_string(p.recompute_method);
     j["recompute_layers"] = p.recompute_layers;
   }
+  if (p.recompute_modules != kDefaultRecomputeModules) j["recompute_modules"] = recompute_module_list(p.recompute_modules);
   j["sequence_parallel"] = p.sequence_parallel;
   j["schedule"] = to_string(p.schedule);
   j["precision"] = to_string(p.precision);

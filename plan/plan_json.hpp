@@ -1,6 +1,6 @@
 // Plan JSON (`--plan PATH`; the `plan` block of published-run files) <-> ParallelPlan.
 // Keys: dp, tp, pp, cp, ep, vpp, micro_batch, global_batch, zero_stage, recompute, recompute_method,
-// recompute_layers, sequence_parallel, schedule, precision, attention, dp_overlap. `null` or absent
+// recompute_layers, recompute_modules, sequence_parallel, schedule, precision, attention, dp_overlap. `null` or absent
 // = the documented default.
 #pragma once
 
@@ -29,5 +29,10 @@ Precision parse_precision(const std::string& text);
 CpComm parse_cp_comm(const std::string& text);
 MoeDispatcher parse_moe_dispatcher(const std::string& text);
 AttentionKernel parse_attention(const std::string& text);
+// Megatron-Core's module names ("core_attn", "moe_act", ...) <-> RecomputeModules; an unknown
+// name is an InputError.
+RecomputeModules parse_recompute_module(const std::string& name);
+RecomputeModules parse_recompute_modules(const std::vector<std::string>& names);
+std::vector<std::string> recompute_module_list(RecomputeModules modules);
 
 }  // namespace trainsim

@@ -84,6 +84,7 @@ ActivationLayout activation_layout(const ParallelPlan& plan) {
   act.tp = plan.tp;
   act.sequence_parallel = plan.sequence_parallel;
   act.recompute = plan.recompute;
+  act.recompute_modules = plan.recompute_modules;
   act.attention = plan.attention;
   act.loss = plan.cross_entropy;
   act.cp = plan.cp;

@@ -74,6 +74,9 @@ int64_t full_recompute_layers(const ModelSpec& m, const ParallelPlan& p) {
 std::string describe_recompute(const ParallelPlan& p) {
   std::string out = to_string(p.recompute);
   if (is_partial_recompute(p)) out += std::string(" (") + to_string(p.recompute_method) + " " + std::to_string(p.recompute_layers) + ")";
+  if (p.recompute == Recompute::kSelective && p.recompute_modules != kDefaultRecomputeModules) {
+    out += " (" + (p.recompute_modules == 0 ? std::string("no module") : recompute_modules_text(p.recompute_modules)) + ")";
+  }
   return out;
 }
 

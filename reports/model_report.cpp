@@ -18,9 +18,9 @@ ModelReport build_model_report(const ModelSpec& model, const ParallelPlan& plan)
   r.plan = plan;
   r.params = count_params(model);
   const int64_t recomputed = full_recompute_layers(model, plan);
-  r.flops = flops_per_token(model, plan.recompute, recomputed);
+  r.flops = flops_per_token(model, plan.recompute, recomputed, plan.recompute_modules);
   r.model_flops_per_iteration = model_flops_per_iteration(model, plan.global_batch);
-  r.hardware_flops_per_iteration = hardware_flops_per_iteration(model, plan.global_batch, plan.recompute, recomputed);
+  r.hardware_flops_per_iteration = hardware_flops_per_iteration(model, plan.global_batch, plan.recompute, recomputed, plan.recompute_modules);
   r.memory = estimate_rank_memory(model, plan);
   return r;
 }

@@ -63,6 +63,9 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
     problems.add("plan: norm eager / cross_entropy pytorch describe another framework's kernels; the runtime runs fused ones (norm fused, cross_entropy fused)");
   }
   if (p.recompute == Recompute::kSelectiveOp) problems.add("plan: recompute selective_op (per-op checkpointing) is not implemented by the runtime (none, selective or full)");
+  if (p.recompute_modules != kDefaultRecomputeModules) {
+    problems.add("plan: recompute_modules " + recompute_modules_text(p.recompute_modules) + ": the runtime's selective recomputation re-runs the attention core only (core_attn)");
+  }
   if (p.recompute == Recompute::kFull && (p.recompute_method != RecomputeMethod::kUniform || p.recompute_layers != 1)) problems.add("plan: recompute full with recompute_method " + std::string(to_string(p.recompute_method)) + " and recompute_layers " + std::to_string(p.recompute_layers) + " (partial recomputation) is not implemented by the runtime (full recomputes every layer alone: uniform 1)");
   if (m.vocab % p.tp != 0) {
     problems.add("model \"" + m.name + "\": vocab " + std::to_string(m.vocab) + " is not divisible by tp " + std::to_string(p.tp) +

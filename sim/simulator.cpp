@@ -330,7 +330,7 @@ Prediction predict_iteration(const ModelSpec& model, const ParallelPlan& plan, c
   out.tokens_per_s_per_gpu = out.tokens_per_s / gpus;
   out.model_tflops_per_gpu = model_flops_per_iteration(model, plan.global_batch) / out.iteration_time_s / gpus / kFlopsPerTflop;
   out.hardware_tflops_per_gpu =
-      hardware_flops_per_iteration(model, plan.global_batch, plan.recompute, full_recompute_layers(model, plan)) / out.iteration_time_s / gpus / kFlopsPerTflop;
+      hardware_flops_per_iteration(model, plan.global_batch, plan.recompute, full_recompute_layers(model, plan), plan.recompute_modules) / out.iteration_time_s / gpus / kFlopsPerTflop;
   const double peak_tflops = hardware.gpu.peak_flops_per_s(plan.precision) / kFlopsPerTflop;
   out.mfu = out.model_tflops_per_gpu / peak_tflops;
   out.hfu = out.hardware_tflops_per_gpu / peak_tflops;
