@@ -15,7 +15,7 @@ namespace trainsim {
 void ImportOptions::add_to(CLI::App& app) {
   option = app.add_option("--from", from,
                           "import the plan from a launch file: megatron SCRIPT (a launch script or argument list), "
-                          "deepspeed CONFIG.json, or torchtitan JOB.toml; flags given here override it")
+                          "deepspeed CONFIG.json, torchtitan JOB.toml, or nemo CONFIG.yaml (NeMo / Megatron-Bridge); flags given here override it")
                ->expected(2)
                ->type_name("FORMAT FILE");
 }

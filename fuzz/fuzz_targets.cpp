@@ -21,6 +21,7 @@ TRAINSIM_DECLARE_FUZZ_TARGET(predicted_run)
 TRAINSIM_DECLARE_FUZZ_TARGET(megatron_args)
 TRAINSIM_DECLARE_FUZZ_TARGET(deepspeed_config)
 TRAINSIM_DECLARE_FUZZ_TARGET(torchtitan_toml)
+TRAINSIM_DECLARE_FUZZ_TARGET(nemo_yaml)
 TRAINSIM_DECLARE_FUZZ_TARGET(checkpoint)
 #undef TRAINSIM_DECLARE_FUZZ_TARGET
 
@@ -44,6 +45,7 @@ const std::vector<FuzzTarget>& fuzz_targets() {
       {"megatron_args", trainsim_fuzz_megatron_args, {"tests/data/import"}, {".sh"}},
       {"deepspeed_config", trainsim_fuzz_deepspeed_config, {"tests/data/import"}, {".json"}},
       {"torchtitan_toml", trainsim_fuzz_torchtitan_toml, {"tests/data/import"}, {".toml"}},
+      {"nemo_yaml", trainsim_fuzz_nemo_yaml, {"tests/data/import"}, {".yaml"}},
       {"checkpoint", trainsim_fuzz_checkpoint, {"tests/data/bad_checkpoint"}, {".ckpt"}},
   };
   return targets;

@@ -19,7 +19,8 @@ ImportFormat parse_import_format(const std::string& name) {
   if (name == "megatron") return ImportFormat::kMegatron;
   if (name == "deepspeed") return ImportFormat::kDeepSpeed;
   if (name == "torchtitan") return ImportFormat::kTorchtitan;
-  throw InputError("--from: \"" + name + "\" is not one of: megatron, deepspeed, torchtitan",
+  if (name == "nemo") return ImportFormat::kNemo;
+  throw InputError("--from: \"" + name + "\" is not one of: megatron, deepspeed, torchtitan, nemo",
                    "--from FORMAT FILE, e.g. --from megatron train.sh");
 }
 
@@ -28,6 +29,7 @@ const char* to_string(ImportFormat format) {
     case ImportFormat::kMegatron: return "megatron";
     case ImportFormat::kDeepSpeed: return "deepspeed";
     case ImportFormat::kTorchtitan: return "torchtitan";
+    case ImportFormat::kNemo: return "nemo";
   }
   return "?";
 }
@@ -39,6 +41,7 @@ ImportedJob import_job(ImportFormat format, const std::string& text, const std::
     case ImportFormat::kMegatron: job = import_megatron(text, file, model, gpus); break;
     case ImportFormat::kDeepSpeed: job = import_deepspeed(text, file, gpus); break;
     case ImportFormat::kTorchtitan: job = import_torchtitan(text, file, model, gpus); break;
+    case ImportFormat::kNemo: job = import_nemo(text, file, model, gpus); break;
   }
   job.file = file;
   return job;

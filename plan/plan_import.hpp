@@ -15,7 +15,7 @@
 
 namespace trainsim {
 
-enum class ImportFormat { kMegatron, kDeepSpeed, kTorchtitan };
+enum class ImportFormat { kMegatron, kDeepSpeed, kTorchtitan, kNemo };
 
 ImportFormat parse_import_format(const std::string& name);
 const char* to_string(ImportFormat format);
@@ -41,6 +41,9 @@ ImportedJob import_job(ImportFormat format, const std::string& text, const std::
 ImportedJob import_megatron(const std::string& text, const std::string& file, const ModelSpec& model, int64_t gpus);
 ImportedJob import_deepspeed(const std::string& json_text, const std::string& file, int64_t gpus);
 ImportedJob import_torchtitan(const std::string& toml_text, const std::string& file, const ModelSpec& model, int64_t gpus);
+// NeMo 1.x / NeMo-Megatron-Launcher training configs and Megatron-Bridge ConfigContainer YAML
+// (plan/nemo_import.cpp): read as the Megatron-LM arguments their keys stand for.
+ImportedJob import_nemo(const std::string& yaml_text, const std::string& file, const ModelSpec& model, int64_t gpus);
 
 // The plans alone, for a job of `gpus` ranks (the round trips of plan/plan_export.hpp).
 ParallelPlan parse_megatron_args(const std::string& args, const ModelSpec& model, int64_t gpus);

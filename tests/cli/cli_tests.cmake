@@ -134,6 +134,14 @@ cli_test("export a plan file to Megatron-LM" RC 0 MATCH "--pipeline-model-parall
 cli_test("export a plan file to torchrun" RC 0 MATCH "torchrun --nnodes 32" ARGS export ${plans}/llama3-70b-tp8-pp4.json --model llama3-70b --to torchrun)
 cli_test("bad: export to DeepSpeed with pipeline stages" RC 2 MATCH "cannot express tp 8 / pp 4"
   ARGS export ${plans}/llama3-70b-tp8-pp4.json --model llama3-70b --to deepspeed)
+cli_test("predict --from nemo reads NeMo-Megatron-Launcher's GPT-3 5B config: block 0 recomputes no layer" RC 0
+  MATCH "dp 128 x tp 1 x pp 1, micro-batch 2, global batch 2048" "recompute full \\(block 0\\)" "ZeRO-1"
+        "not modeled, ignored: model.ffn_hidden_size"
+  ARGS predict --model ${CMAKE_SOURCE_DIR}/tests/data/models/gpt3-5b-nemo.json --gpu a100-sxm-80gb
+       --from nemo ${CMAKE_SOURCE_DIR}/tests/data/import/nemo_gpt3_5b.yaml)
+cli_test("predict --from nemo reads a Megatron-Bridge config: PP 2 x EP 8, FP8, moe_act and layernorm recomputation" RC 0
+  MATCH "dp 8 x tp 1 x pp 2, ep 8" "recompute selective \\(moe_act,layernorm\\)" "fp8"
+  ARGS predict --model qwen3-30b-a3b --gpu h100-sxm-80gb --gpus 16 --from nemo ${CMAKE_SOURCE_DIR}/tests/data/import/megatron_bridge_qwen3_30b.yaml)
 cli_test("bad: search without a GPU count" RC 2 MATCH "give --gpus N" ARGS search --model gpt2-124m --gpu h100-sxm-80gb --global-batch 8)
 cli_test("bad: a deadline without a token count" RC 2 MATCH "need --train-tokens"
   ARGS search --model gpt2-124m --gpu h100-sxm-80gb --gpus 8 --global-batch 8 --deadline-days 3)
