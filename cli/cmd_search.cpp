@@ -65,7 +65,7 @@ struct Options {
   GoodputOptions goodput;
   int64_t gpus = 0, max_gpus = 0, global_batch = 0, top = 10, max_micro_batch = 16, simulate_best = 200;
   std::string objective = "time", precision = "bf16", attention = "flash", export_to, framework, recompute_method = "uniform";
-  std::string cp_comm = "p2p", moe_dispatcher = "alltoall";
+  std::string cp_comm = "p2p", moe_dispatcher = "alltoall", recompute_modules;
   int64_t recompute_layers = 1;
   bool compiled = false, tp_comm_overlap = false, ep_comm_overlap = false;
   double train_tokens = 0, deadline_days = 0, budget_usd = 0;
@@ -122,6 +122,10 @@ void add_options(CLI::App* app, Options& o) {
                   "of each model chunk), uniform (groups of N) or every (every N-th layer)")->check(CLI::IsMember({"uniform", "block", "every"}));
   o.options["recompute-num-layers"] = app->add_option("--recompute-num-layers", o.recompute_layers,
                   "N of --recompute-method (default 1)")->transform(whole_number(0, limits::kMaxLayers, "layers"));
+  o.options["recompute-modules"] = app->add_option("--recompute-modules", o.recompute_modules,
+                  "also try selective recomputation of these modules (Megatron-Core's --recompute-modules, comma-separated): " +
+                  std::string(recompute_module_names()))
+                  ->check(comma_list_check(parse_recompute_module, "a recompute module", recompute_module_names()));
   o.options["compiled"] = app->add_flag("--compiled", o.compiled, "with --framework torchtitan: the run uses torch.compile (fused RMSNorm)");
   app->add_flag("--tp-across-nodes", o.tp_across_nodes, "also try tensor parallelism wider than a node");
   app->add_option("--train-tokens", o.train_tokens, "tokens to train: report days and $ for the whole run")
@@ -194,10 +198,22 @@ SearchOptions search_options(const Options& o) {
   return options;
 }
 
-// --cp-comm and --moe-dispatcher as the plan space takes them. A model with sliding windows has
+// --recompute-modules, --cp-comm and --moe-dispatcher as the plan space takes them. A model with sliding windows has
 // no p2p ring (Transformer Engine runs windows with all_gather or a2a): it defaults to all_gather,
 // and a list of p2p alone is refused rather than silently searching no CP plan.
-void set_exchanges(const Options& o, const ModelSpec& model, PlanSpaceOptions& space) {
+void set_space_choices(const Options& o, const ModelSpec& model, PlanSpaceOptions& space) {
+  if (o.given("recompute-modules")) {
+    space.selective_modules = 0;
+    for (RecomputeModules flag : comma_list(o.recompute_modules, parse_recompute_module)) space.selective_modules |= flag;
+    ParallelPlan probe;  // Megatron-Core's checks of the modules against the model
+    probe.recompute = Recompute::kSelective;
+    probe.recompute_modules = space.selective_modules;
+    validate_plan(probe, model, "--recompute-modules").throw_if_any("give modules the model has (moe_act, moe and layernorm need experts)");
+    if (space.selective != Recompute::kSelective) {
+      throw InputError("--recompute-modules choose what Megatron-Core's selective recomputation re-runs; --framework " + o.framework + " checkpoints per op",
+                       "leave --recompute-modules out, or search with a Megatron framework");
+    }
+  }
   space.moe_dispatchers = comma_list(o.moe_dispatcher, parse_moe_dispatcher);
   if (!model.moe && space.moe_dispatchers != std::vector<MoeDispatcher>{MoeDispatcher::kAllToAll}) {
     throw InputError("--moe-dispatcher " + o.moe_dispatcher + ": " + model.name + " has no experts to dispatch to",
@@ -306,7 +322,7 @@ Command add_search_command(CLI::App& root) {
             const std::optional<ImportedJob> job = o->from.load(o->model, model, o->gpus);
             if (job) take_from_import(*o, *job);
             SearchOptions options = search_options(*o);
-            set_exchanges(*o, model, options.space);
+            set_space_choices(*o, model, options.space);
             SearchReport report;
             report.model = model;
             report.objective = options.objective;

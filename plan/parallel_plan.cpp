@@ -220,7 +220,7 @@ template <typename Add>
 void check_recompute_modules(const ParallelPlan& p, const ModelSpec& m, const std::string& of_model, Add& add) {
   const RecomputeModules r = p.recompute_modules;
   if (r == kDefaultRecomputeModules) return;
-  const std::string listed = "recompute_modules [" + recompute_modules_text(r) + "]";
+  const std::string listed = "[" + recompute_modules_text(r) + "]";
   if (p.recompute != Recompute::kSelective) {
     add("recompute_modules", listed + " choose what selective recomputation re-runs, and recompute is " + to_string(p.recompute) + " (set recompute selective)");
   }

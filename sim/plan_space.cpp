@@ -86,13 +86,18 @@ struct RecomputeChoice {
   Recompute recompute = Recompute::kNone;
   RecomputeMethod method = RecomputeMethod::kUniform;
   int64_t layers = 1;
+  RecomputeModules modules = kDefaultRecomputeModules;
 };
 
-// None, the framework's selective, full; then the partial full recomputation asked for, unless it
-// is one of those for this plan's chunks (block 0 is none, block >= a chunk's layers is full).
+// None, the framework's selective, full; Megatron-Core's selective modules asked for; then the
+// partial full recomputation asked for, unless it is one of those for this plan's chunks (block 0
+// is none, block >= a chunk's layers is full).
 std::vector<RecomputeChoice> recompute_choices(const ModelSpec& m, const PlanSpaceOptions& o, const ParallelPlan& p) {
   std::vector<RecomputeChoice> out = {{Recompute::kNone}, {o.selective}, {Recompute::kFull}};
-  const RecomputeChoice partial{Recompute::kFull, o.partial_recompute_method, o.partial_recompute_layers};
+  if (o.selective == Recompute::kSelective && o.selective_modules != kDefaultRecomputeModules) {
+    out.push_back({Recompute::kSelective, RecomputeMethod::kUniform, 1, o.selective_modules});
+  }
+  const RecomputeChoice partial{Recompute::kFull, o.partial_recompute_method, o.partial_recompute_layers, kDefaultRecomputeModules};
   if (partial.method != RecomputeMethod::kBlock && partial.layers == 1) return out;  // every layer: full
   if (partial.method == RecomputeMethod::kBlock) {
     const std::vector<int64_t> chunks = virtual_stage_layers(m, p);
@@ -136,10 +141,11 @@ int64_t enumerate_knobs(const ModelSpec& m, const PlanSpaceOptions& o, ParallelP
             p.recompute = r.recompute;
             p.recompute_method = r.method;
             p.recompute_layers = r.layers;
+            p.recompute_modules = r.modules;
             p.sequence_parallel = sp == 1;
             // The plan, then with the TP and the EP overlaps where they apply.
             const bool ep_overlap = o.ep_comm_overlap && p.ep > 1 && p.recompute != Recompute::kFull && (p.pp == 1 || vpp > 1) &&
-                                    p.moe_dispatcher != MoeDispatcher::kAllGather;
+                                    p.moe_dispatcher != MoeDispatcher::kAllGather && (p.recompute_modules & kRecomputeMoe) == 0;
             for (int tpo = 0; tpo <= (p.sequence_parallel && o.tp_comm_overlap ? 1 : 0); ++tpo) {
               for (int epo = 0; epo <= (ep_overlap ? 1 : 0); ++epo) {
                 p.tp_comm_overlap = tpo == 1;

@@ -45,6 +45,9 @@ struct PlanSpaceOptions {
   // MoE token dispatchers (search --moe-dispatcher): every plan whose experts are apart from the
   // dense TP split is tried with each (flex only with ep > 1 and expert TP 1, what it prices).
   std::vector<MoeDispatcher> moe_dispatchers = {MoeDispatcher::kAllToAll};
+  // Megatron-Core's recompute modules (search --recompute-modules): when not the default, every
+  // plan is also tried with selective recomputation of these modules.
+  RecomputeModules selective_modules = kDefaultRecomputeModules;
   // Partial full recomputation (search --recompute-method / --recompute-num-layers): tried besides
   // none, selective and full when not uniform 1; a block of 0 (none) or of every layer of each
   // chunk (full) is not tried twice.

@@ -126,6 +126,8 @@ cli_test("search --moe-dispatcher alltoall,allgather,flex tries each dispatcher 
 cli_test("search: a model with sliding windows gets CP plans over all_gather, a2a when asked" RC 0
   MATCH "cp[0-9]+:a2a"
   ARGS search --model gpt-oss-20b --seq-len 65536 --gpu h100-sxm-80gb --gpus 16 --global-batch 16 --top 3 --cp-comm a2a)
+cli_test("bad: search --recompute-modules moe_act for a dense model" RC 2 MATCH "need experts of model \"llama3-8b\""
+  ARGS search --model llama3-8b --gpu h100-sxm-80gb --gpus 16 --global-batch 64 --recompute-modules moe_act)
 cli_test("search --export megatron prints the best plan's arguments" RC 0
   MATCH "--tensor-model-parallel-size" "--global-batch-size 64"
   ARGS search --model gpt3-6.7b --gpu a100-sxm-80gb --gpus 16 --global-batch 64 --top 1 --export megatron)

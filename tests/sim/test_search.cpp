@@ -111,6 +111,26 @@ TEST_CASE("the plan space tries each CP exchange and MoE dispatcher asked for, w
   CHECK(by_dispatcher[MoeDispatcher::kAllToAll] > by_dispatcher[MoeDispatcher::kFlex]);  // ep 1 plans and the EP overlap
 }
 
+TEST_CASE("the plan space also tries Megatron-Core's selective recompute modules asked for") {
+  PlanSpaceOptions space;
+  space.gpus = 16;
+  space.global_batch = 64;
+  space.max_micro_batch = 2;
+  space.ep_comm_overlap = true;
+  const ModelSpec moe = resolve_model("qwen3-30b-a3b");
+  const int64_t without = enumerate_plans(moe, space, [](const ParallelPlan&) {});
+  space.selective_modules = kRecomputeMoe;
+  int64_t with_modules = 0;
+  const int64_t with = enumerate_plans(moe, space, [&](const ParallelPlan& p) {
+    CHECK(validate_plan(p, moe, "space").empty());  // never the moe module under the EP overlap
+    if (p.recompute_modules == kRecomputeMoe) ++with_modules;
+    else CHECK(p.recompute_modules == kDefaultRecomputeModules);
+  });
+  CHECK(with_modules > 0);
+  CHECK(with < 2 * without);  // one more recomputation choice of four (three and the modules), no overlap with it
+  CHECK(with > without);
+}
+
 TEST_CASE("a framework's selective recomputation and loss are the ones the plan space explores") {
   Case c;
   c.options.space.selective = Recompute::kSelectiveOp;  // torchtitan (FrameworkPreset)
