@@ -190,7 +190,7 @@ SearchOptions search_options(const Options& o) {
   const FrameworkPreset preset = framework_preset(o.framework);
   options.flash2_attention = !o.framework.empty() && preset.flash2_attention_on_hopper;
   if (!o.framework.empty() && preset.per_op_checkpointing) options.space.selective = Recompute::kSelectiveOp;
-  if (!o.framework.empty() && preset.pytorch_cross_entropy) options.space.cross_entropy = LossKernel::kPytorch;
+  if (!o.framework.empty() && preset.pytorch_cross_entropy) options.space.cross_entropy = o.compiled ? LossKernel::kCompiled : LossKernel::kPytorch;
   // An uncompiled framework's RMSNorm unless --compiled says the run is compiled.
   if (!o.framework.empty() && preset.eager_unless_compiled && !o.compiled) options.space.norm = NormKernel::kEager;
   options.space.tp_comm_overlap = o.tp_comm_overlap || (!o.framework.empty() && preset.tp_comm_overlap_with_sp);

@@ -84,8 +84,9 @@ const std::vector<ChoiceFlag>& choice_flags() {
        {"delayed", "rowwise"}},
       {"attention", &PlanOptions::attention, "attention kernel (default flash)", {"flash", "unfused"}},
       {"cross-entropy", &PlanOptions::cross_entropy,
-       "loss kernel: fused (Megatron's vocab-parallel, default) or pytorch (torch cross_entropy on fp32 logits)",
-       {"fused", "pytorch"}},
+       "loss kernel: fused (Megatron's vocab-parallel, default), pytorch (torch cross_entropy on fp32 logits) or "
+       "compiled (the same under torch.compile: torchtitan since 2025-04 with compile on)",
+       {"fused", "pytorch", "compiled"}},
       {"cp-comm", &PlanOptions::cp_comm,
        "how CP ranks share K and V: p2p (a ring overlapped with attention, default), all_gather (Llama 3's) or a2a "
        "(Ulysses' head split)",
@@ -168,8 +169,10 @@ void apply_framework(const FrameworkPreset& preset, ParallelPlan& p, const State
     set.push_back("attention unfused");
   }
   if (preset.pytorch_cross_entropy && !stated("cross-entropy", "cross_entropy")) {
-    p.cross_entropy = LossKernel::kPytorch;
-    set.push_back("cross_entropy pytorch");
+    // A compiled run (the norm stated fused) compiles the loss too (torchtitan#1033, 2025-04).
+    const bool compiled = preset.eager_unless_compiled && stated("norm", "norm") && p.norm == NormKernel::kFused;
+    p.cross_entropy = compiled ? LossKernel::kCompiled : LossKernel::kPytorch;
+    set.push_back(compiled ? "cross_entropy compiled (a compiled run compiles the loss)" : "cross_entropy pytorch");
   }
   if (preset.eager_unless_compiled && !stated("norm", "norm")) {
     p.norm = NormKernel::kEager;

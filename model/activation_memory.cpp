@@ -131,8 +131,9 @@ double activation_bytes_output(const ModelSpec& m, const ActivationLayout& l) {
   const double sb = rank_tokens(m, l);
   const double sp_split = l.sequence_parallel ? d(l.tp) : 1.0;
   // Final-norm input and LM-head input in the activation dtype; logits in fp32 for the loss
-  // (vocab-parallel over t): Korthikanti et al. 2022 §4.3.
-  return 2.0 * l.bytes_per_value * sb * d(m.hidden) / sp_split + 4.0 * sb * d(m.vocab) / d(l.tp);
+  // (vocab-parallel over t): Korthikanti et al. 2022 §4.3. A compiled loss keeps the bf16 logits.
+  const double logit_bytes = l.loss == LossKernel::kCompiled ? l.bytes_per_value : 4.0;
+  return 2.0 * l.bytes_per_value * sb * d(m.hidden) / sp_split + logit_bytes * sb * d(m.vocab) / d(l.tp);
 }
 
 double recompute_working_bytes(const ModelSpec& m, const ActivationLayout& l, int64_t group_layers) {
@@ -153,6 +154,9 @@ double loss_working_bytes(const ModelSpec& m, const ActivationLayout& l) {
   // incoming gradient): three fp32 temporaries at once beside the saved log-softmax.
   const double logits = rank_tokens(m, l) * d(m.vocab) / d(l.tp);
   if (l.loss == LossKernel::kPytorch) return (l.tp > 1 ? 12.0 : 8.0) * logits;
+  // Compiled (inductor): the forward reduces the bf16 logits to a log-sum-exp per row without an
+  // fp32 copy; the backward writes the logits' bf16 gradient in one pointwise kernel.
+  if (l.loss == LossKernel::kCompiled) return l.bytes_per_value * logits;
   return l.bytes_per_value * logits;
 }
 
@@ -166,7 +170,9 @@ const char* to_string(Recompute r) {
   return "?";
 }
 
-const char* to_string(LossKernel k) { return k == LossKernel::kPytorch ? "pytorch" : "fused"; }
+const char* to_string(LossKernel k) {
+  return k == LossKernel::kPytorch ? "pytorch" : k == LossKernel::kCompiled ? "compiled" : "fused";
+}
 
 const char* to_string(AttentionKernel k) { return k == AttentionKernel::kFlash ? "flash" : "unfused"; }
 

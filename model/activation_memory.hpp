@@ -42,7 +42,9 @@ const char* recompute_module_names();
 // kUnfused stores the softmax (and dropout) of the a*s^2 attention scores; kFlash (FlashAttention-
 // style fused kernel) stores only the output and the fp32 log-sum-exp per row.
 enum class AttentionKernel { kFlash, kUnfused };
-enum class LossKernel { kFused, kPytorch };
+// kCompiled: the same under torch.compile (torchtitan compiles the loss with the model since
+// pytorch/torchtitan#1033, 2025-04): one fused kernel each way, keeping only the bf16 logits.
+enum class LossKernel { kFused, kPytorch, kCompiled };
 
 struct ActivationLayout {
   int64_t micro_batch = 1;

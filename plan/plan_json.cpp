@@ -27,7 +27,8 @@ RecomputeMethod parse_recompute_method(const std::string& t) {
 LossKernel parse_cross_entropy(const std::string& t) {
   if (t == "fused") return LossKernel::kFused;
   if (t == "pytorch") return LossKernel::kPytorch;
-  throw InputError("cross_entropy: \"" + t + "\" is not one of: fused, pytorch");
+  if (t == "compiled") return LossKernel::kCompiled;
+  throw InputError("cross_entropy: \"" + t + "\" is not one of: fused, pytorch, compiled");
 }
 
 Schedule parse_schedule(const std::string& t) {
@@ -154,7 +155,7 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   }
   if (auto v = r.optional_choice("precision", {"bf16", "fp16", "fp32", "fp8"})) p.precision = parse_precision(*v);
   if (auto v = r.optional_choice("attention", {"flash", "unfused"})) p.attention = parse_attention(*v);
-  if (auto v = r.optional_choice("cross_entropy", {"fused", "pytorch"})) p.cross_entropy = parse_cross_entropy(*v);
+  if (auto v = r.optional_choice("cross_entropy", {"fused", "pytorch", "compiled"})) p.cross_entropy = parse_cross_entropy(*v);
   if (auto v = r.optional_choice("norm", {"fused", "eager"})) p.norm = *v == "eager" ? NormKernel::kEager : NormKernel::kFused;
   if (auto v = r.optional_choice("cp_comm", {"p2p", "all_gather", "a2a"})) p.cp_comm = parse_cp_comm(*v);
   p.dp_overlap = r.optional_bool("dp_overlap").value_or(p.dp_overlap);

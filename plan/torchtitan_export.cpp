@@ -181,7 +181,9 @@ void write_checkpointing_and_kernels(std::ostream& o, const ParallelPlan& p) {
   else if (is_partial_recompute(p)) o << "mode = \"selective\"\nselective_ac_option = \"" << p.recompute_layers << "\"  # every N-th block checkpointed whole\n";
   else o << "mode = \"" << (p.recompute == Recompute::kFull ? "full" : "none") << "\"\n";
   // trainsim's fused RMSNorm is a compiled run's; the eager one an uncompiled torchtitan's.
-  o << "\n[compile]\nenable = " << (p.norm == NormKernel::kFused ? "true" : "false") << "\ncomponents = [\"model\", \"loss\"]\n";
+  const bool model = p.norm == NormKernel::kFused, loss = p.cross_entropy == LossKernel::kCompiled;
+  o << "\n[compile]\nenable = " << (model || loss ? "true" : "false") << "\ncomponents = [" << (model ? "\"model\"" : "")
+    << (model && loss ? ", " : "") << (loss ? "\"loss\"" : "") << "]\n";
   if (p.precision == Precision::kFp8) {
     o << "\n[quantize.linear.float8]\nenable_fsdp_float8_all_gather = false  # fp8 all-gathers are not modeled by trainsim\n";
     if (p.fp8_recipe == Fp8Recipe::kRowwise) o << "recipe_name = \"rowwise\"\n";

@@ -257,7 +257,10 @@ void read_kernels(TomlReader& r, const ModelSpec& m, ImportedJob& job) {
   p.norm = compiled ? NormKernel::kFused : NormKernel::kEager;
   const std::string backend = r.string("compile.backend").value_or("inductor");
   if (backend != "inductor") job.not_modeled.push_back("compile.backend=" + backend);
-  p.cross_entropy = LossKernel::kPytorch;  // torchtitan/components/loss.py: cross_entropy on fp32 logits
+  // torchtitan/components/loss.py: cross_entropy on fp32 logits, compiled with the "loss" component.
+  const bool loss_compiled = r.boolean("compile.enable").value_or(false) &&
+                             (!r.has("compile.components") || std::find(components.begin(), components.end(), "loss") != components.end());
+  p.cross_entropy = loss_compiled ? LossKernel::kCompiled : LossKernel::kPytorch;
   const std::string param = r.string("training.mixed_precision_param").value_or("bfloat16");
   if (param != "bfloat16" && param != "float32") r.refuse("training.mixed_precision_param", "\"" + param + "\" is not bfloat16 or float32", "torchtitan takes those two");
   p.precision = param == "float32" ? Precision::kFp32 : Precision::kBf16;

@@ -159,6 +159,11 @@ int64_t source_date(const json& run) {
 // pipeline that does not state its micro-batch takes the default of the date its source names.
 constexpr int64_t kTorchtitanMicrobatchSizeSince = 20250407;
 
+// torchtitan compiles the loss with the model (training.compile, later compile.components "loss")
+// since PR #1033 (bbb1b616e, 2025-04-02, torchtitan/components/loss.py build_cross_entropy_loss);
+// before it train.py left the loss uncompiled ("compiling loss function causes CUDA errors").
+constexpr int64_t kTorchtitanCompiledLossSince = 20250402;
+
 void fill_micro_batch(json& plan, int64_t source_day, const FrameworkPreset& preset, Filler& fill) {
   const int64_t dp = int_or(plan, "dp", 1), pp = int_or(plan, "pp", 1);
   if (preset.local_batch_is_micro_batch && pp == 1 && !is_null(plan, "global_batch")) {
@@ -248,8 +253,9 @@ ParallelPlan plan_defaults(const std::string& group, const FrameworkPreset& pres
   defaults.dp_overlap = !old && preset.dp_overlap;
   // Megatron-LM's asynchronous TP all-reduce arrived after the SC'21 runs and BLOOM's fork.
   defaults.tp_overlap = group != "megatron_sc21_table1" && group != "bloom";
-  defaults.cross_entropy = preset.pytorch_cross_entropy ? LossKernel::kPytorch : LossKernel::kFused;
   const bool compiled = has_option(j, "torch_compile") || has_option(j, "async_tp");  // async TP needs compile
+  defaults.cross_entropy = preset.pytorch_cross_entropy ? LossKernel::kPytorch : LossKernel::kFused;
+  if (preset.pytorch_cross_entropy && compiled && source_date(j) >= kTorchtitanCompiledLossSince) defaults.cross_entropy = LossKernel::kCompiled;
   defaults.norm = preset.eager_unless_compiled && !compiled ? NormKernel::kEager : NormKernel::kFused;
   return defaults;
 }

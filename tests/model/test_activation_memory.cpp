@@ -115,4 +115,11 @@ TEST_CASE("working memory: a recomputed layer's dropped activations, or the loss
   CHECK(loss_working_bytes(m, l) == Approx(3 * logits));  // vocab-parallel over TP: loss_parallel's three temporaries
   l.loss = LossKernel::kFused;
   CHECK(loss_working_bytes(m, l) == Approx(0.5 * logits));  // Megatron's vocab-parallel bf16 logits
+  // Compiled: the bf16 logits kept, their bf16 gradient written; 4 bytes a logit in all, not 12 or 16.
+  l.tp = 1;
+  l.loss = LossKernel::kCompiled;
+  CHECK(loss_working_bytes(m, l) == Approx(2 * logits));
+  ActivationLayout pytorch = l;
+  pytorch.loss = LossKernel::kPytorch;
+  CHECK(activation_bytes_output(m, pytorch) - activation_bytes_output(m, l) == Approx(2 * logits));
 }

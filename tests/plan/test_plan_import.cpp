@@ -127,7 +127,7 @@ TEST_CASE("a torchtitan job TOML imports its mesh and kernels, and lists the key
   const ParallelPlan& p = job.plan;
   CHECK((p.dp == 8 && p.tp == 8 && p.zero_stage == 3 && p.sequence_parallel));
   CHECK((p.micro_batch == 2 && p.global_batch == 16 && p.recompute == Recompute::kSelectiveOp));
-  CHECK((p.norm == NormKernel::kFused && p.cross_entropy == LossKernel::kPytorch));
+  CHECK((p.norm == NormKernel::kFused && p.cross_entropy == LossKernel::kCompiled));  // compile.enable, components default: model and loss
   CHECK(job.seq_len == 8192);
   CHECK(job.framework == "torchtitan");
   // [job], [optimizer], [profiling], the dataset and steps: accepted quietly.

@@ -62,6 +62,11 @@ TEST_CASE("a torchtitan job reads back to the same plan: FSDP + TP, compiled, pe
     CHECK_THAT(toml, Catch::Contains(expected));
   }
   check_round_trip(m, p);
+  // A compiled loss is the "loss" compile component (torchtitan#1033); without it only the model.
+  CHECK_THAT(toml, Catch::Contains("components = [\"model\"]"));
+  p.cross_entropy = LossKernel::kCompiled;
+  CHECK_THAT(export_plan(&m, p, 8, ExportTarget::kTorchtitan), Catch::Contains("components = [\"model\", \"loss\"]"));
+  check_round_trip(m, p);
 }
 
 TEST_CASE("a torchtitan job reads back to the same plan: FSDP + TP + interleaved pipeline") {
