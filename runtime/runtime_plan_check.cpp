@@ -60,7 +60,7 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
     problems.add("plan: a pipeline stage with no transformer layer (the embedding or loss alone) is not run by the runtime");
   }
   if (p.norm != NormKernel::kFused || p.cross_entropy != LossKernel::kFused) {
-    problems.add("plan: norm eager / cross_entropy pytorch describe another framework's kernels; the runtime runs fused ones (norm fused, cross_entropy fused)");
+    problems.add("plan: norm eager / cross_entropy pytorch or compiled describe another framework's kernels; the runtime runs fused ones (norm fused, cross_entropy fused)");
   }
   if (p.recompute == Recompute::kSelectiveOp) problems.add("plan: recompute selective_op (per-op checkpointing) is not implemented by the runtime (none, selective or full)");
   if (p.recompute_modules != kDefaultRecomputeModules) {

@@ -92,7 +92,7 @@ void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) 
   add_moe_problems(m, p, problems);
   if (p.vpp > 1 && m.layers % (p.pp * p.vpp) != 0) problems.add("plan: pp x vpp (" + std::to_string(p.pp * p.vpp) + ") must divide the layers (" + std::to_string(m.layers) + ") for the runtime's interleaved schedule");
   if (p.norm != NormKernel::kFused || p.cross_entropy != LossKernel::kFused) {
-    problems.add("plan: norm eager / cross_entropy pytorch describe another framework's kernels; the runtime runs fused ones (norm fused, cross_entropy fused)");
+    problems.add("plan: norm eager / cross_entropy pytorch or compiled describe another framework's kernels; the runtime runs fused ones (norm fused, cross_entropy fused)");
   }
   if (p.recompute == Recompute::kSelectiveOp) problems.add("plan: recompute selective_op (per-op checkpointing) is not implemented by the runtime (none, selective or full)");
   if (p.recompute == Recompute::kFull && (p.recompute_method != RecomputeMethod::kUniform || p.recompute_layers != 1)) problems.add("plan: recompute full with recompute_method " + std::string(to_string(p.recompute_method)) + " and recompute_layers " + std::to_string(p.recompute_layers) + " (partial recomputation) is not implemented by the runtime (full recomputes every layer alone: uniform 1)");
