@@ -60,7 +60,7 @@ StageModel::StageModel(const ModelSpec& m, const StageLayout& layout, uint64_t s
   check_runtime_supports(m);
   TRAINSIM_ASSERT(m.vocab % layout.tp == 0, "check_runtime_plan refuses a vocabulary that tp does not divide");
   if (rope_) rotary_ = rotary_tables(positions_, head_dim_, rope_theta_);  // by local row: each at its true position
-  if (m.moe) moe_shape_ = MoeShape{m.moe->experts, m.moe->top_k, swiglu_};
+  if (m.moe) moe_shape_ = MoeShape{m.moe->experts, m.moe->top_k, swiglu_, layout.allgather_dispatch};
   const int64_t h = m.hidden, t = layout.tp, r = layout.tp_rank;
   const float std = 0.02f, residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(m.layers));  // GPT-2 init
   const bool all_biases = m.linear_bias, qkv_bias = m.linear_bias || m.qkv_bias;

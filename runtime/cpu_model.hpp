@@ -44,6 +44,7 @@ struct StageLayout {
   int64_t cp = 1, cp_rank = 0;  // cp > 1: this rank holds chunks cp_rank and 2cp - 1 - cp_rank of each sequence
   bool sequence_parallel = false;  // with CP, splits this rank's seq / cp rows of each micro-batch over TP
   int64_t ep = 1, ep_rank = 0;  // MoE: this rank holds experts ep_rank x experts / ep onwards (experts / ep of them)
+  bool allgather_dispatch = false;  // MoE with ep > 1: the all-gather dispatcher instead of the all-to-all
   Recompute recompute = Recompute::kNone;  // full: keep only each layer's input; selective: drop the softmax
 
   int64_t layer_count() const;

@@ -69,6 +69,7 @@ Matrix ffn_backward(const Matrix& dout, const Matrix& x, const FfnParams& p, boo
 }
 
 Matrix moe_forward(const Matrix& x, const MoeParams& p, const MoeShape& shape, EpGroup& ep, TpGroup& expert_tp, MoeCache& c) {
+  if (shape.allgather && ep.size() > 1) return moe_forward_allgather(x, p, shape, ep, c);
   const int64_t k = shape.top_k, local = shape.experts / ep.size();
   TRAINSIM_ASSERT(static_cast<int64_t>(p.experts.size()) == local, "each EP rank holds experts / ep experts");
   TRAINSIM_ASSERT(ep.size() == 1 || expert_tp.size() == 1, "expert TP 1 with expert parallelism (plan/moe_lowering.cpp)");
@@ -105,6 +106,7 @@ Matrix moe_forward(const Matrix& x, const MoeParams& p, const MoeShape& shape, E
 
 Matrix moe_backward(const Matrix& dy, const Matrix& x, const MoeParams& p, const MoeShape& shape, EpGroup& ep, TpGroup& expert_tp,
                     const MoeCache& c) {
+  if (shape.allgather && ep.size() > 1) return moe_backward_allgather(dy, x, p, shape, ep, c);
   const int64_t k = shape.top_k;
   // y_t = sum_j w_tj out_tj: d out_tj = w_tj dy_t, d w_tj = dy_t . out_tj.
   Matrix dweight(x.rows(), k);

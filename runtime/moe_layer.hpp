@@ -39,13 +39,29 @@ struct MoeParams {
 struct MoeShape {
   int64_t experts = 0, top_k = 0;
   bool swiglu = false;
+  // Megatron-Core's all-gather dispatcher (moe_dispatcher allgather, with ep > 1): every EP rank
+  // gathers all the group's tokens and routing, runs its experts on the copies routed to them, and
+  // the partial outputs are reduce-scattered back (runtime/moe_allgather.cpp).
+  bool allgather = false;
 };
 
 struct FfnCache {
   Matrix in, fc1, act;  // the FFN's input rows (kept by whoever runs it: an expert's here), FC1's output, its activation
 };
 
+// What the all-gather dispatcher keeps for the backward: the token counts of the EP ranks, every
+// gathered token's experts and weights, and per local expert the gathered copies it ran (slot
+// t * k + j of gathered token t) and their outputs.
+struct AllGatherCache {
+  std::vector<int64_t> rows_of;   // (ep) tokens each rank routes
+  std::vector<int32_t> expert;    // (T_all x k) the gathered tokens' experts
+  Matrix weight;                  // (T_all, k) their weights
+  std::vector<std::vector<int64_t>> copies;  // per local expert: the gathered slots it ran
+  std::vector<Matrix> out;        // per local expert: its outputs, in `copies` order
+};
+
 struct MoeCache {
+  AllGatherCache gathered;  // the all-gather dispatcher's (MoeShape::allgather)
   Routing routing;
   DispatchLayout layout;
   ExpertBatches batches;
@@ -72,5 +88,10 @@ Matrix moe_forward(const Matrix& x, const MoeParams& p, const MoeShape& shape, E
 // the EP group sent them.
 Matrix moe_backward(const Matrix& dy, const Matrix& x, const MoeParams& p, const MoeShape& shape, EpGroup& ep, TpGroup& expert_tp,
                     const MoeCache& cache);
+
+// The same with the all-gather dispatcher (whole experts, ep > 1): runtime/moe_allgather.cpp.
+Matrix moe_forward_allgather(const Matrix& x, const MoeParams& p, const MoeShape& shape, EpGroup& ep, MoeCache& cache);
+Matrix moe_backward_allgather(const Matrix& dy, const Matrix& x, const MoeParams& p, const MoeShape& shape, EpGroup& ep,
+                              const MoeCache& cache);
 
 }  // namespace trainsim::cpu

@@ -38,8 +38,8 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
     problems.add("plan: expert_tp " + std::to_string(p.expert_tp) + ": the runtime runs whole experts with ep > 1 and the experts split over TP with ep 1 (expert_tp " +
                  std::to_string(p.ep > 1 ? 1 : p.tp) + " for this plan; leave it out)");
   }
-  if (m.moe && p.moe_dispatcher != MoeDispatcher::kAllToAll && !p.experts_like_dense()) {
-    problems.add(std::string("plan: moe_dispatcher ") + to_string(p.moe_dispatcher) + ": the runtime's dispatcher is the all-to-all (moe_dispatcher alltoall)");
+  if (m.moe && p.moe_dispatcher == MoeDispatcher::kFlex && !p.experts_like_dense()) {
+    problems.add("plan: moe_dispatcher flex: DeepEP / HybridEP are GPU kernels; the CPU runtime runs the all-to-all and the all-gather dispatchers (moe_dispatcher alltoall or allgather)");
   }
   if (p.moe_imbalance != 1.0 || p.moe_capacity_factor > 0) {
     problems.add("plan: moe_imbalance / moe_capacity_factor: the runtime routes with its own router, dropless (leave them out: its load is what it measures)");

@@ -38,6 +38,7 @@ StageLayout stage_layout(const ModelSpec& model, const ParallelPlan& plan, int64
   layout.cp_rank = cp_rank;
   layout.ep = plan.ep;
   layout.ep_rank = ep_rank;
+  layout.allgather_dispatch = plan.ep > 1 && plan.moe_dispatcher == MoeDispatcher::kAllGather;
   layout.sequence_parallel = plan.sequence_parallel;
   layout.recompute = plan.recompute;
   return layout;

@@ -5,7 +5,7 @@
 // [--zero Z] [--no-overlap] [--swiglu-gqa] [--bucket PARAMS] [--recompute full|selective]
 // [--vpp V] (interleaved 1F1B with V model chunks per stage) [--llama] (RMSNorm, RoPE, untied LM
 // head, no biases, SwiGLU, GQA) [--moe] (every FFN a mixture of 4 experts, top 2, 64 wide; with
-// --llama also one shared expert)
+// --llama also one shared expert) [--allgather] (the all-gather token dispatcher)
 #include <mpi.h>
 
 #include <algorithm>
@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
     else if (a == "--cp") layout.cp = std::stoll(argv[++i]);
     else if (a == "--ep") layout.ep = std::stoll(argv[++i]);
     else if (a == "--moe") moe = true;
+    else if (a == "--allgather") layout.moe_dispatcher = MoeDispatcher::kAllGather;  // the all-gather token dispatcher
     else if (a == "--sp") layout.sequence_parallel = true;
     else if (a == "--gpipe") layout.schedule = Schedule::kGpipe;
     else if (a == "--vpp") layout.vpp = std::stoll(argv[++i]), layout.schedule = Schedule::kInterleaved;
