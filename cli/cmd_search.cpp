@@ -75,6 +75,34 @@ struct Options {
   bool given(const std::string& name) const { return options.at(name)->count() > 0; }
 };
 
+// The plan space's "also try" options: CP exchanges, MoE dispatchers, the overlaps, recomputation.
+void add_space_options(CLI::App* app, Options& o) {
+  o.options["cp-comm"] = app->add_option("--cp-comm", o.cp_comm,
+                  "how CP ranks share K and V, or several to try each (comma-separated): p2p (ring; default), "
+                  "all_gather (Llama 3's; the default for a model with sliding windows), a2a (Ulysses)")
+                  ->check(comma_list_check(parse_cp_comm, "a CP exchange", "p2p, all_gather, a2a"));
+  o.options["moe-dispatcher"] = app->add_option("--moe-dispatcher", o.moe_dispatcher,
+                  "MoE token dispatcher, or several to try each (comma-separated): alltoall (default), allgather, "
+                  "flex (DeepEP / HybridEP)")
+                  ->check(comma_list_check(parse_moe_dispatcher, "a MoE dispatcher", "alltoall, allgather, flex"));
+  o.options["tp-comm-overlap"] = app->add_flag("--tp-comm-overlap", o.tp_comm_overlap,
+                                              "also try every plan with SP with its TP communication overlapped with the GEMMs "
+                                              "(Megatron-Core --tp-comm-overlap, torchtitan async TP; on by default with "
+                                              "--framework nemo or megatron-bridge)");
+  o.options["ep-comm-overlap"] = app->add_flag("--ep-comm-overlap", o.ep_comm_overlap,
+                                              "also try every MoE plan with expert parallelism with its token all-to-alls hidden "
+                                              "under another micro-batch's compute (Megatron-Core --overlap-moe-expert-parallel-comm)");
+  o.options["recompute-method"] = app->add_option("--recompute-method", o.recompute_method,
+                  "also try full recomputation of these layers (Megatron's --recompute-method): block (the first N "
+                  "of each model chunk), uniform (groups of N) or every (every N-th layer)")->check(CLI::IsMember({"uniform", "block", "every"}));
+  o.options["recompute-num-layers"] = app->add_option("--recompute-num-layers", o.recompute_layers,
+                  "N of --recompute-method (default 1)")->transform(whole_number(0, limits::kMaxLayers, "layers"));
+  o.options["recompute-modules"] = app->add_option("--recompute-modules", o.recompute_modules,
+                  "also try selective recomputation of these modules (Megatron-Core's --recompute-modules, comma-separated): " +
+                  std::string(recompute_module_names()))
+                  ->check(comma_list_check(parse_recompute_module, "a recompute module", recompute_module_names()));
+}
+
 void add_options(CLI::App* app, Options& o) {
   o.model.add_to(*app);
   o.hardware.add_to(*app);
@@ -96,37 +124,14 @@ void add_options(CLI::App* app, Options& o) {
   o.options["precision"] = app->add_option("--precision", o.precision,
                   "training precision, or several to search each (comma-separated, e.g. bf16,fp8; a GPU without one is skipped for it)")
                   ->check(comma_list_check(parse_precision, "a precision", "bf16, fp16, fp32, fp8"));
-  o.options["cp-comm"] = app->add_option("--cp-comm", o.cp_comm,
-                  "how CP ranks share K and V, or several to try each (comma-separated): p2p (ring; default), "
-                  "all_gather (Llama 3's; the default for a model with sliding windows), a2a (Ulysses)")
-                  ->check(comma_list_check(parse_cp_comm, "a CP exchange", "p2p, all_gather, a2a"));
-  o.options["moe-dispatcher"] = app->add_option("--moe-dispatcher", o.moe_dispatcher,
-                  "MoE token dispatcher, or several to try each (comma-separated): alltoall (default), allgather, "
-                  "flex (DeepEP / HybridEP)")
-                  ->check(comma_list_check(parse_moe_dispatcher, "a MoE dispatcher", "alltoall, allgather, flex"));
   o.options["attention"] = app->add_option("--attention", o.attention, "attention kernel")->check(CLI::IsMember({"flash", "unfused"}));
   o.options["framework"] = app->add_option("--framework", o.framework,
                   "price attention with this framework's kernel on Hopper (PyTorch SDPA: FlashAttention-2; "
                   "Megatron-Core/TE: cuDNN), and search its selective recomputation and loss (torchtitan: per-op "
                   "checkpointing, PyTorch cross-entropy): " + join_names(framework_preset_names()))
       ->check(CLI::IsMember(framework_preset_names()));
-  o.options["tp-comm-overlap"] = app->add_flag("--tp-comm-overlap", o.tp_comm_overlap,
-                                              "also try every plan with SP with its TP communication overlapped with the GEMMs "
-                                              "(Megatron-Core --tp-comm-overlap, torchtitan async TP; on by default with "
-                                              "--framework nemo or megatron-bridge)");
-  o.options["ep-comm-overlap"] = app->add_flag("--ep-comm-overlap", o.ep_comm_overlap,
-                                              "also try every MoE plan with expert parallelism with its token all-to-alls hidden "
-                                              "under another micro-batch's compute (Megatron-Core --overlap-moe-expert-parallel-comm)");
-  o.options["recompute-method"] = app->add_option("--recompute-method", o.recompute_method,
-                  "also try full recomputation of these layers (Megatron's --recompute-method): block (the first N "
-                  "of each model chunk), uniform (groups of N) or every (every N-th layer)")->check(CLI::IsMember({"uniform", "block", "every"}));
-  o.options["recompute-num-layers"] = app->add_option("--recompute-num-layers", o.recompute_layers,
-                  "N of --recompute-method (default 1)")->transform(whole_number(0, limits::kMaxLayers, "layers"));
-  o.options["recompute-modules"] = app->add_option("--recompute-modules", o.recompute_modules,
-                  "also try selective recomputation of these modules (Megatron-Core's --recompute-modules, comma-separated): " +
-                  std::string(recompute_module_names()))
-                  ->check(comma_list_check(parse_recompute_module, "a recompute module", recompute_module_names()));
-  o.options["compiled"] = app->add_flag("--compiled", o.compiled, "with --framework torchtitan: the run uses torch.compile (fused RMSNorm)");
+  o.options["compiled"] = app->add_flag("--compiled", o.compiled, "with --framework torchtitan: the run uses torch.compile (fused RMSNorm; the loss compiled too)");
+  add_space_options(app, o);
   app->add_flag("--tp-across-nodes", o.tp_across_nodes, "also try tensor parallelism wider than a node");
   app->add_option("--train-tokens", o.train_tokens, "tokens to train: report days and $ for the whole run")
       ->check(real_number(0, 1e18, "tokens"));

@@ -1,0 +1,131 @@
+// Binding and resolution of the hardware and output options (cli/shared_options.hpp): the GPU or
+// cluster, network what-ifs, a measured profile, the price, and --format.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+
+#include "cli/option_checks.hpp"
+#include "cli/shared_options.hpp"
+#include "common/errors.hpp"
+#include "common/limits.hpp"
+#include "common/profile_json.hpp"
+#include "sim/hardware_catalog.hpp"
+#include "sim/profiled_cost_model.hpp"
+
+namespace trainsim {
+
+void HardwareOptions::add_to(CLI::App& app) {
+  options["gpu"] = app.add_option("--gpu", gpu, "GPU type (trainsim catalog lists them)");
+  options["cluster"] = app.add_option("--cluster", cluster, "cluster preset: GPU type, GPUs per node, network");
+  options["gpus-per-node"] = app.add_option("--gpus-per-node", gpus_per_node, "GPUs per node (default 8)")
+                                 ->transform(whole_number(1, limits::kMaxGpusPerNode, "GPUs"));
+  options["inter-node-gbps"] = app.add_option("--inter-node-gbps", inter_node_gbps,
+                                              "inter-node bandwidth per GPU, Gbit/s (default: the cluster's, or 200)")
+                                   ->check(real_number(0, 1e6, "Gbit/s per GPU"));
+  options["nvlink-gb-per-s"] = app.add_option("--nvlink-gb-per-s", nvlink_gb_per_s,
+                                              "what-if: NVLink bandwidth per GPU per direction, GB/s (default: the GPU's)")
+                                   ->check(real_number(0, 1e6, "GB/s per GPU"));
+  options["profile"] = app.add_option("--profile", profile_path, "a measured hardware profile (trainsim calibrate); "
+                                      "datasheet mode without it");
+  options["allow-extrapolation"] = app.add_flag("--allow-extrapolation", allow_extrapolation,
+                                                "price ops outside the profile's measurements (they are listed)");
+  options["price"] = app.add_option("--price", price, "USD per GPU-hour (default: the catalog's reference price)")
+                          ->check(real_number(0, 1e4, "USD per GPU-hour", false));
+}
+
+bool HardwareOptions::given(const std::string& name) const {
+  const auto it = options.find(name);
+  return it != options.end() && it->second->count() > 0;
+}
+
+std::vector<std::string> HardwareOptions::gpu_names() const {
+  std::vector<std::string> names;
+  if (!given("gpu")) {
+    if (given("cluster")) names.push_back(find_cluster(cluster).gpu);
+    return names;
+  }
+  size_t begin = 0;
+  while (begin <= gpu.size()) {
+    const size_t comma = gpu.find(',', begin);
+    const std::string name = gpu.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    if (!name.empty()) names.push_back(name);
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  return names;
+}
+
+Hardware HardwareOptions::resolve_gpu(const std::string& gpu_name, int64_t gpus, Precision precision) const {
+  HardwareOptions one = *this;
+  one.gpu = gpu_name;
+  ParallelPlan plan;
+  plan.dp = gpus;
+  plan.precision = precision;
+  if (given("cluster") && find_cluster(cluster).gpu != gpu_name) one.options.erase("cluster");
+  return one.resolve(plan);
+}
+
+const CostModelChoice& HardwareOptions::costs() const {
+  if (!costs_) {
+    CostModelChoice choice;
+    if (given("profile")) {
+      choice.profile = load_profile(profile_path);
+      choice.profile_path = profile_path;
+    }
+    choice.allow_extrapolation = allow_extrapolation;
+    costs_ = std::move(choice);
+  }
+  return *costs_;
+}
+
+Hardware HardwareOptions::resolve(const ParallelPlan& plan) const {
+  Hardware hw;
+  hw.cluster = "custom";
+  if (given("gpu") && gpu == "cpu") {
+    const CostModelChoice& c = costs();
+    if (!c.profile || c.profile->provenance.device_kind != "cpu") {
+      throw InputError("--gpu cpu needs --profile of a CPU (from `trainsim calibrate cpu`)",
+                       "the host has no datasheet: its figures come from its measured profile");
+    }
+    hw.cluster = "host";
+    hw.gpu = device_from_cpu_profile(*c.profile);
+    hw.gpus_per_node = given("gpus-per-node") ? gpus_per_node : std::max<int64_t>(plan.gpus(), c.profile->provenance.devices);
+    hw.inter_node_gbps_per_gpu = given("inter-node-gbps") ? inter_node_gbps : 10;
+    hw.usd_per_gpu_hour = given("price") ? price : 0.0;
+    hw.gpus = plan.gpus();
+    return hw;
+  }
+  if (given("cluster")) {
+    const ClusterSpec& c = find_cluster(cluster);
+    hw.cluster = c.name;
+    hw.gpu = find_gpu(c.gpu);
+    hw.gpus_per_node = c.gpus_per_node;
+    hw.inter_node_gbps_per_gpu = c.inter_node_gbps_per_gpu;
+    if (given("gpu") && gpu != c.gpu) {
+      throw InputError("--gpu: \"" + gpu + "\" contradicts --cluster " + c.name + " (which has " + c.gpu + ")",
+                       "give one of them, or --gpus-per-node and --inter-node-gbps instead of --cluster");
+    }
+  } else if (given("gpu")) {
+    hw.gpu = find_gpu(gpu);
+  } else {
+    throw InputError("missing --gpu or --cluster: trainsim needs to know the hardware",
+                     "e.g. --gpu h100-sxm-80gb, or --cluster dgx-h100; `trainsim catalog` lists them");
+  }
+  if (given("gpus-per-node")) hw.gpus_per_node = gpus_per_node;
+  if (given("inter-node-gbps")) hw.inter_node_gbps_per_gpu = inter_node_gbps;
+  if (given("nvlink-gb-per-s")) hw.gpu.nvlink_bandwidth_bytes_per_s = nvlink_gb_per_s * 1e9;
+  hw.usd_per_gpu_hour = given("price") ? price : hw.gpu.usd_per_gpu_hour;
+  hw.gpus = plan.gpus();
+  if (hw.gpu.peak_flops_per_s(plan.precision) <= 0) {
+    throw InputError("--precision: " + std::string(to_string(plan.precision)) + " is not supported by " + hw.gpu.name +
+                         " (no tensor-core peak for it)",
+                     "use bf16 or fp16 on this GPU");
+  }
+  return hw;
+}
+
+void FormatOption::add_to(CLI::App& app) {
+  app.add_option("--format", format, "output format")->check(CLI::IsMember({"table", "json"}));
+}
+
+}  // namespace trainsim
