@@ -42,7 +42,7 @@ const SizeFlag kSizeFlags[] = {
     {"dp", "data-parallel size (default: gpus / (tp*pp*cp), or 1)", limits::kMaxGpus, "ranks"},
     {"tp", "tensor-parallel size", limits::kMaxGpus, "ranks"},
     {"pp", "pipeline-parallel size", limits::kMaxGpus, "stages"},
-    {"vpp", "virtual pipeline stages per rank (interleaved schedule)", limits::kMaxLayers, "model chunks"},
+    {"vpp", "virtual pipeline stages per rank (interleaved schedule; zb-v: 2)", limits::kMaxLayers, "model chunks"},
     {"cp", "context-parallel size (ring attention)", limits::kMaxGpus, "ranks"},
     {"ep", "expert-parallel size (MoE models: experts / ep per rank, all-to-all token dispatch)", limits::kMaxGpus, "ranks"},
     {"expert-tp", "expert tensor-parallel size (Megatron's --expert-tensor-parallel-size; default 1 with --ep > 1, else tp)", limits::kMaxGpus, "ranks"},
@@ -73,8 +73,9 @@ const std::vector<ChoiceFlag>& choice_flags() {
        "MoE token dispatcher (Megatron's --moe-token-dispatcher-type): alltoall (default), allgather (Megatron-Core's default) or flex (DeepEP / HybridEP: a token sent once per node)",
        {"alltoall", "allgather", "flex"}},
       {"schedule", &PlanOptions::schedule,
-       "pipeline schedule (zb-1p / zb-2p: Zero Bubble, the backward split into input and weight gradients)",
-       {"gpipe", "1f1b", "interleaved", "zb-1p", "zb-2p"}},
+       "pipeline schedule (zb-1p / zb-2p: Zero Bubble, the backward split into input and weight gradients; zb-v: "
+       "Zero Bubble's V, two chunks per rank)",
+       {"gpipe", "1f1b", "interleaved", "zb-1p", "zb-2p", "zb-v"}},
       {"precision", &PlanOptions::precision, "training precision (default bf16)", {"bf16", "fp16", "fp32", "fp8"}},
       {"fp8-recipe", &PlanOptions::fp8_recipe,
        "with --precision fp8: delayed (Transformer Engine's delayed scaling, default) or rowwise (torchao's dynamic "
@@ -298,8 +299,12 @@ void PlanOptions::apply_flags(ParallelPlan& p) const {
   if (given("moe-imbalance")) p.moe_imbalance = moe_imbalance;
   if (given("moe-capacity-factor")) p.moe_capacity_factor = moe_capacity_factor;
   if (given("moe-dispatcher")) p.moe_dispatcher = parse_moe_dispatcher(moe_dispatcher);
-  if (given("schedule")) p.schedule = parse_schedule(schedule);
-  else if (given("vpp") && p.vpp > 1) p.schedule = Schedule::kInterleaved;  // --vpp N alone means interleaving; a file's schedule stays
+  if (given("schedule")) {
+    p.schedule = parse_schedule(schedule);
+    if (p.schedule == Schedule::kZeroBubbleV && !given("vpp")) p.vpp = 2;  // ZB-V's two chunks per rank
+  } else if (given("vpp") && p.vpp > 1) {
+    p.schedule = Schedule::kInterleaved;  // --vpp N alone means interleaving; a file's schedule stays
+  }
 }
 
 }  // namespace trainsim

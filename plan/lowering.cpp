@@ -284,46 +284,46 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
 void add_embedding_ops(StageWork& w, const ParallelPlan& p, const Shapes& s) {
   const double full_act = static_cast<double>(s.tokens) * static_cast<double>(s.h) * s.e;
   // Vocabulary-parallel embeddings all-reduce their output.
-  w.extra_forward.push_back(memory("embedding", 3 * full_act));
+  w.embedding_forward.push_back(memory("embedding", 3 * full_act));
   if (p.tp > 1) {
-    w.extra_forward.push_back(collective(p.sequence_parallel ? "embedding_reducescatter" : "embedding_allreduce",
+    w.embedding_forward.push_back(collective(p.sequence_parallel ? "embedding_reducescatter" : "embedding_allreduce",
                                          p.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
                                          GroupKind::kTp, full_act));
   }
   // With SP the backward of the embedding's reduce-scatter all-gathers the token rows: every
   // vocabulary shard scatters every token's gradient.
   if (p.tp > 1 && p.sequence_parallel) {
-    w.extra_backward.push_back(collective("embedding_allgather_bwd", CollectiveKind::kAllGather, GroupKind::kTp, full_act));
+    w.embedding_backward.push_back(collective("embedding_allgather_bwd", CollectiveKind::kAllGather, GroupKind::kTp, full_act));
   }
-  w.extra_backward.push_back(memory("embedding_bwd", 3 * full_act));
+  w.embedding_backward.push_back(memory("embedding_bwd", 3 * full_act));
 }
 
-// The last stage's final norm, LM head and loss, forward and backward.
+// The final norm, LM head and loss, forward and backward.
 void add_head_ops(StageWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s) {
   const double act = s.sp_tokens * static_cast<double>(s.h) * s.e;
   const double full_act = static_cast<double>(s.tokens) * static_cast<double>(s.h) * s.e;
   const double logits = static_cast<double>(s.tokens) * static_cast<double>(m.vocab / p.tp) * 4.0;  // fp32
-  w.extra_forward.push_back(memory("final_norm", 2 * act * norm_traffic(m, p).forward));
-  if (p.sequence_parallel) w.extra_forward.push_back(collective("head_allgather", CollectiveKind::kAllGather, GroupKind::kTp, full_act));
-  w.extra_forward.push_back(gemm("lm_head", s.tokens, m.vocab / p.tp, s.h));
-  w.extra_forward.push_back(memory("cross_entropy", 3 * logits));
+  w.head_forward.push_back(memory("final_norm", 2 * act * norm_traffic(m, p).forward));
+  if (p.sequence_parallel) w.head_forward.push_back(collective("head_allgather", CollectiveKind::kAllGather, GroupKind::kTp, full_act));
+  w.head_forward.push_back(gemm("lm_head", s.tokens, m.vocab / p.tp, s.h));
+  w.head_forward.push_back(memory("cross_entropy", 3 * logits));
   if (p.tp > 1) {
     // Megatron-LM's vocabulary-parallel cross-entropy all-reduces, per token, the row max, the
     // target logit and the sum of exponentials (three fp32 all-reduces).
     const double per_token = static_cast<double>(s.tokens) * 4.0;
     for (int i = 0; i < 3; ++i) {
-      w.extra_forward.push_back(collective("head_loss_allreduce", CollectiveKind::kAllReduce, GroupKind::kTp, per_token));
+      w.head_forward.push_back(collective("head_loss_allreduce", CollectiveKind::kAllReduce, GroupKind::kTp, per_token));
     }
   }
-  w.extra_backward.push_back(memory("cross_entropy_bwd", 2 * logits));
-  w.extra_backward.push_back(gemm("lm_head_dgrad", s.tokens, s.h, m.vocab / p.tp));
-  w.extra_backward.push_back(gemm("lm_head_wgrad", s.h, m.vocab / p.tp, s.tokens));
+  w.head_backward.push_back(memory("cross_entropy_bwd", 2 * logits));
+  w.head_backward.push_back(gemm("lm_head_dgrad", s.tokens, s.h, m.vocab / p.tp));
+  w.head_backward.push_back(gemm("lm_head_wgrad", s.h, m.vocab / p.tp, s.tokens));
   if (p.tp > 1) {
-    w.extra_backward.push_back(collective(p.sequence_parallel ? "head_reducescatter" : "head_allreduce",
+    w.head_backward.push_back(collective(p.sequence_parallel ? "head_reducescatter" : "head_allreduce",
                                           p.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
                                           GroupKind::kTp, full_act));
   }
-  w.extra_backward.push_back(memory("final_norm_bwd", 3 * act * norm_traffic(m, p).backward));
+  w.head_backward.push_back(memory("final_norm_bwd", 3 * act * norm_traffic(m, p).backward));
 }
 
 }  // namespace
@@ -345,8 +345,9 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
   work.grad_bytes_per_param = state_bytes_per_param(p.precision).gradients;
 
   work.layer = lower_layer(m, p, s);
+  work.v_placement = v_placement(p.schedule);
   if (p.ep_comm_overlap) {
-    const int64_t chunks = p.schedule == Schedule::kInterleaved ? p.vpp : 1;
+    const int64_t chunks = p.vpp;
     const double passes = static_cast<double>(p.micro_batches() * chunks);
     const double alone = p.pp == 1 ? 1.0 : static_cast<double>((p.pp - 1) * 2 + (chunks - 1) * p.pp);
     work.ep_overlap_paired_share = std::max(0.0, passes - alone) / passes;
@@ -359,20 +360,16 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
   for (int64_t stage = 0; stage < p.pp; ++stage) {
     StageWork w;
     w.stage = stage;
-    const int64_t chunks = p.schedule == Schedule::kInterleaved ? p.vpp : 1;
-    for (int64_t c = 0; c < chunks; ++c) {
-      w.chunk_layers.push_back(stage_layers[static_cast<size_t>(c * p.pp + stage)]);
+    for (int64_t c = 0; c < p.vpp; ++c) {
+      w.chunk_layers.push_back(stage_layers[static_cast<size_t>(virtual_stage_at(v_placement(p.schedule), p.pp, stage, c))]);
       w.chunk_recomputed_layers.push_back(chunk_recompute_span(p, w.chunk_layers.back()).recomputed_layers);
     }
     w.layers = rank_memory.stages[static_cast<size_t>(stage)].layers;
     w.params = static_cast<double>(rank_memory.stages[static_cast<size_t>(stage)].params);
     w.expert_params = static_cast<double>(rank_memory.stages[static_cast<size_t>(stage)].expert_params);
     if (stage == 0) add_embedding_ops(w, p, s);
-    if (stage == p.pp - 1) {
-      add_head_ops(w, m, p, s);
-    } else {
-      w.send_bytes = act;  // Megatron sends the (SP-split or scatter-gathered) activation
-    }
+    if (stage == place_of_virtual_stage(v_placement(p.schedule), p.pp, p.pp * p.vpp - 1).stage) add_head_ops(w, m, p, s);
+    if (p.pp > 1) w.send_bytes = act;  // Megatron sends the (SP-split or scatter-gathered) activation
     w.params_per_layer = w.layers > 0 ? static_cast<double>(rank_memory.stages[static_cast<size_t>(stage)].layer_params) / static_cast<double>(w.layers) : 0.0;
     work.stages.push_back(std::move(w));
   }

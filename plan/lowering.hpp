@@ -75,9 +75,11 @@ struct StageWork {
   // Of each chunk's layers, those whose LayerWork::recompute runs (plan/recompute_span.hpp: block
   // N recomputes the first N of a chunk; every layer otherwise).
   std::vector<int64_t> chunk_recomputed_layers;
-  std::vector<Op> extra_forward;   // embedding (first stage), final norm + LM head + loss (last)
-  std::vector<Op> extra_backward;
-  double send_bytes = 0;           // activation sent to the next stage per micro-batch (0 on last)
+  // Beside the layers: the embedding (the rank of the first virtual stage) and the final norm, LM
+  // head and loss (the rank of the last: the last rank, or with the V placement the first).
+  std::vector<Op> embedding_forward, embedding_backward;
+  std::vector<Op> head_forward, head_backward;
+  double send_bytes = 0;           // activation sent between stages per micro-batch (0 without a pipeline)
   double params = 0;               // parameters held by one rank (before ZeRO sharding)
   double expert_params = 0;        // of which routed experts under expert parallelism
   double params_per_layer = 0;     // a transformer layer's parameters on one rank
@@ -87,6 +89,7 @@ struct IterationWork {
   LayerWork layer;                // every transformer layer does the same work
   std::vector<StageWork> stages;  // one per pipeline stage
   RankMemory memory;              // memory per GPU per stage (plan/rank_memory)
+  bool v_placement = false;       // model chunks placed in a V (ZB-V): place_of_virtual_stage
   double grad_bytes_per_param = 4;  // fp32 main gradients are reduced (Megatron-LM default)
   double weight_bytes_per_param = 2;
   // Once per model chunk and micro-batch, beside its layers' work (FP8's amax reductions).

@@ -166,10 +166,27 @@ void check_fp8(const ParallelPlan& p, Add& add) {
   }
 }
 
-// vpp > 1 needs the interleaved schedule, and that schedule needs pp > 1, vpp > 1, a layer per
-// virtual stage and micro-batches in multiples of pp.
+// ZB-V runs exactly two chunks per rank placed by the V (torchtitan's ScheduleZBVZeroBubble: two
+// stages per rank, pp > 1), splitting the layers evenly, or with the embedding and the loss
+// counted as a layer each (both then on the first rank, one layer fewer in each of its chunks).
+template <typename Add>
+void check_v_schedule(const ParallelPlan& p, const ModelSpec& m, const std::string& of_model, Add& add) {
+  if (p.pp == 1) add("schedule", "the zb-v schedule needs pp > 1");
+  if (p.vpp != 2) add("vpp", "the zb-v schedule runs two model chunks per stage: vpp must be 2 (vpp is " + s(p.vpp) + ")");
+  if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
+    add("first_stage_layers", "the zb-v schedule splits the layers evenly over its 2 x pp chunks (no first/last-stage counts)");
+  }
+  if (p.pp > 1 && (m.layers % (2 * p.pp) != 0 && (m.layers + 2) % (2 * p.pp) != 0)) {
+    add("schedule", "the zb-v schedule needs 2 x pp (" + s(2 * p.pp) + ") to divide the layers (" + s(m.layers) +
+                        ") or the layers + 2 (the embedding and loss counted as layers)" + of_model);
+  }
+}
+
+// vpp > 1 needs the interleaved (or ZB-V) schedule, and the interleaved one needs pp > 1, vpp > 1,
+// a layer per virtual stage and micro-batches in multiples of pp.
 template <typename Add>
 void check_interleaving(const ParallelPlan& p, const ModelSpec& m, const std::string& of_model, Add& add) {
+  if (p.schedule == Schedule::kZeroBubbleV) return check_v_schedule(p, m, of_model, add);
   if (p.vpp > 1 && p.schedule != Schedule::kInterleaved) {
     add("vpp", "vpp (" + s(p.vpp) + ") > 1 needs the interleaved schedule (schedule is " + to_string(p.schedule) + ")");
   }
@@ -322,7 +339,7 @@ std::vector<int64_t> virtual_stage_layers(const ModelSpec& m, const ParallelPlan
       int64_t on_stage = middle_stages > 0 ? middle_layers / middle_stages : 0;
       if (stage == 0 && p.first_stage_layers > 0) on_stage = p.first_stage_layers;
       if (stage == p.pp - 1 && p.last_stage_layers > 0) on_stage = p.last_stage_layers;
-      for (int64_t c = 0; c < p.vpp; ++c) layers[c * p.pp + stage] = on_stage / p.vpp;
+      for (int64_t c = 0; c < p.vpp; ++c) layers[virtual_stage_at(v_placement(p.schedule), p.pp, stage, c)] = on_stage / p.vpp;
     }
     return layers;
   }
@@ -339,13 +356,13 @@ std::vector<int64_t> virtual_stage_layers(const ModelSpec& m, const ParallelPlan
 int64_t layers_on_stage(const ModelSpec& m, const ParallelPlan& p, int64_t stage) {
   const std::vector<int64_t> layers = virtual_stage_layers(m, p);
   int64_t on_stage = 0;
-  for (int64_t c = 0; c < p.vpp; ++c) on_stage += layers[c * p.pp + stage];
+  for (int64_t c = 0; c < p.vpp; ++c) on_stage += layers[virtual_stage_at(v_placement(p.schedule), p.pp, stage, c)];
   return on_stage;
 }
 
 LayerRange layers_of_chunk(const ModelSpec& m, const ParallelPlan& p, int64_t stage, int64_t chunk) {
   const std::vector<int64_t> layers = virtual_stage_layers(m, p);
-  const int64_t vs = chunk * p.pp + stage;
+  const int64_t vs = virtual_stage_at(v_placement(p.schedule), p.pp, stage, chunk);
   LayerRange r;
   for (int64_t i = 0; i < vs; ++i) r.first += layers[i];
   r.last = r.first + layers[vs];
@@ -372,6 +389,7 @@ const char* to_string(Schedule schedule) {
     case Schedule::kInterleaved: return "interleaved";
     case Schedule::kZeroBubble1p: return "zb-1p";
     case Schedule::kZeroBubble2p: return "zb-2p";
+    case Schedule::kZeroBubbleV: return "zb-v";
   }
   return "?";
 }

@@ -15,9 +15,30 @@
 namespace trainsim {
 
 // kZeroBubble1p / 2p: Zero Bubble pipelines (Qi et al. 2024) with the backward split into input
-// and weight gradients, at most 1 x or 2 x pp micro-batches of activations pending.
-enum class Schedule { kGpipe, k1F1B, kInterleaved, kZeroBubble1p, kZeroBubble2p };
-inline bool is_zero_bubble(Schedule s) { return s == Schedule::kZeroBubble1p || s == Schedule::kZeroBubble2p; }
+// and weight gradients, at most 1 x or 2 x pp micro-batches of activations pending. kZeroBubbleV:
+// ZB-V (same paper, §6), two model chunks per rank placed in a V (below), 1F1B's memory.
+enum class Schedule { kGpipe, k1F1B, kInterleaved, kZeroBubble1p, kZeroBubble2p, kZeroBubbleV };
+inline bool is_zero_bubble(Schedule s) {
+  return s == Schedule::kZeroBubble1p || s == Schedule::kZeroBubble2p || s == Schedule::kZeroBubbleV;
+}
+
+// Where each virtual pipeline stage (0 .. pp x chunks - 1, in the order a micro-batch's forward
+// visits them) runs. Megatron's interleaving puts virtual stage vs on rank vs % pp as its chunk
+// vs / pp; the V placement (ZB-V, torchtitan's ScheduleZBVZeroBubble) runs chunk 0 down the ranks
+// and chunk 1 back up, so rank i holds virtual stages i and 2pp - 1 - i, and the first rank holds
+// both the embedding and the LM head.
+inline bool v_placement(Schedule s) { return s == Schedule::kZeroBubbleV; }
+struct ChunkPlace {
+  int64_t stage = 0;  // pipeline rank
+  int64_t chunk = 0;  // model chunk on that rank
+};
+inline ChunkPlace place_of_virtual_stage(bool v_shape, int64_t pp, int64_t vs) {
+  if (v_shape && vs >= pp) return {2 * pp - 1 - vs, 1};
+  return {vs % pp, vs / pp};
+}
+inline int64_t virtual_stage_at(bool v_shape, int64_t pp, int64_t stage, int64_t chunk) {
+  return v_shape && chunk == 1 ? 2 * pp - 1 - stage : chunk * pp + stage;
+}
 enum class Precision { kBf16, kFp16, kFp32, kFp8 };
 // How RMSNorm runs: one fused kernel (Megatron/TE, apex, torch.compile), or PyTorch's eager
 // composite (several kernels around an fp32 up-cast), as an uncompiled torchtitan runs it.
@@ -139,7 +160,7 @@ ProblemList validate_plan(const ParallelPlan& plan, const ModelSpec& model, cons
 // interleaving, the sum of its chunks).
 int64_t layers_on_stage(const ModelSpec& model, const ParallelPlan& plan, int64_t stage);
 
-// Transformer layers of each virtual stage (chunk x pp + stage, pp x vpp of them), in model order:
+// Transformer layers of each virtual stage (pp x vpp of them, placed by place_of_virtual_stage), in model order:
 // explicit first/last-stage counts when the plan sets them (each stage's share split evenly over
 // its vpp chunks); else, when pp x vpp does not divide the layers but layers + 2 does, the embedding
 // and the loss count as a layer each (Megatron-Core's --account-for-embedding/loss-in-pipeline-split,
@@ -156,7 +177,7 @@ struct LayerRange {
   int64_t size() const { return last - first; }
 };
 // The layers of model chunk `chunk` (0 .. vpp-1) on pipeline stage `stage`: virtual stage
-// chunk x pp + stage of pp x vpp, the earlier virtual stages taking the remainder (as Megatron-LM's
+// virtual_stage_at(stage, chunk) of pp x vpp, the earlier virtual stages taking the remainder (as Megatron-LM's
 // interleaved schedule places them). With vpp 1 it is the stage's whole share.
 LayerRange layers_of_chunk(const ModelSpec& model, const ParallelPlan& plan, int64_t stage, int64_t chunk);
 

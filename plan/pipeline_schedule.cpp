@@ -117,7 +117,8 @@ PipelineSchedule make_pipeline_schedule(Schedule kind, int64_t stages, int64_t c
         schedule.steps.push_back(interleaved_steps(stages, chunks, micro_batches, stage));
         break;
       case Schedule::kZeroBubble1p:
-      case Schedule::kZeroBubble2p: break;  // refused above
+      case Schedule::kZeroBubble2p:
+      case Schedule::kZeroBubbleV: break;  // refused above
     }
   }
   return schedule;

@@ -24,12 +24,15 @@ struct PipelineStep {
 struct PipelineSchedule {
   Schedule kind = Schedule::k1F1B;
   int64_t stages = 1;         // p
-  int64_t chunks = 1;         // v (1 unless interleaved)
+  int64_t chunks = 1;         // v (1 unless interleaved; 2 with ZB-V)
   int64_t micro_batches = 1;  // m
   std::vector<std::vector<PipelineStep>> steps;  // steps[stage] in execution order
 
-  // The virtual stage (0 .. p*v-1) a step of `stage` runs: chunk * stages + stage.
-  int64_t virtual_stage(int64_t stage, int64_t chunk) const { return chunk * stages + stage; }
+  // The virtual stage (0 .. p*v-1) a step of `stage` runs: chunk * stages + stage, or with ZB-V's
+  // V placement 2p - 1 - stage for chunk 1 (place_of_virtual_stage).
+  int64_t virtual_stage(int64_t stage, int64_t chunk) const {
+    return virtual_stage_at(v_placement(kind), stages, stage, chunk);
+  }
 };
 
 // Throws InputError when the combination is impossible (e.g. interleaved with m % p != 0).

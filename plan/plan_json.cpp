@@ -37,7 +37,8 @@ Schedule parse_schedule(const std::string& t) {
   if (t == "interleaved") return Schedule::kInterleaved;
   if (t == "zb-1p") return Schedule::kZeroBubble1p;
   if (t == "zb-2p") return Schedule::kZeroBubble2p;
-  throw InputError("schedule: \"" + t + "\" is not one of: gpipe, 1f1b, interleaved, zb-1p, zb-2p");
+  if (t == "zb-v") return Schedule::kZeroBubbleV;
+  throw InputError("schedule: \"" + t + "\" is not one of: gpipe, 1f1b, interleaved, zb-1p, zb-2p, zb-v");
 }
 
 MoeDispatcher parse_moe_dispatcher(const std::string& t) {
@@ -148,8 +149,9 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   }
   note_default("sequence_parallel");
   p.sequence_parallel = r.optional_bool("sequence_parallel").value_or(p.sequence_parallel);
-  if (auto v = r.optional_choice("schedule", {"gpipe", "1f1b", "interleaved", "zb-1p", "zb-2p"})) {
+  if (auto v = r.optional_choice("schedule", {"gpipe", "1f1b", "interleaved", "zb-1p", "zb-2p", "zb-v"})) {
     p.schedule = parse_schedule(*v);
+    if (p.schedule == Schedule::kZeroBubbleV && !r.has("vpp")) p.vpp = 2;  // ZB-V's two chunks per rank
   } else if (p.vpp > 1) {
     p.schedule = Schedule::kInterleaved;  // vpp > 1 means the interleaved schedule
   }

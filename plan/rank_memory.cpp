@@ -29,6 +29,9 @@ double in_flight_micro_batches(const ParallelPlan& p, int64_t stage) {
     // deferred W passes.
     case Schedule::kZeroBubble1p: return std::min(static_cast<double>(p.pp), m);
     case Schedule::kZeroBubble2p: return std::min(static_cast<double>(2 * p.pp), m);
+    // ZB-V keeps every rank at 1F1B's first-stage peak: 2pp chunk forwards of half a stage each
+    // (Qi et al. 2024 §6; zbv.py's max_mem = 2 x n_stage x f_mem).
+    case Schedule::kZeroBubbleV: return std::min(static_cast<double>(p.pp), m);
     case Schedule::kInterleaved: {
       // Megatron-LM interleaved 1F1B: (p - stage - 1) * 2 + (v - 1) * p warm-up chunk forwards,
       // plus the one in steady state, each chunk holding 1/v of the stage's layers.
@@ -111,11 +114,11 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
 
   const ActivationLayout act = activation_layout(plan);
   RankMemory result;
-  const std::vector<int64_t> stage_layers = virtual_stage_layers(model, plan);
+  const int64_t head_stage = place_of_virtual_stage(v_placement(plan.schedule), plan.pp, plan.pp * plan.vpp - 1).stage;
   for (int64_t stage = 0; stage < plan.pp; ++stage) {
     StageMemory s;
     s.stage = stage;
-    for (int64_t c = 0; c < plan.vpp; ++c) s.layers += stage_layers[static_cast<size_t>(c * plan.pp + stage)];
+    s.layers = layers_on_stage(model, plan, stage);
     s.params = s.layers * layer_on_rank;
     s.expert_params = s.layers * layer_experts;
     s.layer_params = s.params;
@@ -126,18 +129,18 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
       s.params += embedding_on_rank + params.position_embedding;
       activations += activation_bytes_embedding(model, act) * s.in_flight_micro_batches;
     }
-    if (stage == plan.pp - 1) {
+    if (stage == head_stage) {
       // The LM head: its own matrix, or (tied, pp > 1) Megatron's copy of the word embedding.
       s.params += params.final_norm;
       if (!model.tied_embeddings) s.params += params.lm_head / plan.tp;
-      else if (plan.pp > 1) s.params += embedding_on_rank;
+      else if (head_stage != 0) s.params += embedding_on_rank;  // with the V, the first rank holds both
       const double head_in_flight = plan.schedule == Schedule::kGpipe ? s.in_flight_micro_batches : 1.0;
       activations += activation_bytes_output(model, act) * head_in_flight;
     }
     // Beside the stored activations, one micro-batch's working memory at a time: a layer (uniform
     // N: a group) being recomputed for its backward, or (last stage) the loss being computed.
     double working = recompute_working_bytes(model, act, span.group_layers);
-    if (stage == plan.pp - 1) working = std::max(working, loss_working_bytes(model, act));
+    if (stage == head_stage) working = std::max(working, loss_working_bytes(model, act));
     activations += working;
     set_state_bytes(plan, s, layer_on_rank);
     s.memory.activations_bytes = activations;

@@ -60,7 +60,7 @@ RecomputeSpan chunk_recompute_span(const ParallelPlan& p, int64_t layers) {
 RecomputeSpan stage_recompute_span(const ModelSpec& m, const ParallelPlan& p, int64_t stage) {
   const std::vector<int64_t> layers = virtual_stage_layers(m, p);
   RecomputeSpan span;
-  for (int64_t c = 0; c < p.vpp; ++c) span += chunk_recompute_span(p, layers[static_cast<size_t>(c * p.pp + stage)]);
+  for (int64_t c = 0; c < p.vpp; ++c) span += chunk_recompute_span(p, layers[static_cast<size_t>(virtual_stage_at(v_placement(p.schedule), p.pp, stage, c))]);
   return span;
 }
 

@@ -76,8 +76,8 @@ std::vector<std::string> refusals(const ParallelPlan& p) {
   }
   if (p.precision == Precision::kFp16) out.push_back(e + "precision fp16: torchtitan trains in bfloat16 or float32; use precision bf16");
   if (p.ep > 1) out.push_back(e + "ep " + s(p.ep) + ": this target writes torchtitan's Llama 3 job (no experts); export an MoE plan to megatron");
-  if (is_zero_bubble(p.schedule)) {
-    out.push_back(e + "schedule " + std::string(to_string(p.schedule)) + ": torchtitan's Zero Bubble schedules are the interleaved and V ones, not ZB-1p/2p; use 1f1b or interleaved");
+  if (is_zero_bubble(p.schedule) && p.schedule != Schedule::kZeroBubbleV) {
+    out.push_back(e + "schedule " + std::string(to_string(p.schedule)) + ": torchtitan's Zero Bubble schedules are the interleaved and V ones, not ZB-1p/2p; use zb-v, 1f1b or interleaved");
   }
   if (p.attention == AttentionKernel::kUnfused) out.push_back(e + "attention unfused: torchtitan runs PyTorch SDPA (fused); use attention flash");
   if (p.tp > 1 && !p.sequence_parallel) {
@@ -133,6 +133,7 @@ const char* schedule_name(Schedule schedule) {
     case Schedule::kGpipe: return "GPipe";
     case Schedule::k1F1B: return "1F1B";
     case Schedule::kInterleaved: return "Interleaved1F1B";
+    case Schedule::kZeroBubbleV: return "ZBVZeroBubble";
     case Schedule::kZeroBubble1p:
     case Schedule::kZeroBubble2p: break;  // refused above
   }

@@ -165,8 +165,9 @@ Schedule read_schedule(TomlReader& r) {
   if (name == "1F1B") return Schedule::k1F1B;
   if (name == "GPipe") return Schedule::kGpipe;
   if (name == "Interleaved1F1B") return Schedule::kInterleaved;
+  if (name == "ZBVZeroBubble") return Schedule::kZeroBubbleV;
   r.refuse("parallelism.pipeline_parallel_schedule", "\"" + name + "\" is not modeled",
-           "trainsim models \"1F1B\", \"Interleaved1F1B\" and \"GPipe\"");
+           "trainsim models \"1F1B\", \"Interleaved1F1B\", \"ZBVZeroBubble\" and \"GPipe\"");
 }
 
 // The virtual stages and how torchtitan places the layers on them, as trainsim's plan keys.
@@ -183,11 +184,13 @@ void read_pipeline(TomlReader& r, const ModelSpec& m, ParallelPlan& p) {
   const auto per_stage = r.integer("parallelism.pipeline_parallel_layers_per_stage", 1);
   if (p.pp == 1) return;
   p.schedule = schedule;
-  const int64_t looped = schedule == Schedule::kInterleaved ? 2 : 1;  // torchtitan's stages per rank without layers_per_stage
+  // torchtitan's stages per rank without layers_per_stage: 2 for its multi-stage schedules.
+  const int64_t looped = schedule == Schedule::kInterleaved || schedule == Schedule::kZeroBubbleV ? 2 : 1;
   const int64_t stages = per_stage ? (m.layers + first_less + last_less + *per_stage - 1) / *per_stage : p.pp * looped;
-  if (stages % p.pp != 0 || (looped == 1 && stages != p.pp) || (looped == 2 && stages < 2 * p.pp)) {
-    r.refuse("parallelism.pipeline_parallel_layers_per_stage", s(*per_stage) + " gives " + s(stages) + " virtual stages for pp " + s(p.pp) + " and schedule " + to_string(schedule),
-             "torchtitan refuses this too: one stage per rank for 1F1B/GPipe, a multiple of pp (at least 2 each) for Interleaved1F1B");
+  if (stages % p.pp != 0 || (looped == 1 && stages != p.pp) || (looped == 2 && stages < 2 * p.pp) ||
+      (schedule == Schedule::kZeroBubbleV && stages != 2 * p.pp)) {
+    r.refuse("parallelism.pipeline_parallel_layers_per_stage", s(per_stage.value_or(0)) + " gives " + s(stages) + " virtual stages for pp " + s(p.pp) + " and schedule " + to_string(schedule),
+             "torchtitan refuses this too: one stage per rank for 1F1B/GPipe, a multiple of pp (at least 2 each) for Interleaved1F1B, exactly 2 per rank for ZBVZeroBubble");
   }
   p.vpp = stages / p.pp;
   const std::vector<int64_t> want = torchtitan_stage_layers(m.layers, stages, first_less, last_less);

@@ -108,7 +108,9 @@ struct Scheduler {
   }
 };
 
-void check_inputs(Schedule kind, int64_t stages, int64_t micro_batches, const ZeroBubbleCosts& c) {
+}  // namespace
+
+void check_zero_bubble_inputs(Schedule kind, int64_t stages, int64_t micro_batches, const ZeroBubbleCosts& c) {
   if (!is_zero_bubble(kind)) throw InputError(std::string("schedule ") + to_string(kind) + " is not a Zero Bubble schedule");
   if (stages < 1 || micro_batches < 1) {
     throw InputError("Zero Bubble schedule: stages (" + std::to_string(stages) + ") and micro_batches (" +
@@ -120,10 +122,9 @@ void check_inputs(Schedule kind, int64_t stages, int64_t micro_batches, const Ze
   }
 }
 
-}  // namespace
-
 PipelineSchedule make_zero_bubble_schedule(Schedule kind, int64_t stages, int64_t micro_batches, const ZeroBubbleCosts& costs) {
-  check_inputs(kind, stages, micro_batches, costs);
+  check_zero_bubble_inputs(kind, stages, micro_batches, costs);
+  if (kind == Schedule::kZeroBubbleV) return make_zero_bubble_v_schedule(stages, micro_batches, costs);
   Scheduler z{stages, micro_batches, kind == Schedule::kZeroBubble2p ? 2 : 1, costs, {}, {}, {}};
   z.state.assign(static_cast<size_t>(stages), {});
   z.forward_end.assign(static_cast<size_t>(stages), std::vector<double>(static_cast<size_t>(micro_batches), kNever));
@@ -159,11 +160,12 @@ double zero_bubble_weight_retained(const ModelSpec& model, const ParallelPlan& p
 }
 
 double peak_pending_micro_batches(const PipelineSchedule& schedule, int64_t stage, double weight_retained) {
+  const double chunk = 1.0 / static_cast<double>(schedule.chunks);  // a chunk holds 1/chunks of the stage's layers
   double pending = 0.0, peak = 0.0;
   for (const PipelineStep& step : schedule.steps[static_cast<size_t>(stage)]) {
-    if (step.kind == StepKind::kForward) pending += 1.0;
-    if (step.kind == StepKind::kBackward) pending -= 1.0 - weight_retained;
-    if (step.kind == StepKind::kWeightGrad) pending -= weight_retained;
+    if (step.kind == StepKind::kForward) pending += chunk;
+    if (step.kind == StepKind::kBackward) pending -= chunk * (1.0 - weight_retained);
+    if (step.kind == StepKind::kWeightGrad) pending -= chunk * weight_retained;
     peak = std::max(peak, pending);
   }
   return peak;

@@ -28,15 +28,26 @@ struct ZeroBubbleCosts {
 // Steps per stage: forwards (kForward), input gradients (kBackward) and weight gradients
 // (kWeightGrad), one of each per micro-batch, chunk 0. Every stage keeps at most k x stages
 // micro-batches' activations pending (the limit Zero Bubble's runtime gives every stage: later
-// stages defer W where 1F1B would leave them idle). Throws InputError for a kind that is not Zero Bubble.
+// stages defer W where 1F1B would leave them idle). ZB-V goes to make_zero_bubble_v_schedule.
+// Throws InputError for a kind that is not Zero Bubble.
 PipelineSchedule make_zero_bubble_schedule(Schedule kind, int64_t stages, int64_t micro_batches, const ZeroBubbleCosts& costs);
+
+// ZB-V (Qi et al. 2024 §6; torchtitan's ScheduleZBVZeroBubble): two chunks per rank placed in a
+// V (place_of_virtual_stage), F, B and W of each, `costs` being one chunk's passes; every rank
+// keeps at most 2 x stages chunk activations pending (1F1B's first-stage peak) and starts a
+// micro-batch at most 2(stages - rank) - 1 ahead of its return (zbv.py's warm-up). Needs stages >= 2.
+PipelineSchedule make_zero_bubble_v_schedule(int64_t stages, int64_t micro_batches, const ZeroBubbleCosts& costs);
+
+// Throws InputError unless `kind` is a Zero Bubble schedule, stages and micro-batches >= 1, pass
+// times > 0, p2p >= 0 and weight_retained in [0, 1].
+void check_zero_bubble_inputs(Schedule kind, int64_t stages, int64_t micro_batches, const ZeroBubbleCosts& costs);
 
 // ZeroBubbleCosts::weight_retained for the model and plan: 32h / (34h + 5as), the 5as term (the
 // attention scores) only when attention is unfused.
 double zero_bubble_weight_retained(const ModelSpec& model, const ParallelPlan& plan);
 
-// Sum over the stage's steps of the activation memory pending, in micro-batches (B frees all but
-// `weight_retained`, W the rest): the peak.
+// Sum over the stage's steps of the activation memory pending, in micro-batches of the whole
+// stage (a chunk's pass counts 1/chunks; B frees all but `weight_retained`, W the rest): the peak.
 double peak_pending_micro_batches(const PipelineSchedule& schedule, int64_t stage, double weight_retained);
 
 }  // namespace trainsim

@@ -40,8 +40,8 @@ std::vector<OpCategoryTimes> predict_op_categories(const ModelSpec& model, const
     int64_t recomputed = 0;  // block recompute: the first N layers of each chunk
     for (int64_t layers : stage.chunk_recomputed_layers) recomputed += layers;
     add_ops(t.backward_s, work.layer.recompute, static_cast<double>(recomputed) * micro_batches, cost, scopes);
-    add_ops(t.forward_s, stage.extra_forward, micro_batches, cost, scopes);
-    add_ops(t.backward_s, stage.extra_backward, micro_batches, cost, scopes);
+    for (const auto* ops : {&stage.embedding_forward, &stage.head_forward}) add_ops(t.forward_s, *ops, micro_batches, cost, scopes);
+    for (const auto* ops : {&stage.embedding_backward, &stage.head_backward}) add_ops(t.backward_s, *ops, micro_batches, cost, scopes);
     const double chunk_passes = static_cast<double>(std::count_if(stage.chunk_layers.begin(), stage.chunk_layers.end(),
                                                                   [](int64_t layers) { return layers > 0; })) * micro_batches;
     add_ops(t.forward_s, work.chunk_forward, chunk_passes, cost, scopes);

@@ -180,13 +180,7 @@ void fill_micro_batch(json& plan, int64_t source_day, const FrameworkPreset& pre
 void fill_plan(json& run, const FrameworkPreset& preset, Filler& fill, std::string& unsupported) {
   json& plan = run["plan"];
   if (!plan.is_object()) return;
-  if (plan.contains("schedule") && plan["schedule"].is_string()) {
-    const std::string schedule = plan["schedule"].get<std::string>();
-    if (schedule == "zb-v") {
-      unsupported = "schedule zb-v (Zero Bubble's V-shaped two-chunk schedule) is not modeled yet; zb-1p and zb-2p are";
-      plan.erase("schedule");
-    }
-  }
+  if (plan.contains("schedule") && plan["schedule"] == "zb-v") fill(plan, "plan.", "vpp", 2);  // ZB-V: two chunks per rank
   const bool interleaved = plan.contains("schedule") && plan["schedule"] == "interleaved";
   const int64_t dp = int_or(plan, "dp", 1), pp = int_or(plan, "pp", 1), tp = int_or(plan, "tp", 1);
   if (interleaved) fill(plan, "plan.", "vpp", least_interleaving(int_or(run["model"], "layers", 0), pp));

@@ -14,13 +14,16 @@ namespace {
 // The part of 1F1B's fill-and-drain a Zero Bubble schedule still leaves idle: ZB-H1's bubble
 // (p - 1)(F + B - W) and ZB-H2's (p - 1)(F + B - 2W) against 1F1B's (p - 1)(F + B + W) (Qi et al.
 // 2024, Table 1), the automatic ZB-1p and ZB-2p being at least as good; 1 for other schedules.
+// ZB-V (zero at F = B = W, the authors' comparison) is taken as ZB-H2's bubble in passes of half
+// a stage: its chunks' F, B and W against 1F1B's whole-stage ones.
 double zero_bubble_fill_fraction(const IterationWork& work, const ParallelPlan& plan, const CostModel& cost,
                                  const LayerScopes& scopes, const std::vector<StepCost>& steps) {
   if (!is_zero_bubble(plan.schedule)) return 1.0;
   const double w = price_weight_grad_steps(work, plan.vpp, cost, scopes)[0].total();
   const double f = steps[0].total(), b = steps[1].total() - w;
-  const double k = plan.schedule == Schedule::kZeroBubble2p ? 2.0 : 1.0;
-  return std::max(0.0, f + b - k * w) / std::max(f + b + w, 1e-12);
+  const double k = plan.schedule == Schedule::kZeroBubble1p ? 1.0 : 2.0;
+  const double stage_passes = plan.schedule == Schedule::kZeroBubbleV ? 2.0 : 1.0;
+  return std::max(0.0, f + b - k * w) / std::max(stage_passes * (f + b + w), 1e-12);
 }
 // What the pipeline leaves exposed of the data-parallel collectives (the ZeRO-3 branch, which runs
 // without a pipeline, re-times `pipeline` itself: its gathers pace the steps).
@@ -79,7 +82,7 @@ ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, con
   for (int64_t s = 0; s < p; ++s) {
     double stage = 0;
     for (int64_t c = 0; c < v; ++c) {
-      const size_t vs = static_cast<size_t>(c * p + s);
+      const size_t vs = static_cast<size_t>(virtual_stage_at(work.v_placement, p, s, c));
       stage += steps[vs * 2].total() + steps[vs * 2 + 1].total();
     }
     slowest = std::max(slowest, stage);
@@ -98,7 +101,7 @@ ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, con
   // stages once (1F1B, GPipe), or 1/v of that with v interleaved chunks.
   pipeline = m * slowest + (sum - slowest) / static_cast<double>(plan.schedule == Schedule::kInterleaved ? v : 1) *
                                zero_bubble_fill_fraction(work, plan, cost, scopes, steps);
-  pipeline += 2.0 * static_cast<double>(p - 1) * p2p;
+  pipeline += 2.0 * static_cast<double>(p - 1) * p2p * (work.v_placement ? 2.0 : 1.0);  // the V crosses the ranks twice
 
   const DpScopes dp = dp_scopes(plan, hw.gpus_per_node);
   const double dp_exposed = exposed_dp_s(work, plan, cost, dp, {slowest, last_backward, m}, pipeline);

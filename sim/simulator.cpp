@@ -150,19 +150,28 @@ struct Builder {
     }
   }
 
+  // Output of `from` feeds `to` (on virtual stage `to_vs`): a send on the stream towards that
+  // rank, or a plain dependency when the V puts both on this rank.
+  void link(int64_t stage, TaskId from, TaskId to, int64_t to_vs, TaskCategory category, int64_t micro_batch) {
+    const int64_t to_stage = place_of_virtual_stage(v_placement(schedule.kind), schedule.stages, to_vs).stage;
+    if (to_stage == stage) {
+      graph.add_dep(to, from);
+      return;
+    }
+    const TaskId t = add(stage, to_stage > stage ? kSendNext : kSendPrev, p2p_s, category, micro_batch);
+    graph.add_dep(t, from);
+    graph.add_dep(to, t);
+  }
+
   void add_transfers(int64_t stage) {
     const int64_t last = virtual_stages() - 1;
     for (const PipelineStep& step : schedule.steps[static_cast<size_t>(stage)]) {
       const int64_t vs = schedule.virtual_stage(stage, step.chunk);
-      const size_t mb = static_cast<size_t>(step.micro_batch);
+      const size_t mb = static_cast<size_t>(step.micro_batch), v = static_cast<size_t>(vs);
       if (step.kind == StepKind::kForward && vs < last) {
-        const TaskId t = add(stage, kSendNext, p2p_s, TaskCategory::kSendForward, step.micro_batch);
-        graph.add_dep(t, forward[static_cast<size_t>(vs)][mb]);
-        graph.add_dep(forward[static_cast<size_t>(vs + 1)][mb], t);
+        link(stage, forward[v][mb], forward[v + 1][mb], vs + 1, TaskCategory::kSendForward, step.micro_batch);
       } else if (step.kind == StepKind::kBackward && vs > 0) {
-        const TaskId t = add(stage, kSendPrev, p2p_s, TaskCategory::kSendBackward, step.micro_batch);
-        graph.add_dep(t, backward_last[static_cast<size_t>(vs)][mb]);
-        graph.add_dep(backward_first[static_cast<size_t>(vs - 1)][mb], t);
+        link(stage, backward_last[v][mb], backward_first[v - 1][mb], vs - 1, TaskCategory::kSendBackward, step.micro_batch);
       }
     }
   }
@@ -266,13 +275,14 @@ void check_fit(const Hardware& hardware, Prediction& out) {
   }
 }
 
-// Zero Bubble's order comes from the pass times, the median stage's as its scheduler takes them.
+// Zero Bubble's order comes from the pass times, the median (virtual) stage's as its scheduler
+// takes them.
 PipelineSchedule make_schedule(const ModelSpec& model, const ParallelPlan& plan, const std::vector<StepCost>& steps,
                                const std::vector<StepCost>& weight_grads, double p2p_s) {
   if (!is_zero_bubble(plan.schedule)) return make_pipeline_schedule(plan.schedule, plan.pp, plan.vpp, plan.micro_batches());
   auto median = [&](auto pass_s) {
     std::vector<double> v;
-    for (int64_t s = 0; s < plan.pp; ++s) v.push_back(pass_s(static_cast<size_t>(s)));
+    for (int64_t s = 0; s < plan.pp * plan.vpp; ++s) v.push_back(pass_s(static_cast<size_t>(s)));
     std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
     return std::max(v[v.size() / 2], 1e-9);
   };

@@ -163,9 +163,9 @@ std::vector<StepCost> price_steps(const IterationWork& work, int64_t chunks, con
   std::vector<StepCost> out;
   out.reserve(static_cast<size_t>(virtual_stages * 2));
   for (int64_t vs = 0; vs < virtual_stages; ++vs) {
-    const int64_t stage = vs % stages;
-    const StageWork& w = work.stages[static_cast<size_t>(stage)];
-    const size_t chunk = static_cast<size_t>(vs / stages);
+    const ChunkPlace place = place_of_virtual_stage(work.v_placement, stages, vs);
+    const StageWork& w = work.stages[static_cast<size_t>(place.stage)];
+    const size_t chunk = static_cast<size_t>(place.chunk);
     const int64_t recomputed = w.chunk_recomputed_layers[chunk];
     const double layers = static_cast<double>(w.chunk_layers[chunk]);
     // Block recompute runs the recomputation of the chunk's first N layers only.
@@ -175,10 +175,19 @@ std::vector<StepCost> price_steps(const IterationWork& work, int64_t chunks, con
       forward += chunk_forward;
       backward += chunk_backward;
     }
-    const bool holds_extras = (stage == 0 && vs == 0) || (stage == stages - 1 && vs == virtual_stages - 1);
-    if (holds_extras) {
-      forward += price_ops(w.extra_forward, cost, scopes);
-      backward += price_ops(w.extra_backward, cost, scopes);
+    if (vs == 0 && vs == virtual_stages - 1) {
+      // Without a pipeline the host issues the embedding's and the head's ops in a row: one list.
+      std::vector<Op> extra_forward = w.embedding_forward, extra_backward = w.embedding_backward;
+      extra_forward.insert(extra_forward.end(), w.head_forward.begin(), w.head_forward.end());
+      extra_backward.insert(extra_backward.end(), w.head_backward.begin(), w.head_backward.end());
+      forward += price_ops(extra_forward, cost, scopes);
+      backward += price_ops(extra_backward, cost, scopes);
+    } else if (vs == 0) {
+      forward += price_ops(w.embedding_forward, cost, scopes);
+      backward += price_ops(w.embedding_backward, cost, scopes);
+    } else if (vs == virtual_stages - 1) {
+      forward += price_ops(w.head_forward, cost, scopes);
+      backward += price_ops(w.head_backward, cost, scopes);
     }
     out.push_back(forward);
     out.push_back(backward);
@@ -206,10 +215,11 @@ std::vector<StepCost> price_weight_grad_steps(const IterationWork& work, int64_t
   std::vector<StepCost> out;
   out.reserve(static_cast<size_t>(virtual_stages));
   for (int64_t vs = 0; vs < virtual_stages; ++vs) {
-    const StageWork& w = work.stages[static_cast<size_t>(vs % stages)];
-    StepCost step = layer.scaled(static_cast<double>(w.chunk_layers[static_cast<size_t>(vs / stages)]));
+    const ChunkPlace place = place_of_virtual_stage(work.v_placement, stages, vs);
+    const StageWork& w = work.stages[static_cast<size_t>(place.stage)];
+    StepCost step = layer.scaled(static_cast<double>(w.chunk_layers[static_cast<size_t>(place.chunk)]));
     if (vs == virtual_stages - 1) {
-      StepCost head = price_ops(weight_grad_ops(w.extra_backward), cost, scopes);
+      StepCost head = price_ops(weight_grad_ops(w.head_backward), cost, scopes);
       head.host_idle_s = 0.0;
       step += head;
     }

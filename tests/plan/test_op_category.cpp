@@ -25,8 +25,8 @@ TEST_CASE("every op of every lowered layer and stage has an op category") {
         for (const Recompute r : {Recompute::kFull, Recompute::kSelectiveOp}) {
           p.recompute = r;
           const IterationWork w = lower_iteration(m, p);
-          for (const auto* ops : {&w.layer.forward, &w.layer.backward, &w.layer.recompute, &w.stages[0].extra_forward,
-                                  &w.stages[0].extra_backward, &w.stages[1].extra_forward, &w.stages[1].extra_backward}) {
+          for (const auto* ops : {&w.layer.forward, &w.layer.backward, &w.layer.recompute, &w.stages[0].embedding_forward,
+                                  &w.stages[0].embedding_backward, &w.stages[1].head_forward, &w.stages[1].head_backward}) {
             for (const Op& op : *ops) {
               const OpCategory c = op_category_of(op.name);
               CHECK((c == OpCategory::kTpComm) == (op.kind == OpKind::kCollective));
@@ -100,7 +100,7 @@ TEST_CASE("an eager RMSNorm moves 9x (forward) and 7.5x (backward) the bytes of 
   const IterationWork f = lower_iteration(llama, fused), e = lower_iteration(llama, eager);
   CHECK(bytes_of(e.layer.forward, "norm1") == Approx(9.0 * bytes_of(f.layer.forward, "norm1")));
   CHECK(bytes_of(e.layer.backward, "norm2_bwd") == Approx(508.0 / 68.0 * bytes_of(f.layer.backward, "norm2_bwd")));
-  CHECK(bytes_of(e.stages[0].extra_forward, "final_norm") == Approx(9.0 * bytes_of(f.stages[0].extra_forward, "final_norm")));
+  CHECK(bytes_of(e.stages[0].head_forward, "final_norm") == Approx(9.0 * bytes_of(f.stages[0].head_forward, "final_norm")));
   const ModelSpec gpt = resolve_model("gpt2-124m");  // LayerNorm
   CHECK(bytes_of(lower_iteration(gpt, eager).layer.forward, "norm1") == bytes_of(lower_iteration(gpt, fused).layer.forward, "norm1"));
 }

@@ -93,6 +93,28 @@ TEST_CASE("a torchtitan job reads back to the same plan: FSDP + TP + interleaved
   check_round_trip(m, p);
 }
 
+TEST_CASE("a torchtitan job reads back to the same plan: ZB-V, two stages per rank in a V") {
+  ModelSpec m = resolve_model("llama3-70b");
+  ParallelPlan p = titan_plan(2, 8, 4, 1, 3);
+  p.schedule = Schedule::kZeroBubbleV;
+  p.vpp = 2;  // 8 virtual stages of 10 layers, rank 0 holding the first and the last
+  p.micro_batch = 1;
+  p.global_batch = 2 * 16;
+  REQUIRE(validate_plan(p, m, "test").empty());
+  const std::string toml = export_plan(&m, p, 8, ExportTarget::kTorchtitan);
+  CHECK_THAT(toml, Catch::Contains("pipeline_parallel_schedule = \"ZBVZeroBubble\""));
+  CHECK_THAT(toml, Catch::Contains("pipeline_parallel_first_stage_less_layers = 0"));
+  check_round_trip(m, p);
+
+  m.layers = 126;  // 128 weighted layers over 16 virtual stages: the embedding's and the loss's both on rank 0
+  p.pp = 8;
+  REQUIRE(validate_plan(p, m, "test").empty());
+  CHECK_THAT(export_plan(&m, p, 8, ExportTarget::kTorchtitan), Catch::Contains("pipeline_parallel_last_stage_less_layers = 1"));
+  check_round_trip(m, p);
+  CHECK(layers_on_stage(m, p, 0) == 14);  // 7 + 7 beside the embedding and the head
+  CHECK(layers_on_stage(m, p, 1) == 16);
+}
+
 TEST_CASE("a torchtitan job reads back to the same plan: explicit first-stage layers, 1F1B and GPipe") {
   const ModelSpec m = resolve_model("llama3-70b");
   ParallelPlan p = titan_plan(1, 8, 6, 1, 0);
@@ -175,8 +197,10 @@ TEST_CASE("bad torchtitan files are InputErrors naming the file, the key and the
   CHECK_THROWS_WITH(import_torchtitan("[activation_checkpoint]\nselective_ac_option = \"two\"\n", "job.toml", m, 8),
                     Catch::Contains("activation_checkpoint.selective_ac_option: \"two\" is neither \"op\" nor a layer frequency"));
   const std::string ac = "[activation_checkpoint]\nmode = \"none\"\n";
-  CHECK_THROWS_WITH(import_torchtitan(ac + "[parallelism]\npipeline_parallel_degree = 2\npipeline_parallel_schedule = \"ZBVZeroBubble\"\n", "job.toml", m, 8),
-                    Catch::Contains("\"ZBVZeroBubble\" is not modeled"));
+  CHECK_THROWS_WITH(import_torchtitan(ac + "[parallelism]\npipeline_parallel_degree = 2\npipeline_parallel_schedule = \"DualPipeV\"\n", "job.toml", m, 8),
+                    Catch::Contains("\"DualPipeV\" is not modeled"));
+  CHECK_THROWS_WITH(import_torchtitan(ac + "[parallelism]\npipeline_parallel_degree = 2\npipeline_parallel_schedule = \"ZBVZeroBubble\"\npipeline_parallel_layers_per_stage = 4\n", "job.toml", m, 8),
+                    Catch::Contains("4 gives 9 virtual stages for pp 2 and schedule zb-v"));
   CHECK_THROWS_WITH(import_torchtitan(ac + "[model]\nname = \"llama3\"\nflavor = \"70B\"\n", "job.toml", m, 8),
                     Catch::Contains("model.flavor: \"70B\" is not model \"llama3-8b\""));
   CHECK_THROWS_WITH(import_torchtitan(ac, "job.toml", m, 0), Catch::Contains("needs the GPU count"));

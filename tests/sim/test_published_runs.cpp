@@ -130,10 +130,12 @@ TEST_CASE("runs the simulator cannot simulate are read and carry their reason") 
     const auto runs = load_published_runs(write_runs("pr_gpu.json", "null", "b200-sxm-180gb", R"("dp": 8, "global_batch": 8)"));
     CHECK_THAT(runs[0].unsupported, Catch::Contains("not in the catalog"));
   }
-  SECTION("Zero Bubble's V schedule (zb-1p and zb-2p are modeled)") {
+  SECTION("Zero Bubble's schedules, the V one with its two chunks per rank") {
     auto runs = load_published_runs(write_runs("pr_zb.json", "null", "a100-sxm-80gb",
-        R"("dp": 1, "pp": 8, "tp": 1, "global_batch": 64, "schedule": "zb-v")"));
-    CHECK_THAT(runs[0].unsupported, Catch::Contains("zb-v"));
+        R"("dp": 2, "pp": 4, "tp": 1, "global_batch": 64, "schedule": "zb-v")"));
+    CHECK(runs[0].unsupported.empty());
+    CHECK(runs[0].plan.schedule == Schedule::kZeroBubbleV);
+    CHECK(runs[0].plan.vpp == 2);
     runs = load_published_runs(write_runs("pr_zb2.json", "null", "a100-sxm-80gb",
         R"("dp": 1, "pp": 8, "tp": 1, "global_batch": 64, "schedule": "zb-2p")"));
     CHECK(runs[0].unsupported.empty());

@@ -99,6 +99,44 @@ TEST_CASE("Zero Bubble schedules: ZB-1p within ZB-H1's bubble (p - 1)(F + B - W)
   CHECK(activations(zb2, 0) > 1.5 * activations(one_f_one_b, 0));
 }
 
+TEST_CASE("ZB-V: two chunks per rank in a V, close to no bubble at 1F1B's memory, the head on the first rank") {
+  const ModelSpec m = resolve_model("gpt3-1.3b");  // 24 layers: 8 chunks of 3
+  GemmOnlyCost cost;
+  cost.vocab_ = m.vocab;
+  ParallelPlan p;
+  p.pp = 4;
+  p.global_batch = 16;
+  const double t = stage_time(m, p);
+  const Prediction one_f_one_b = predict_iteration(m, p, cluster(4), cost);
+  p.schedule = Schedule::kZeroBubble1p;
+  const Prediction zb1 = predict_iteration(m, p, cluster(4), cost);
+  p.schedule = Schedule::kZeroBubbleV;
+  p.vpp = 2;
+  REQUIRE(validate_plan(p, m, "test").empty());
+  SimulationOptions keep;
+  keep.keep_trace = true;
+  const Prediction zbv = predict_iteration(m, p, cluster(4), cost, keep);
+  INFO("ZB-V " << zbv.iteration_time_s / t << " stage times, ZB-1p " << zb1.iteration_time_s / t);
+  CHECK(zbv.iteration_time_s >= 16 * t * (1 - 1e-9));
+  CHECK(zbv.iteration_time_s < zb1.iteration_time_s);
+  CHECK(zbv.iteration_time_s <= 16 * t * 1.05);  // the authors' zero bubble at F = B = W, within 5%
+  CHECK(sum(zbv.breakdown) == Approx(zbv.iteration_time_s).epsilon(1e-12));
+  // Each micro-batch crosses the ranks twice, except at the turn of the V (rank 3 keeps it): 2(p - 1)
+  // sends forward and as many backward.
+  int64_t sends = 0;
+  for (const auto& task : zbv.trace.graph.tasks()) {
+    sends += task.category == static_cast<int32_t>(TaskCategory::kSendForward) || task.category == static_cast<int32_t>(TaskCategory::kSendBackward);
+  }
+  CHECK(sends == 2 * 2 * (4 - 1) * 16);
+  // Every rank keeps 1F1B's first-stage activations (p micro-batches of a stage); the first rank
+  // holds the embedding and the LM head, the last neither.
+  const auto& mem = [](const Prediction& r, size_t stage) { return r.memory.stages[stage]; };
+  CHECK(mem(zbv, 1).memory.activations_bytes == Approx(mem(zb1, 1).memory.activations_bytes));
+  // GPT-3 ties the embedding and the head: one matrix on the first rank, no copy on the last.
+  CHECK(mem(zbv, 0).params == mem(one_f_one_b, 0).params + mem(one_f_one_b, 3).params - mem(one_f_one_b, 1).params - m.vocab * m.hidden);
+  CHECK(mem(zbv, 3).params == mem(one_f_one_b, 1).params);
+}
+
 TEST_CASE("interleaving v chunks divides the pipeline bubble by v") {
   const ModelSpec m = resolve_model("gpt3-1.3b");  // 24 layers
   GemmOnlyCost cost;
