@@ -65,7 +65,7 @@ struct Options {
   GoodputOptions goodput;
   int64_t gpus = 0, max_gpus = 0, global_batch = 0, top = 10, max_micro_batch = 16, simulate_best = 200;
   std::string objective = "time", precision = "bf16", attention = "flash", export_to, framework, recompute_method = "uniform";
-  std::string cp_comm = "p2p", moe_dispatcher = "alltoall", recompute_modules;
+  std::string cp_comm = "p2p", moe_dispatcher = "alltoall", recompute_modules, zero_bubble;
   int64_t recompute_layers = 1;
   bool compiled = false, tp_comm_overlap = false, ep_comm_overlap = false;
   double train_tokens = 0, deadline_days = 0, budget_usd = 0;
@@ -75,7 +75,15 @@ struct Options {
   bool given(const std::string& name) const { return options.at(name)->count() > 0; }
 };
 
-// The plan space's "also try" options: CP exchanges, MoE dispatchers, the overlaps, recomputation.
+// A Zero Bubble schedule's name (the list of --zero-bubble).
+Schedule parse_zero_bubble_schedule(const std::string& name) {
+  const Schedule s = parse_schedule(name);
+  if (!is_zero_bubble(s)) throw InputError("schedule \"" + name + "\" is not one of: zb-1p, zb-2p, zb-v");
+  return s;
+}
+
+// The plan space's "also try" options: CP exchanges, MoE dispatchers, Zero Bubble schedules, the
+// overlaps, recomputation.
 void add_space_options(CLI::App* app, Options& o) {
   o.options["cp-comm"] = app->add_option("--cp-comm", o.cp_comm,
                   "how CP ranks share K and V, or several to try each (comma-separated): p2p (ring; default), "
@@ -85,6 +93,10 @@ void add_space_options(CLI::App* app, Options& o) {
                   "MoE token dispatcher, or several to try each (comma-separated): alltoall (default), allgather, "
                   "flex (DeepEP / HybridEP)")
                   ->check(comma_list_check(parse_moe_dispatcher, "a MoE dispatcher", "alltoall, allgather, flex"));
+  o.options["zero-bubble"] = app->add_option("--zero-bubble", o.zero_bubble,
+                  "also try every plan with a pipeline with these Zero Bubble schedules (comma-separated): zb-1p, "
+                  "zb-2p, zb-v (two chunks per rank in a V; torchtitan's ZBVZeroBubble)")
+                  ->check(comma_list_check(parse_zero_bubble_schedule, "a Zero Bubble schedule", "zb-1p, zb-2p, zb-v"));
   o.options["tp-comm-overlap"] = app->add_flag("--tp-comm-overlap", o.tp_comm_overlap,
                                               "also try every plan with SP with its TP communication overlapped with the GEMMs "
                                               "(Megatron-Core --tp-comm-overlap, torchtitan async TP; on by default with "
@@ -219,6 +231,7 @@ void set_space_choices(const Options& o, const ModelSpec& model, PlanSpaceOption
                        "leave --recompute-modules out, or search with a Megatron framework");
     }
   }
+  if (o.given("zero-bubble")) space.zero_bubble = comma_list(o.zero_bubble, parse_zero_bubble_schedule);
   space.moe_dispatchers = comma_list(o.moe_dispatcher, parse_moe_dispatcher);
   if (!model.moe && space.moe_dispatchers != std::vector<MoeDispatcher>{MoeDispatcher::kAllToAll}) {
     throw InputError("--moe-dispatcher " + o.moe_dispatcher + ": " + model.name + " has no experts to dispatch to",

@@ -42,7 +42,8 @@ std::string plan_cells(const ParallelPlan& p) {
     s += std::string(p.ep > 1 ? ":" : " disp:") + (p.moe_dispatcher == MoeDispatcher::kFlex ? "flex" : "ag");
   }
   if (p.expert_tp > 0 && p.expert_tp != (p.ep > 1 ? 1 : p.tp)) s += " etp" + std::to_string(p.expert_tp);  // not the default
-  if (p.vpp > 1) s += " v" + std::to_string(p.vpp);
+  if (p.vpp > 1 && !is_zero_bubble(p.schedule)) s += " v" + std::to_string(p.vpp);
+  if (is_zero_bubble(p.schedule)) s += std::string(" ") + to_string(p.schedule);  // zb-v: its two chunks implied
   s += " mb" + std::to_string(p.micro_batch) + " z" + std::to_string(p.zero_stage);
   if (p.shard_replicas() > 1) s += "/" + std::to_string(p.shard_ranks());
   s += " " + describe_recompute(p);

@@ -107,24 +107,35 @@ std::vector<RecomputeChoice> recompute_choices(const ModelSpec& m, const PlanSpa
   return out;
 }
 
-// The rest of a plan for fixed sizes: micro-batch, interleaving, ZeRO, recomputation, SP (and TP
-// communication overlap with it).
+// The pipeline schedules of a plan with pp stages and m micro-batches, each with its model chunks:
+// 1F1B, the Zero Bubble ones asked for (ZB-V with its two chunks where 2pp divides the layers, or
+// the layers + 2), and interleaving over every vpp that divides the layers (m a multiple of pp).
+std::vector<std::pair<int64_t, Schedule>> schedule_choices(const ModelSpec& m, const PlanSpaceOptions& o, int64_t pp, int64_t micro_batches) {
+  std::vector<std::pair<int64_t, Schedule>> out = {{1, Schedule::k1F1B}};
+  if (pp == 1) return out;
+  for (Schedule s : o.zero_bubble) {
+    if (s != Schedule::kZeroBubbleV) out.emplace_back(1, s);
+    else if (m.layers % (2 * pp) == 0 || (m.layers + 2) % (2 * pp) == 0) out.emplace_back(2, s);
+  }
+  if (micro_batches % pp != 0) return out;
+  for (int64_t v = 2; v <= o.max_vpp; ++v) {
+    if (m.layers % (pp * v) == 0) out.emplace_back(v, Schedule::kInterleaved);
+  }
+  return out;
+}
+
+// The rest of a plan for fixed sizes: micro-batch, schedule and interleaving, ZeRO, recomputation,
+// SP (and TP communication overlap with it).
 template <typename Visit>
 int64_t enumerate_knobs(const ModelSpec& m, const PlanSpaceOptions& o, ParallelPlan base, Visit&& visit) {
   int64_t count = 0;
   const int64_t per_rank = o.global_batch / base.dp;
   for (int64_t mb : divisors(per_rank)) {
     if (mb > o.max_micro_batch) break;
-    const int64_t micro_batches = per_rank / mb;
-    std::vector<int64_t> vpps = {1};
-    if (base.pp > 1 && micro_batches % base.pp == 0) {
-      for (int64_t v = 2; v <= o.max_vpp; ++v) {
-        if (m.layers % (base.pp * v) == 0) vpps.push_back(v);
-      }
-    }
-    for (int64_t vpp : vpps) {
+    for (const auto& [vpp, schedule] : schedule_choices(m, o, base.pp, per_rank / mb)) {
       ParallelPlan chunked = base;
       chunked.vpp = vpp;
+      chunked.schedule = schedule;
       const std::vector<RecomputeChoice> recomputes = recompute_choices(m, o, chunked);
       for (int zero = 0; zero <= 3; ++zero) {
         if (zero > 0 && base.dp * base.cp == 1) continue;  // nothing to shard
@@ -135,7 +146,7 @@ int64_t enumerate_knobs(const ModelSpec& m, const PlanSpaceOptions& o, ParallelP
             if (sp == 0 && base.tp > 1 && (base.cp > 1 || (m.moe && !base.experts_like_dense()))) continue;  // Megatron-Core runs these with SP
             ParallelPlan p = base;
             p.vpp = vpp;
-            p.schedule = vpp > 1 ? Schedule::kInterleaved : Schedule::k1F1B;
+            p.schedule = schedule;
             p.micro_batch = mb;
             p.zero_stage = zero;
             p.recompute = r.recompute;
@@ -144,7 +155,7 @@ int64_t enumerate_knobs(const ModelSpec& m, const PlanSpaceOptions& o, ParallelP
             p.recompute_modules = r.modules;
             p.sequence_parallel = sp == 1;
             // The plan, then with the TP and the EP overlaps where they apply.
-            const bool ep_overlap = o.ep_comm_overlap && p.ep > 1 && p.recompute != Recompute::kFull && (p.pp == 1 || vpp > 1) &&
+            const bool ep_overlap = o.ep_comm_overlap && p.ep > 1 && p.recompute != Recompute::kFull && (p.pp == 1 || schedule == Schedule::kInterleaved) &&
                                     p.moe_dispatcher != MoeDispatcher::kAllGather && (p.recompute_modules & kRecomputeMoe) == 0;
             for (int tpo = 0; tpo <= (p.sequence_parallel && o.tp_comm_overlap ? 1 : 0); ++tpo) {
               for (int epo = 0; epo <= (ep_overlap ? 1 : 0); ++epo) {

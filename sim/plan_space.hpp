@@ -1,5 +1,5 @@
 // The space `trainsim search` explores: every plan dp x tp x pp x vpp x micro-batch x ZeRO stage x
-// recompute x sequence parallelism (x CP exchange x MoE dispatcher where asked) for a model on a
+// recompute x sequence parallelism (x CP exchange x MoE dispatcher x Zero Bubble schedule where asked) for a model on a
 // GPU count, with the constraints Megatron-LM
 // and DeepSpeed impose (tp divides heads, KV heads and FFN; pp divides layers; ZeRO-2/3 only
 // without pipeline parallelism; interleaving needs m % pp == 0). Candidates come out in a fixed
@@ -53,6 +53,9 @@ struct PlanSpaceOptions {
   // chunk (full) is not tried twice.
   RecomputeMethod partial_recompute_method = RecomputeMethod::kUniform;
   int64_t partial_recompute_layers = 1;
+  // Zero Bubble schedules (search --zero-bubble): every plan with a pipeline is also tried with
+  // each (zb-v with its two chunks per rank, where the layers split over them).
+  std::vector<Schedule> zero_bubble;
 };
 
 // Calls `visit` for every candidate; returns how many there were.

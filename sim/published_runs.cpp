@@ -9,6 +9,7 @@
 #include <map>
 
 #include "common/json_reader.hpp"
+#include "common/limits.hpp"
 #include "model/model_catalog.hpp"
 #include "model/model_json.hpp"
 #include "plan/plan_json.hpp"
@@ -40,12 +41,13 @@ bool predates_userbuffers(const std::string& group) { return group == "nemo_laun
 
 bool is_null(const json& object, const char* key) { return !object.contains(key) || object[key].is_null(); }
 
-// A size the defaults may compute with: a positive integer, else `fallback` (the reader reports
-// a zero, negative or mistyped size with its key; the defaults must not divide by it first).
+// A size the defaults may compute with: a positive integer within the largest size bound (so a
+// product of two stays exact), else `fallback` (the reader reports a zero, negative, mistyped or
+// out-of-bound size with its key; the defaults must not divide or multiply by it first).
 int64_t int_or(const json& object, const char* key, int64_t fallback) {
   if (!object.contains(key) || !object[key].is_number_integer()) return fallback;
   const int64_t value = object[key].get<int64_t>();
-  return value >= 1 ? value : fallback;
+  return value >= 1 && value <= limits::kMaxSeqLen ? value : fallback;
 }
 
 struct Filler {

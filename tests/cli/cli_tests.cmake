@@ -123,6 +123,11 @@ cli_test("bad: search --precision with an unknown member" RC 2 MATCH "bf16,fp9 i
 cli_test("search --moe-dispatcher alltoall,allgather,flex tries each dispatcher on the EP plans" RC 0
   MATCH "Best plans" "ep[0-9]+:(ag|flex)" "allgather dispatcher|flex dispatcher|alltoall"
   ARGS search --model qwen3-30b-a3b --gpu h100-sxm-80gb --gpus 64 --global-batch 512 --top 20 --moe-dispatcher alltoall,allgather,flex)
+cli_test("search --zero-bubble zb-1p,zb-v tries Zero Bubble schedules on the pipelined plans" RC 0
+  MATCH "Best plans" " zb-v " " zb-1p "
+  ARGS search --model gpt3-13b --gpu a100-sxm-80gb --gpus 8 --global-batch 64 --top 400 --zero-bubble zb-1p,zb-v)
+cli_test("bad: search --zero-bubble with a schedule that is not Zero Bubble" RC 2 MATCH "zb-v,1f1b is not a Zero Bubble schedule"
+  ARGS search --model gpt3-13b --gpu a100-sxm-80gb --gpus 8 --global-batch 64 --zero-bubble zb-v,1f1b)
 cli_test("search: a model with sliding windows gets CP plans over all_gather, a2a when asked" RC 0
   MATCH "cp[0-9]+:a2a"
   ARGS search --model gpt-oss-20b --seq-len 65536 --gpu h100-sxm-80gb --gpus 16 --global-batch 16 --top 3 --cp-comm a2a)

@@ -131,6 +131,36 @@ TEST_CASE("the plan space also tries Megatron-Core's selective recompute modules
   CHECK(with > without);
 }
 
+TEST_CASE("the plan space also tries the Zero Bubble schedules asked for, ZB-V where its chunks split the layers") {
+  PlanSpaceOptions space;
+  space.gpus = 16;
+  space.global_batch = 64;
+  space.max_micro_batch = 2;
+  space.ep_comm_overlap = true;
+  space.zero_bubble = {Schedule::kZeroBubble1p, Schedule::kZeroBubble2p, Schedule::kZeroBubbleV};
+  for (const char* name : {"qwen3-30b-a3b", "gpt3-6.7b"}) {  // 48 layers; 32
+    const ModelSpec m = resolve_model(name);
+    std::map<Schedule, int64_t> seen;
+    std::set<int64_t> v_pps;
+    enumerate_plans(m, space, [&](const ParallelPlan& p) {
+      CHECK(validate_plan(p, m, "space").empty());  // never the EP overlap without interleaving
+      ++seen[p.schedule];
+      if (is_zero_bubble(p.schedule)) CHECK(p.pp > 1);
+      if (p.schedule == Schedule::kZeroBubbleV) {
+        CHECK(p.vpp == 2);
+        v_pps.insert(p.pp);
+      }
+    });
+    INFO(name);
+    CHECK(seen[Schedule::kZeroBubble1p] > 0);
+    CHECK(seen[Schedule::kZeroBubble1p] == seen[Schedule::kZeroBubble2p]);
+    CHECK(seen[Schedule::kZeroBubbleV] > 0);
+    for (int64_t pp : v_pps) CHECK((m.layers % (2 * pp) == 0 || (m.layers + 2) % (2 * pp) == 0));
+  }
+  space.zero_bubble.clear();
+  enumerate_plans(resolve_model("gpt3-6.7b"), space, [](const ParallelPlan& p) { CHECK_FALSE(is_zero_bubble(p.schedule)); });
+}
+
 TEST_CASE("a framework's selective recomputation and loss are the ones the plan space explores") {
   Case c;
   c.options.space.selective = Recompute::kSelectiveOp;  // torchtitan (FrameworkPreset)
