@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/errors.hpp"
+#include "plan/list_schedule.hpp"
 
 namespace trainsim {
 
@@ -129,27 +130,7 @@ PipelineSchedule make_zero_bubble_schedule(Schedule kind, int64_t stages, int64_
   z.state.assign(static_cast<size_t>(stages), {});
   z.forward_end.assign(static_cast<size_t>(stages), std::vector<double>(static_cast<size_t>(micro_batches), kNever));
   z.input_grad_end = z.forward_end;
-  PipelineSchedule out;
-  out.kind = kind;
-  out.stages = stages;
-  out.chunks = 1;
-  out.micro_batches = micro_batches;
-  out.steps.assign(static_cast<size_t>(stages), {});
-  const int64_t passes = 3 * stages * micro_batches;
-  for (int64_t done = 0; done < passes; ++done) {
-    int64_t best = -1;
-    Choice best_choice;
-    for (int64_t j = 0; j < stages; ++j) {
-      const Choice c = z.choose(j);
-      if (c.start < best_choice.start) {
-        best = j;
-        best_choice = c;
-      }
-    }
-    TRAINSIM_ASSERT(best >= 0, "the Zero Bubble scheduler found no pass to run");
-    z.run(best, best_choice, out);
-  }
-  return out;
+  return list_schedule(z, kind, stages, 1, micro_batches, 3 * stages * micro_batches);
 }
 
 double zero_bubble_weight_retained(const ModelSpec& model, const ParallelPlan& plan) {

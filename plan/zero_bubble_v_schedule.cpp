@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/errors.hpp"
+#include "plan/list_schedule.hpp"
 #include "plan/zero_bubble_schedule.hpp"
 
 namespace trainsim {
@@ -142,27 +143,7 @@ PipelineSchedule make_zero_bubble_v_schedule(int64_t stages, int64_t micro_batch
   for (auto* ends : {&z.forward_end, &z.input_grad_end}) {
     for (auto& chunk : *ends) chunk.assign(static_cast<size_t>(stages), std::vector<double>(static_cast<size_t>(micro_batches), kNever));
   }
-  PipelineSchedule out;
-  out.kind = Schedule::kZeroBubbleV;
-  out.stages = stages;
-  out.chunks = 2;
-  out.micro_batches = micro_batches;
-  out.steps.assign(static_cast<size_t>(stages), {});
-  const int64_t passes = 6 * stages * micro_batches;
-  for (int64_t done = 0; done < passes; ++done) {
-    int64_t best = -1;
-    Choice best_choice;
-    for (int64_t j = 0; j < stages; ++j) {
-      const Choice c = z.choose(j);
-      if (c.start < best_choice.start) {
-        best = j;
-        best_choice = c;
-      }
-    }
-    TRAINSIM_ASSERT(best >= 0, "the ZB-V scheduler found no pass to run");
-    z.run(best, best_choice, out);
-  }
-  return out;
+  return list_schedule(z, Schedule::kZeroBubbleV, stages, 2, micro_batches, 6 * stages * micro_batches);
 }
 
 }  // namespace trainsim

@@ -8,53 +8,10 @@
 
 #include "model/model_catalog.hpp"
 #include "plan/zero_bubble_schedule.hpp"
+#include "tests/plan/pipeline_replay.hpp"
 
 using namespace trainsim;
-
-namespace {
-
-// Times a schedule with uniform pass times (F, B, W) and no transfer time: each stage runs its
-// steps in order, F after the previous stage's F, B after the next stage's B (the last stage's
-// after its own F), W after its own B. Returns the longest stage span (its first pass's start to
-// its last pass's end): the iteration time once Zero Bubble's optimizer post-validation lets each
-// stage start the next iteration without a global synchronisation.
-double longest_span(const PipelineSchedule& s, double f, double b, double w) {
-  std::map<std::tuple<int, int64_t, int64_t>, double> end;  // (kind, stage, micro-batch)
-  std::vector<size_t> next(static_cast<size_t>(s.stages), 0);
-  std::vector<double> free_at(static_cast<size_t>(s.stages), 0.0), first_start(static_cast<size_t>(s.stages), -1.0);
-  bool progress = true;
-  while (progress) {
-    progress = false;
-    for (int64_t st = 0; st < s.stages; ++st) {
-      const auto& steps = s.steps[static_cast<size_t>(st)];
-      size_t& i = next[static_cast<size_t>(st)];
-      while (i < steps.size()) {
-        const PipelineStep& step = steps[i];
-        std::tuple<int, int64_t, int64_t> dep{0, st - 1, step.micro_batch};
-        if (step.kind == StepKind::kBackward) dep = st == s.stages - 1 ? std::make_tuple(0, st, step.micro_batch) : std::make_tuple(1, st + 1, step.micro_batch);
-        if (step.kind == StepKind::kWeightGrad) dep = {1, st, step.micro_batch};
-        const bool first_forward = step.kind == StepKind::kForward && st == 0;
-        if (!first_forward && end.count(dep) == 0) break;
-        const double ready = first_forward ? 0.0 : end[dep];
-        const double d = step.kind == StepKind::kForward ? f : step.kind == StepKind::kBackward ? b : w;
-        const double start = std::max(free_at[static_cast<size_t>(st)], ready);
-        if (first_start[static_cast<size_t>(st)] < 0) first_start[static_cast<size_t>(st)] = start;
-        free_at[static_cast<size_t>(st)] = start + d;
-        end[{static_cast<int>(step.kind), st, step.micro_batch}] = free_at[static_cast<size_t>(st)];
-        ++i;
-        progress = true;
-      }
-    }
-  }
-  double span = 0.0;
-  for (int64_t st = 0; st < s.stages; ++st) {
-    REQUIRE(next[static_cast<size_t>(st)] == s.steps[static_cast<size_t>(st)].size());
-    span = std::max(span, free_at[static_cast<size_t>(st)] - first_start[static_cast<size_t>(st)]);
-  }
-  return span;
-}
-
-}  // namespace
+using trainsim::test::longest_span;
 
 TEST_CASE("a Zero Bubble schedule runs every F, B and W once, B after F and W after B, within its memory limit") {
   ZeroBubbleCosts c;
