@@ -114,16 +114,22 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
 
   const ActivationLayout act = activation_layout(plan);
   RankMemory result;
-  const int64_t head_stage = place_of_virtual_stage(v_placement(plan.schedule), plan.pp, plan.pp * plan.vpp - 1).stage;
+  const bool v_shape = v_placement(plan.schedule);
+  const int64_t head_stage = place_of_virtual_stage(v_shape, plan.pp, plan.pp * plan.vpp - 1).stage;
+  const std::vector<int64_t> stage_layers = virtual_stage_layers(model, plan);
   for (int64_t stage = 0; stage < plan.pp; ++stage) {
     StageMemory s;
     s.stage = stage;
-    s.layers = layers_on_stage(model, plan, stage);
+    RecomputeSpan span;  // stage_recompute_span, from the layers split once
+    for (int64_t c = 0; c < plan.vpp; ++c) {
+      const int64_t chunk_layers = stage_layers[static_cast<size_t>(virtual_stage_at(v_shape, plan.pp, stage, c))];
+      s.layers += chunk_layers;
+      span += chunk_recompute_span(plan, chunk_layers);
+    }
     s.params = s.layers * layer_on_rank;
     s.expert_params = s.layers * layer_experts;
     s.layer_params = s.params;
     s.in_flight_micro_batches = in_flight_micro_batches(plan, stage);
-    const RecomputeSpan span = stage_recompute_span(model, plan, stage);
     double activations = stored_layer_bytes(model, act, span) * s.in_flight_micro_batches;
     if (stage == 0) {
       s.params += embedding_on_rank + params.position_embedding;

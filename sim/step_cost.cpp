@@ -86,6 +86,19 @@ StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const Laye
 
 namespace {
 
+// Two op lists the host issues one after the other, priced as one (the device idles only where
+// issuing both takes longer than running both). Neither list's ops overlap the other's.
+StepCost price_ops_in_row(const std::vector<Op>& first, const std::vector<Op>& second, const CostModel& cost,
+                          const LayerScopes& scopes) {
+  StepCost c = price_ops(first, cost, scopes), d = price_ops(second, cost, scopes);
+  c.compute_s += d.compute_s;
+  c.tp_s += d.tp_s;
+  c.host_idle_s = 0.0;
+  const double host_s = static_cast<double>(first.size() + second.size()) * cost.host_dispatch_s();
+  c.host_idle_s = std::max(0.0, host_s - c.total());
+  return c;
+}
+
 bool is_moe_exchange(const Op& op) {
   return op.kind == OpKind::kCollective && (op.group == GroupKind::kEp || op.group == GroupKind::kExpertTp);
 }
@@ -176,12 +189,9 @@ std::vector<StepCost> price_steps(const IterationWork& work, int64_t chunks, con
       backward += chunk_backward;
     }
     if (vs == 0 && vs == virtual_stages - 1) {
-      // Without a pipeline the host issues the embedding's and the head's ops in a row: one list.
-      std::vector<Op> extra_forward = w.embedding_forward, extra_backward = w.embedding_backward;
-      extra_forward.insert(extra_forward.end(), w.head_forward.begin(), w.head_forward.end());
-      extra_backward.insert(extra_backward.end(), w.head_backward.begin(), w.head_backward.end());
-      forward += price_ops(extra_forward, cost, scopes);
-      backward += price_ops(extra_backward, cost, scopes);
+      // Without a pipeline the host issues the embedding's and the head's ops in a row.
+      forward += price_ops_in_row(w.embedding_forward, w.head_forward, cost, scopes);
+      backward += price_ops_in_row(w.embedding_backward, w.head_backward, cost, scopes);
     } else if (vs == 0) {
       forward += price_ops(w.embedding_forward, cost, scopes);
       backward += price_ops(w.embedding_backward, cost, scopes);
