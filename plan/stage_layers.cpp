@@ -1,0 +1,70 @@
+// Where a plan's transformer layers go: each virtual pipeline stage's count (even, with explicit
+// first/last-stage counts, or with the embedding and loss counted as layers), each rank's and
+// chunk's share under Megatron's interleaving or ZB-V's V placement (place_of_virtual_stage).
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "plan/parallel_plan.hpp"
+
+namespace trainsim {
+
+namespace {
+std::string s(int64_t x) { return std::to_string(x); }
+}  // namespace
+
+std::vector<int64_t> virtual_stage_layers(const ModelSpec& m, const ParallelPlan& p) {
+  const int64_t stages = p.pp * p.vpp;
+  std::vector<int64_t> layers(stages, 0);
+  if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
+    const int64_t middle_stages = p.pp - (p.first_stage_layers > 0) - (p.last_stage_layers > 0);
+    const int64_t middle_layers = m.layers - p.first_stage_layers - p.last_stage_layers;
+    for (int64_t stage = 0; stage < p.pp; ++stage) {
+      int64_t on_stage = middle_stages > 0 ? middle_layers / middle_stages : 0;
+      if (stage == 0 && p.first_stage_layers > 0) on_stage = p.first_stage_layers;
+      if (stage == p.pp - 1 && p.last_stage_layers > 0) on_stage = p.last_stage_layers;
+      for (int64_t c = 0; c < p.vpp; ++c) layers[virtual_stage_at(v_placement(p.schedule), p.pp, stage, c)] = on_stage / p.vpp;
+    }
+    return layers;
+  }
+  if (m.layers % stages != 0 && (m.layers + 2) % stages == 0) {
+    std::fill(layers.begin(), layers.end(), (m.layers + 2) / stages);
+    layers.front() -= 1;
+    layers.back() -= 1;
+    return layers;
+  }
+  for (int64_t vs = 0; vs < stages; ++vs) layers[vs] = m.layers / stages + (vs < m.layers % stages ? 1 : 0);
+  return layers;
+}
+
+int64_t layers_on_stage(const ModelSpec& m, const ParallelPlan& p, int64_t stage) {
+  const std::vector<int64_t> layers = virtual_stage_layers(m, p);
+  int64_t on_stage = 0;
+  for (int64_t c = 0; c < p.vpp; ++c) on_stage += layers[virtual_stage_at(v_placement(p.schedule), p.pp, stage, c)];
+  return on_stage;
+}
+
+LayerRange layers_of_chunk(const ModelSpec& m, const ParallelPlan& p, int64_t stage, int64_t chunk) {
+  const std::vector<int64_t> layers = virtual_stage_layers(m, p);
+  const int64_t vs = virtual_stage_at(v_placement(p.schedule), p.pp, stage, chunk);
+  LayerRange r;
+  for (int64_t i = 0; i < vs; ++i) r.first += layers[i];
+  r.last = r.first + layers[vs];
+  return r;
+}
+
+std::string describe_stage_layers(const ModelSpec& m, const ParallelPlan& p) {
+  std::vector<std::pair<int64_t, int64_t>> runs;  // (layers, stages in a row)
+  for (int64_t stage = 0; stage < p.pp; ++stage) {
+    const int64_t layers = layers_on_stage(m, p, stage);
+    if (!runs.empty() && runs.back().first == layers) ++runs.back().second;
+    else runs.emplace_back(layers, 1);
+  }
+  if (runs.size() <= 1) return "";
+  std::string out;
+  for (const auto& [layers, count] : runs) out += (out.empty() ? "" : ", ") + s(layers) + (count > 1 ? " x " + s(count) : "");
+  return out;
+}
+
+}  // namespace trainsim
