@@ -166,7 +166,7 @@ Command add_validate_command(CLI::App& root) {
   app->add_option("--groups", o->groups, "only these groups (comma-separated)")->delimiter(',');
   app->add_flag("--fit", o->fit, "fit the compute constants on the fit half first (groups weighted equally), and print them");
   app->add_option("--fit-constants", o->fit_names, "with --fit / --cross-validate: the constants that move (comma-separated; default the compute constants; "
-                  "host_dispatch_s only when named)")
+                  "host_dispatch_s and allocator_reserve_fraction only when named)")
       ->delimiter(',')
       ->check(CLI::IsMember(fittable_constant_names()));
   app->add_flag("--cross-validate", o->cross_validate,

@@ -147,6 +147,7 @@ nlohmann::ordered_json constants_json(const EfficiencyConstants& c) {
           {"host_dispatch_s", c.host_dispatch_s},
           {"collective_step_intra_s", c.collective_step_intra_s},
           {"collective_step_inter_s", c.collective_step_inter_s},
+          {"allocator_reserve_fraction", c.allocator_reserve_fraction},
           {"provenance", c.provenance}};
 }
 

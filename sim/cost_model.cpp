@@ -16,6 +16,8 @@ namespace trainsim {
 
 double CostModel::optimizer_s(double params) const { return memory_bound_s(params * kAdamBytesPerParam); }
 
+double CostModel::allocator_reserve_fraction() const { return default_efficiency_constants().allocator_reserve_fraction; }
+
 double expected_remote_nodes(int64_t experts, int64_t top_k, int64_t nodes) {
   if (nodes <= 1 || experts <= 0 || top_k <= 0) return 0.0;
   // A node holds experts / nodes of them; the chance a token's top_k distinct experts all miss it

@@ -31,6 +31,11 @@ struct EfficiencyConstants {
   // (NVLink rings take NCCL's protocol latencies, sim/nccl_protocols.hpp).
   double collective_step_intra_s = 2e-6;
   double collective_step_inter_s = 8e-6;    // alpha per step across nodes
+  // PyTorch's caching allocator: memory it holds beyond the allocated peak (reserved minus
+  // allocated), as a fraction of the memory a step allocates and frees (activations, gathered
+  // weights, accumulating gradients; sim/device_memory.hpp). Prior 0: no public systematic
+  // measurement (shared/reference/microbench.md §5b); the shipped value is a fit.
+  double allocator_reserve_fraction = 0.0;
   int64_t gemm_tile_m = 128, gemm_tile_n = 128;  // output tile per thread block
   std::string provenance;                   // how these values were obtained
 };
@@ -51,6 +56,9 @@ class CostModel {
   // Host seconds to issue one op; 0 where the device never waits for the host (a measured
   // profile's op times already include their issue cost).
   virtual double host_dispatch_s() const { return 0.0; }
+  // The caching allocator's reserve (EfficiencyConstants::allocator_reserve_fraction): the
+  // allocator's, whatever prices the ops, so the shipped value unless a model was given another.
+  virtual double allocator_reserve_fraction() const;
   // `bytes`: the whole buffer S of the nccl-tests convention (all-gather: the gathered output).
   virtual double collective_s(CollectiveKind kind, double bytes, const GroupScope& scope) const = 0;
   virtual std::string describe() const = 0;
@@ -78,6 +86,7 @@ class DatasheetCostModel final : public CostModel {
   double memory_bound_s(double bytes) const override;
   double collective_s(CollectiveKind kind, double bytes, const GroupScope& scope) const override;
   double host_dispatch_s() const override { return c_.host_dispatch_s; }
+  double allocator_reserve_fraction() const override { return c_.allocator_reserve_fraction; }
   std::string describe() const override;
   int64_t sm_count() const override { return hardware_.gpu.sm_count; }
   // Bus bandwidth of a group (nccl-tests convention), bytes/s.

@@ -31,13 +31,23 @@ double DeviceMemory::of_kind(const std::string& memory_kind) const {
   return allocated_bytes;
 }
 
-DeviceMemory device_memory(double allocated_bytes, const ParallelPlan& plan, const Hardware& hardware) {
+bool counts_allocator_reserve(const std::string& memory_kind) {
+  return memory_kind == "reserved_max" || memory_kind == "nvidia_smi_max";
+}
+
+DeviceMemory device_memory(const MemoryBreakdown& allocated, const ParallelPlan& plan, const Hardware& hardware,
+                           double reserve_fraction) {
   DeviceMemory m;
-  m.allocated_bytes = allocated_bytes;
-  // The caching allocator's reserve beyond the allocated peak has no public systematic
-  // measurement for LLM training (shared/reference/microbench.md §5b, "Hole"): not modeled, so
-  // reserved = allocated. validate reports the miss against measured reserved peaks.
-  m.allocator_reserve_bytes = 0;
+  m.allocated_bytes = allocated.total_bytes();
+  if (hardware.is_host()) {
+    m.reserved_bytes = m.device_used_bytes = m.allocated_bytes;
+    return m;
+  }
+  // The caching allocator keeps the segments it carved for freed blocks; tensors allocated and
+  // freed every step (of changing sizes, on more than one stream) leave holes no later request
+  // fits. No public systematic measurement exists (shared/reference/microbench.md §5b), so the
+  // fraction is fitted on measured reserved peaks (docs/cost-model.md "Device memory").
+  m.allocator_reserve_bytes = reserve_fraction * (allocated.activations_bytes + allocated.other_bytes);
   m.reserved_bytes = m.allocated_bytes + m.allocator_reserve_bytes;
   m.cuda_context_bytes = kCudaContextBytes;
   m.workspace_bytes = workspace_bytes(hardware.gpu);
@@ -47,6 +57,15 @@ DeviceMemory device_memory(double allocated_bytes, const ParallelPlan& plan, con
                  communicator_bytes(plan.cp);
   m.device_used_bytes = m.reserved_bytes + m.cuda_context_bytes + m.workspace_bytes + m.nccl_bytes;
   return m;
+}
+
+DevicePeak device_peak(const RankMemory& ranks, const ParallelPlan& plan, const Hardware& hardware, double reserve_fraction) {
+  DevicePeak peak;
+  for (const StageMemory& s : ranks.stages) {
+    const DeviceMemory m = device_memory(s.memory, plan, hardware, reserve_fraction);
+    if (s.stage == 0 || m.device_used_bytes > peak.memory.device_used_bytes) peak = {s.stage, m};
+  }
+  return peak;
 }
 
 }  // namespace trainsim

@@ -52,7 +52,9 @@ struct Hardware {
   int64_t gpus_per_node = 8;
   double inter_node_gbps_per_gpu = 200;
   double usd_per_gpu_hour = 0;
-  std::string cluster;  // preset name, or "custom"
+  std::string cluster;  // preset name, "custom", or "host" (the CPU a CPU profile measured)
+  // The CPU host runs no CUDA context, caching allocator or NCCL: its memory is its tensors.
+  bool is_host() const { return cluster == "host"; }
 };
 
 // The catalog, parsed and checked once on first use (a defect in it is an InternalError).

@@ -6,6 +6,7 @@
 
 #include "plan/lowering.hpp"
 #include "plan/rank_grid.hpp"
+#include "sim/device_memory.hpp"
 #include "sim/step_cost.hpp"
 
 namespace trainsim {
@@ -112,7 +113,8 @@ ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, con
   out.iteration_time_s = pipeline + dp_exposed + optimizer;
   out.memory_peak_stage = work.memory.peak_stage;
   out.memory_peak_bytes = work.memory.peak().memory.total_bytes();
-  out.fits = out.memory_peak_bytes <= hw.gpu.memory_bytes;
+  // As the simulator judges it: the tensors beside the context, workspace and NCCL buffers.
+  out.fits = device_memory(work.memory.peak().memory, plan, hw, 0.0).required_bytes() <= hw.gpu.memory_bytes;
   return out;
 }
 

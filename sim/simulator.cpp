@@ -262,15 +262,22 @@ void time_iteration(const Builder& b, const std::vector<TaskTiming>& timing, con
   out.breakdown = attribute(b, timing, out.critical_stage, start_s, out.iteration_time_s);
 }
 
-// Whether the peak stage's memory fits the GPU; says by how much when it does not.
-void check_fit(const Hardware& hardware, Prediction& out) {
+// Whether the rank with the most tensors fits the GPU beside the CUDA context, workspace and NCCL
+// buffers (DeviceMemory::required_bytes); says by how much when it does not. `device` is the rank
+// the device fills most, the allocator's reserve included, for the report.
+void check_fit(const Hardware& hardware, const CostModel& cost, Prediction& out) {
   out.memory_capacity_gib = bytes_to_gib(hardware.gpu.memory_bytes);
-  const double peak_gib = bytes_to_gib(out.memory.peak().memory.total_bytes());
-  if (peak_gib > out.memory_capacity_gib) {
+  out.device = device_peak(out.memory, out.plan, hardware, cost.allocator_reserve_fraction());
+  const DeviceMemory required = device_memory(out.memory.peak().memory, out.plan, hardware, 0.0);
+  const double required_gib = bytes_to_gib(required.required_bytes());
+  if (required_gib > out.memory_capacity_gib) {
     out.fits = false;
-    char reason[160];
-    std::snprintf(reason, sizeof reason, "needs %.1f GiB on pipeline stage %lld, the GPU has %.1f GiB", peak_gib,
-                  static_cast<long long>(out.memory.peak_stage), out.memory_capacity_gib);
+    char reason[200];
+    std::snprintf(reason, sizeof reason,
+                  "needs %.1f GiB on pipeline stage %lld (%.1f of tensors, %.1f CUDA context, workspace and NCCL buffers), "
+                  "the GPU has %.1f GiB",
+                  required_gib, static_cast<long long>(out.memory.peak_stage), bytes_to_gib(required.allocated_bytes),
+                  bytes_to_gib(required.required_bytes() - required.allocated_bytes), out.memory_capacity_gib);
     out.infeasible_reason = reason;
   }
 }
@@ -346,7 +353,7 @@ Prediction predict_iteration(const ModelSpec& model, const ParallelPlan& plan, c
   out.hfu = out.hardware_tflops_per_gpu / peak_tflops;
 
   out.memory = work.memory;
-  check_fit(hardware, out);
+  check_fit(hardware, cost, out);
   out.usd_per_iteration = out.iteration_time_s / 3600.0 * gpus * hardware.usd_per_gpu_hour;
   if (options.keep_trace) {
     out.trace.graph = std::move(b.graph);

@@ -13,6 +13,7 @@
 #include "plan/parallel_plan.hpp"
 #include "plan/rank_memory.hpp"
 #include "sim/cost_model.hpp"
+#include "sim/device_memory.hpp"
 #include "sim/event_engine.hpp"
 #include "sim/hardware_catalog.hpp"
 #include "sim/step_cost.hpp"
@@ -54,6 +55,9 @@ struct Prediction {
   double mfu = 0;
   double hfu = 0;
   RankMemory memory;
+  // What the device reports on the rank that uses the most (allocator reserve, CUDA context,
+  // workspaces, NCCL buffers beside the tensors): `fits` is judged on its device_used_bytes.
+  DevicePeak device;
   double memory_capacity_gib = 0;
   Breakdown breakdown;
   int64_t critical_stage = 0;

@@ -62,9 +62,10 @@ struct FitSet {
 FitSet fit_set(const std::vector<PublishedRun>& runs, const std::vector<std::string>& groups, bool fit_half_only);
 
 // Coordinate search minimising the mean over groups of each group's mean |log(predicted /
-// measured)| over the constants named in `names`: the compute constants (GEMM, attention, memory
-// bandwidth fractions, kernel overhead) when empty; the host time per op (host_dispatch_s) only
-// when named, for host-bound runs. The communication constants are nccl-tests measurements and stay as given. A constant no
+// measured)| (throughput; plus the same of memory over groups measured with the allocator's
+// reserve in) over the constants named in `names`: the compute constants (GEMM, attention, memory
+// bandwidth fractions, kernel overhead) when empty; the host time per op (host_dispatch_s, for
+// host-bound runs) and the allocator's reserve (allocator_reserve_fraction) only when named. The communication constants are nccl-tests measurements and stay as given. A constant no
 // run of the set depends on keeps its starting value. `progress` (may be null) is called after
 // each round with the round and the objective.
 EfficiencyConstants fit_constants(const FitSet& set, EfficiencyConstants start,

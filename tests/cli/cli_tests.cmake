@@ -44,7 +44,7 @@ cli_test("predict --format json has every key of INTERFACE.md" RC 0
         "\"optimizer_s\"" "\"usd_per_gpu_hour\"" "\"usd_per_iteration\"" "\"inputs\"" "\"context\""
   ARGS predict --model gpt3-175b --gpu a100-sxm-80gb --gpus 1024 --tp 8 --pp 8 --micro-batch 1 --global-batch 1536 --format json)
 cli_test("a plan that does not fit is an answer, not an error" RC 0
-  MATCH "\"fits\": false" "\"infeasible_reason\": \"needs [0-9.]+ GiB on pipeline stage 0, the GPU has 80.0 GiB\""
+  MATCH "\"fits\": false" "\"infeasible_reason\": \"needs [0-9.]+ GiB on pipeline stage 0 \\([0-9.]+ of tensors, [0-9.]+ CUDA context, workspace and NCCL buffers\\), the GPU has 80.0 GiB\""
   ARGS predict --model llama3-70b --gpu a100-sxm-80gb --gpus 8 --format json)
 cli_test("bad: predict without hardware" RC 2 MATCH "missing --gpu or --cluster" ARGS predict --model gpt2-124m --gpus 1)
 cli_test("bad: unknown GPU lists the known ones" RC 2 MATCH "did you mean \"h100-sxm-80gb\"" "a100-sxm-40gb"
@@ -323,10 +323,10 @@ cli_test("predict --framework torchtitan: FSDP and the local batch as one micro-
 cli_test("bad: predict --framework with an unknown name lists the presets" RC 2
   MATCH "--framework" "megatron-core" "torchtitan" ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --framework titan)
 cli_test("predict shows memory as the device reports it beside the tensors' peak" RC 0
-  MATCH "memory as the device reports  *[0-9.]+ GiB \\(\\+[0-9.]+ CUDA/NCCL\\)"
+  MATCH "memory as the device reports  *[0-9.]+ of 79.6 GiB \\(stage 0: \\+[0-9.]+ allocator reserve, \\+[0-9.]+ CUDA/NCCL\\)"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --tp 2 --global-batch 64)
 cli_test("predict --format json has memory_device_gib and its pieces" RC 0
-  MATCH "\"memory_device_gib\"" "\"cuda_context_gib\"" "\"nccl_buffers_gib\"" "\"allocator_reserve_gib\": 0"
+  MATCH "\"memory_device_gib\"" "\"memory_reserved_gib\"" "\"memory_device_stage\": 0" "\"cuda_context_gib\"" "\"nccl_buffers_gib\"" "\"allocator_reserve_gib\": [1-9]"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --tp 2 --global-batch 64 --format json)
 cli_test("search --framework torchtitan prices Hopper attention with FlashAttention-2" RC 0
   MATCH "Best plans" ARGS search --model llama3-8b --gpu h100-sxm-80gb --gpus 64 --global-batch 256 --top 1 --framework torchtitan)

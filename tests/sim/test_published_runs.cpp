@@ -168,18 +168,51 @@ TEST_CASE("a malformed published-run file is refused whole with every problem na
   }
 }
 
-TEST_CASE("device memory adds context, workspace and NCCL buffers to the allocated peak, per memory kind") {
+TEST_CASE("device memory adds the allocator's reserve, context, workspace and NCCL buffers to the allocated peak, per memory kind") {
   Hardware hw;
   hw.gpu = find_gpu("h100-sxm-80gb");
   ParallelPlan plan;
   plan.dp = 4;
   plan.tp = 2;
-  const DeviceMemory m = device_memory(40e9, plan, hw);
+  MemoryBreakdown tensors;
+  tensors.weights_bytes = 10e9;
+  tensors.optimizer_bytes = 10e9;
+  tensors.activations_bytes = 15e9;
+  tensors.other_bytes = 5e9;
+  const DeviceMemory m = device_memory(tensors, plan, hw, 0.2);
   CHECK(m.of_kind("") == 40e9);
   CHECK(m.of_kind("reported_peak") == 40e9);
-  CHECK(m.of_kind("reserved_max") == m.reserved_bytes);
+  // The reserve is a fraction of what a step allocates and frees (activations, other), not of the
+  // states allocated once.
+  CHECK(m.allocator_reserve_bytes == Approx(0.2 * 20e9));
+  CHECK(m.of_kind("reserved_max") == Approx(44e9));
   CHECK(m.nccl_bytes == Approx(544e6 + 688e6));  // a 2-rank TP and a 4-rank DP communicator (nccl #964)
-  CHECK(m.of_kind("nvidia_smi_max") == Approx(40e9 + 287047680.0 + 32.0 * 1024 * 1024 + 544e6 + 688e6));
+  CHECK(m.of_kind("nvidia_smi_max") == Approx(44e9 + 287047680.0 + 32.0 * 1024 * 1024 + 544e6 + 688e6));
+  CHECK(counts_allocator_reserve("reserved_max"));
+  CHECK(counts_allocator_reserve("nvidia_smi_max"));
+  CHECK_FALSE(counts_allocator_reserve("reported_peak"));
+  // The CPU host: its tensors only.
+  hw.cluster = "host";
+  const DeviceMemory host = device_memory(tensors, plan, hw, 0.2);
+  CHECK(host.device_used_bytes == 40e9);
+  CHECK(host.allocator_reserve_bytes == 0);
+}
+
+TEST_CASE("the device peak is the stage the device fills most, which need not hold the most tensors") {
+  Hardware hw;
+  hw.gpu = find_gpu("h100-sxm-80gb");
+  ParallelPlan plan;
+  plan.pp = 2;
+  RankMemory ranks;
+  ranks.stages.resize(2);
+  ranks.stages[0].stage = 0;
+  ranks.stages[0].memory.optimizer_bytes = 41e9;  // more tensors, nothing transient
+  ranks.stages[1].stage = 1;
+  ranks.stages[1].memory.activations_bytes = 40e9;
+  const DevicePeak peak = device_peak(ranks, plan, hw, 0.25);
+  CHECK(peak.stage == 1);
+  CHECK(peak.memory.reserved_bytes == Approx(50e9));
+  CHECK(device_peak(ranks, plan, hw, 0.0).stage == 0);
 }
 
 TEST_CASE("the fit set keeps supported runs with a throughput, the fit half when asked, by group") {
