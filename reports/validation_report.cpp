@@ -82,20 +82,22 @@ std::string summary_table(const ValidationResult& v) {
 
 std::string cross_validation_table(const std::vector<CrossValidatedGroup>& cv) {
   TextTable t({{"group", TextTable::Align::kLeft}, {"runs"}, {"fitted on all: mean |error|"}, {"left out: mean |error|"},
-               {"max |error|"}});
+               {"max |error|"}, {"memory: fitted on all"}, {"memory: left out"}});
   double in_sum = 0, out_sum = 0;
+  const auto memory = [](const ErrorSummary& s) { return s.memory_count > 0 ? format_percent(s.memory_mean_abs_error) : "-"; };
   for (const CrossValidatedGroup& c : cv) {
     in_sum += c.in_sample.mean_abs_error;
     out_sum += c.held_out.mean_abs_error;
     t.add_row({c.held_out.name, std::to_string(c.held_out.count), format_percent(c.in_sample.mean_abs_error),
-               format_percent(c.held_out.mean_abs_error), format_percent(c.held_out.max_abs_error)});
+               format_percent(c.held_out.mean_abs_error), format_percent(c.held_out.max_abs_error), memory(c.in_sample),
+               memory(c.held_out)});
   }
   if (!cv.empty()) {
     t.add_rule();
     const double n = static_cast<double>(cv.size());
-    t.add_row({"mean over groups", "", format_percent(in_sum / n), format_percent(out_sum / n), ""});
+    t.add_row({"mean over groups", "", format_percent(in_sum / n), format_percent(out_sum / n), "", "", ""});
   }
-  return "leave-one-group-out (the compute constants refitted on all groups, then without each group in turn;\n"
+  return "leave-one-group-out (the constants refitted on all groups, then without each group in turn;\n"
          "groups weighted equally; every run of the group, both halves):\n" + t.render();
 }
 
@@ -180,6 +182,7 @@ void add_validation_json(const ValidationReport& report, nlohmann::ordered_json&
     for (const CrossValidatedGroup& c : *report.cross_validation) {
       nlohmann::ordered_json entry = summary_json(c.held_out);
       entry["in_sample_mean_abs_error"] = c.in_sample.mean_abs_error;
+      if (c.in_sample.memory_count > 0) entry["in_sample_memory_mean_abs_error"] = c.in_sample.memory_mean_abs_error;
       entry["constants"] = constants_json(c.constants);
       cv.push_back(entry);
     }

@@ -21,12 +21,6 @@ struct DeviceMemory {
   double nccl_bytes = 0;               // NCCL buffers, every communicator of the plan
   double reserved_bytes = 0;           // allocated + allocator reserve (torch.cuda.max_memory_reserved)
   double device_used_bytes = 0;        // + context, workspace, NCCL (nvidia-smi)
-  // What must fit in the GPU: the tensors, context, workspace and NCCL buffers. Not the reserve:
-  // before it reports out of memory, the caching allocator frees its cached free segments and
-  // retries (CUDACachingAllocator's malloc retry), so a reserve grown where memory was plentiful
-  // shrinks where it is not. Measured: with the reserve required, 69 of the 337 published runs
-  // (every one of which ran) would be judged not to fit; without it, ~10 (docs/cost-model.md).
-  double required_bytes() const { return device_used_bytes - allocator_reserve_bytes; }
 
   // The figure comparable with a measured memory kind: reserved_max -> reserved, nvidia_smi_max ->
   // device used, reported_peak or not stated -> allocated.
@@ -36,7 +30,11 @@ struct DeviceMemory {
 // One rank's memory as the device sees it. The allocator's reserve is `reserve_fraction`
 // (EfficiencyConstants::allocator_reserve_fraction) of the memory a step allocates and frees on
 // it: activations and the other transient buffers (ZeRO-3 gathers, accumulating gradients); the
-// weights, gradients and optimizer states live in segments allocated once.
+// weights, gradients and optimizer states live in segments allocated once. The reserve takes no
+// more than the room the GPU has left beside the tensors, context, workspace and NCCL buffers:
+// the allocator gives cached segments back before it reports out of memory, so a rank fits when
+// device_used_bytes <= the GPU's memory. (Were the reserve required, 69 of the 337 published
+// runs, all of which ran, would be judged not to fit; docs/cost-model.md "Device memory".)
 // Whether a measured memory kind includes the allocator's reserve (reserved_max, nvidia_smi_max).
 bool counts_allocator_reserve(const std::string& memory_kind);
 

@@ -113,8 +113,9 @@ ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, con
   out.iteration_time_s = pipeline + dp_exposed + optimizer;
   out.memory_peak_stage = work.memory.peak_stage;
   out.memory_peak_bytes = work.memory.peak().memory.total_bytes();
-  // As the simulator judges it: the tensors beside the context, workspace and NCCL buffers.
-  out.fits = device_memory(work.memory.peak().memory, plan, hw, 0.0).required_bytes() <= hw.gpu.memory_bytes;
+  // As the simulator judges it: the tensors beside the context, workspace and NCCL buffers (the
+  // allocator's reserve takes only the room left, so it never decides).
+  out.fits = device_memory(work.memory.peak().memory, plan, hw, 0.0).device_used_bytes <= hw.gpu.memory_bytes;
   return out;
 }
 

@@ -262,22 +262,22 @@ void time_iteration(const Builder& b, const std::vector<TaskTiming>& timing, con
   out.breakdown = attribute(b, timing, out.critical_stage, start_s, out.iteration_time_s);
 }
 
-// Whether the rank with the most tensors fits the GPU beside the CUDA context, workspace and NCCL
-// buffers (DeviceMemory::required_bytes); says by how much when it does not. `device` is the rank
-// the device fills most, the allocator's reserve included, for the report.
+// Whether every rank fits the GPU as the device sees it (the tensors at their peak, the CUDA
+// context, workspace and NCCL buffers; the allocator's reserve takes only the room left); says by
+// how much when it does not.
 void check_fit(const Hardware& hardware, const CostModel& cost, Prediction& out) {
   out.memory_capacity_gib = bytes_to_gib(hardware.gpu.memory_bytes);
   out.device = device_peak(out.memory, out.plan, hardware, cost.allocator_reserve_fraction());
-  const DeviceMemory required = device_memory(out.memory.peak().memory, out.plan, hardware, 0.0);
-  const double required_gib = bytes_to_gib(required.required_bytes());
-  if (required_gib > out.memory_capacity_gib) {
+  const DeviceMemory& d = out.device.memory;
+  const double used_gib = bytes_to_gib(d.device_used_bytes);
+  if (used_gib > out.memory_capacity_gib) {
     out.fits = false;
     char reason[200];
     std::snprintf(reason, sizeof reason,
                   "needs %.1f GiB on pipeline stage %lld (%.1f of tensors, %.1f CUDA context, workspace and NCCL buffers), "
                   "the GPU has %.1f GiB",
-                  required_gib, static_cast<long long>(out.memory.peak_stage), bytes_to_gib(required.allocated_bytes),
-                  bytes_to_gib(required.required_bytes() - required.allocated_bytes), out.memory_capacity_gib);
+                  used_gib, static_cast<long long>(out.device.stage), bytes_to_gib(d.allocated_bytes),
+                  bytes_to_gib(d.device_used_bytes - d.reserved_bytes), out.memory_capacity_gib);
     out.infeasible_reason = reason;
   }
 }

@@ -191,6 +191,17 @@ TEST_CASE("device memory adds the allocator's reserve, context, workspace and NC
   CHECK(counts_allocator_reserve("reserved_max"));
   CHECK(counts_allocator_reserve("nvidia_smi_max"));
   CHECK_FALSE(counts_allocator_reserve("reported_peak"));
+  // Near the capacity the reserve takes only the room left: the allocator gives cached segments
+  // back before it reports out of memory.
+  tensors.optimizer_bytes = 40e9;  // 70e9 of tensors on 79.6 GiB = 85.5e9 bytes
+  const DeviceMemory full = device_memory(tensors, plan, hw, 0.5);
+  CHECK(full.allocator_reserve_bytes < 0.5 * 20e9);
+  CHECK(full.device_used_bytes == Approx(hw.gpu.memory_bytes));
+  tensors.optimizer_bytes = 90e9;  // over on tensors alone: no reserve, and more than the GPU
+  const DeviceMemory over = device_memory(tensors, plan, hw, 0.5);
+  CHECK(over.allocator_reserve_bytes == 0);
+  CHECK(over.device_used_bytes > hw.gpu.memory_bytes);
+  tensors.optimizer_bytes = 10e9;
   // The CPU host: its tensors only.
   hw.cluster = "host";
   const DeviceMemory host = device_memory(tensors, plan, hw, 0.2);
