@@ -193,7 +193,7 @@ TEST_CASE("device memory adds the allocator's reserve, context, workspace and NC
   CHECK_FALSE(counts_allocator_reserve("reported_peak"));
   // Near the capacity the reserve takes only the room left: the allocator gives cached segments
   // back before it reports out of memory.
-  tensors.optimizer_bytes = 40e9;  // 70e9 of tensors on 79.6 GiB = 85.5e9 bytes
+  tensors.optimizer_bytes = 50e9;  // 80e9 of tensors and 1.55e9 of CUDA/NCCL on 79.6 GiB = 85.5e9 bytes
   const DeviceMemory full = device_memory(tensors, plan, hw, 0.5);
   CHECK(full.allocator_reserve_bytes < 0.5 * 20e9);
   CHECK(full.device_used_bytes == Approx(hw.gpu.memory_bytes));
