@@ -45,21 +45,22 @@ DeviceMemory device_memory(const MemoryBreakdown& allocated, const ParallelPlan&
     m.reserved_bytes = m.device_used_bytes = m.allocated_bytes;
     return m;
   }
-  // The caching allocator keeps the segments it carved for freed blocks; tensors allocated and
-  // freed every step (of changing sizes, on more than one stream) leave holes no later request
-  // fits. No public systematic measurement exists (shared/reference/microbench.md §5b), so the
-  // fraction is fitted on measured reserved peaks (docs/cost-model.md "Device memory"); weights,
-  // gradients and optimizer states sit in segments allocated once.
   m.cuda_context_bytes = kCudaContextBytes;
   m.workspace_bytes = workspace_bytes(hardware.gpu);
   // Communicators a Megatron-style job uses: TP, DP (over dp x cp with context parallelism), PP
   // (its point-to-point transfers), CP.
   m.nccl_bytes = communicator_bytes(plan.tp) + communicator_bytes(plan.dp * plan.cp) + communicator_bytes(plan.pp) +
                  communicator_bytes(plan.cp);
-  // Before it reports out of memory the allocator frees its cached free segments and retries
-  // (CUDACachingAllocator's malloc retry): the reserve takes only the room the GPU has left.
+  // The caching allocator keeps the segments it carved for freed blocks; tensors allocated and
+  // freed every step (of changing sizes, on more than one stream) leave holes no later request
+  // fits. No public systematic measurement exists (shared/reference/microbench.md §5b), so the
+  // fraction is fitted on measured reserved peaks (docs/cost-model.md "Device memory"); weights,
+  // gradients and optimizer states sit in segments allocated once. Before it reports out of memory
+  // the allocator frees its cached free segments and retries (CUDACachingAllocator's malloc
+  // retry): the reserve takes only the room the GPU has left.
+  const double transient = allocated.activations_bytes + allocated.other_bytes;
   const double room = hardware.gpu.memory_bytes - m.allocated_bytes - m.cuda_context_bytes - m.workspace_bytes - m.nccl_bytes;
-  m.allocator_reserve_bytes = std::clamp(reserve_fraction * (allocated.activations_bytes + allocated.other_bytes), 0.0, std::max(0.0, room));
+  m.allocator_reserve_bytes = std::clamp(reserve_fraction * transient, 0.0, std::max(0.0, room));
   m.reserved_bytes = m.allocated_bytes + m.allocator_reserve_bytes;
   m.device_used_bytes = m.reserved_bytes + m.cuda_context_bytes + m.workspace_bytes + m.nccl_bytes;
   return m;
