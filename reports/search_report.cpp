@@ -53,11 +53,14 @@ std::string plan_cells(const ParallelPlan& p) {
   return s;
 }
 
+// "mem GiB" is the tensors at their peak (the allocated figure PyTorch's max_memory_allocated
+// reports); "dev GiB" adds the CUDA context, workspace, NCCL buffers and the allocator's reserve
+// (nvidia-smi's figure), on which a plan is judged to fit.
 std::string plans_table(const std::vector<RankedPlan>& plans, bool train) {
   const bool goodput = !plans.empty() && plans.front().goodput.has_value();
   std::vector<TextTable::Column> columns = {{"#"},        {"gpu", TextTable::Align::kLeft}, {"gpus"},
                                             {"plan", TextTable::Align::kLeft}, {"iter s"}, {"tok/s/GPU"},
-                                            {"MFU"},      {"mem GiB"},   {"$/iter"},  {"$/M tok"}};
+                                            {"MFU"},      {"mem GiB"},   {"dev GiB"}, {"$/iter"},  {"$/M tok"}};
   if (train) {
     columns.push_back({"days"});
     columns.push_back({"$ total"});
@@ -75,6 +78,7 @@ std::string plans_table(const std::vector<RankedPlan>& plans, bool train) {
                                     plan_cells(p.plan), format_fixed(p.iteration_time_s, 3),
                                     format_fixed(p.tokens_per_s_per_gpu, 1), format_percent(p.mfu),
                                     format_fixed(bytes_to_gib(p.memory.peak().memory.total_bytes()), 1),
+                                    format_fixed(bytes_to_gib(p.device.memory.device_used_bytes), 1),
                                     format_fixed(p.usd_per_iteration, 3), format_fixed(r.usd_per_million_tokens, 3)};
     if (train) {
       row.push_back(format_fixed(r.train_days, 1));

@@ -106,7 +106,7 @@ cli_test("validate exits 3 over its tolerance" RC 3 MATCH "over the tolerance" A
 
 set(plans ${CMAKE_CURRENT_SOURCE_DIR}/data/plans)
 cli_test("search ranks plans and counts pruned candidates" RC 0
-  MATCH "plans screened" "do not fit in memory" "Best plans" "Pareto front"
+  MATCH "plans screened" "do not fit in memory" "Best plans" "Pareto front" "mem GiB  dev GiB"
   ARGS search --model llama3-70b --gpu h100-sxm-80gb --gpus 64 --global-batch 128 --top 3)
 cli_test("search --format json has evaluated, feasible, elapsed_s and plans" RC 0
   MATCH "\"schema\": \"trainsim.search\"" "\"evaluated\"" "\"feasible\"" "\"elapsed_s\"" "\"plans\"" "\"iteration_time_s\""
