@@ -322,6 +322,7 @@ void run_searches(const Options& o, const ModelSpec& model, SearchOptions option
             if (std::chrono::steady_clock::now() - started > std::chrono::seconds(1)) draw_progress(label, fraction);
           };
         }
+        for (const std::string& why : zero_bubble_not_searched(model, options.space)) report.skipped.push_back(label + ": " + why);
         report.add(hw, precision, search_plans(model, hw, o.hardware.costs(), options));
         if (show_progress && std::chrono::steady_clock::now() - started > std::chrono::seconds(1)) std::fputs("\n", stderr);
       }

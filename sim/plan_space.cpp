@@ -2,6 +2,7 @@
 #include "sim/plan_space.hpp"
 
 #include <algorithm>
+#include <string>
 
 namespace trainsim {
 
@@ -107,6 +108,10 @@ std::vector<RecomputeChoice> recompute_choices(const ModelSpec& m, const PlanSpa
   return out;
 }
 
+// Whether ZB-V's two chunks per rank split the layers over pp stages: 2pp divides the layers, or
+// the layers + 2 (the first and last chunks one layer short).
+bool zero_bubble_v_splits(const ModelSpec& m, int64_t pp) { return m.layers % (2 * pp) == 0 || (m.layers + 2) % (2 * pp) == 0; }
+
 // The pipeline schedules of a plan with pp stages and m micro-batches, each with its model chunks:
 // 1F1B, the Zero Bubble ones asked for (ZB-V with its two chunks where 2pp divides the layers, or
 // the layers + 2), and interleaving over every vpp that divides the layers (m a multiple of pp).
@@ -115,7 +120,7 @@ std::vector<std::pair<int64_t, Schedule>> schedule_choices(const ModelSpec& m, c
   if (pp == 1) return out;
   for (Schedule s : o.zero_bubble) {
     if (s != Schedule::kZeroBubbleV) out.emplace_back(1, s);
-    else if (m.layers % (2 * pp) == 0 || (m.layers + 2) % (2 * pp) == 0) out.emplace_back(2, s);
+    else if (zero_bubble_v_splits(m, pp)) out.emplace_back(2, s);
   }
   if (micro_batches % pp != 0) return out;
   for (int64_t v = 2; v <= o.max_vpp; ++v) {
@@ -214,6 +219,27 @@ int64_t enumerate_plans(const ModelSpec& m, const PlanSpaceOptions& o,
     }
   }
   return count;
+}
+
+std::vector<std::string> zero_bubble_not_searched(const ModelSpec& m, const PlanSpaceOptions& o) {
+  std::vector<int64_t> pipelines;  // the pp > 1 enumerate_plans tries
+  for (int64_t pp : divisors(o.gpus)) {
+    if (pp > 1 && m.layers % pp == 0) pipelines.push_back(pp);
+  }
+  std::vector<std::string> out;
+  const std::string layers = std::to_string(m.layers) + " layers";
+  for (Schedule s : o.zero_bubble) {
+    const std::string name = to_string(s);
+    if (pipelines.empty()) {
+      out.push_back(name + " not searched: no pipeline (pp > 1 dividing both " + std::to_string(o.gpus) + " GPUs and " + layers + ")");
+    } else if (s == Schedule::kZeroBubbleV && std::none_of(pipelines.begin(), pipelines.end(), [&](int64_t pp) { return zero_bubble_v_splits(m, pp); })) {
+      std::string sizes;
+      for (int64_t pp : pipelines) sizes += (sizes.empty() ? "" : ", ") + std::to_string(pp);
+      out.push_back(name + " not searched: its two chunks per rank split " + layers + " over none of pp " + sizes +
+                    " (2pp must divide the layers or the layers + 2)");
+    }
+  }
+  return out;
 }
 
 std::vector<ParallelPlan> list_plans(const ModelSpec& m, const PlanSpaceOptions& o) {

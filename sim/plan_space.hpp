@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "model/model_spec.hpp"
@@ -61,6 +62,11 @@ struct PlanSpaceOptions {
 // Calls `visit` for every candidate; returns how many there were.
 int64_t enumerate_plans(const ModelSpec& model, const PlanSpaceOptions& options,
                         const std::function<void(const ParallelPlan&)>& visit);
+
+// The Zero Bubble schedules asked for that no candidate runs, each with the reason (no pipeline
+// size divides the GPUs and the layers; for zb-v, none splits the layers into two chunks per rank),
+// so that `search` says so rather than ranking without them.
+std::vector<std::string> zero_bubble_not_searched(const ModelSpec& model, const PlanSpaceOptions& options);
 
 // All candidates in a vector (for multi-threaded screening).
 std::vector<ParallelPlan> list_plans(const ModelSpec& model, const PlanSpaceOptions& options);

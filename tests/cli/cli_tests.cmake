@@ -126,6 +126,9 @@ cli_test("search --moe-dispatcher alltoall,allgather,flex tries each dispatcher 
 cli_test("search --zero-bubble zb-1p,zb-v tries Zero Bubble schedules on the pipelined plans" RC 0
   MATCH "Best plans" " zb-v " " zb-1p "
   ARGS search --model gpt3-13b --gpu a100-sxm-80gb --gpus 8 --global-batch 64 --top 400 --zero-bubble zb-1p,zb-v)
+cli_test("search --zero-bubble says which schedule no plan can run, and why" RC 0
+  MATCH "h200-sxm-141gb x 15: zb-v not searched: its two chunks per rank split 105 layers over none of pp 3, 5, 15"
+  ARGS search --model megatron-529.6b --gpu h200-sxm-141gb --gpus 15 --global-batch 15 --top 2 --zero-bubble zb-1p,zb-v)
 cli_test("bad: search --zero-bubble with a schedule that is not Zero Bubble" RC 2 MATCH "zb-v,1f1b is not a Zero Bubble schedule"
   ARGS search --model gpt3-13b --gpu a100-sxm-80gb --gpus 8 --global-batch 64 --zero-bubble zb-v,1f1b)
 cli_test("search: a model with sliding windows gets CP plans over all_gather, a2a when asked" RC 0

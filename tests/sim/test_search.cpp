@@ -157,8 +157,32 @@ TEST_CASE("the plan space also tries the Zero Bubble schedules asked for, ZB-V w
     CHECK(seen[Schedule::kZeroBubbleV] > 0);
     for (int64_t pp : v_pps) CHECK((m.layers % (2 * pp) == 0 || (m.layers + 2) % (2 * pp) == 0));
   }
+  CHECK(zero_bubble_not_searched(resolve_model("gpt3-6.7b"), space).empty());
   space.zero_bubble.clear();
   enumerate_plans(resolve_model("gpt3-6.7b"), space, [](const ParallelPlan& p) { CHECK_FALSE(is_zero_bubble(p.schedule)); });
+}
+
+TEST_CASE("the Zero Bubble schedules no candidate can run are named with the reason, and none is enumerated") {
+  PlanSpaceOptions space;
+  space.global_batch = 15;
+  space.max_micro_batch = 1;
+  space.zero_bubble = {Schedule::kZeroBubble1p, Schedule::kZeroBubbleV};
+  const ModelSpec odd = resolve_model("megatron-529.6b");  // 105 layers: 2pp (even) never divides 105 or 107
+  space.gpus = 15;                                          // pp 3, 5, 15 divide both
+  const std::vector<std::string> v_only = zero_bubble_not_searched(odd, space);
+  REQUIRE(v_only.size() == 1);
+  CHECK(v_only[0].find("zb-v not searched") == 0);
+  CHECK(v_only[0].find("none of pp 3, 5, 15") != std::string::npos);
+  int64_t one_p = 0;
+  enumerate_plans(odd, space, [&](const ParallelPlan& p) {
+    CHECK(p.schedule != Schedule::kZeroBubbleV);
+    one_p += p.schedule == Schedule::kZeroBubble1p;
+  });
+  CHECK(one_p > 0);
+  space.gpus = 8;  // no pp > 1 divides 8 and 105: neither schedule has a pipeline to run on
+  const std::vector<std::string> neither = zero_bubble_not_searched(odd, space);
+  REQUIRE(neither.size() == 2);
+  for (const std::string& why : neither) CHECK(why.find("no pipeline (pp > 1 dividing both 8 GPUs and 105 layers)") != std::string::npos);
 }
 
 TEST_CASE("a framework's selective recomputation and loss are the ones the plan space explores") {
