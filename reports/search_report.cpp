@@ -94,6 +94,12 @@ std::string plans_table(const std::vector<RankedPlan>& plans, bool train) {
   return t.render();
 }
 
+// Every candidate was pruned for memory (not for a deadline, a budget or the profile's range).
+bool none_fits(const SearchResult& s) {
+  const auto memory = s.pruned.find("do not fit in memory");
+  return s.evaluated > 0 && memory != s.pruned.end() && memory->second == s.evaluated;
+}
+
 }  // namespace
 
 std::string SearchReport::render() const {
@@ -108,9 +114,21 @@ std::string SearchReport::render() const {
            " plans screened (" + format_si(s.screen_plans_per_s) + " plans/s), " + format_count(s.feasible) + " feasible";
     for (const auto& [reason, count] : s.pruned) out += ", " + format_count(count) + " " + reason;
     out += "; " + std::to_string(s.simulated) + " simulated; " + format_fixed(s.elapsed_s, 2) + " s\n";
+    if (s.closest_miss && none_fits(s)) {
+      out += "  " + r.hardware.gpu.name + " x " + std::to_string(r.hardware.gpus) + ": the closest to fitting, " + plan_cells(*s.closest_miss) +
+             ", needs " + format_fixed(bytes_to_gib(s.closest_miss_bytes), 1) + " GiB per GPU (tensors, CUDA context, NCCL) of " +
+             format_fixed(bytes_to_gib(r.hardware.gpu.memory_bytes), 1) + "\n";
+    }
   }
   for (const std::string& s : skipped) out += "  " + s + "\n";
-  if (best.empty()) return out + "\nNo plan fits. Try more GPUs, a larger --max-micro-batch range, or ZeRO.\n";
+  if (best.empty()) {
+    const bool limits = std::any_of(runs.begin(), runs.end(), [](const Run& r) {
+      return r.result.pruned.count("miss the deadline") > 0 || r.result.pruned.count("over the budget") > 0;
+    });
+    return out + "\nNo plan is left to rank (the counts above say why; every ZeRO stage, recomputation and micro-batch size up to "
+                 "--max-micro-batch was tried). Try more GPUs or a GPU with more memory" +
+           (limits ? ", or a later --deadline-days / a larger --budget-usd" : "") + ".\n";
+  }
   out += "\nBest plans (simulated on the event engine)\n" + plans_table(best, train_tokens > 0);
   out += "\nPareto front: iteration time vs $ per iteration vs GPUs\n" + plans_table(pareto, train_tokens > 0);
   out += "\nThe best plan in detail\n" + render_prediction_table(best.front().prediction);
@@ -136,6 +154,10 @@ nlohmann::ordered_json SearchReport::to_json() const {
     searches.push_back({{"gpu", r.hardware.gpu.name}, {"gpus", r.hardware.gpus}, {"precision", to_string(r.precision)}, {"evaluated", r.result.evaluated},
                         {"feasible", r.result.feasible}, {"pruned", pruned}, {"simulated", r.result.simulated},
                         {"screen_plans_per_s", r.result.screen_plans_per_s}, {"elapsed_s", r.result.elapsed_s}});
+    if (r.result.closest_miss && none_fits(r.result)) {
+      searches.back()["closest_miss"] = {{"plan", plan_to_json(*r.result.closest_miss)},
+                                         {"memory_device_gib", bytes_to_gib(r.result.closest_miss_bytes)}};
+    }
   }
   doc["evaluated"] = evaluated;
   doc["feasible"] = feasible;

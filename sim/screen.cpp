@@ -115,7 +115,8 @@ ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, con
   out.memory_peak_bytes = work.memory.peak().memory.total_bytes();
   // As the simulator judges it: the tensors beside the context, workspace and NCCL buffers (the
   // allocator's reserve takes only the room left, so it never decides).
-  out.fits = device_memory(work.memory.peak().memory, plan, hw, 0.0).device_used_bytes <= hw.gpu.memory_bytes;
+  out.device_used_bytes = device_memory(work.memory.peak().memory, plan, hw, 0.0).device_used_bytes;
+  out.fits = out.device_used_bytes <= hw.gpu.memory_bytes;
   return out;
 }
 

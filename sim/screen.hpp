@@ -16,6 +16,7 @@ struct ScreenEstimate {
   double iteration_time_s = 0;
   double memory_peak_bytes = 0;
   int64_t memory_peak_stage = 0;
+  double device_used_bytes = 0;  // the peak stage's tensors + CUDA context, workspace, NCCL buffers
   bool fits = true;
 };
 

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <thread>
 
 #include "common/errors.hpp"
@@ -21,7 +23,13 @@ struct Screened {
 struct ThreadResult {
   std::vector<Screened> feasible;
   std::map<std::string, int64_t> pruned;
+  Screened closest_miss{std::numeric_limits<double>::infinity(), 0};  // score: the device bytes it needs
 };
+
+// Keeps the smaller need; equal needs go to the earlier candidate, so no thread count changes it.
+void keep_closest(Screened& closest, const Screened& candidate) {
+  if (candidate.score < closest.score || (candidate.score == closest.score && candidate.index < closest.index)) closest = candidate;
+}
 
 double training_iterations(const ModelSpec& model, const ParallelPlan& plan, double tokens) {
   return tokens / (static_cast<double>(plan.global_batch) * static_cast<double>(model.seq_len));
@@ -68,6 +76,7 @@ namespace {
 struct Verdict {
   double score = 0;
   const char* pruned = nullptr;
+  double device_bytes = 0;  // what it needs on the device, when it does not fit
 };
 
 Verdict screen_one(const ModelSpec& model, const ParallelPlan& p, const Hardware& hw, const CostModel& cost,
@@ -78,7 +87,7 @@ Verdict screen_one(const ModelSpec& model, const ParallelPlan& p, const Hardware
   } catch (const InputError&) {
     return {0, "outside the profile's measurements"};
   }
-  if (!e.fits) return {0, "do not fit in memory"};
+  if (!e.fits) return {0, "do not fit in memory", e.device_used_bytes};
   // Goodput stretches wall time and $ alike (effective = ideal / goodput).
   const double goodput = o.goodput ? goodput_of_plan(model, p, hw, e.iteration_time_s, *o.goodput).goodput : 1.0;
   const bool time = o.objective == Objective::kTime || o.objective == Objective::kEffectiveTime;
@@ -112,6 +121,7 @@ std::vector<ThreadResult> screen_all(const ModelSpec& model, const std::vector<P
         const Verdict v = screen_one(model, plans[i], hw, *cost, o);
         if (v.pruned != nullptr) ++out.pruned[v.pruned];
         else out.feasible.push_back({v.score, i});
+        if (v.device_bytes > 0) keep_closest(out.closest_miss, {v.device_bytes, i});
       }
       done.fetch_add(end - begin);
     }
@@ -164,9 +174,15 @@ SearchResult search_plans(const ModelSpec& model, const Hardware& hw, const Cost
   SearchResult out;
   out.evaluated = static_cast<int64_t>(plans.size());
   std::vector<Screened> feasible;
+  Screened closest{std::numeric_limits<double>::infinity(), 0};
   for (const ThreadResult& r : screen_all(model, plans, hw, costs, o)) {
     feasible.insert(feasible.end(), r.feasible.begin(), r.feasible.end());
     for (const auto& [reason, count] : r.pruned) out.pruned[reason] += count;
+    keep_closest(closest, r.closest_miss);
+  }
+  if (std::isfinite(closest.score)) {
+    out.closest_miss = plans[closest.index];
+    out.closest_miss_bytes = closest.score;
   }
   out.feasible = static_cast<int64_t>(feasible.size());
   const double screen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

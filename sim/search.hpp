@@ -53,6 +53,10 @@ struct SearchResult {
   double elapsed_s = 0;
   double screen_plans_per_s = 0;
   std::vector<RankedPlan> plans;           // simulated, best first by the objective
+  // Of the candidates that do not fit, the one needing the least device memory (its stage's
+  // tensors, CUDA context, workspace and NCCL buffers), so an empty result says how far off it is.
+  std::optional<ParallelPlan> closest_miss;
+  double closest_miss_bytes = 0;
 };
 
 SearchResult search_plans(const ModelSpec& model, const Hardware& hardware, const CostModelChoice& costs,

@@ -129,6 +129,10 @@ cli_test("search --zero-bubble zb-1p,zb-v tries Zero Bubble schedules on the pip
 cli_test("search --zero-bubble says which schedule no plan can run, and why" RC 0
   MATCH "h200-sxm-141gb x 15: zb-v not searched: its two chunks per rank split 105 layers over none of pp 3, 5, 15"
   ARGS search --model megatron-529.6b --gpu h200-sxm-141gb --gpus 15 --global-batch 15 --top 2 --zero-bubble zb-1p,zb-v)
+cli_test("search: when no plan fits it names the closest and what it needs, and does not suggest ZeRO (searched)" RC 0
+  MATCH "h200-sxm-141gb x 15: the closest to fitting, dp1 tp1 pp15 " "GiB per GPU \\(tensors, CUDA context, NCCL\\) of 140.4"
+        "No plan is left to rank" "Try more GPUs or a GPU with more memory[.]"
+  ARGS search --model megatron-529.6b --gpu h200-sxm-141gb --gpus 15 --global-batch 15 --top 2)
 cli_test("bad: search --zero-bubble with a schedule that is not Zero Bubble" RC 2 MATCH "zb-v,1f1b is not a Zero Bubble schedule"
   ARGS search --model gpt3-13b --gpu a100-sxm-80gb --gpus 8 --global-batch 64 --zero-bubble zb-v,1f1b)
 cli_test("search: a model with sliding windows gets CP plans over all_gather, a2a when asked" RC 0

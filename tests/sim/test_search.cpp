@@ -8,6 +8,9 @@
 #include "model/model_catalog.hpp"
 #include "sim/plan_space.hpp"
 #include "sim/search.hpp"
+#include "sim/screen.hpp"
+#include <nlohmann/json.hpp>
+#include "plan/plan_json.hpp"
 
 using namespace trainsim;
 
@@ -234,6 +237,28 @@ TEST_CASE("infeasible plans are counted, never ranked") {
   CHECK(r.pruned.at("do not fit in memory") > 0);
   CHECK(r.evaluated == r.feasible + r.pruned.at("do not fit in memory"));
   for (const RankedPlan& p : r.plans) CHECK(p.prediction.fits);
+}
+
+TEST_CASE("when nothing fits, the search keeps the candidate needing the least device memory, whatever the threads") {
+  Case c;
+  c.model = resolve_model("llama3-405b");
+  c.hw.gpus = 8;
+  c.options.space.gpus = 8;
+  c.options.space.global_batch = 8;
+  c.options.threads = 1;
+  const SearchResult one = search_plans(c.model, c.hw, CostModelChoice{}, c.options);
+  REQUIRE(one.feasible == 0);
+  REQUIRE(one.closest_miss.has_value());
+  CHECK(one.closest_miss_bytes > c.hw.gpu.memory_bytes);
+  const std::unique_ptr<CostModel> cost = CostModelChoice{}.make(c.hw, Precision::kBf16, false);
+  for (const ParallelPlan& p : list_plans(c.model, c.options.space)) {  // no candidate needs less
+    CHECK(screen_plan(c.model, p, c.hw, *cost).device_used_bytes >= one.closest_miss_bytes);
+  }
+  c.options.threads = 3;
+  const SearchResult three = search_plans(c.model, c.hw, CostModelChoice{}, c.options);
+  REQUIRE(three.closest_miss.has_value());
+  CHECK(three.closest_miss_bytes == one.closest_miss_bytes);
+  CHECK(plan_to_json(*three.closest_miss) == plan_to_json(*one.closest_miss));
 }
 
 TEST_CASE("the search result does not depend on the number of threads") {
