@@ -114,12 +114,20 @@ TEST_CASE("the plan space tries each CP exchange and MoE dispatcher asked for, w
   CHECK(by_dispatcher[MoeDispatcher::kAllToAll] > by_dispatcher[MoeDispatcher::kFlex]);  // ep 1 plans and the EP overlap
 }
 
-TEST_CASE("the plan space also tries Megatron-Core's selective recompute modules asked for") {
+namespace {
+// 16 GPUs, 64 sequences, micro-batches up to 2, MoE plans also tried with the EP overlap.
+PlanSpaceOptions sixteen_gpus_with_ep_overlap() {
   PlanSpaceOptions space;
   space.gpus = 16;
   space.global_batch = 64;
   space.max_micro_batch = 2;
   space.ep_comm_overlap = true;
+  return space;
+}
+}  // namespace
+
+TEST_CASE("the plan space also tries Megatron-Core's selective recompute modules asked for") {
+  PlanSpaceOptions space = sixteen_gpus_with_ep_overlap();
   const ModelSpec moe = resolve_model("qwen3-30b-a3b");
   const int64_t without = enumerate_plans(moe, space, [](const ParallelPlan&) {});
   space.selective_modules = kRecomputeMoe;
@@ -135,11 +143,7 @@ TEST_CASE("the plan space also tries Megatron-Core's selective recompute modules
 }
 
 TEST_CASE("the plan space also tries the Zero Bubble schedules asked for, ZB-V where its chunks split the layers") {
-  PlanSpaceOptions space;
-  space.gpus = 16;
-  space.global_batch = 64;
-  space.max_micro_batch = 2;
-  space.ep_comm_overlap = true;
+  PlanSpaceOptions space = sixteen_gpus_with_ep_overlap();
   space.zero_bubble = {Schedule::kZeroBubble1p, Schedule::kZeroBubble2p, Schedule::kZeroBubbleV};
   for (const char* name : {"qwen3-30b-a3b", "gpt3-6.7b"}) {  // 48 layers; 32
     const ModelSpec m = resolve_model(name);

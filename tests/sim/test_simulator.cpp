@@ -75,17 +75,32 @@ TEST_CASE("a pure pipeline takes (m + p - 1) stage times with 1F1B and GPipe") {
   }
 }
 
-TEST_CASE("Zero Bubble schedules: ZB-1p within ZB-H1's bubble (p - 1)(F + B - W), ZB-2p without a bubble") {
-  const ModelSpec m = resolve_model("gpt3-1.3b");  // 24 layers; F = B = W = a third of a stage time here
+// GPT-3 1.3B (24 layers; F = B = W = a third of a stage time under GemmOnlyCost) on 4 stages, 16
+// micro-batches: stage time t, and its 1F1B and ZB-1p predictions, for the Zero Bubble cases.
+struct ZeroBubbleCase {
+  ModelSpec m = resolve_model("gpt3-1.3b");
   GemmOnlyCost cost;
-  cost.vocab_ = m.vocab;
   ParallelPlan p;
-  p.pp = 4;
-  p.global_batch = 16;
-  const double t = stage_time(m, p);
-  const Prediction one_f_one_b = predict_iteration(m, p, cluster(4), cost);
-  p.schedule = Schedule::kZeroBubble1p;
-  const Prediction zb1 = predict_iteration(m, p, cluster(4), cost);
+  double t = 0;
+  Prediction one_f_one_b, zb1;
+  ZeroBubbleCase() {
+    cost.vocab_ = m.vocab;
+    p.pp = 4;
+    p.global_batch = 16;
+    t = stage_time(m, p);
+    one_f_one_b = predict_iteration(m, p, cluster(4), cost);
+    p.schedule = Schedule::kZeroBubble1p;
+    zb1 = predict_iteration(m, p, cluster(4), cost);
+  }
+};
+
+TEST_CASE("Zero Bubble schedules: ZB-1p within ZB-H1's bubble (p - 1)(F + B - W), ZB-2p without a bubble") {
+  ZeroBubbleCase c;
+  const ModelSpec& m = c.m;
+  ParallelPlan& p = c.p;
+  const double t = c.t;
+  const Prediction &one_f_one_b = c.one_f_one_b, &zb1 = c.zb1;
+  const GemmOnlyCost& cost = c.cost;
   p.schedule = Schedule::kZeroBubble2p;
   const Prediction zb2 = predict_iteration(m, p, cluster(4), cost);
   CHECK(one_f_one_b.iteration_time_s == Approx(19 * t).epsilon(1e-9));
@@ -100,16 +115,12 @@ TEST_CASE("Zero Bubble schedules: ZB-1p within ZB-H1's bubble (p - 1)(F + B - W)
 }
 
 TEST_CASE("ZB-V: two chunks per rank in a V, close to no bubble at 1F1B's memory, the head on the first rank") {
-  const ModelSpec m = resolve_model("gpt3-1.3b");  // 24 layers: 8 chunks of 3
-  GemmOnlyCost cost;
-  cost.vocab_ = m.vocab;
-  ParallelPlan p;
-  p.pp = 4;
-  p.global_batch = 16;
-  const double t = stage_time(m, p);
-  const Prediction one_f_one_b = predict_iteration(m, p, cluster(4), cost);
-  p.schedule = Schedule::kZeroBubble1p;
-  const Prediction zb1 = predict_iteration(m, p, cluster(4), cost);
+  ZeroBubbleCase c;  // 24 layers: 8 chunks of 3
+  const ModelSpec& m = c.m;
+  ParallelPlan& p = c.p;
+  const double t = c.t;
+  const Prediction &one_f_one_b = c.one_f_one_b, &zb1 = c.zb1;
+  const GemmOnlyCost& cost = c.cost;
   p.schedule = Schedule::kZeroBubbleV;
   p.vpp = 2;
   REQUIRE(validate_plan(p, m, "test").empty());
