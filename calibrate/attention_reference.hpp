@@ -5,7 +5,7 @@
 // sizes of the terms it sums (what rounding errors scale with: a row whose terms cancel is not held
 // to a relative error it cannot have). It computes only the query rows those need (the chosen
 // queries, and every query from the first chosen key on), so rows near the end of a long sequence
-// stay cheap. Softmax scale 1/sqrt(head_dim), as runtime/cuda_kernels/kernels.cuh.
+// stay cheap. Softmax scale 1/sqrt(head_dim), as kernels/cuda/kernels.cuh.
 #pragma once
 
 #include <cstdint>

@@ -15,7 +15,7 @@
 #include "calibrate/sampler.hpp"
 #include "common/errors.hpp"
 #include "calibrate/profile_stamp.hpp"
-#include "runtime/host_allocator.hpp"
+#include "common/host_allocator.hpp"
 
 namespace trainsim {
 
@@ -105,7 +105,7 @@ std::vector<MemoryBoundTable> cpu_kernel_sweep(const CpuCalibrationOptions& o, c
 std::vector<MemoryBoundTable> storage_sweep(const CpuCalibrationOptions& o);
 
 HardwareProfile calibrate_cpu(const CpuCalibrationOptions& o) {
-  cpu::keep_freed_memory_in_process();  // the runtime's allocator regime: kernels time without page faults
+  keep_freed_memory_in_process();  // the runtime's allocator regime: kernels time without page faults
   int ranks = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   SamplerOptions sampler;

@@ -13,7 +13,7 @@
 
 #include "calibrate/cpu_calibrator.hpp"
 #include "calibrate/sampler.hpp"
-#include "runtime/cpu_kernels.hpp"
+#include "kernels/cpu/cpu_kernels.hpp"
 
 namespace trainsim {
 

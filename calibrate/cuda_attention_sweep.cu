@@ -17,7 +17,7 @@
 #include "calibrate/attention_reference.hpp"
 #include "calibrate/cuda_fill.cuh"
 #include "common/errors.hpp"
-#include "runtime/cuda_kernels/kernels.cuh"
+#include "kernels/cuda/kernels.cuh"
 
 namespace trainsim {
 
@@ -147,7 +147,7 @@ void expect_rows(const char* what, bool fused, const Shape& s, int64_t head, con
                   "root-sum-square of its terms; allowed %.3g)",
                   what, static_cast<long long>(rows[r]), static_cast<long long>(head), error, allowed);
     throw DeviceError("wrong result from " + describe(fused ? kFlashKernel : kUnfusedKernel, s) + text +
-                      "\nHINT: this is a bug in runtime/cuda_kernels/attention_*.cu (tests/gpu/test_cuda_kernels.cpp "
+                      "\nHINT: this is a bug in kernels/cuda/attention_*.cu (tests/gpu/test_cuda_kernels.cpp "
                       "checks them against the CPU)");
   }
 }

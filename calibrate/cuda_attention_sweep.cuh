@@ -1,4 +1,4 @@
-// Causal attention timings of the CUDA runtime's own kernels (runtime/cuda_kernels/kernels.cuh),
+// Causal attention timings of the CUDA runtime's own kernels (kernels/cuda/kernels.cuh),
 // bf16, forward and backward, over heads (batch 1, MHA), sequence length and head_dim: table
 // "trainsim-runtime-flash" (flash_attention_forward / _backward) and "trainsim-runtime-unfused"
 // (unfused_attention_forward / _backward: strided-batched cuBLAS, causal softmax, s x s bf16

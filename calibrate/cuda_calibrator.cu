@@ -174,10 +174,10 @@ HardwareProfile calibrate_gpu(const GpuCalibrationOptions& options) {
     profile.gemm.push_back(measure_gemm_table(context, dtype, gemm_grid(options.quick), notes));
   }
   notes.push_back("gemm: cuBLASLt, layout TN (A transposed), fp32 accumulation; bf16 through the CUDA runtime's own "
-                  "Gemm (runtime/cuda_kernels/gemm.cu); tf32 is fp32 data on TF32 tensor cores; fp8 is e4m3 inputs "
+                  "Gemm (kernels/cuda/gemm.cu); tf32 is fp32 data on TF32 tensor cores; fp8 is e4m3 inputs "
                   "with bf16 output");
   profile.memory_bound = measure_memory_bound(context, options.quick);
-  notes.push_back("memory_bound: the CUDA runtime's own kernels (runtime/cuda_kernels): layernorm forward and GELU, "
+  notes.push_back("memory_bound: the CUDA runtime's own kernels (kernels/cuda): layernorm forward and GELU, "
                   "SwiGLU forward on bf16 (rows of 4096), the unfused attention's causal softmax (in place, rows of "
                   "4096 keys, bytes counted for the whole score matrix), AdamW on fp32 state writing the bf16 weights "
                   "(bytes: 28 per parameter); backward kernels not measured; h2d and d2h use pinned host memory and "

@@ -1,5 +1,5 @@
 // The GPU calibrator: measures GEMMs (cuBLASLt), memory-bound kernels, attention forward and
-// backward (the CUDA runtime's own kernels, runtime/cuda_kernels) and NCCL collectives on the GPUs
+// backward (the CUDA runtime's own kernels, kernels/cuda) and NCCL collectives on the GPUs
 // visible to this process and returns them as a HardwareProfile, with provenance and notes on what
 // was not measured. Plain C++ (no CUDA types); built only with CUDA (TRAINSIM_HAVE_CUDA). It
 // neither writes the profile (common/profile_json.cpp) nor spans nodes.

@@ -1,7 +1,7 @@
 // What every GPU measurement shares: owning device and pinned buffers, the per-GPU context
 // (stream, cuBLAS handles, workspace, the runtime's Gemm, L2 size) and the timing loop: CUDA events
 // around one or more calls, sampled until stable by calibrate/sampler.hpp. CUDA / cuBLAS / NCCL
-// failures become DeviceError through the runtime's checks (runtime/cuda_kernels/cuda_check.cuh).
+// failures become DeviceError through the runtime's checks (kernels/cuda/cuda_check.cuh).
 // Internal to the cuda_*.cu files (C++17, no nlohmann/json).
 #pragma once
 
@@ -16,8 +16,8 @@
 #include <string>
 
 #include "calibrate/sampler.hpp"
-#include "runtime/cuda_kernels/cuda_check.cuh"
-#include "runtime/cuda_kernels/gemm.cuh"
+#include "kernels/cuda/cuda_check.cuh"
+#include "kernels/cuda/gemm.cuh"
 
 namespace trainsim {
 

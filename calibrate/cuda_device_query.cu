@@ -5,7 +5,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include "runtime/cuda_kernels/cuda_check.cuh"
+#include "kernels/cuda/cuda_check.cuh"
 
 namespace trainsim {
 

@@ -2,7 +2,7 @@
 // many times. Layout "TN", the one fp8 requires and used for every dtype alike: A is stored k-major
 // (column-major k x m, lda = k, transposed by the op), B column-major k x n (ldb = k), D
 // column-major m x n (ldd = m). bf16 runs through the runtime's own Gemm
-// (runtime/cuda_kernels/gemm.cuh, in its row-major terms D^T (n x m) = B^T . A^T, the form of its
+// (kernels/cuda/gemm.cuh, in its row-major terms D^T (n x m) = B^T . A^T, the form of its
 // input-gradient GEMMs), so the sweep times what the runtime runs; Gemm takes bf16 inputs only, so fp16, tf32
 // and fp8 keep a plan of their own here (descriptors plus the heuristic's first algorithm for the
 // context's workspace). Used by the GEMM sweep and the GEMM-beside-collective test.

@@ -1,5 +1,5 @@
 // Times and checks the memory-bound kernels (see cuda_memory_sweep.cuh): the runtime's own
-// (runtime/cuda_kernels: layer norm, the unfused attention's causal softmax, GELU, SwiGLU, AdamW)
+// (kernels/cuda: layer norm, the unfused attention's causal softmax, GELU, SwiGLU, AdamW)
 // and cudaMemcpy. A size S is the bytes of a kernel's main input; its buffers (a "set": input then
 // outputs, or p, g, m, v and the bf16 weights for AdamW) rotate through an arena larger than twice
 // the L2. After timing, each check reads a few rows or elements of set 0, runs the kernel once more
@@ -15,7 +15,7 @@
 
 #include "calibrate/cuda_fill.cuh"
 #include "common/errors.hpp"
-#include "runtime/cuda_kernels/kernels.cuh"
+#include "kernels/cuda/kernels.cuh"
 
 namespace trainsim {
 
@@ -23,7 +23,7 @@ namespace {
 
 constexpr int64_t kRowWidth = 4096;     // hidden size of the layernorm rows, sequence of the softmax rows
 constexpr int64_t kSwigluWidth = 4096;  // output width of SwiGLU (input rows are twice as wide)
-constexpr float kLayernormEps = 1e-5f;  // the runtime's (runtime/cuda_kernels/norm.cu)
+constexpr float kLayernormEps = 1e-5f;  // the runtime's (kernels/cuda/norm.cu)
 constexpr size_t kCheckWindowBytes = 4096;
 const cuda::AdamW kAdamW{1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 10};
 
@@ -117,7 +117,7 @@ void expect_close(Kernel kernel, size_t s, size_t index, double got, double refe
   std::snprintf(text, sizeof text, "wrong result from the %s kernel at %s: element %zu is %.7g, the host reference "
                 "%.7g (allowed error %.3g)", kernel_name(kernel), format_bytes(static_cast<double>(s)).c_str(), index,
                 got, reference, allowed);
-  throw DeviceError(std::string(text) + "\nHINT: rerun; if it repeats, this is a bug in runtime/cuda_kernels/");
+  throw DeviceError(std::string(text) + "\nHINT: rerun; if it repeats, this is a bug in kernels/cuda/");
 }
 
 // Rows 0, last and (where there is one) 4095, a whole causal softmax row, of layernorm / softmax:

@@ -1,5 +1,5 @@
 // Memory-bound measurements: device-to-device copy, the CUDA runtime's own layer norm, causal
-// softmax (of its unfused attention), GELU, SwiGLU and AdamW kernels (runtime/cuda_kernels), and
+// softmax (of its unfused attention), GELU, SwiGLU and AdamW kernels (kernels/cuda), and
 // pinned host <-> device copies, over sizes of 1 MiB .. 1 GiB.
 #pragma once
 

@@ -65,21 +65,21 @@ std::vector<MemoryBoundTable> storage_sweep(const CpuCalibrationOptions& o) {
     const size_t chunk = (state.size() + kTensors - 1) / kTensors;
     std::vector<size_t> sizes;
     for (size_t begin = 0; begin < state.size(); begin += chunk) sizes.push_back(std::min(chunk, state.size() - begin));
-    cpu::CheckpointHeader header;
+    runtime::CheckpointHeader header;
     header.world_size = ranks;
     const Timing w = sample_until_stable(together([&] {
-      cpu::CheckpointData data;  // as Trainer::save_checkpoint: the state copied out, then saved
+      runtime::CheckpointData data;  // as Trainer::save_checkpoint: the state copied out, then saved
       data.header = header;
       data.header.iteration = iteration++;
       for (size_t begin = 0; begin < state.size(); begin += chunk) {
         data.tensors.emplace_back(state.begin() + static_cast<std::ptrdiff_t>(begin),
                                   state.begin() + static_cast<std::ptrdiff_t>(std::min(state.size(), begin + chunk)));
       }
-      cpu::save_checkpoint_set(MPI_COMM_WORLD, dir, 1, data);
+      runtime::save_checkpoint_set(MPI_COMM_WORLD, dir, 1, data);
     }), sampler);
     float checked = 0;
     const Timing r = sample_until_stable(together([&] {
-      const cpu::CheckpointData data = cpu::load_checkpoint_set(MPI_COMM_WORLD, dir, header, sizes);
+      const runtime::CheckpointData data = runtime::load_checkpoint_set(MPI_COMM_WORLD, dir, header, sizes);
       checked = data.tensors.back().back();
     }, true), sampler);
     if (checked != 0.5f) throw DeviceError("calibrate cpu: " + dir + " read back a wrong checkpoint");

@@ -18,7 +18,7 @@
 #include "plan/plan_json.hpp"
 #include "reports/measurement_json.hpp"
 #include "reports/text_table.hpp"
-#include "runtime/trainer.hpp"
+#include "runtime/cpu/trainer.hpp"
 #include "runtime/watchdog.hpp"
 #ifdef TRAINSIM_HAVE_CUDA_RUNTIME
 #include "runtime/cuda/cuda_trainer.hpp"
@@ -41,14 +41,14 @@ struct RunArgs {
 };
 
 // Trains on the chosen backend; `device` gets the CUDA backend's device and memory figures.
-Measurement train(const RunArgs& a, const ModelSpec& model, const ParallelPlan& plan, const cpu::RunOptions& options, int world_size,
+Measurement train(const RunArgs& a, const ModelSpec& model, const ParallelPlan& plan, const runtime::RunOptions& options, int world_size,
                   nlohmann::ordered_json& device) {
   const auto print = [&](const IterationRecord& r) {
     std::cerr << "step " << r.iteration + 1 << "/" << a.steps << "  loss " << format_fixed(r.loss, 4) << "  "
               << format_fixed(r.time_s, 3) << " s\n";
   };
   // Every rank stops the job when it makes no progress for the timeout (runtime/watchdog.hpp).
-  const cpu::Watchdog watchdog(MPI_COMM_WORLD, a.collective_timeout_s);
+  const runtime::Watchdog watchdog(MPI_COMM_WORLD, a.collective_timeout_s);
   if (a.backend == "cuda") {
 #ifdef TRAINSIM_HAVE_CUDA_RUNTIME
     cuda::check_cuda_plan(model, plan, world_size);
@@ -87,7 +87,7 @@ Measurement train(const RunArgs& a, const ModelSpec& model, const ParallelPlan& 
 int run_training(const RunArgs& a, int rank, int world_size) {
   const ModelSpec model = a.model.resolve();
   const ParallelPlan plan = a.plan.resolve(model);
-  cpu::RunOptions options;
+  runtime::RunOptions options;
   options.steps = a.steps;
   options.warmup_iterations = a.warmup;
   options.seed = a.seed;

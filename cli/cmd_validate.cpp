@@ -19,7 +19,7 @@
 #include "reports/json_output.hpp"
 #include "reports/text_table.hpp"
 #include "reports/validation_report.hpp"
-#include "runtime/host_allocator.hpp"
+#include "common/host_allocator.hpp"
 #include "sim/validation.hpp"
 
 namespace trainsim {
@@ -118,7 +118,7 @@ std::vector<CrossValidatedGroup> leave_one_group_out(const std::vector<Published
 int run_validate(const Options& o) {
   // Thousands of predictions allocate and free the same large event lists: keeping freed memory
   // in the process saves a page fault per page each time (the fits ran ~40% in the kernel).
-  cpu::keep_freed_memory_in_process();
+  keep_freed_memory_in_process();
   const std::vector<PublishedRun> runs = chosen_runs(load_runs(o.runs_paths), o);
   CostModelChoice costs;
   if (!o.profile.empty()) {

@@ -62,13 +62,13 @@ namespace {
 
 // A small valid checkpoint (two tensors) in the current format, by the runtime's own writer.
 std::string valid_checkpoint() {
-  cpu::CheckpointData data;
-  cpu::CheckpointHeader& h = data.header;
+  runtime::CheckpointData data;
+  runtime::CheckpointHeader& h = data.header;
   h.world_size = 2, h.dp = 2, h.tp = 1, h.pp = 1, h.layers = 2, h.hidden = 8, h.vocab = 16, h.seq_len = 4;
   h.seed = 1234, h.iteration = 3, h.optimizer_step = 4;
   data.tensors = {std::vector<float>{1.0f, -2.0f, 0.5f}, std::vector<float>(8, 0.25f)};
   const std::string path = scratch_dir() + "/seed.ckpt";
-  cpu::write_checkpoint(path, data);
+  runtime::write_checkpoint(path, data);
   return read_file_bytes(path);
 }
 

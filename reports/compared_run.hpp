@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "runtime/measurement.hpp"
+#include "common/measurement.hpp"
 
 namespace trainsim {
 

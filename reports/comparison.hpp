@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "plan/op_category.hpp"
+#include "common/op_category.hpp"
 #include "reports/compared_run.hpp"
 
 namespace trainsim {

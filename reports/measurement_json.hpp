@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/problem_list.hpp"
-#include "runtime/measurement.hpp"
+#include "common/measurement.hpp"
 
 namespace trainsim {
 

@@ -1,6 +1,6 @@
 // The `op_categories` block that predict (--format json) and run (--out) both write: one entry per
 // pipeline stage, `{"stage": s, "forward_s": {category: seconds}, "backward_s": {...}}`, seconds per
-// iteration with the keys of plan/op_category.hpp. Read back strictly for `compare`; an absent
+// iteration with the keys of common/op_category.hpp. Read back strictly for `compare`; an absent
 // block (files written before it existed) reads as no stages.
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_reader.hpp"
-#include "plan/op_category.hpp"
+#include "common/op_category.hpp"
 
 namespace trainsim {
 

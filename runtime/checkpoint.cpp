@@ -11,9 +11,9 @@
 #include <optional>
 
 #include "common/errors.hpp"
-#include "runtime/mpi_groups.hpp"
+#include "runtime/rank_grid.hpp"
 
-namespace trainsim::cpu {
+namespace trainsim::runtime {
 
 namespace {
 
@@ -333,4 +333,4 @@ CheckpointData load_checkpoint_set(MPI_Comm world, const std::string& dir, const
   }
 }
 
-}  // namespace trainsim::cpu
+}  // namespace trainsim::runtime

@@ -16,7 +16,7 @@
 #include "model/model_spec.hpp"
 #include "plan/parallel_plan.hpp"
 
-namespace trainsim::cpu {
+namespace trainsim::runtime {
 
 struct CheckpointHeader {
   int64_t world_size = 0, dp = 0, tp = 0, pp = 0, zero_stage = 0;
@@ -60,4 +60,4 @@ CheckpointData load_checkpoint_set(MPI_Comm world, const std::string& dir, const
                                    const std::vector<size_t>& tensor_sizes,
                                    const std::function<void(const std::string&)>& fall_back = {});
 
-}  // namespace trainsim::cpu
+}  // namespace trainsim::runtime

@@ -7,7 +7,7 @@
 
 #include "common/errors.hpp"
 
-namespace trainsim::cpu {
+namespace trainsim::runtime {
 
 Routing route_top_k(const Matrix& logits, int64_t top_k) {
   const int64_t tokens = logits.rows(), experts = logits.cols();
@@ -85,4 +85,4 @@ ExpertBatches expert_batches(const std::vector<int64_t>& received, int64_t ep, i
   return b;
 }
 
-}  // namespace trainsim::cpu
+}  // namespace trainsim::runtime

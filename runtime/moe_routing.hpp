@@ -1,15 +1,17 @@
 // An MoE layer's routing, as data: the router's top-k choice and weights (and their backward), and
 // where each token copy goes (the permutation that groups the copies by expert, the counts per
 // expert and per expert-parallel rank). Pure functions on this rank's tokens; the all-to-alls and
-// the experts' FFNs are runtime/moe_layer's. No capacity: every copy is kept (dropless).
+// the experts' FFNs are runtime/cpu/moe_layer's. No capacity: every copy is kept (dropless).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "runtime/cpu_kernels.hpp"
+#include "kernels/cpu/cpu_kernels.hpp"
 
-namespace trainsim::cpu {
+namespace trainsim::runtime {
+
+using cpu::Matrix;  // host tensors are the CPU kernels' (kernels/cpu/cpu_kernels.hpp)
 
 // The router's choice for T tokens. Weights are Mixtral's gating G(x) = softmax(top_k(x W_g))
 // (Jiang et al. 2024, "Mixtral of Experts", eq. 2), which equals a softmax over all experts
@@ -47,4 +49,4 @@ struct ExpertBatches {
 };
 ExpertBatches expert_batches(const std::vector<int64_t>& received, int64_t ep, int64_t local);
 
-}  // namespace trainsim::cpu
+}  // namespace trainsim::runtime

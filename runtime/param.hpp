@@ -5,9 +5,11 @@
 
 #include <string>
 
-#include "runtime/cpu_kernels.hpp"
+#include "kernels/cpu/cpu_kernels.hpp"
 
-namespace trainsim::cpu {
+namespace trainsim::runtime {
+
+using cpu::Matrix;  // host tensors are the CPU kernels' (kernels/cpu/cpu_kernels.hpp)
 
 struct Param {
   std::string name;
@@ -18,4 +20,4 @@ struct Param {
   bool expert = false;          // an MoE expert's: gradients reduced over the expert-DP ranks only
 };
 
-}  // namespace trainsim::cpu
+}  // namespace trainsim::runtime

@@ -1,8 +1,8 @@
-// A stage's layout: which layers (model chunks) a pipeline rank holds, its TP, CP and EP coordinates;
-// see cpu_model.hpp. The layer split is the simulator's (plan/parallel_plan's layers_of_chunk).
-#include "runtime/cpu_model.hpp"
+// runtime/stage_layout.hpp: which layers (model chunks) a pipeline rank holds, its TP, CP and EP
+// coordinates. The layer split is the simulator's (plan/parallel_plan's layers_of_chunk).
+#include "runtime/stage_layout.hpp"
 
-namespace trainsim::cpu {
+namespace trainsim::runtime {
 
 int64_t StageLayout::layer_count() const {
   int64_t n = 0;
@@ -44,4 +44,4 @@ StageLayout stage_layout(const ModelSpec& model, const ParallelPlan& plan, int64
   return layout;
 }
 
-}  // namespace trainsim::cpu
+}  // namespace trainsim::runtime

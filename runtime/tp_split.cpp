@@ -3,7 +3,7 @@
 
 #include "common/errors.hpp"
 
-namespace trainsim::cpu {
+namespace trainsim::runtime {
 
 Matrix row_slice(const Matrix& full, int64_t parts, int64_t index) {
   TRAINSIM_ASSERT(parts >= 1 && full.rows() % parts == 0 && index >= 0 && index < parts, "validate_plan keeps tp | the split dimension");
@@ -30,4 +30,4 @@ Matrix block_slice(const Matrix& full, const std::vector<int64_t>& widths, int64
   return out;
 }
 
-}  // namespace trainsim::cpu
+}  // namespace trainsim::runtime

@@ -8,9 +8,9 @@
 #include <iostream>
 #include <sstream>
 
-#include "runtime/mpi_groups.hpp"
+#include "runtime/rank_grid.hpp"
 
-namespace trainsim::cpu {
+namespace trainsim::runtime {
 
 namespace {
 
@@ -179,4 +179,4 @@ std::string Watchdog::describe_peers(double now_s) const {
   return "every rank's heartbeat is alive and the others are making progress";
 }
 
-}  // namespace trainsim::cpu
+}  // namespace trainsim::runtime

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-namespace trainsim::cpu {
+namespace trainsim::runtime {
 
 enum class RunPhase { kSetup, kCheckpointLoad, kStepStart, kForward, kBackward, kPipelineSends, kOptimizer, kLossAllReduce,
                       kDeviceIteration, kCheckpointSave, kFinish };
@@ -66,4 +66,4 @@ class Watchdog {
   std::thread thread_;
 };
 
-}  // namespace trainsim::cpu
+}  // namespace trainsim::runtime

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-namespace trainsim::cpu {
+namespace trainsim::runtime {
 
 namespace {
 
@@ -52,4 +52,4 @@ Matrix normal_matrix(const std::string& name, uint64_t seed, int64_t rows, int64
   return m;
 }
 
-}  // namespace trainsim::cpu
+}  // namespace trainsim::runtime

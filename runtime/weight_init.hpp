@@ -6,11 +6,13 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/cpu_kernels.hpp"
+#include "kernels/cpu/cpu_kernels.hpp"
 
-namespace trainsim::cpu {
+namespace trainsim::runtime {
+
+using cpu::Matrix;  // host tensors are the CPU kernels' (kernels/cpu/cpu_kernels.hpp)
 
 // A (rows, cols) tensor of N(0, stddev^2) values for `name` under `seed`.
 Matrix normal_matrix(const std::string& name, uint64_t seed, int64_t rows, int64_t cols, float stddev);
 
-}  // namespace trainsim::cpu
+}  // namespace trainsim::runtime

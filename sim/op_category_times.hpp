@@ -1,4 +1,4 @@
-// What `predict` expects each op category (plan/op_category.hpp) to cost per iteration on one rank
+// What `predict` expects each op category (common/op_category.hpp) to cost per iteration on one rank
 // of each pipeline stage: the lowered ops priced one by one with the cost model, times the layers
 // the stage holds and the micro-batches, recomputation in the backward column, the optimizer on
 // the rank's (ZeRO-sharded) parameters. The counterpart of the runtime's per-op timing, for
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "model/model_spec.hpp"
-#include "plan/op_category.hpp"
+#include "common/op_category.hpp"
 #include "plan/parallel_plan.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/hardware_catalog.hpp"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "model/model_spec.hpp"
-#include "plan/op_category.hpp"
+#include "common/op_category.hpp"
 #include "plan/parallel_plan.hpp"
 #include "plan/rank_memory.hpp"
 #include "sim/cost_model.hpp"

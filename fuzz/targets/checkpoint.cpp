@@ -25,7 +25,7 @@ uint64_t fnv1a(const uint8_t* data, size_t size) {
 
 void read(const uint8_t* data, size_t size) {
   try {
-    trainsim::cpu::read_checkpoint(trainsim::fuzz::input_file(data, size, ".ckpt"));
+    trainsim::runtime::read_checkpoint(trainsim::fuzz::input_file(data, size, ".ckpt"));
   } catch (const trainsim::InputError&) {
   }
 }

@@ -6,13 +6,13 @@
 #include <cstdlib>
 
 #include "common/errors.hpp"
-#include "runtime/mpi_groups.hpp"
-#include "runtime/cuda_kernels/cuda_check.cuh"
+#include "runtime/rank_grid.hpp"
+#include "kernels/cuda/cuda_check.cuh"
 
 namespace trainsim::cuda {
 
 void agree_on_device_error(MPI_Comm world, const std::optional<std::string>& error) {
-  if (const std::optional<cpu::RankError> first = cpu::first_error(world, error)) throw DeviceError(first->message);
+  if (const std::optional<runtime::RankError> first = runtime::first_error(world, error)) throw DeviceError(first->message);
 }
 
 CudaDevice select_device(MPI_Comm world) {

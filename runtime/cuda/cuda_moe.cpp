@@ -1,14 +1,14 @@
 // CudaMoe: the MoE layers' forward and backward on the GPU; see cuda_moe.hpp. The comments give each
-// step's CPU twin in runtime/moe_layer.cpp (moe_forward, moe_backward, ffn_forward, ffn_backward).
+// step's CPU twin in runtime/cpu/moe_layer.cpp (moe_forward, moe_backward, ffn_forward, ffn_backward).
 #include "runtime/cuda/cuda_moe.hpp"
 
 #include <algorithm>
 
 #include "common/errors.hpp"
 #include "runtime/cuda/moe_index_maps.hpp"
-#include "runtime/cuda_kernels/cuda_check.cuh"
-#include "runtime/cuda_kernels/kernels.cuh"
-#include "runtime/cuda_kernels/moe.cuh"
+#include "kernels/cuda/cuda_check.cuh"
+#include "kernels/cuda/kernels.cuh"
+#include "kernels/cuda/moe.cuh"
 
 namespace trainsim::cuda {
 
@@ -27,7 +27,7 @@ void upload(const std::vector<T>& host, const DeviceBuffer<T>& device, cudaStrea
 
 }  // namespace
 
-CudaMoe::CudaMoe(const ModelSpec& m, const cpu::StageLayout& layout, int64_t tokens, const ParamStore& params, DeviceArena& arena,
+CudaMoe::CudaMoe(const ModelSpec& m, const runtime::StageLayout& layout, int64_t tokens, const ParamStore& params, DeviceArena& arena,
                  Gemm& gemm, cudaStream_t stream)
     : tokens_(tokens), hidden_(m.hidden), experts_(m.moe->experts), top_k_(m.moe->top_k), local_(m.moe->experts / layout.ep),
       expert_width_(m.moe->expert_ffn_hidden), shared_width_(m.moe->shared_experts * m.moe->expert_ffn_hidden),
@@ -118,10 +118,10 @@ void CudaMoe::route(const Layer& w, const bf16* x, MoeActivations& a) {
   // for the toy models) and the launch queue refills. Measure the gap with nsys; the pipeline and DP
   // streams keep running meanwhile (only the compute stream is waited for).
   check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (router logits)");
-  const cpu::Routing routing = cpu::route_top_k(Eigen::Map<const cpu::Matrix>(host_logits_.data(), T, E), top_k_);
-  a.layout = cpu::dispatch_layout(routing, E, ep_->size());
+  const runtime::Routing routing = runtime::route_top_k(Eigen::Map<const cpu::Matrix>(host_logits_.data(), T, E), top_k_);
+  a.layout = runtime::dispatch_layout(routing, E, ep_->size());
   // Experts ascend with the rank holding them, so expert_rows is already in blocks by destination.
-  a.batches = cpu::expert_batches(ep_->all_to_all_counts(a.layout.expert_rows, local_), ep_->size(), local_);
+  a.batches = runtime::expert_batches(ep_->all_to_all_counts(a.layout.expert_rows, local_), ep_->size(), local_);
   const MoeIndexMaps maps = index_maps(routing, a.layout, a.batches);
   // Pageable host memory: each copy has left `maps` (for a staging buffer) when cudaMemcpyAsync returns.
   upload(maps.token_of_row, a.token_of_row, stream_);

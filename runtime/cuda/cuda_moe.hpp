@@ -1,5 +1,5 @@
-// The MoE layers of a GPU stage, tp 1 (the CUDA twin of runtime/moe_layer.cpp with the shared
-// experts of runtime/stage_moe.cpp), run by CudaStage in place of the dense MLP. Per layer and
+// The MoE layers of a GPU stage, tp 1 (the CUDA twin of runtime/cpu/moe_layer.cpp with the shared
+// experts of runtime/cpu/stage_moe.cpp), run by CudaStage in place of the dense MLP. Per layer and
 // micro-batch: the router GEMM (bf16 in, fp32 logits); the logits copied to the host, which routes
 // with the CPU runtime's own top-k + softmax and dispatch layout and exchanges the per-expert counts
 // over the EP group (one wait for the compute stream per layer, as Megatron-Core's dropless
@@ -23,12 +23,12 @@
 #include <vector>
 
 #include "model/model_spec.hpp"
-#include "runtime/cpu_model.hpp"
+#include "runtime/stage_layout.hpp"
 #include "runtime/cuda/device_arena.hpp"
 #include "runtime/cuda/ep_collectives.hpp"
 #include "runtime/cuda/event_clock.hpp"
 #include "runtime/cuda/param_store.hpp"
-#include "runtime/cuda_kernels/gemm.cuh"
+#include "kernels/cuda/gemm.cuh"
 #include "runtime/moe_routing.hpp"
 
 namespace trainsim::cuda {
@@ -36,8 +36,8 @@ namespace trainsim::cuda {
 // One MoE layer's state of one micro-batch, kept from its forward to its backward (empty in a
 // dense model's layers).
 struct MoeActivations {
-  cpu::DispatchLayout layout;   // host: this rank's copies (counts per EP rank)
-  cpu::ExpertBatches batches;   // host: what it received (counts per source rank and local expert)
+  runtime::DispatchLayout layout;   // host: this rank's copies (counts per EP rank)
+  runtime::ExpertBatches batches;   // host: what it received (counts per source rank and local expert)
   DeviceBuffer<int32_t> token_of_row, row_of_slot, expert_of_slot;  // (C) the index maps of moe_index_maps.hpp
   DeviceBuffer<int32_t> received_row, expert_major_row;             // (R_max)
   DeviceBuffer<float> weight_of_slot, weight_of_row;                // (C)
@@ -50,7 +50,7 @@ struct MoeActivations {
 class CudaMoe {
  public:
   // The stage's MoE layers (layout's local layers), their weights and gradients in `params`.
-  CudaMoe(const ModelSpec& model, const cpu::StageLayout& layout, int64_t tokens, const ParamStore& params, DeviceArena& arena,
+  CudaMoe(const ModelSpec& model, const runtime::StageLayout& layout, int64_t tokens, const ParamStore& params, DeviceArena& arena,
           Gemm& gemm, cudaStream_t stream);
   CudaMoe(const CudaMoe&) = delete;
   CudaMoe& operator=(const CudaMoe&) = delete;

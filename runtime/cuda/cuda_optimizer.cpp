@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "common/errors.hpp"
-#include "runtime/cuda_kernels/cuda_check.cuh"
-#include "runtime/cuda_kernels/kernels.cuh"
+#include "kernels/cuda/cuda_check.cuh"
+#include "kernels/cuda/kernels.cuh"
 
 namespace trainsim::cuda {
 

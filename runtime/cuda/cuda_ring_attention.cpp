@@ -1,19 +1,19 @@
 // CudaRingAttention and the ring's host arithmetic; see cuda_ring_attention.hpp. Each step's
-// comment names its CPU twin in runtime/ring_attention.cpp.
+// comment names its CPU twin in runtime/cpu/ring_attention.cpp.
 #include "runtime/cuda/cuda_ring_attention.hpp"
 
 #include <limits>
 
 #include "common/errors.hpp"
-#include "runtime/cuda_kernels/cuda_check.cuh"
-#include "runtime/ring_attention.hpp"
+#include "kernels/cuda/cuda_check.cuh"
+#include "runtime/context_chunks.hpp"
 
 namespace trainsim::cuda {
 
 std::vector<AttentionBlock> ring_step_blocks(const AttentionShape& local, int64_t cp, int64_t rank, int64_t source) {
   TRAINSIM_ASSERT(local.seq % 2 == 0, "a CP rank holds two chunks of equal length of every sequence");
   const int64_t chunk = local.seq / 2;
-  const cpu::ContextChunks mine = cpu::context_chunks(cp, rank), theirs = cpu::context_chunks(cp, source);
+  const runtime::ContextChunks mine = runtime::context_chunks(cp, rank), theirs = runtime::context_chunks(cp, source);
   const int64_t query_chunks[2] = {mine.first, mine.second}, key_chunks[2] = {theirs.first, theirs.second};
   std::vector<AttentionBlock> blocks;
   for (int64_t qa = 0; qa < 2; ++qa) {
@@ -53,7 +53,7 @@ runtime::TokenBatch context_rows(const runtime::TokenBatch& batch, int64_t seq_l
 
 DeviceBuffer<int32_t> device_context_positions(int64_t seq_len, int64_t cp, int64_t cp_rank, DeviceArena& arena) {
   if (cp == 1) return {};
-  const std::vector<int32_t> positions = cpu::context_positions(seq_len, cp, cp_rank);
+  const std::vector<int32_t> positions = runtime::context_positions(seq_len, cp, cp_rank);
   DeviceBuffer<int32_t> out(arena, static_cast<int64_t>(positions.size()), "context-parallel positions");
   check_cuda(cudaMemcpy(out.data(), positions.data(), out.bytes(), cudaMemcpyHostToDevice), "cudaMemcpy (context-parallel positions)");
   return out;

@@ -1,4 +1,4 @@
-// Context parallelism's attention on the GPU: the CUDA twin of runtime/ring_attention.hpp
+// Context parallelism's attention on the GPU: the CUDA twin of runtime/cpu/ring_attention.hpp
 // (Megatron-Core / Transformer Engine's p2p ring). Each sequence is cut into 2 x cp chunks and CP
 // rank r holds chunks r and 2cp - 1 - r; at each of cp steps the rank attends its queries to the
 // K, V block it holds (its own first, then each previous rank's), chunk against chunk (skipped where
@@ -18,8 +18,8 @@
 #include "runtime/cuda/device_arena.hpp"
 #include "runtime/cuda/event_clock.hpp"
 #include "runtime/cuda/nccl_groups.hpp"
-#include "runtime/cuda_kernels/context_parallel.cuh"
-#include "runtime/cuda_kernels/kernels.cuh"
+#include "kernels/cuda/context_parallel.cuh"
+#include "kernels/cuda/kernels.cuh"
 #include "runtime/token_data.hpp"
 
 namespace trainsim::cuda {
@@ -31,7 +31,7 @@ namespace trainsim::cuda {
 std::vector<AttentionBlock> ring_step_blocks(const AttentionShape& local, int64_t cp, int64_t rank, int64_t source);
 
 // The rows of `batch` (sequences of seq_len rows) at `positions` of each sequence, in order: what a
-// CP rank trains on (positions: cpu::context_positions), as the CPU trainer's micro_batches picks them.
+// CP rank trains on (positions: runtime::context_positions), as the CPU trainer's micro_batches picks them.
 runtime::TokenBatch context_rows(const runtime::TokenBatch& batch, int64_t seq_len, const std::vector<int32_t>& positions);
 
 // cpu_model.cpp's positions_ on the device: the true position of each of a sequence's seq_len / cp

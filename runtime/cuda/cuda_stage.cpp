@@ -1,10 +1,10 @@
 // CudaStage: forward and backward of one pipeline stage on the GPU; see cuda_stage.hpp. The
-// comments give each step's CPU twin in runtime/cpu_model.cpp.
+// comments give each step's CPU twin in runtime/cpu/cpu_model.cpp.
 #include "runtime/cuda/cuda_stage.hpp"
 
 #include "common/errors.hpp"
-#include "runtime/cuda_kernels/context_parallel.cuh"
-#include "runtime/cuda_kernels/cuda_check.cuh"
+#include "kernels/cuda/context_parallel.cuh"
+#include "kernels/cuda/cuda_check.cuh"
 
 namespace trainsim::cuda {
 
@@ -18,7 +18,7 @@ ActivationSlot::~ActivationSlot() {
   if (sends_done != nullptr) cudaEventDestroy(sends_done);
 }
 
-CudaStage::CudaStage(const ModelSpec& m, const cpu::StageLayout& layout, AttentionKernel attention, int64_t micro_batch, uint64_t seed,
+CudaStage::CudaStage(const ModelSpec& m, const runtime::StageLayout& layout, AttentionKernel attention, int64_t micro_batch, uint64_t seed,
                      int64_t shards, DeviceArena& arena, TpCollectives& tp, Gemm& gemm, cudaStream_t stream, int64_t zero3_rank)
     : layout_(layout), micro_batch_(micro_batch), seq_(m.seq_len / layout.cp), hidden_(m.hidden), heads_local_(m.heads / layout.tp),
       kv_heads_local_(m.kv_heads / layout.tp), head_dim_(m.head_dim), ffn_local_(m.ffn_hidden / layout.tp),
@@ -31,10 +31,7 @@ CudaStage::CudaStage(const ModelSpec& m, const cpu::StageLayout& layout, Attenti
       unfused_(attention == AttentionKernel::kUnfused), rope_theta_(m.rope_theta), head_weight_(m.tied_embeddings ? "wte" : "lm_head"),
       arena_(arena), tp_(tp), gemm_(gemm), stream_(stream),
       positions_(device_context_positions(m.seq_len, layout.cp, layout.cp_rank, arena)) {
-  {
-    cpu::StageModel initial(m, layout, seed);  // the CPU backend's initial model, same layout and seed
-    params_ = std::make_unique<ParamStore>(initial, shards, arena, stream, zero3_rank);
-  }
+  params_ = std::make_unique<ParamStore>(runtime::initial_stage_weights(m, layout, seed), layout, shards, arena, stream, zero3_rank);
   const ParamStore& p = *params_;
   for (const LayerRange& chunk : layout.chunks) {  // local layers: the chunks' layers in order
     for (int64_t l = chunk.first; l < chunk.last; ++l) {

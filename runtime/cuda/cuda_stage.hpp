@@ -1,12 +1,12 @@
 // One pipeline stage of the decoder on one TP rank, on the GPU: the CUDA twin of
-// runtime/cpu_model.hpp (GPT-2- or Llama-style: learned positions or RoPE, pre-norm blocks with
+// runtime/cpu/cpu_model.hpp (GPT-2- or Llama-style: learned positions or RoPE, pre-norm blocks with
 // LayerNorm or RMSNorm, causal multi-head or grouped-query attention, a GELU or SwiGLU MLP, biases
 // everywhere, on Q/K/V only or nowhere, final norm, LM head tied to the token embedding or its own,
 // cross-entropy; Megatron column/row splits with TP all-reduces, or with sequence parallelism
 // all-gather / reduce-scatter of token rows; the token embedding and LM head split by vocabulary,
 // with Megatron's vocabulary-parallel lookup and cross-entropy: cuda_stage_vocab.cpp). bf16 weights
 // and activations, fp32 gradients accumulated over micro-batches. Kernels and GEMMs come from
-// runtime/cuda_kernels/. Everything is enqueued on one compute stream.
+// kernels/cuda/. Everything is enqueued on one compute stream.
 // Recomputation: full keeps only each layer's input and runs the layer's forward again before its
 // backward. Attention is fused (flash: the softmax is always recomputed from Q, K, so selective and
 // none store the same) or, with --attention unfused, the bmm + softmax path that keeps the s x s
@@ -30,16 +30,16 @@
 #include <vector>
 
 #include "model/model_spec.hpp"
-#include "runtime/cpu_model.hpp"
+#include "runtime/stage_layout.hpp"
 #include "runtime/cuda/cuda_moe.hpp"
 #include "runtime/cuda/cuda_ring_attention.hpp"
 #include "runtime/cuda/device_arena.hpp"
 #include "runtime/cuda/ep_collectives.hpp"
 #include "runtime/cuda/param_store.hpp"
 #include "runtime/cuda/tp_collectives.hpp"
-#include "runtime/cuda_kernels/gemm.cuh"
-#include "runtime/cuda_kernels/kernels.cuh"
-#include "runtime/cuda_kernels/vocab_parallel.cuh"
+#include "kernels/cuda/gemm.cuh"
+#include "kernels/cuda/kernels.cuh"
+#include "kernels/cuda/vocab_parallel.cuh"
 
 namespace trainsim::cuda {
 
@@ -85,14 +85,14 @@ class CudaStage {
  public:
   // `shards`: DP ranks the parameters are padded for (ZeRO); `zero3_rank` >= 0: ZeRO-3, the store
   // keeps that rank's shard space (param_store.hpp).
-  CudaStage(const ModelSpec& model, const cpu::StageLayout& layout, AttentionKernel attention, int64_t micro_batch, uint64_t seed,
+  CudaStage(const ModelSpec& model, const runtime::StageLayout& layout, AttentionKernel attention, int64_t micro_batch, uint64_t seed,
             int64_t shards, DeviceArena& arena, TpCollectives& tp, Gemm& gemm, cudaStream_t stream, int64_t zero3_rank = -1);
   ~CudaStage();
   CudaStage(const CudaStage&) = delete;
   CudaStage& operator=(const CudaStage&) = delete;
 
   ParamStore& params() { return *params_; }
-  const cpu::StageLayout& layout() const { return layout_; }
+  const runtime::StageLayout& layout() const { return layout_; }
   int64_t tokens() const { return tokens_; }  // T
   int64_t rows() const { return rows_; }      // R
   int64_t hidden() const { return hidden_; }
@@ -169,7 +169,7 @@ class CudaStage {
   void vocab_parallel_loss(ActivationSlot& s, float loss_scale);
   void head_backward(ActivationSlot& s, bf16* dx);
 
-  cpu::StageLayout layout_;
+  runtime::StageLayout layout_;
   // seq_: token rows of each sequence on this rank (seq_len / cp)
   int64_t micro_batch_, seq_, hidden_, heads_local_, kv_heads_local_, head_dim_, ffn_local_, tokens_, rows_;
   VocabShard vocab_;  // this TP rank's ids: rows of wte and lm_head, columns of the logits (all of them at tp 1)

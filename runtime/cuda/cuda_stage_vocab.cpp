@@ -1,14 +1,14 @@
 // CudaStage's vocabulary ends (see cuda_stage.hpp): the token embedding of the first stage, and
 // the LM head and cross-entropy of the last. With tp > 1 both are split by vocabulary as Megatron-LM
-// splits them and as runtime/cpu_model.cpp does (embed, head_loss, embed_backward, backward): each
+// splits them and as runtime/cpu/cpu_model.cpp does (embed, head_loss, embed_backward, backward): each
 // TP rank holds ids vocab_.first .. + vocab_.count of wte and lm_head, its partial lookups and head
 // input gradients are summed over TP, the cross-entropy reduces the row max and the sum of exp and
-// target logit (runtime/cuda_kernels/vocab_parallel.cuh). With tp 1 the kernels are those of the
+// target logit (kernels/cuda/vocab_parallel.cuh). With tp 1 the kernels are those of the
 // replicated model, so a one-GPU run is what it was before the split.
 #include "common/errors.hpp"
 #include "runtime/cuda/cuda_stage.hpp"
-#include "runtime/cuda_kernels/context_parallel.cuh"
-#include "runtime/cuda_kernels/cuda_check.cuh"
+#include "kernels/cuda/context_parallel.cuh"
+#include "kernels/cuda/cuda_check.cuh"
 
 namespace trainsim::cuda {
 

@@ -27,9 +27,9 @@
 #include "runtime/cuda/nccl_groups.hpp"
 #include "runtime/cuda/zero3_exchange.hpp"
 #include "runtime/checkpoint.hpp"
-#include "runtime/cuda_kernels/cuda_check.cuh"
-#include "runtime/mpi_groups.hpp"
-#include "runtime/ring_attention.hpp"
+#include "kernels/cuda/cuda_check.cuh"
+#include "runtime/rank_grid.hpp"
+#include "runtime/context_chunks.hpp"
 #include "runtime/token_data.hpp"
 #include "runtime/watchdog.hpp"
 
@@ -57,8 +57,8 @@ class Stream {
 struct CudaTrainer::Impl {
   ModelSpec model;
   ParallelPlan plan;
-  cpu::RunOptions options;
-  cpu::RankGrid grid;
+  runtime::RunOptions options;
+  runtime::RankGrid grid;
   CudaDevice device;
   NcclGroups nccl;
   DeviceArena arena;
@@ -83,8 +83,8 @@ struct CudaTrainer::Impl {
 
   // The members are made in declaration order: the device is selected before the first CUDA call
   // (the streams), the NCCL groups before the buffers.
-  Impl(const ModelSpec& m, const ParallelPlan& p, const cpu::RunOptions& o, MPI_Comm world)
-      : model(m), plan(p), options(o), grid(cpu::RankGrid::build(p, world, m.tied_embeddings)), device(select_device(grid.world)),
+  Impl(const ModelSpec& m, const ParallelPlan& p, const runtime::RunOptions& o, MPI_Comm world)
+      : model(m), plan(p), options(o), grid(runtime::RankGrid::build(p, world, m.tied_embeddings)), device(select_device(grid.world)),
         nccl(NcclGroups::build(grid, p)) {
     report.device = device.name;
   }
@@ -95,7 +95,7 @@ struct CudaTrainer::Impl {
     tp = std::make_unique<TpCollectives>(nccl.tp, clock, compute);
     ep = std::make_unique<EpCollectives>(nccl.ep, grid.ep, clock, compute);
     // The simulator's split; MoE: this rank's experts are those of its place in the EP group.
-    const cpu::StageLayout layout = cpu::stage_layout(model, plan, grid.pp_rank, grid.tp_rank, grid.cp_rank, grid.ep_rank);
+    const runtime::StageLayout layout = runtime::stage_layout(model, plan, grid.pp_rank, grid.tp_rank, grid.cp_rank, grid.ep_rank);
     // ZeRO shards over the dp x cp ranks (nccl.dp spans them, as the CPU runtime's dp_cp group).
     zero3 = plan.zero_stage >= 3 && nccl.dp.size() > 1;
     zero = plan.zero_stage >= 1 && nccl.dp.size() > 1 && !zero3;
@@ -158,7 +158,7 @@ struct CudaTrainer::Impl {
   void upload_batch(int64_t iteration) {
     const int64_t per_rank = plan.global_batch / plan.dp;
     runtime::TokenBatch batch = runtime::token_batch(corpus, options.seed, iteration, grid.dp_rank * per_rank, per_rank, model.seq_len);
-    if (plan.cp > 1) batch = context_rows(batch, model.seq_len, cpu::context_positions(model.seq_len, plan.cp, grid.cp_rank));
+    if (plan.cp > 1) batch = context_rows(batch, model.seq_len, runtime::context_positions(model.seq_len, plan.cp, grid.cp_rank));
     check_cuda(cudaMemcpy(tokens.data(), batch.tokens.data(), tokens.bytes(), cudaMemcpyHostToDevice), "cudaMemcpy (tokens)");
     check_cuda(cudaMemcpy(targets.data(), batch.targets.data(), targets.bytes(), cudaMemcpyHostToDevice), "cudaMemcpy (targets)");
   }
@@ -334,31 +334,31 @@ struct CudaTrainer::Impl {
 
   // Checkpoints (runtime/checkpoint.hpp, backend 1): per rank the optimizer's fp32 master weights
   // and AdamW moments of its range; the bf16 working weights are rebuilt from them on resume.
-  cpu::CheckpointHeader header(int64_t iteration) const {
-    cpu::CheckpointHeader h = cpu::checkpoint_header(model, plan, grid.world_size, options.seed, 1);
+  runtime::CheckpointHeader header(int64_t iteration) const {
+    runtime::CheckpointHeader h = runtime::checkpoint_header(model, plan, grid.world_size, options.seed, 1);
     h.iteration = iteration;
     h.optimizer_step = optimizer->steps_taken();
     return h;
   }
 
   void save_checkpoint(int64_t iteration) {
-    cpu::CheckpointData data;
+    runtime::CheckpointData data;
     data.header = header(iteration);
     data.tensors = optimizer->state_to_host(compute);
-    cpu::note_progress(iteration, cpu::RunPhase::kCheckpointSave);
-    cpu::save_checkpoint_set(grid.world, options.checkpoint_dir, options.checkpoint_every, data);
+    runtime::note_progress(iteration, runtime::RunPhase::kCheckpointSave);
+    runtime::save_checkpoint_set(grid.world, options.checkpoint_dir, options.checkpoint_every, data);
   }
 
   // Loads the latest complete checkpoint; returns its iteration.
   int64_t load_checkpoint() {
     const size_t n = static_cast<size_t>(optimizer->count());
-    cpu::note_progress(-1, cpu::RunPhase::kCheckpointLoad);
+    runtime::note_progress(-1, runtime::RunPhase::kCheckpointLoad);
     const auto tell = [&](const std::string& note) {
       if (grid.world_rank == 0 && options.notify) options.notify(note);
     };
-    const cpu::CheckpointData data = options.resume_from_last_good
-                                         ? cpu::load_checkpoint_set(grid.world, options.checkpoint_dir, header(0), {n, n, n}, tell)
-                                         : cpu::load_checkpoint_set(grid.world, options.checkpoint_dir, header(0), {n, n, n});
+    const runtime::CheckpointData data = options.resume_from_last_good
+                                         ? runtime::load_checkpoint_set(grid.world, options.checkpoint_dir, header(0), {n, n, n}, tell)
+                                         : runtime::load_checkpoint_set(grid.world, options.checkpoint_dir, header(0), {n, n, n});
     optimizer->state_from_host(data.tensors, data.header.optimizer_step, compute);
     if (zero) {
       gather_zero_weights();
@@ -398,14 +398,14 @@ struct CudaTrainer::Impl {
   }
 
   IterationRecord step(int64_t iteration, const PipelineSchedule& schedule) {
-    cpu::note_progress(iteration, cpu::RunPhase::kStepStart);
+    runtime::note_progress(iteration, runtime::RunPhase::kStepStart);
     clock.reset();
     events.reset();
     upload_batch(iteration);
     check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize (before the iteration)");
     MPI_Barrier(grid.world);
-    cpu::note_progress(iteration, cpu::RunPhase::kDeviceIteration);  // one phase: NCCL's waits are on the device
-    const double start = cpu::wall_s();
+    runtime::note_progress(iteration, runtime::RunPhase::kDeviceIteration);  // one phase: NCCL's waits are on the device
+    const double start = runtime::wall_s();
     check_cuda(cudaMemsetAsync(stage->loss_sum(), 0, sizeof(float), compute), "cudaMemsetAsync (loss)");
     if (zero3) exchange->begin_iteration();
     run_schedule(schedule);
@@ -414,7 +414,7 @@ struct CudaTrainer::Impl {
     float loss_sum = 0;  // the one read-back of the iteration (every other stream has joined compute)
     check_cuda(cudaMemcpyAsync(&loss_sum, stage->loss_sum(), sizeof(float), cudaMemcpyDeviceToHost, compute), "cudaMemcpyAsync (loss)");
     check_cuda(cudaStreamSynchronize(compute), "cudaStreamSynchronize (end of iteration)");
-    const double time = cpu::wall_s() - start;
+    const double time = runtime::wall_s() - start;
     arena.sample_device();
     const auto s = clock.seconds();
     auto at = [&](SpanKind k) { return s[static_cast<size_t>(k)]; };
@@ -439,7 +439,7 @@ struct CudaTrainer::Impl {
   }
 };
 
-CudaTrainer::CudaTrainer(const ModelSpec& model, const ParallelPlan& plan, const cpu::RunOptions& options, MPI_Comm world)
+CudaTrainer::CudaTrainer(const ModelSpec& model, const ParallelPlan& plan, const runtime::RunOptions& options, MPI_Comm world)
     : impl_(std::make_unique<Impl>(model, plan, options, world)) {
   std::optional<std::string> error;
   try {
@@ -472,7 +472,7 @@ Measurement CudaTrainer::run(const std::function<void(const IterationRecord&)>& 
     if (t.grid.world_rank == 0 && on_iteration) on_iteration(m.iterations.back());
     if (t.options.checkpoint_every > 0 && (i + 1) % t.options.checkpoint_every == 0) t.save_checkpoint(i);
   }
-  cpu::note_progress(t.options.steps - 1, cpu::RunPhase::kFinish);
+  runtime::note_progress(t.options.steps - 1, runtime::RunPhase::kFinish);
   if (m.iterations.empty()) {
     throw InputError("--resume: the checkpoint is already at step " + std::to_string(first) + " of " + std::to_string(t.options.steps),
                      "ask for more --steps");

@@ -1,5 +1,5 @@
 // The CUDA backend's training run (`trainsim run --backend cuda`): one MPI process per GPU, the
-// plan's rank grid (runtime/mpi_groups.hpp) with NCCL communicators, the pipeline schedule of
+// plan's rank grid (runtime/cpu/mpi_groups.hpp) with NCCL communicators, the pipeline schedule of
 // plan/pipeline_schedule (GPipe or 1F1B) with ncclSend / ncclRecv on their own streams, the DP
 // gradient reduction in buckets on a communication stream (overlapping the last micro-batch's
 // backward when plan.dp_overlap), ZeRO-1/2, AdamW with global-norm clipping. The data
@@ -16,8 +16,8 @@
 
 #include "model/model_spec.hpp"
 #include "plan/parallel_plan.hpp"
-#include "runtime/measurement.hpp"
-#include "runtime/trainer.hpp"
+#include "common/measurement.hpp"
+#include "runtime/run_options.hpp"
 
 namespace trainsim::cuda {
 
@@ -37,7 +37,7 @@ class CudaTrainer {
  public:
   // Collective over `world`: selects the GPU, builds the NCCL groups, uploads the initial model.
   // DeviceError (on every rank) when a rank has no usable GPU.
-  CudaTrainer(const ModelSpec& model, const ParallelPlan& plan, const cpu::RunOptions& options, MPI_Comm world);
+  CudaTrainer(const ModelSpec& model, const ParallelPlan& plan, const runtime::RunOptions& options, MPI_Comm world);
   ~CudaTrainer();
   CudaTrainer(const CudaTrainer&) = delete;
   CudaTrainer& operator=(const CudaTrainer&) = delete;

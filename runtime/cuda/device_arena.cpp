@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "runtime/cuda_kernels/cuda_check.cuh"
+#include "kernels/cuda/cuda_check.cuh"
 
 namespace trainsim::cuda {
 

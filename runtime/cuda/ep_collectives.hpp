@@ -1,4 +1,4 @@
-// The expert-parallel group of a GPU stage's MoE layers (the CUDA twin of runtime/ep_group.hpp):
+// The expert-parallel group of a GPU stage's MoE layers (the CUDA twin of runtime/cpu/ep_group.hpp):
 // the per-expert counts exchanged on the host (MPI_Alltoall over the group's MPI communicator: the
 // host sizes the transfers and the experts' GEMMs from them), and the all-to-all of bf16 token
 // rows as one ncclSend / ncclRecv per peer with rows to move, all in one NCCL group, on the compute

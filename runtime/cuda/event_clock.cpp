@@ -2,7 +2,7 @@
 #include "runtime/cuda/event_clock.hpp"
 
 #include "common/errors.hpp"
-#include "runtime/cuda_kernels/cuda_check.cuh"
+#include "kernels/cuda/cuda_check.cuh"
 
 namespace trainsim::cuda {
 

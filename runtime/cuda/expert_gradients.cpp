@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <string>
 
-#include "runtime/cuda_kernels/cuda_check.cuh"
+#include "kernels/cuda/cuda_check.cuh"
 
 namespace trainsim::cuda {
 

@@ -1,5 +1,5 @@
 // MoE expert parameters in the CUDA trainer's DP reduction and global norm, as the CPU runtime's
-// runtime/data_parallel.hpp does it: with ep > 1 every EP rank holds different experts, so their
+// runtime/cpu/data_parallel.hpp does it: with ep > 1 every EP rank holds different experts, so their
 // gradients are summed over the expert-DP ranks (those holding the same experts: dp / ep of them
 // at tp 1), the rest over DP; and the global norm is summed over every rank, each tensor counted on
 // the first rank of the group that reduces it, so each element of the model counts once. With

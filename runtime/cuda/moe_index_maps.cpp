@@ -17,7 +17,7 @@ int32_t to_index(int64_t i) {
 
 }  // namespace
 
-MoeIndexMaps index_maps(const cpu::Routing& routing, const cpu::DispatchLayout& layout, const cpu::ExpertBatches& batches) {
+MoeIndexMaps index_maps(const runtime::Routing& routing, const runtime::DispatchLayout& layout, const runtime::ExpertBatches& batches) {
   const int64_t k = routing.top_k, copies = static_cast<int64_t>(layout.slot.size());
   TRAINSIM_ASSERT(copies == static_cast<int64_t>(routing.expert.size()) && copies == routing.weight.size(),
                   "MoE index maps: one dispatch slot per routed copy");
@@ -44,7 +44,7 @@ MoeIndexMaps index_maps(const cpu::Routing& routing, const cpu::DispatchLayout& 
   return m;
 }
 
-std::vector<int64_t> expert_first_rows(const cpu::ExpertBatches& batches) {
+std::vector<int64_t> expert_first_rows(const runtime::ExpertBatches& batches) {
   std::vector<int64_t> first(batches.expert_rows.size(), 0);
   for (size_t j = 1; j < first.size(); ++j) first[j] = first[j - 1] + batches.expert_rows[j - 1];
   return first;

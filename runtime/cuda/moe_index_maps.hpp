@@ -1,6 +1,6 @@
 // The host side of an MoE layer's dispatch on the GPU: from this rank's routing, dispatch layout
 // and what the EP group sends it (runtime/moe_routing.hpp, the CPU runtime's own functions), the
-// index maps that the kernels of runtime/cuda_kernels/moe.cuh follow to move token rows between
+// index maps that the kernels of kernels/cuda/moe.cuh follow to move token rows between
 // the three orders the layer uses: tokens (T rows), copies grouped by expert (C = T x k rows, the
 // dispatch's send order) and rows received per source rank (R rows; regrouped expert-major for the
 // experts' GEMMs). Pure host arithmetic, tested without a GPU (tests/gpu/test_cuda_moe.cpp).
@@ -23,10 +23,10 @@ struct MoeIndexMaps {
   std::vector<int32_t> expert_major_row;  // (R) received row r is expert-major row expert_major_row[r] (its inverse)
 };
 
-MoeIndexMaps index_maps(const cpu::Routing& routing, const cpu::DispatchLayout& layout, const cpu::ExpertBatches& batches);
+MoeIndexMaps index_maps(const runtime::Routing& routing, const runtime::DispatchLayout& layout, const runtime::ExpertBatches& batches);
 
 // First expert-major row of each local expert (its rows are [first[j], first[j] + expert_rows[j])).
-std::vector<int64_t> expert_first_rows(const cpu::ExpertBatches& batches);
+std::vector<int64_t> expert_first_rows(const runtime::ExpertBatches& batches);
 
 // Rows an EP rank can receive for its experts under dropless routing, at most: each of the group's
 // `ep` ranks sends its T tokens' copies, of which at most min(k, experts / ep) reach one rank.

@@ -8,7 +8,7 @@
 
 #include "common/errors.hpp"
 #include "runtime/cuda/cuda_device.hpp"
-#include "runtime/cuda_kernels/cuda_check.cuh"
+#include "kernels/cuda/cuda_check.cuh"
 
 namespace trainsim::cuda {
 
@@ -58,7 +58,7 @@ namespace {
 
 // Pipeline neighbour pairs by MPI_Comm_split: `odd` false pairs stages (0,1), (2,3), ...; true
 // pairs (1,2), (3,4), ... Returns MPI_COMM_NULL where this rank has no partner in that split.
-MPI_Comm pipeline_pair(const cpu::RankGrid& grid, const ParallelPlan& plan, bool odd) {
+MPI_Comm pipeline_pair(const runtime::RankGrid& grid, const ParallelPlan& plan, bool odd) {
   const int64_t stage = grid.pp_rank;
   const int64_t partner = odd ? (stage % 2 == 1 ? stage + 1 : stage - 1) : (stage % 2 == 0 ? stage + 1 : stage - 1);
   const bool paired = partner >= 0 && partner < plan.pp;
@@ -71,7 +71,7 @@ MPI_Comm pipeline_pair(const cpu::RankGrid& grid, const ParallelPlan& plan, bool
 
 }  // namespace
 
-NcclGroups NcclGroups::build(const cpu::RankGrid& grid, const ParallelPlan& plan) {
+NcclGroups NcclGroups::build(const runtime::RankGrid& grid, const ParallelPlan& plan) {
   NcclGroups g;
   // The same order on every rank: each ncclCommInitRank waits for its whole group. The groups of
   // one phase are disjoint; the ranks agree after each phase, so that a group whose creation failed

@@ -1,4 +1,4 @@
-// NCCL communicators for a plan's rank grid (runtime/mpi_groups.hpp's RankGrid): TP, CP (the ring
+// NCCL communicators for a plan's rank grid (runtime/cpu/mpi_groups.hpp's RankGrid): TP, CP (the ring
 // attention's), DP over dp x cp (Megatron's dp_cp group: the weights are the same on every CP rank,
 // so gradients are reduced and ZeRO shards over it, as the CPU runtime's DataParallel; without CP it
 // is the DP group) and the tied-embedding pair (first and last stage), and for the pipeline two per
@@ -14,7 +14,7 @@
 #include <string>
 
 #include "plan/parallel_plan.hpp"
-#include "runtime/mpi_groups.hpp"
+#include "runtime/rank_grid.hpp"
 
 namespace trainsim::cuda {
 
@@ -57,7 +57,7 @@ struct NcclGroups {
   NcclComm wrap_activations, wrap_gradients;
 
   // Collective over grid.world; the device must be selected already.
-  static NcclGroups build(const cpu::RankGrid& grid, const ParallelPlan& plan);
+  static NcclGroups build(const runtime::RankGrid& grid, const ParallelPlan& plan);
 };
 
 }  // namespace trainsim::cuda

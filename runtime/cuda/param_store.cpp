@@ -6,8 +6,8 @@
 #include <cstdlib>
 
 #include "common/errors.hpp"
-#include "runtime/cuda_kernels/cuda_check.cuh"
-#include "runtime/cuda_kernels/kernels.cuh"
+#include "kernels/cuda/cuda_check.cuh"
+#include "kernels/cuda/kernels.cuh"
 
 namespace trainsim::cuda {
 
@@ -44,7 +44,7 @@ int64_t ParamLayout::unit_at(int64_t offset) const {
   fail_internal("unit_at", __FILE__, __LINE__, "element " + std::to_string(offset) + " lies in no ZeRO-3 unit");
 }
 
-ParamLayout layout_params(const std::vector<cpu::Param>& params, const cpu::StageLayout& layout, int64_t shards, bool shard_units) {
+ParamLayout layout_params(const std::vector<runtime::Param>& params, const runtime::StageLayout& layout, int64_t shards, bool shard_units) {
   std::vector<size_t> order(params.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -61,7 +61,7 @@ ParamLayout layout_params(const std::vector<cpu::Param>& params, const cpu::Stag
     unit_begin = at;
   };
   for (const size_t i : order) {
-    const cpu::Param& p = params[i];
+    const runtime::Param& p = params[i];
     const int64_t layer_number = layer_of(p.name);
     const int64_t key = layer_number >= 0 ? layer_number : (group_of(p.name) < 2 ? -1 : INT64_MAX);
     if (key != unit_key) {
@@ -138,12 +138,12 @@ std::vector<std::pair<int64_t, int64_t>> ShardSpace::norm_runs(const ParamLayout
   return runs;
 }
 
-ParamStore::ParamStore(cpu::StageModel& initial, int64_t shards, DeviceArena& arena, cudaStream_t stream, int64_t zero3_rank)
+ParamStore::ParamStore(const runtime::StageWeights& initial, const runtime::StageLayout& layout, int64_t shards, DeviceArena& arena, cudaStream_t stream, int64_t zero3_rank)
     : zero3_(zero3_rank >= 0) {
-  layout_ = layout_params(initial.params(), initial.layout(), shards, zero3_);
+  layout_ = layout_params(initial.params, layout, shards, zero3_);
   initial_values_.assign(static_cast<size_t>(layout_.padded_count), 0.0f);
   for (size_t i = 0; i < layout_.views.size(); ++i) {
-    const cpu::Matrix& value = initial.params()[layout_.source[i]].value;
+    const cpu::Matrix& value = initial.params[layout_.source[i]].value;
     std::copy(value.data(), value.data() + value.size(), initial_values_.begin() + layout_.views[i].offset);
   }
   if (!zero3_) {

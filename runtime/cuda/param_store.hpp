@@ -2,8 +2,8 @@
 // the kernels read) and fp32 gradients (main grads, accumulated over micro-batches). Tensors start
 // on 128-element boundaries (256-byte aligned for cuBLASLt) and the whole is padded to a multiple
 // of 128 x `shards` (ZeRO shards over DP); padding stays zero. The fp32 master weights live with
-// the optimizer (cuda_optimizer.hpp). Initial values come from a cpu::StageModel with the same
-// layout and seed, so both backends start from the identical model. Order: wte, wpe, the layers
+// the optimizer (cuda_optimizer.hpp). Initial values come from runtime/stage_weights.hpp (the
+// CPU backend's too), so both backends start from the identical model. Order: wte, wpe, the layers
 // (each layer's tensors contiguous: a layer range is a DP bucket), the rest (final norm).
 #pragma once
 
@@ -15,7 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/cpu_model.hpp"
+#include "runtime/stage_layout.hpp"
+#include "runtime/stage_weights.hpp"
 #include "runtime/cuda/device_arena.hpp"
 
 namespace trainsim::cuda {
@@ -55,7 +56,7 @@ struct ParamLayout {
 // each on a kAlignElements boundary, the whole padded for `shards` ZeRO shards; with `shard_units`
 // (ZeRO-3) every unit is padded so that each splits into `shards` aligned pieces, and, the units
 // starting aligned, every layer's tensors lie at the same offsets from its start.
-ParamLayout layout_params(const std::vector<cpu::Param>& params, const cpu::StageLayout& layout, int64_t shards,
+ParamLayout layout_params(const std::vector<runtime::Param>& params, const runtime::StageLayout& layout, int64_t shards,
                           bool shard_units = false);
 
 // ZeRO-3: a rank keeps shard `rank` of every unit, one after another (the shard space). Unit u's
@@ -86,7 +87,7 @@ class ParamStore {
   // and two gradient buffers of one layer each (layer l uses number l % 2) and whole buffers for
   // the units outside the layers: weight(name) and grad(name) point there, and the trainer
   // all-gathers a layer's weights before its use and reduce-scatters its gradients after.
-  ParamStore(cpu::StageModel& initial, int64_t shards, DeviceArena& arena, cudaStream_t stream, int64_t zero3_rank = -1);
+  ParamStore(const runtime::StageWeights& initial, const runtime::StageLayout& layout, int64_t shards, DeviceArena& arena, cudaStream_t stream, int64_t zero3_rank = -1);
 
   const ParamLayout& layout() const { return layout_; }
   const std::vector<ParamView>& views() const { return layout_.views; }

@@ -1,7 +1,7 @@
 // TpCollectives over NCCL; see tp_collectives.hpp.
 #include "runtime/cuda/tp_collectives.hpp"
 
-#include "runtime/cuda_kernels/cuda_check.cuh"
+#include "kernels/cuda/cuda_check.cuh"
 
 namespace trainsim::cuda {
 

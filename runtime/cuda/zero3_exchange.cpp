@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "runtime/cuda_kernels/cuda_check.cuh"
-#include "runtime/cuda_kernels/kernels.cuh"
+#include "kernels/cuda/cuda_check.cuh"
+#include "kernels/cuda/kernels.cuh"
 
 namespace trainsim::cuda {
 

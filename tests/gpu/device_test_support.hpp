@@ -16,9 +16,9 @@
 #include <random>
 #include <vector>
 
-#include "runtime/cpu_kernels.hpp"
-#include "runtime/cuda_kernels/cuda_check.cuh"
-#include "runtime/cuda_kernels/kernels.cuh"
+#include "kernels/cpu/cpu_kernels.hpp"
+#include "kernels/cuda/cuda_check.cuh"
+#include "kernels/cuda/kernels.cuh"
 
 namespace trainsim::gpu_test {
 

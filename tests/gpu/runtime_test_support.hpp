@@ -10,7 +10,7 @@
 #include "common/errors.hpp"
 #include "model/model_spec.hpp"
 #include "plan/parallel_plan.hpp"
-#include "runtime/cpu_model.hpp"
+#include "runtime/cpu/cpu_model.hpp"
 #include "runtime/cuda/cuda_trainer.hpp"
 #include "runtime/cuda/param_store.hpp"
 
@@ -30,9 +30,9 @@ inline std::string refusal(const ModelSpec& m, const ParallelPlan& p, int ranks)
 
 // The stage layout the trainer gives pipeline stage `pp_rank` of `pp` (layers split evenly, the
 // first stage embedding, the last with the LM head) on TP rank `tp_rank` of `tp`.
-inline cpu::StageLayout stage_layout(const ModelSpec& m, int64_t pp, int64_t pp_rank, int64_t tp = 1, int64_t tp_rank = 0,
-                                     bool sp = false) {
-  cpu::StageLayout layout;
+inline runtime::StageLayout stage_layout(const ModelSpec& m, int64_t pp, int64_t pp_rank, int64_t tp = 1, int64_t tp_rank = 0,
+                                         bool sp = false) {
+  runtime::StageLayout layout;
   layout.chunks = {LayerRange{m.layers * pp_rank / pp, m.layers * (pp_rank + 1) / pp}};
   layout.embedding = pp_rank == 0;
   layout.head = pp_rank == pp - 1;
@@ -44,9 +44,8 @@ inline cpu::StageLayout stage_layout(const ModelSpec& m, int64_t pp, int64_t pp_
 
 // The GPU parameter layout of the stage's model (seed 3) for `shards` ZeRO shards (ZeRO-3 units
 // with `shard_units`), built on the host.
-inline cuda::ParamLayout host_layout(const ModelSpec& m, const cpu::StageLayout& stage, int64_t shards, bool shard_units = false) {
-  cpu::StageModel model(m, stage, 3);
-  return cuda::layout_params(model.params(), stage, shards, shard_units);
+inline cuda::ParamLayout host_layout(const ModelSpec& m, const runtime::StageLayout& stage, int64_t shards, bool shard_units = false) {
+  return cuda::layout_params(runtime::initial_stage_weights(m, stage, 3).params, stage, shards, shard_units);
 }
 
 }  // namespace trainsim::gpu_test

@@ -13,7 +13,7 @@
 
 #include "model/model_catalog.hpp"
 #include "runtime/cuda/cuda_ring_attention.hpp"
-#include "runtime/ring_attention.hpp"
+#include "runtime/cpu/ring_attention.hpp"
 #include "runtime/token_data.hpp"
 #include "tests/gpu/runtime_test_support.hpp"
 
@@ -39,14 +39,14 @@ TEST_CASE("over the cp ring steps a rank's query chunks meet every key chunk at 
           CHECK((b.q_row == 0 || b.q_row == chunk));
           CHECK((b.k_row == 0 || b.k_row == chunk));
           // The rows are the ones cpu::context_positions puts at those positions, on both ranks.
-          CHECK(cpu::context_positions(seq, cp, rank)[static_cast<size_t>(b.q_row)] == b.q_position);
-          CHECK(cpu::context_positions(seq, cp, source)[static_cast<size_t>(b.k_row)] == b.k_position);
+          CHECK(runtime::context_positions(seq, cp, rank)[static_cast<size_t>(b.q_row)] == b.q_position);
+          CHECK(runtime::context_positions(seq, cp, source)[static_cast<size_t>(b.k_row)] == b.k_position);
           CHECK((b.k_position == b.q_position || b.k_position + b.rows <= b.q_position));  // causal diagonal, or every key seen
           ++met[{b.q_position, b.k_position}];
         }
       }
       // Each of the rank's two chunks meets every chunk from 0 up to itself exactly once.
-      const cpu::ContextChunks mine = cpu::context_chunks(cp, rank);
+      const runtime::ContextChunks mine = runtime::context_chunks(cp, rank);
       CHECK(met.size() == static_cast<size_t>(mine.first + 1 + mine.second + 1));
       for (const int64_t q : {mine.first, mine.second}) {
         for (int64_t k = 0; k <= q; ++k) CHECK(met[{q * chunk, k * chunk}] == 1);
@@ -63,7 +63,7 @@ TEST_CASE("a CP rank of the CUDA runtime trains on the CPU trainer's rows of eve
     batch.targets.push_back(1000 + i);
   }
   for (int64_t rank = 0; rank < cp; ++rank) {
-    const std::vector<int32_t> positions = cpu::context_positions(seq, cp, rank);
+    const std::vector<int32_t> positions = runtime::context_positions(seq, cp, rank);
     const runtime::TokenBatch mine = cuda::context_rows(batch, seq, positions);
     std::vector<int32_t> want;  // cpu::Trainer's micro_batches: sequence j's tokens at the rank's positions, in order
     for (int64_t j = 0; j < sequences; ++j) {
@@ -72,7 +72,7 @@ TEST_CASE("a CP rank of the CUDA runtime trains on the CPU trainer's rows of eve
     CHECK(mine.tokens == want);
     for (size_t i = 0; i < want.size(); ++i) CHECK(mine.targets[i] == want[i] + 1000);
   }
-  CHECK(cuda::context_rows(batch, seq, cpu::context_positions(seq, 2, 1)).tokens.front() == 4);  // chunk 1 of 4: rows 4..7, 8..11
+  CHECK(cuda::context_rows(batch, seq, runtime::context_positions(seq, 2, 1)).tokens.front() == 4);  // chunk 1 of 4: rows 4..7, 8..11
 }
 
 TEST_CASE("the CUDA runtime takes cp with the p2p ring and refuses all_gather, unfused attention and a seq_len not divisible by 2 x cp",

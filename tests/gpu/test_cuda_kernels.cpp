@@ -1,4 +1,4 @@
-// The CUDA backend's kernels and GEMMs (runtime/cuda_kernels/) against the CPU references
+// The CUDA backend's kernels and GEMMs (kernels/cuda/) against the CPU references
 // (trainsim::cpu, or plain loops where there is none) on random inputs. Inputs are rounded to bf16
 // first, so both sides see the same numbers and the differences come from the GPU's bf16 outputs
 // and intermediates. Error = ||gpu - cpu||_2 / ||cpu||_2 over the whole tensor. Bounds:
@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/cpu_kernels.hpp"
-#include "runtime/cuda_kernels/cuda_check.cuh"
-#include "runtime/cuda_kernels/gemm.cuh"
-#include "runtime/cuda_kernels/kernels.cuh"
+#include "kernels/cpu/cpu_kernels.hpp"
+#include "kernels/cuda/cuda_check.cuh"
+#include "kernels/cuda/gemm.cuh"
+#include "kernels/cuda/kernels.cuh"
 #include "tests/gpu/device_test_support.hpp"
 
 using namespace trainsim::gpu_test;  // DeviceArray, random_values, relative_error, the tolerances, SKIP_WITHOUT_GPU

@@ -2,7 +2,7 @@
 // refuses, the dispatch's index maps carrying every copy to its expert and back over ep ranks
 // (host loops stand in for the kernels and the all-to-alls), the split of the gradient buffer into
 // expert and dense runs, the expert-parallel global norm counting every tensor once: all run
-// anywhere. One MoE layer on one GPU against runtime/moe_layer needs a GPU (skipped with a
+// anywhere. One MoE layer on one GPU against runtime/cpu/moe_layer needs a GPU (skipped with a
 // warning without one). Multi-rank EP parity is tests/runtime_gpu/parity.sh (gpu_tests.cmake).
 #ifdef TRAINSIM_HAVE_CUDA_RUNTIME
 
@@ -22,7 +22,7 @@
 #include "runtime/cuda/cuda_optimizer.hpp"
 #include "runtime/cuda/expert_gradients.hpp"
 #include "runtime/cuda/moe_index_maps.hpp"
-#include "runtime/moe_layer.hpp"
+#include "runtime/cpu/moe_layer.hpp"
 #include "tests/gpu/device_test_support.hpp"
 #include "tests/gpu/runtime_test_support.hpp"
 
@@ -44,8 +44,8 @@ Matrix random_matrix(int64_t rows, int64_t cols, unsigned seed, float scale = 1.
 }
 
 // Stage `pp_rank` of `pp` (layers split evenly), EP rank `ep_rank` of `ep`, tp 1.
-cpu::StageLayout moe_stage(const ModelSpec& m, int64_t pp, int64_t pp_rank, int64_t ep, int64_t ep_rank) {
-  cpu::StageLayout layout = gpu_test::stage_layout(m, pp, pp_rank);
+runtime::StageLayout moe_stage(const ModelSpec& m, int64_t pp, int64_t pp_rank, int64_t ep, int64_t ep_rank) {
+  runtime::StageLayout layout = gpu_test::stage_layout(m, pp, pp_rank);
   layout.ep = ep;
   layout.ep_rank = ep_rank;
   return layout;
@@ -93,25 +93,25 @@ int64_t block_start(const std::vector<int64_t>& counts, int64_t block) {
 // stand in for the kernels and the all-to-alls. Expert e multiplies its rows by 1 + e.
 struct HostExpertParallel {
   int64_t tokens, experts, k, h, ep, local;
-  std::vector<cpu::Routing> routing;
-  std::vector<cpu::DispatchLayout> layout;
-  std::vector<cpu::ExpertBatches> batches;
+  std::vector<runtime::Routing> routing;
+  std::vector<runtime::DispatchLayout> layout;
+  std::vector<runtime::ExpertBatches> batches;
   std::vector<cuda::MoeIndexMaps> maps;
   std::vector<Matrix> x;
 
   HostExpertParallel(int64_t tokens_, int64_t experts_, int64_t k_, int64_t h_, int64_t ep_)
       : tokens(tokens_), experts(experts_), k(k_), h(h_), ep(ep_), local(experts_ / ep_) {
     for (int64_t r = 0; r < ep; ++r) {
-      routing.push_back(cpu::route_top_k(random_matrix(tokens, experts, static_cast<unsigned>(10 + r)), k));
-      layout.push_back(cpu::dispatch_layout(routing.back(), experts, ep));
+      routing.push_back(runtime::route_top_k(random_matrix(tokens, experts, static_cast<unsigned>(10 + r)), k));
+      layout.push_back(runtime::dispatch_layout(routing.back(), experts, ep));
       x.push_back(random_matrix(tokens, h, static_cast<unsigned>(20 + r)));
     }
     for (int64_t r = 0; r < ep; ++r) {  // the counts' all-to-all: block r of every source's expert counts
       std::vector<int64_t> received;
-      for (const cpu::DispatchLayout& from : layout) {
+      for (const runtime::DispatchLayout& from : layout) {
         received.insert(received.end(), from.expert_rows.begin() + r * local, from.expert_rows.begin() + (r + 1) * local);
       }
-      batches.push_back(cpu::expert_batches(received, ep, local));
+      batches.push_back(runtime::expert_batches(received, ep, local));
       maps.push_back(cuda::index_maps(routing[static_cast<size_t>(r)], layout[static_cast<size_t>(r)], batches.back()));
     }
   }
@@ -126,7 +126,7 @@ struct HostExpertParallel {
         arrived.emplace_back(s, maps[s].token_of_row[static_cast<size_t>(i)]);
       }
     }
-    const cpu::ExpertBatches& b = batches[static_cast<size_t>(r)];
+    const runtime::ExpertBatches& b = batches[static_cast<size_t>(r)];
     const cuda::MoeIndexMaps& m = maps[static_cast<size_t>(r)];
     REQUIRE(arrived.size() == b.row.size());
     Matrix major(static_cast<int64_t>(arrived.size()), h);
@@ -236,8 +236,8 @@ namespace {
 
 using gpu_test::round_bf16;
 
-cpu::Param& param_named(cpu::StageModel& model, const std::string& name) {
-  for (cpu::Param& p : model.params()) {
+runtime::Param& param_named(cpu::StageModel& model, const std::string& name) {
+  for (runtime::Param& p : model.params()) {
     if (p.name == name) return p;
   }
   FAIL("no parameter " << name);
@@ -271,7 +271,7 @@ double relative_error(const Matrix& got, const Matrix& want) {
 
 // GPU-CHECK: the tolerance is set without a run: bf16 fc1, activation and expert outputs, the
 // combine and the router's w (dw - sum w dw) chained; the attention backward's bound is 2e-2.
-TEST_CASE("one GPU MoE layer matches runtime/moe_layer plus the shared experts in output, input and weight gradients (tp 1, ep 1)",
+TEST_CASE("one GPU MoE layer matches runtime/cpu/moe_layer plus the shared experts in output, input and weight gradients (tp 1, ep 1)",
           "[cuda_runtime][moe]") {
   SKIP_WITHOUT_GPU();
   constexpr double kTolerance = 3e-2;
@@ -279,9 +279,9 @@ TEST_CASE("one GPU MoE layer matches runtime/moe_layer plus the shared experts i
     INFO((llama ? "moe-tiny: SwiGLU experts, a shared expert, no biases" : "gpt-tiny with GELU experts and biases, no shared expert"));
     ModelSpec m = llama ? moe_tiny() : resolve_model("gpt-tiny");
     if (!llama) m.moe = MoeSpec{4, 2, 64, 0};
-    const cpu::StageLayout stage = moe_stage(m, 1, 0, 1, 0);
+    const runtime::StageLayout stage = moe_stage(m, 1, 0, 1, 0);
     cpu::StageModel model(m, stage, 5);
-    for (cpu::Param& p : model.params()) {  // both sides start from the same bf16 numbers; biases made non-zero
+    for (runtime::Param& p : model.params()) {  // both sides start from the same bf16 numbers; biases made non-zero
       if (p.name.find(".b_") != std::string::npos) p.value = random_matrix(p.value.rows(), p.value.cols(), 7, 0.1f);
       p.value = p.value.unaryExpr([](float v) { return round_bf16(v); });
     }
@@ -289,7 +289,7 @@ TEST_CASE("one GPU MoE layer matches runtime/moe_layer plus the shared experts i
     const auto bf16_values = [](const Matrix& a) -> Matrix { return a.unaryExpr([](float v) { return round_bf16(v); }); };
     const Matrix x = bf16_values(random_matrix(T, h, 8)), dy = bf16_values(random_matrix(T, h, 9, 0.1f));
     cuda::DeviceArena arena;
-    cuda::ParamStore params(model, 1, arena, nullptr);
+    cuda::ParamStore params(runtime::StageWeights{model.params(), {}}, stage, 1, arena, nullptr);
     cuda::Gemm gemm;
     cuda::CudaMoe moe(m, stage, T, params, arena, gemm, nullptr);
     cuda::EventClock clock;

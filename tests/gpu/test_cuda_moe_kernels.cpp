@@ -1,4 +1,4 @@
-// The MoE kernels (runtime/cuda_kernels/moe.cuh) against loops and the CPU runtime's routing
+// The MoE kernels (kernels/cuda/moe.cuh) against loops and the CPU runtime's routing
 // backward (runtime/moe_routing.hpp), on random inputs rounded to bf16 first so both sides see the
 // same numbers. Error = ||gpu - cpu||_2 / ||cpu||_2 over the tensor; bounds as
 // tests/gpu/test_cuda_kernels.cpp: row moves without a scale are exact (a bf16 copied through fp32);
@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "runtime/cuda_kernels/moe.cuh"
+#include "kernels/cuda/moe.cuh"
 #include "runtime/moe_routing.hpp"
 #include "tests/gpu/device_test_support.hpp"
 
@@ -112,9 +112,9 @@ TEST_CASE("CUDA moe_router_backward matches runtime/moe_routing's route_top_k_ba
   for (const int64_t k : {1, 2, 3}) {
     INFO("top " << k);
     const auto logits = random_values(static_cast<size_t>(tokens * experts), 10);
-    const trainsim::cpu::Routing routing = trainsim::cpu::route_top_k(Eigen::Map<const Matrix>(logits.data(), tokens, experts), k);
+    const trainsim::runtime::Routing routing = trainsim::runtime::route_top_k(Eigen::Map<const Matrix>(logits.data(), tokens, experts), k);
     const auto dweight = random_values(static_cast<size_t>(tokens * k), 11);
-    const Matrix want = trainsim::cpu::route_top_k_backward(routing, Eigen::Map<const Matrix>(dweight.data(), tokens, k), experts);
+    const Matrix want = trainsim::runtime::route_top_k_backward(routing, Eigen::Map<const Matrix>(dweight.data(), tokens, k), experts);
     DeviceArray<float> dw(flat(routing.weight)), ddweight(dweight);
     DeviceArray<int32_t> dexpert(routing.expert);
     DeviceArray<bf16> dlogits(static_cast<size_t>(tokens * experts));

@@ -86,7 +86,7 @@ TEST_CASE("a stage's parameters lie 256-byte aligned without overlap, whole laye
   const ModelSpec m = resolve_model("gpt-tiny");
   for (const int64_t pp_rank : {0, 1}) {
     for (const int64_t shards : {1, 3, 4}) {
-      const cpu::StageLayout stage = stage_layout(m, 2, pp_rank, 2, 1, false);
+      const runtime::StageLayout stage = stage_layout(m, 2, pp_rank, 2, 1, false);
       cpu::StageModel model(m, stage, 3);
       const cuda::ParamLayout layout = cuda::layout_params(model.params(), stage, shards);
       INFO("stage " << pp_rank << ", " << shards << " shards");
@@ -96,7 +96,7 @@ TEST_CASE("a stage's parameters lie 256-byte aligned without overlap, whole laye
       int64_t end = 0;
       for (size_t i = 0; i < layout.views.size(); ++i) {
         const cuda::ParamView& v = layout.views[i];
-        const cpu::Param& source = model.params()[layout.source[i]];
+        const runtime::Param& source = model.params()[layout.source[i]];
         CHECK(v.name == source.name);
         CHECK(v.count() == source.value.size());
         CHECK(v.offset % cuda::ParamLayout::kAlignElements == 0);
@@ -199,7 +199,7 @@ TEST_CASE("ZeRO-3 shard spaces: each element of the buffer is kept by one rank, 
 TEST_CASE("with sequence parallelism the GPU stage sums over TP the norms and row-parallel biases, not wpe", "[cuda_runtime]") {
   const ModelSpec m = resolve_model("gpt-tiny");
   for (const bool sp : {false, true}) {
-    const cpu::StageLayout stage = stage_layout(m, 1, 0, 2, 0, sp);
+    const runtime::StageLayout stage = stage_layout(m, 1, 0, 2, 0, sp);
     for (const cuda::ParamView& v : host_layout(m, stage, 1).views) {
       INFO(v.name << (sp ? " with SP" : " without SP"));
       const std::string tensor = v.name.substr(v.name.find('.') + 1);
@@ -265,7 +265,7 @@ TEST_CASE("DP buckets and the outer ranges cover the gradient buffer once; a buc
 
 TEST_CASE("the norm runs of a shard hold exactly its counting tensors' elements, over shards the whole", "[cuda_runtime]") {
   const ModelSpec m = resolve_model("gpt-tiny");
-  const cpu::StageLayout stage = stage_layout(m, 2, 1, 2, 1, true);  // last stage, TP rank 1: replicated tensors do not count
+  const runtime::StageLayout stage = stage_layout(m, 2, 1, 2, 1, true);  // last stage, TP rank 1: replicated tensors do not count
   for (const int64_t shards : {1, 2, 4}) {
     const cuda::ParamLayout layout = host_layout(m, stage, shards);
     std::vector<bool> counts;
@@ -295,7 +295,7 @@ TEST_CASE("the global norm counts every parameter of the model once over a TP x 
   const ModelSpec m = resolve_model("gpt-tiny");
   cpu::StageModel whole(m, stage_layout(m, 1, 0, 1, 0, false), 3);
   int64_t total = 0;
-  for (const cpu::Param& p : whole.params()) total += p.value.size();
+  for (const runtime::Param& p : whole.params()) total += p.value.size();
   for (const auto& [tp, pp] : std::vector<std::pair<int64_t, int64_t>>{{2, 1}, {1, 2}, {2, 2}, {4, 3}}) {
     for (const bool sp : {false, true}) {
       int64_t counted = 0;
@@ -339,10 +339,10 @@ TEST_CASE("a GPU stage's tensors are 256-byte aligned, layers contiguous, paddin
     return;
   }
   const ModelSpec m = resolve_model("gpt-tiny");
-  const cpu::StageLayout layout = cpu::stage_layout(m, ParallelPlan{}, 0, 0);  // the whole model on one rank
+  const runtime::StageLayout layout = runtime::stage_layout(m, ParallelPlan{}, 0, 0);  // the whole model on one rank
   cpu::StageModel host(m, layout, 3);
   cuda::DeviceArena arena;
-  cuda::ParamStore store(host, 4, arena, nullptr);
+  cuda::ParamStore store(runtime::StageWeights{host.params(), {}}, layout, 4, arena, nullptr);
   CHECK(store.padded_count() % (4 * cuda::ParamStore::kAlignElements) == 0);
   CHECK(store.views().size() == host.params().size());
   CHECK(store.views().front().name == "wte");

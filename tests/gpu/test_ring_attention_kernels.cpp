@@ -1,4 +1,4 @@
-// Context parallelism's GPU kernels (runtime/cuda_kernels/context_parallel.cuh) without NCCL: the
+// Context parallelism's GPU kernels (kernels/cuda/context_parallel.cuh) without NCCL: the
 // cp ranks of a CP group simulated one after another on one GPU, each ring step's blocks chosen by
 // the runtime's ring_step_blocks and its K, V read from the source rank's buffer, merged by
 // log-sum-exp, against the CPU's causal attention over whole sequences (output, lse, dQ, dK, dV);
@@ -16,15 +16,17 @@
 #include <string>
 #include <vector>
 
-#include "runtime/attention_blocks.hpp"
-#include "runtime/cpu_kernels.hpp"
+#include "kernels/cpu/attention_blocks.hpp"
+#include "kernels/cpu/cpu_kernels.hpp"
 #include "runtime/cuda/cuda_ring_attention.hpp"
-#include "runtime/cuda_kernels/context_parallel.cuh"
-#include "runtime/ring_attention.hpp"
+#include "kernels/cuda/context_parallel.cuh"
+#include "runtime/context_chunks.hpp"
+#include "runtime/cpu/ring_attention.hpp"
 #include "tests/gpu/device_test_support.hpp"
 
 using namespace trainsim::gpu_test;
 namespace cpu = trainsim::cpu;
+namespace runtime = trainsim::runtime;
 namespace cuda = trainsim::cuda;
 
 namespace {
@@ -83,7 +85,7 @@ class SimulatedRing {
         q_width_(c.heads * c.head_dim), kv_width_(2 * c.kv_heads * c.head_dim), tokens_(c.batch * c.seq / c.cp) {
     for (int64_t r = 0; r < c.cp; ++r) {
       Rank rank;
-      rank.positions = cpu::context_positions(c.seq, c.cp, r);
+      rank.positions = runtime::context_positions(c.seq, c.cp, r);
       const std::vector<float> local = gather_rows(qkv, width_, c.batch, c.seq, rank.positions);
       std::vector<float> kv;
       for (int64_t t = 0; t < tokens_; ++t) kv.insert(kv.end(), local.begin() + t * width_ + q_width_, local.begin() + (t + 1) * width_);
@@ -269,7 +271,7 @@ TEST_CASE("CUDA embedding and rotary at a CP rank's true positions match the CPU
           "[cuda_kernels]") {
   SKIP_WITHOUT_GPU();
   const int64_t seq = 24, cp = 3, local = seq / cp, batch = 2, rows = batch * local, vocab = 40, hidden = 64;
-  const std::vector<int32_t> positions = cpu::context_positions(seq, cp, 1);  // chunks 1 and 4 of 6: 4..7, 16..19
+  const std::vector<int32_t> positions = runtime::context_positions(seq, cp, 1);  // chunks 1 and 4 of 6: 4..7, 16..19
   std::vector<int32_t> tokens(static_cast<size_t>(rows)), identity(static_cast<size_t>(local));
   for (int64_t r = 0; r < rows; ++r) tokens[static_cast<size_t>(r)] = static_cast<int32_t>((r * 7) % 13);
   for (int64_t i = 0; i < local; ++i) identity[static_cast<size_t>(i)] = static_cast<int32_t>(i);

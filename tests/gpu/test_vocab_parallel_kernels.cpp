@@ -1,7 +1,7 @@
-// The vocabulary-parallel kernels (runtime/cuda_kernels/vocab_parallel.cuh) without NCCL: the tp
+// The vocabulary-parallel kernels (kernels/cuda/vocab_parallel.cuh) without NCCL: the tp
 // ranks of a TP group simulated one after another on one GPU, each holding its vocabulary shard,
 // the reductions between the steps (max, sum over ranks) done on the host as TpCollectives does
-// them on the device. Against the CPU runtime's shard functions (runtime/cpu_kernels.hpp row_max,
+// them on the device. Against the CPU runtime's shard functions (kernels/cpu/cpu_kernels.hpp row_max,
 // shard_softmax_stats, shard_cross_entropy_grad), the whole-row cross-entropy, and loops that
 // mirror cpu_model.cpp's embed / embed_backward. Bounds as test_cuda_kernels.cpp. Without a visible
 // GPU every test warns "no GPU: skipped" and passes.
@@ -14,14 +14,16 @@
 #include <memory>
 #include <vector>
 
-#include "runtime/cpu_kernels.hpp"
-#include "runtime/cuda_kernels/context_parallel.cuh"
-#include "runtime/cuda_kernels/vocab_parallel.cuh"
-#include "runtime/ring_attention.hpp"
+#include "kernels/cpu/cpu_kernels.hpp"
+#include "kernels/cuda/context_parallel.cuh"
+#include "kernels/cuda/vocab_parallel.cuh"
+#include "runtime/context_chunks.hpp"
+#include "runtime/cpu/ring_attention.hpp"
 #include "tests/gpu/device_test_support.hpp"
 
 using namespace trainsim::gpu_test;
 namespace cpu = trainsim::cpu;
+namespace runtime = trainsim::runtime;
 namespace cuda = trainsim::cuda;
 
 namespace {
@@ -112,7 +114,7 @@ TEST_CASE("CUDA vocabulary-shard embedding on tp 2 and 4 simulated ranks: shard 
           "[cuda_kernels]") {
   SKIP_WITHOUT_GPU();
   const int64_t vocab = 48, seq = 24, cp = 3, local = seq / cp, batch = 3, rows = batch * local;
-  const std::vector<int32_t> positions = cpu::context_positions(seq, cp, 1);
+  const std::vector<int32_t> positions = runtime::context_positions(seq, cp, 1);
   std::vector<int32_t> tokens(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) tokens[static_cast<size_t>(r)] = static_cast<int32_t>(((r % 16) * 11 + 2) % vocab);  // repeats
   DeviceArray<int32_t> tok(tokens), pos(positions);

@@ -5,7 +5,7 @@
 
 #include "model/model_catalog.hpp"
 #include "plan/lowering.hpp"
-#include "plan/op_category.hpp"
+#include "common/op_category.hpp"
 
 using namespace trainsim;
 

@@ -13,7 +13,7 @@
 #include "common/errors.hpp"
 #include "runtime/checkpoint.hpp"
 
-using namespace trainsim::cpu;
+using namespace trainsim::runtime;
 
 namespace {
 

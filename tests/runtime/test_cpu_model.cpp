@@ -8,10 +8,11 @@
 
 #include "model/model_catalog.hpp"
 #include "model/param_count.hpp"
-#include "runtime/cpu_model.hpp"
+#include "runtime/cpu/cpu_model.hpp"
 
 using namespace trainsim;
 using namespace trainsim::cpu;
+using namespace trainsim::runtime;
 
 namespace {
 
@@ -127,7 +128,7 @@ TEST_CASE("with biases on Q, K and V only (Qwen2) every gradient matches finite 
   check_gradients_against_finite_differences(m);
 }
 
-// MoE: every FFN a mixture of 4 experts 8 wide, top 2, and one shared expert (runtime/moe_layer).
+// MoE: every FFN a mixture of 4 experts 8 wide, top 2, and one shared expert (runtime/cpu/moe_layer).
 ModelSpec tiny_moe(ModelSpec m) {
   m.moe = MoeSpec{4, 2, 8, 1};
   return m;

@@ -5,7 +5,7 @@
 #include "common/errors.hpp"
 #include "common/units.hpp"
 #include "model/model_catalog.hpp"
-#include "runtime/trainer.hpp"
+#include "runtime/cpu/trainer.hpp"
 
 using namespace trainsim;
 

@@ -13,10 +13,11 @@
 #include <random>
 #include <thread>
 
-#include "runtime/moe_layer.hpp"
+#include "runtime/cpu/moe_layer.hpp"
 #include "runtime/tp_split.hpp"
 
 using namespace trainsim::cpu;
+using namespace trainsim::runtime;
 
 namespace {
 
@@ -148,7 +149,7 @@ struct LayerTensors {
       all.push_back(param("b_2", random_matrix(1, h, seed + 3, 0.1f)));
     }
   }
-  // TP rank `rank`'s slice of every expert of `whole`, split as runtime/stage_moe.cpp splits them:
+  // TP rank `rank`'s slice of every expert of `whole`, split as runtime/cpu/stage_moe.cpp splits them:
   // w_1 and b_1 by columns of each of the `gates` blocks, w_2 by rows, b_2 and the router whole.
   static LayerTensors slice(const LayerTensors& whole, int64_t gates, int64_t tp, int64_t rank) {
     LayerTensors out;

@@ -8,6 +8,7 @@
 #include "runtime/moe_routing.hpp"
 
 using namespace trainsim::cpu;
+using namespace trainsim::runtime;
 
 TEST_CASE("top-2 routing picks the two largest logits and weighs them by a softmax over those two") {
   Matrix logits(3, 4);

@@ -2,8 +2,8 @@
 // the trainer set, timed_op passes its op's result through, and medians are taken per entry.
 #include <catch2/catch.hpp>
 
-#include "runtime/measurement.hpp"
-#include "runtime/op_clock.hpp"
+#include "common/measurement.hpp"
+#include "kernels/cpu/op_clock.hpp"
 
 using namespace trainsim;
 using namespace trainsim::cpu;

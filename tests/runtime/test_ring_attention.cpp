@@ -12,10 +12,11 @@
 #include <random>
 #include <thread>
 
-#include "runtime/attention_blocks.hpp"
-#include "runtime/ring_attention.hpp"
+#include "kernels/cpu/attention_blocks.hpp"
+#include "runtime/cpu/ring_attention.hpp"
 
 using namespace trainsim::cpu;
+using namespace trainsim::runtime;
 
 namespace {
 

@@ -6,10 +6,11 @@
 
 #include <random>
 
-#include "runtime/moe_layer.hpp"
+#include "runtime/cpu/moe_layer.hpp"
 #include "runtime/tp_split.hpp"
 
 using namespace trainsim::cpu;
+using namespace trainsim::runtime;
 
 namespace {
 

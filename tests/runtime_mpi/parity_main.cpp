@@ -15,7 +15,7 @@
 #include <string>
 
 #include "model/model_catalog.hpp"
-#include "runtime/trainer.hpp"
+#include "runtime/cpu/trainer.hpp"
 
 using namespace trainsim;
 
@@ -51,7 +51,7 @@ ModelSpec parity_model() {
 int64_t bucket_params = 40'000'000;
 
 std::vector<double> losses(const ParallelPlan& plan, MPI_Comm comm) {
-  cpu::RunOptions o;
+  runtime::RunOptions o;
   o.bucket_params = bucket_params;
   o.steps = 6;
   o.seed = 42;

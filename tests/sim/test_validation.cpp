@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "runtime/host_allocator.hpp"
+#include "common/host_allocator.hpp"
 #include "sim/validation.hpp"
 
 using namespace trainsim;
@@ -158,7 +158,7 @@ TEST_CASE("memory is scored where it was measured, against the figure of its kin
 TEST_CASE("leave-one-group-out: each group predicted with constants fitted without it (groups weighted equally)") {
   // ~110 s on two cores: one fit on every group, then one without each of the 14 groups. Freed
   // memory stays in the process, as in `validate` (page faults otherwise take a third of it).
-  cpu::keep_freed_memory_in_process();
+  keep_freed_memory_in_process();
   const FitSet set = fit_set(runs(), {}, false);
   const std::vector<CrossValidatedGroup> cv = cross_validate(runs(), set, default_efficiency_constants());
   REQUIRE(cv.size() == set.groups.size());
