@@ -115,11 +115,11 @@ int run_training(const RunArgs& a, int rank, int world_size) {
   std::ofstream out(a.out);
   if (!out) throw InputError("--out: cannot write " + a.out, "check that the folder exists and is writable");
   out << measurement_json(m, inputs).dump(2) << "\n";
-  const PhaseTimes& b = m.breakdown;
+  const PhaseBreakdown& b = m.breakdown;
   std::cout << "median iteration " << format_fixed(m.iteration_time_s, 4) << " s over " << m.iterations.size() - static_cast<size_t>(m.warmup_iterations)
             << " timed steps; forward " << format_fixed(b.forward_s, 4) << ", backward " << format_fixed(b.backward_s, 4)
-            << ", TP " << format_fixed(b.tp_comm_s, 4) << ", DP " << format_fixed(b.dp_comm_s, 4) << ", PP "
-            << format_fixed(b.pp_comm_s, 4) << ", waiting " << format_fixed(b.bubble_s, 4) << ", optimizer "
+            << ", TP " << format_fixed(b.tp_comm_exposed_s, 4) << ", DP " << format_fixed(b.dp_comm_exposed_s, 4) << ", PP "
+            << format_fixed(b.pp_comm_exposed_s, 4) << ", waiting " << format_fixed(b.bubble_s, 4) << ", optimizer "
             << format_fixed(b.optimizer_s, 4) << " s; peak memory " << format_fixed(m.memory_peak_gib, 3) << " GiB"
             << (m.backend == "cpu" ? "; " + std::to_string(static_cast<int64_t>(m.page_faults_per_iteration)) +
                                          " page faults per iteration (rank 0)"

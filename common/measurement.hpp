@@ -9,25 +9,15 @@
 #include <vector>
 
 #include "common/op_category.hpp"
+#include "common/phase_breakdown.hpp"
 
 namespace trainsim {
-
-// Seconds one rank spent per phase in one iteration (the critical rank is reported).
-struct PhaseTimes {
-  double forward_s = 0;
-  double backward_s = 0;    // includes recomputation
-  double tp_comm_s = 0;     // TP / SP / CP collectives and (MoE) the EP all-to-alls
-  double dp_comm_s = 0;     // DP / ZeRO collectives not hidden
-  double pp_comm_s = 0;     // pipeline send/recv
-  double bubble_s = 0;      // waiting on other stages
-  double optimizer_s = 0;
-};
 
 struct IterationRecord {
   int64_t iteration = 0;
   double loss = 0;
   double time_s = 0;
-  PhaseTimes phases;
+  PhaseBreakdown phases;     // this rank's (the critical rank is reported)
   OpCategoryTimes ops;       // this rank's per-op-category seconds (compute phases + optimizer)
   int64_t page_faults = 0;   // minor + major page faults of this rank during the iteration
   double system_s = 0;       // kernel CPU time of this rank during the iteration (faults, MPI, ...)
@@ -39,7 +29,7 @@ struct Measurement {
   double iteration_time_s = 0;     // median over the timed iterations
   double memory_peak_gib = 0;      // largest over ranks of the runtime's own peak (tensors, buffers)
   double memory_rss_peak_gib = 0;  // largest over ranks of the process's peak resident set
-  PhaseTimes breakdown;            // median per phase over the timed iterations
+  PhaseBreakdown breakdown;        // median per phase over the timed iterations (compute_s: forward + backward of the medians)
   // Per pipeline stage (TP rank 0 of DP replica 0 stands for it): median seconds per op category
   // over the timed iterations. Empty in files written before the runtime timed its ops.
   std::vector<OpCategoryTimes> op_categories;

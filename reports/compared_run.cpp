@@ -47,27 +47,21 @@ IterationFigures read_prediction_figures(JsonObjectReader& root) {
   f.iteration_time_s = root.required_number("iteration_time_s", 0);
   f.memory_peak_gib = root.required_number("memory_peak_gib", 0);
   JsonObjectReader b = root.required_object("breakdown");
-  f.compute_s = b.required_number("compute_s", 0);
-  f.tp_comm_exposed_s = b.required_number("tp_comm_exposed_s", 0);
-  f.dp_comm_exposed_s = b.required_number("dp_comm_exposed_s", 0);
-  f.pp_comm_exposed_s = b.required_number("pp_comm_exposed_s", 0);
-  f.bubble_s = b.required_number("bubble_s", 0);
-  f.optimizer_s = b.required_number("optimizer_s", 0);
+  f.phases.compute_s = b.required_number("compute_s", 0);
+  f.phases.tp_comm_exposed_s = b.required_number("tp_comm_exposed_s", 0);
+  f.phases.dp_comm_exposed_s = b.required_number("dp_comm_exposed_s", 0);
+  f.phases.pp_comm_exposed_s = b.required_number("pp_comm_exposed_s", 0);
+  f.phases.bubble_s = b.required_number("bubble_s", 0);
+  f.phases.optimizer_s = b.required_number("optimizer_s", 0);
   return f;
 }
 
 }  // namespace
 
 IterationFigures measured_figures(const Measurement& m) {
-  const PhaseTimes& b = m.breakdown;
   IterationFigures f;
   f.iteration_time_s = m.iteration_time_s;
-  f.compute_s = b.forward_s + b.backward_s;
-  f.tp_comm_exposed_s = b.tp_comm_s;
-  f.dp_comm_exposed_s = b.dp_comm_s;
-  f.pp_comm_exposed_s = b.pp_comm_s;
-  f.bubble_s = b.bubble_s;
-  f.optimizer_s = b.optimizer_s;
+  f.phases = m.breakdown;
   f.memory_peak_gib = m.memory_peak_gib;
   return f;
 }

@@ -8,18 +8,14 @@
 #include <string>
 
 #include "common/measurement.hpp"
+#include "common/phase_breakdown.hpp"
 
 namespace trainsim {
 
-// The figures both files carry, with predict's breakdown keys.
+// The figures both files carry: the iteration, its breakdown (predict's keys), the memory peak.
 struct IterationFigures {
   double iteration_time_s = 0;
-  double compute_s = 0;
-  double tp_comm_exposed_s = 0;
-  double dp_comm_exposed_s = 0;
-  double pp_comm_exposed_s = 0;
-  double bubble_s = 0;
-  double optimizer_s = 0;
+  PhaseBreakdown phases;
   double memory_peak_gib = 0;
 };
 

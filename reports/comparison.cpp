@@ -16,19 +16,21 @@ namespace {
 struct FigureRow {
   const char* label;
   const char* key;
-  double IterationFigures::*field;
+  double IterationFigures::*field;  // iteration time and memory; else
+  double PhaseBreakdown::*phase;    // a phase of the breakdown
+  double of(const IterationFigures& f) const { return field != nullptr ? f.*field : f.phases.*phase; }
 };
 
 // The rows of a comparison, in the order of predict's breakdown.
 constexpr FigureRow kRows[] = {
-    {"iteration time", "iteration_time_s", &IterationFigures::iteration_time_s},
-    {"compute", "compute_s", &IterationFigures::compute_s},
-    {"TP communication (exposed)", "tp_comm_exposed_s", &IterationFigures::tp_comm_exposed_s},
-    {"DP communication (exposed)", "dp_comm_exposed_s", &IterationFigures::dp_comm_exposed_s},
-    {"PP communication (exposed)", "pp_comm_exposed_s", &IterationFigures::pp_comm_exposed_s},
-    {"pipeline bubble", "bubble_s", &IterationFigures::bubble_s},
-    {"optimizer step", "optimizer_s", &IterationFigures::optimizer_s},
-    {"memory peak per GPU", "memory_peak_gib", &IterationFigures::memory_peak_gib},
+    {"iteration time", "iteration_time_s", &IterationFigures::iteration_time_s, nullptr},
+    {"compute", "compute_s", nullptr, &PhaseBreakdown::compute_s},
+    {"TP communication (exposed)", "tp_comm_exposed_s", nullptr, &PhaseBreakdown::tp_comm_exposed_s},
+    {"DP communication (exposed)", "dp_comm_exposed_s", nullptr, &PhaseBreakdown::dp_comm_exposed_s},
+    {"PP communication (exposed)", "pp_comm_exposed_s", nullptr, &PhaseBreakdown::pp_comm_exposed_s},
+    {"pipeline bubble", "bubble_s", nullptr, &PhaseBreakdown::bubble_s},
+    {"optimizer step", "optimizer_s", nullptr, &PhaseBreakdown::optimizer_s},
+    {"memory peak per GPU", "memory_peak_gib", &IterationFigures::memory_peak_gib, nullptr},
 };
 
 // Seconds in the unit that keeps three significant figures readable (ASCII "us": tables align by bytes).
@@ -145,8 +147,8 @@ Comparison compare_runs(const ComparedRun& predicted, const ComparedRun& measure
   Comparison c;
   c.tolerance = tolerance;
   for (const FigureRow& row : kRows) {
-    const double p = predicted.figures.*row.field;
-    const double m = measured.figures.*row.field;
+    const double p = row.of(predicted.figures);
+    const double m = row.of(measured.figures);
     c.figures.push_back({row.label, row.key, p, m, relative_error(p, m)});
   }
   // Checkpoint save and load when both files have them (predict with goodput; run with checkpoints).

@@ -1,5 +1,6 @@
 // Measurement <-> `trainsim.measurement` JSON. Per-iteration phases use the runtime's own names
-// (forward_s, backward_s, tp_comm_s, ...); the top-level breakdown uses predict's names.
+// (forward_s, backward_s, tp_comm_s, ...); the top-level breakdown uses predict's names, as the
+// PhaseBreakdown fields are named (common/phase_breakdown.hpp).
 #include "reports/measurement_json.hpp"
 
 #include <algorithm>
@@ -17,43 +18,45 @@ namespace {
 
 const char* const kHint = "a trainsim.measurement file is what `trainsim run ... --out FILE` writes";
 
-void put_phase_times(nlohmann::ordered_json& j, const PhaseTimes& p) {
+void put_phase_times(nlohmann::ordered_json& j, const PhaseBreakdown& p) {
   j["forward_s"] = p.forward_s;
   j["backward_s"] = p.backward_s;
-  j["tp_comm_s"] = p.tp_comm_s;
-  j["dp_comm_s"] = p.dp_comm_s;
-  j["pp_comm_s"] = p.pp_comm_s;
+  j["tp_comm_s"] = p.tp_comm_exposed_s;
+  j["dp_comm_s"] = p.dp_comm_exposed_s;
+  j["pp_comm_s"] = p.pp_comm_exposed_s;
   j["bubble_s"] = p.bubble_s;
   j["optimizer_s"] = p.optimizer_s;
 }
 
-PhaseTimes read_phase_times(JsonObjectReader& r) {
-  PhaseTimes p;
+PhaseBreakdown read_phase_times(JsonObjectReader& r) {
+  PhaseBreakdown p;
   p.forward_s = r.required_number("forward_s", 0);
   p.backward_s = r.required_number("backward_s", 0);
-  p.tp_comm_s = r.required_number("tp_comm_s", 0);
-  p.dp_comm_s = r.required_number("dp_comm_s", 0);
-  p.pp_comm_s = r.required_number("pp_comm_s", 0);
+  p.tp_comm_exposed_s = r.required_number("tp_comm_s", 0);
+  p.dp_comm_exposed_s = r.required_number("dp_comm_s", 0);
+  p.pp_comm_exposed_s = r.required_number("pp_comm_s", 0);
   p.bubble_s = r.required_number("bubble_s", 0);
   p.optimizer_s = r.required_number("optimizer_s", 0);
+  p.compute_s = p.forward_s + p.backward_s;
   return p;
 }
 
 // The median phases in predict's vocabulary: `breakdown` (compute = forward + backward) and
 // `compute_split` (its halves), checked against each other.
-PhaseTimes read_breakdown(JsonObjectReader& root) {
-  PhaseTimes p;
+PhaseBreakdown read_breakdown(JsonObjectReader& root) {
+  PhaseBreakdown p;
   JsonObjectReader split = root.required_object("compute_split");
   p.forward_s = split.required_number("forward_s", 0);
   p.backward_s = split.required_number("backward_s", 0);
   JsonObjectReader b = root.required_object("breakdown");
   const double compute_s = b.required_number("compute_s", 0);
-  p.tp_comm_s = b.required_number("tp_comm_exposed_s", 0);
-  p.dp_comm_s = b.required_number("dp_comm_exposed_s", 0);
-  p.pp_comm_s = b.required_number("pp_comm_exposed_s", 0);
+  p.tp_comm_exposed_s = b.required_number("tp_comm_exposed_s", 0);
+  p.dp_comm_exposed_s = b.required_number("dp_comm_exposed_s", 0);
+  p.pp_comm_exposed_s = b.required_number("pp_comm_exposed_s", 0);
   p.bubble_s = b.required_number("bubble_s", 0);
   p.optimizer_s = b.required_number("optimizer_s", 0);
   const double sum_s = p.forward_s + p.backward_s;
+  p.compute_s = sum_s;  // as the runtime summed it (the file's figure is checked against it below)
   if (b.ok() && split.ok() && std::fabs(compute_s - sum_s) > 1e-9 * std::max(compute_s, sum_s) + 1e-15) {
     b.add_problem("compute_s", "compute_s (" + nlohmann::json(compute_s).dump() +
                                    ") must equal compute_split forward_s + backward_s (" + nlohmann::json(sum_s).dump() + ")");
@@ -87,9 +90,9 @@ nlohmann::ordered_json measurement_json(const Measurement& m, nlohmann::ordered_
   doc["memory_note"] = "memory_peak_gib: the runtime's own allocations at their peak (weights, gradients, optimizer "
                        "states, activations, buffers), comparable with predict's memory; memory_rss_peak_gib: the "
                        "process's resident set (also the program, the communication library and the data)";
-  const PhaseTimes& b = m.breakdown;
-  doc["breakdown"] = {{"compute_s", b.forward_s + b.backward_s}, {"tp_comm_exposed_s", b.tp_comm_s},
-                      {"dp_comm_exposed_s", b.dp_comm_s},        {"pp_comm_exposed_s", b.pp_comm_s},
+  const PhaseBreakdown& b = m.breakdown;
+  doc["breakdown"] = {{"compute_s", b.compute_s}, {"tp_comm_exposed_s", b.tp_comm_exposed_s},
+                      {"dp_comm_exposed_s", b.dp_comm_exposed_s},        {"pp_comm_exposed_s", b.pp_comm_exposed_s},
                       {"bubble_s", b.bubble_s},                  {"optimizer_s", b.optimizer_s}};
   doc["compute_split"] = {{"forward_s", b.forward_s}, {"backward_s", b.backward_s}};
   // Only what was measured: the CUDA backend times no op categories and counts no page faults yet.

@@ -61,7 +61,7 @@ nlohmann::ordered_json prediction_result_json(const Prediction& p) {
                                    "PyTorch's max_memory_reserved), then the CUDA context, cuBLAS workspace and NCCL buffers "
                                    "(memory_device_gib, nvidia-smi's figure; fits is judged on it). docs/cost-model.md \"Device memory\""}};
   }
-  const Breakdown& b = p.breakdown;
+  const PhaseBreakdown& b = p.breakdown;
   j["breakdown"] = {{"compute_s", b.compute_s},         {"tp_comm_exposed_s", b.tp_comm_exposed_s},
                     {"dp_comm_exposed_s", b.dp_comm_exposed_s}, {"pp_comm_exposed_s", b.pp_comm_exposed_s},
                     {"bubble_s", b.bubble_s},           {"optimizer_s", b.optimizer_s}};
@@ -135,7 +135,7 @@ std::string render_prediction_table(const Prediction& p) {
   head.add_row({"cost per iteration", cost});
   out += head.render() + "\n";
 
-  const Breakdown& b = p.breakdown;
+  const PhaseBreakdown& b = p.breakdown;
   TextTable parts({{"where the time goes (stage " + std::to_string(p.critical_stage) + ")", TextTable::Align::kLeft},
                    {"seconds"}, {"share"}});
   const std::pair<const char*, double> rows[] = {{"compute", b.compute_s},

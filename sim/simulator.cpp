@@ -205,8 +205,8 @@ struct Builder {
 
 // Splits the critical stage's timeline from `start_s` into the breakdown's parts (they sum to the
 // iteration time).
-Breakdown attribute(const Builder& b, const std::vector<TaskTiming>& timing, int64_t stage, double start_s, double iteration_s) {
-  Breakdown out;
+PhaseBreakdown attribute(const Builder& b, const std::vector<TaskTiming>& timing, int64_t stage, double start_s, double iteration_s) {
+  PhaseBreakdown out;
   const auto& tasks = b.graph.tasks();
   double cursor = start_s;
   double stage_end = 0.0;

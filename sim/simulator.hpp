@@ -8,8 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "model/model_spec.hpp"
 #include "common/op_category.hpp"
+#include "common/phase_breakdown.hpp"
+#include "model/model_spec.hpp"
 #include "plan/parallel_plan.hpp"
 #include "plan/rank_memory.hpp"
 #include "sim/cost_model.hpp"
@@ -19,17 +20,6 @@
 #include "sim/step_cost.hpp"
 
 namespace trainsim {
-
-// Where the time of the critical pipeline stage goes; the six parts sum to the iteration time.
-struct Breakdown {
-  double compute_s = 0;          // GEMMs, attention, memory-bound kernels (recompute included),
-                                 // and the device idle while the host issues small ops
-  double tp_comm_exposed_s = 0;  // TP / SP collectives (on the critical path)
-  double dp_comm_exposed_s = 0;  // DP / ZeRO collectives not hidden behind compute
-  double pp_comm_exposed_s = 0;  // waiting on pipeline send/recv
-  double bubble_s = 0;           // pipeline fill and drain, waiting for other stages
-  double optimizer_s = 0;        // the optimizer step
-};
 
 enum class TaskCategory : int32_t { kForward, kBackward, kSendForward, kSendBackward, kDpReduce, kDpGather, kOptimizer };
 
@@ -59,7 +49,7 @@ struct Prediction {
   // workspaces, NCCL buffers beside the tensors): `fits` is judged on its device_used_bytes.
   DevicePeak device;
   double memory_capacity_gib = 0;
-  Breakdown breakdown;
+  PhaseBreakdown breakdown;  // where the critical stage's time goes: its six parts sum to the iteration time
   int64_t critical_stage = 0;
   double usd_per_iteration = 0;
   SimulationTrace trace;  // filled when requested

@@ -13,7 +13,7 @@ size_t elements(const runtime::Param& p) { return static_cast<size_t>(p.value.si
 }  // namespace
 
 DataParallel::DataParallel(StageModel& stage, TpGroup& tp, const DataParallelComms& comms, const DataParallelConfig& config,
-                           std::vector<bool> counts_in_norm, PhaseTimes& clock)
+                           std::vector<bool> counts_in_norm, PhaseBreakdown& clock)
     : stage_(stage), tp_(tp), comms_(comms), config_(config), clock_(clock) {
   std::vector<runtime::Param>& params = stage.params();
   for (const runtime::Param& p : params) shapes_.emplace_back(p.value.rows(), p.value.cols());
@@ -99,7 +99,7 @@ DataParallel::~DataParallel() {
 }
 
 double DataParallel::timed_start() const { return runtime::wall_s(); }
-void DataParallel::timed_stop(double start) { clock_.dp_comm_s += runtime::wall_s() - start; }
+void DataParallel::timed_stop(double start) { clock_.dp_comm_exposed_s += runtime::wall_s() - start; }
 
 void DataParallel::pack_grads(const Bucket& b, std::vector<float>& out) const {
   out.resize(b.padded);

@@ -59,9 +59,9 @@ struct DataParallelComms {
 class DataParallel final : public LayerHooks {
  public:
   // `counts_in_norm[i]`: whether parameter i counts in the global norm on this rank. Time spent
-  // in DP collectives goes to clock.dp_comm_s.
+  // in DP collectives goes to clock.dp_comm_exposed_s.
   DataParallel(StageModel& stage, TpGroup& tp, const DataParallelComms& comms, const DataParallelConfig& config,
-               std::vector<bool> counts_in_norm, PhaseTimes& clock);
+               std::vector<bool> counts_in_norm, PhaseBreakdown& clock);
   ~DataParallel() override;
   DataParallel(const DataParallel&) = delete;
   DataParallel& operator=(const DataParallel&) = delete;
@@ -118,7 +118,7 @@ class DataParallel final : public LayerHooks {
   TpGroup& tp_;
   DataParallelComms comms_;
   DataParallelConfig config_;
-  PhaseTimes& clock_;
+  PhaseBreakdown& clock_;
   static constexpr size_t kNoBucket = static_cast<size_t>(-1);
   std::vector<Bucket> buckets_;
   std::vector<std::vector<size_t>> buckets_of_layer_;  // the dense bucket and (MoE) the expert bucket holding each layer

@@ -18,8 +18,8 @@ namespace trainsim::cpu {
 Trainer::Impl::Impl(const ModelSpec& m, const ParallelPlan& p, const runtime::RunOptions& o, MPI_Comm world) : model(m), plan(p), options(o) {
   keep_freed_memory_in_process();
   grid = runtime::RankGrid::build(plan, world, m.tied_embeddings);
-  tp = std::make_unique<MpiTpGroup>(grid.tp, &clock.tp_comm_s);
-  cp = std::make_unique<MpiCpGroup>(grid.cp, &clock.tp_comm_s);
+  tp = std::make_unique<MpiTpGroup>(grid.tp, &clock.tp_comm_exposed_s);
+  cp = std::make_unique<MpiCpGroup>(grid.cp, &clock.tp_comm_exposed_s);
   ep = std::make_unique<MpiEpGroup>(grid.ep, &ep_comm_s);
   positions = runtime::context_positions(m.seq_len, plan.cp, grid.cp_rank);
   memory.reset();
@@ -61,7 +61,7 @@ std::vector<MicroBatchState> Trainer::Impl::micro_batches(int64_t iteration) con
 }
 
 IterationRecord Trainer::Impl::step(int64_t iteration, const PipelineSchedule& schedule) {
-  clock = PhaseTimes{};
+  clock = PhaseBreakdown{};
   ep_comm_s = 0;
   ops = OpClock{};
   std::vector<MicroBatchState> mbs = micro_batches(iteration);
@@ -90,8 +90,7 @@ IterationRecord Trainer::Impl::step(int64_t iteration, const PipelineSchedule& s
   r.loss = total;
   r.time_s = time;
   r.phases = clock;
-  r.phases.bubble_s = std::max(0.0, time - clock.forward_s - clock.backward_s - clock.tp_comm_s - clock.dp_comm_s -
-                                        clock.pp_comm_s - clock.optimizer_s);
+  r.phases.close(time);  // compute = forward + backward; the bubble: what the wall time leaves
   r.ops = finished_op_times();
   r.page_faults = (usage_after.ru_minflt + usage_after.ru_majflt) - (usage_before.ru_minflt + usage_before.ru_majflt);
   const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };

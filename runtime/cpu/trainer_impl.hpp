@@ -34,7 +34,7 @@ struct Trainer::Impl {
   ParallelPlan plan;
   runtime::RunOptions options;
   runtime::RankGrid grid;
-  PhaseTimes clock;  // this iteration, this rank
+  PhaseBreakdown clock;  // this iteration, this rank
   OpClock ops;       // this iteration, this rank: seconds per op category
   std::unique_ptr<MpiTpGroup> tp;
   std::unique_ptr<MpiCpGroup> cp;  // the ring attention's transfers count as TP/CP communication
@@ -59,7 +59,7 @@ struct Trainer::Impl {
   // trainer_schedule.cpp: returns this rank's share of the loss.
   double run_schedule(std::vector<MicroBatchState>& mbs, const PipelineSchedule& schedule, int64_t iteration);
   // A forward's or backward's compute time is its wall time less the collectives it waited in:
-  // TP / CP and EP (the phase figure tp_comm_s holds both, as predict prices every collective of a
+  // TP / CP and EP (the phase figure tp_comm_exposed_s holds both, as predict prices every collective of a
   // layer there; the op categories tell them apart) and DP (overlapped bucket reductions).
   struct CommMarks {
     double start_s, tp_s, ep_s, dp_s;

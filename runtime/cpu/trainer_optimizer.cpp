@@ -19,9 +19,9 @@ void Trainer::Impl::optimizer_step() {
   AdamSettings adam;
   adam.lr = static_cast<float>(options.learning_rate);
   adam.grad_clip = options.grad_clip;
-  const double start = runtime::wall_s(), dp_before = clock.dp_comm_s, tp_before = clock.tp_comm_s;
+  const double start = runtime::wall_s(), dp_before = clock.dp_comm_exposed_s, tp_before = clock.tp_comm_exposed_s;
   data_parallel->step(adam, ++adam_step);
-  clock.optimizer_s += runtime::wall_s() - start - (clock.dp_comm_s - dp_before) - (clock.tp_comm_s - tp_before);
+  clock.optimizer_s += runtime::wall_s() - start - (clock.dp_comm_exposed_s - dp_before) - (clock.tp_comm_exposed_s - tp_before);
 }
 
 runtime::CheckpointHeader Trainer::Impl::header(int64_t iteration) const {

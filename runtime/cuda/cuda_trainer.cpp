@@ -126,15 +126,13 @@ IterationRecord CudaTrainer::Impl::step(int64_t iteration, const PipelineSchedul
   IterationRecord r;
   r.iteration = iteration;
   r.time_s = time;
-  r.phases.tp_comm_s = at(SpanKind::kTpInForward) + at(SpanKind::kTpInBackward) + at(SpanKind::kTpOther);
+  r.phases.tp_comm_exposed_s = at(SpanKind::kTpInForward) + at(SpanKind::kTpInBackward) + at(SpanKind::kTpOther);
   r.phases.forward_s = std::max(0.0, at(SpanKind::kForward) - at(SpanKind::kTpInForward) - at(SpanKind::kDpInForward));
   r.phases.backward_s = std::max(0.0, at(SpanKind::kBackward) - at(SpanKind::kTpInBackward) - at(SpanKind::kDpInBackward));
-  r.phases.dp_comm_s = at(SpanKind::kDpExposed) + at(SpanKind::kDpInForward) + at(SpanKind::kDpInBackward);
-  r.phases.pp_comm_s = at(SpanKind::kPpExposed);
+  r.phases.dp_comm_exposed_s = at(SpanKind::kDpExposed) + at(SpanKind::kDpInForward) + at(SpanKind::kDpInBackward);
+  r.phases.pp_comm_exposed_s = at(SpanKind::kPpExposed);
   r.phases.optimizer_s = at(SpanKind::kOptimizer);
-  // As the CPU trainer: what is left of the wall time is waiting on other stages (and launch gaps).
-  const PhaseTimes& c = r.phases;
-  r.phases.bubble_s = std::max(0.0, time - c.forward_s - c.backward_s - c.tp_comm_s - c.dp_comm_s - c.pp_comm_s - c.optimizer_s);
+  r.phases.close(time);  // as the CPU trainer: what is left of the wall time is waiting on other stages (and launch gaps)
   // Loss: the last stage's TP-rank-0 ranks hold their replica's share.
   const float scale = 1.0f / static_cast<float>(plan.global_batch * model.seq_len);
   double mine = stage->layout().head && grid.tp_rank == 0 ? static_cast<double>(loss_sum) * scale : 0.0, total = 0;

@@ -4,7 +4,7 @@
 // gradient reduction in buckets on a communication stream (overlapping the last micro-batch's
 // backward when plan.dp_overlap), ZeRO-1/2, AdamW with global-norm clipping. The data
 // (runtime/token_data.hpp) and the initial model are those of the CPU backend, so the two can be
-// compared loss for loss. Phases are timed with CUDA events into the CPU trainer's PhaseTimes.
+// compared loss for loss. Phases are timed with CUDA events into the same PhaseBreakdown as the CPU trainer's.
 #pragma once
 
 #include <mpi.h>

@@ -28,11 +28,25 @@ ComparedRun run_with(const IterationFigures& figures, RunIdentity identity = {{"
 IterationFigures figures_of(double iteration_s, double bubble_s) {
   IterationFigures f;
   f.iteration_time_s = iteration_s;
-  f.compute_s = 0.5 * iteration_s;
-  f.tp_comm_exposed_s = 0.1;
-  f.bubble_s = bubble_s;
+  f.phases.compute_s = 0.5 * iteration_s;
+  f.phases.tp_comm_exposed_s = 0.1;
+  f.phases.bubble_s = bubble_s;
   f.memory_peak_gib = 10;
   return f;
+}
+
+// A measured iteration's phases: forward and backward, then the others in predict's order.
+PhaseBreakdown measured_phases(double forward_s, double backward_s, double tp_s, double dp_s, double pp_s, double bubble_s, double optimizer_s) {
+  PhaseBreakdown p;
+  p.forward_s = forward_s;
+  p.backward_s = backward_s;
+  p.compute_s = forward_s + backward_s;
+  p.tp_comm_exposed_s = tp_s;
+  p.dp_comm_exposed_s = dp_s;
+  p.pp_comm_exposed_s = pp_s;
+  p.bubble_s = bubble_s;
+  p.optimizer_s = optimizer_s;
+  return p;
 }
 
 Measurement sample_measurement() {
@@ -44,13 +58,13 @@ Measurement sample_measurement() {
     IterationRecord it;
     it.iteration = i;
     it.loss = i == 2 ? std::nan("") : 5.5 - 0.1 * i;  // a diverged loss is written as null
-    it.phases = {0.01 * (i + 1), 0.02, 0.003, 0.004, 0.005, 0.006, 0.007};
+    it.phases = measured_phases(0.01 * (i + 1), 0.02, 0.003, 0.004, 0.005, 0.006, 0.007);
     it.time_s = 0.055 + i * 0.01;
     m.iterations.push_back(it);
   }
   m.iteration_time_s = 0.065;
   m.memory_peak_gib = 1.25;
-  m.breakdown = {0.02, 0.02, 0.003, 0.004, 0.005, 0.006, 0.007};
+  m.breakdown = measured_phases(0.02, 0.02, 0.003, 0.004, 0.005, 0.006, 0.007);
   return m;
 }
 
@@ -83,16 +97,33 @@ TEST_CASE("compare lines up iteration time, every breakdown phase and memory, wi
   CHECK_FALSE(compare_runs(run_with(figures_of(1.0, 0)), run_with(figures_of(1.25, 0)), 0.25).over_tolerance());
 }
 
-TEST_CASE("measured figures add forward and backward into compute") {
-  const IterationFigures f = measured_figures(sample_measurement());
-  CHECK(f.compute_s == Approx(0.04));
-  CHECK(f.tp_comm_exposed_s == 0.003);
-  CHECK(f.dp_comm_exposed_s == 0.004);
-  CHECK(f.pp_comm_exposed_s == 0.005);
-  CHECK(f.bubble_s == 0.006);
-  CHECK(f.optimizer_s == 0.007);
-  CHECK(f.iteration_time_s == 0.065);
+TEST_CASE("measured figures carry the run's breakdown, its compute the forward and backward medians added") {
+  Measurement m = sample_measurement();
+  m.breakdown = PhaseBreakdown{};
+  summarize_iterations(m);  // iterations 1 and 2 (one warm-up): forward 0.02 and 0.03, backward 0.02
+  const IterationFigures f = measured_figures(m);
+  CHECK(f.phases.forward_s == Approx(0.025));
+  CHECK(f.phases.compute_s == Approx(0.045));
+  CHECK(f.phases.tp_comm_exposed_s == 0.003);
+  CHECK(f.phases.dp_comm_exposed_s == 0.004);
+  CHECK(f.phases.pp_comm_exposed_s == 0.005);
+  CHECK(f.phases.bubble_s == 0.006);
+  CHECK(f.phases.optimizer_s == 0.007);
+  CHECK(f.iteration_time_s == Approx(0.07));
   CHECK(f.memory_peak_gib == 1.25);
+}
+
+TEST_CASE("a measured iteration's bubble is what its wall time leaves after the other phases") {
+  PhaseBreakdown p;
+  p.forward_s = 0.2;
+  p.backward_s = 0.4;
+  p.tp_comm_exposed_s = 0.1;
+  p.optimizer_s = 0.05;
+  p.close(1.0);
+  CHECK(p.compute_s == Approx(0.6));
+  CHECK(p.bubble_s == Approx(0.25));
+  p.close(0.5);  // phases longer than the wall time (clock skew): no negative bubble
+  CHECK(p.bubble_s == 0);
 }
 
 TEST_CASE("differing model and plan keys are listed one by one, and refused") {
@@ -165,8 +196,8 @@ TEST_CASE("a measurement written as JSON reads back the same") {
     CHECK(b.iteration == a.iteration);
     CHECK(b.time_s == a.time_s);
     CHECK((b.phases.forward_s == a.phases.forward_s && b.phases.backward_s == a.phases.backward_s &&
-           b.phases.tp_comm_s == a.phases.tp_comm_s && b.phases.dp_comm_s == a.phases.dp_comm_s &&
-           b.phases.pp_comm_s == a.phases.pp_comm_s && b.phases.bubble_s == a.phases.bubble_s &&
+           b.phases.tp_comm_exposed_s == a.phases.tp_comm_exposed_s && b.phases.dp_comm_exposed_s == a.phases.dp_comm_exposed_s &&
+           b.phases.pp_comm_exposed_s == a.phases.pp_comm_exposed_s && b.phases.bubble_s == a.phases.bubble_s &&
            b.phases.optimizer_s == a.phases.optimizer_s));
   }
   CHECK(back.iterations[1].loss == m.iterations[1].loss);

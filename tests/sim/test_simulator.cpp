@@ -43,7 +43,7 @@ Hardware cluster(int64_t gpus) {
   return hw;
 }
 
-double sum(const Breakdown& b) {
+double sum(const PhaseBreakdown& b) {
   return b.compute_s + b.tp_comm_exposed_s + b.dp_comm_exposed_s + b.pp_comm_exposed_s + b.bubble_s + b.optimizer_s;
 }
 
