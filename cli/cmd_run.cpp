@@ -12,17 +12,13 @@
 
 #include "cli/app.hpp"
 #include "cli/option_checks.hpp"
+#include "cli/run_backend.hpp"
 #include "cli/shared_options.hpp"
 #include "common/errors.hpp"
 #include "model/model_json.hpp"
 #include "plan/plan_json.hpp"
 #include "reports/measurement_json.hpp"
-#include "reports/text_table.hpp"
-#include "runtime/cpu/trainer.hpp"
-#include "runtime/watchdog.hpp"
-#ifdef TRAINSIM_HAVE_CUDA_RUNTIME
-#include "runtime/cuda/cuda_trainer.hpp"
-#endif
+#include "runtime/run_options.hpp"
 
 namespace trainsim {
 
@@ -39,50 +35,6 @@ struct RunArgs {
   uint64_t seed = 1234;
   double lr = 1e-3;
 };
-
-// Trains on the chosen backend; `device` gets the CUDA backend's device and memory figures.
-Measurement train(const RunArgs& a, const ModelSpec& model, const ParallelPlan& plan, const runtime::RunOptions& options, int world_size,
-                  nlohmann::ordered_json& device) {
-  const auto print = [&](const IterationRecord& r) {
-    std::cerr << "step " << r.iteration + 1 << "/" << a.steps << "  loss " << format_fixed(r.loss, 4) << "  "
-              << format_fixed(r.time_s, 3) << " s\n";
-  };
-  // Every rank stops the job when it makes no progress for the timeout (runtime/watchdog.hpp).
-  const runtime::Watchdog watchdog(MPI_COMM_WORLD, a.collective_timeout_s);
-  if (a.backend == "cuda") {
-#ifdef TRAINSIM_HAVE_CUDA_RUNTIME
-    cuda::check_cuda_plan(model, plan, world_size);
-    cuda::CudaTrainer trainer(model, plan, options, MPI_COMM_WORLD);
-    Measurement m = trainer.run(print);
-    const cuda::DeviceReport& d = trainer.device_report();
-    device = {{"device", d.device},
-              {"memory_peak_gib_is", "largest over ranks of the CUDA runtime's own device allocations at their peak (bf16 weights, "
-                                     "fp32 gradients, master weights and AdamW states, activations, workspaces); not the CUDA "
-                                     "context, NCCL or cuBLASLt buffers"},
-              {"device_used_peak_gib", d.device_used_peak_gib},
-              {"device_used_peak_gib_is", "largest over ranks of cudaMemGetInfo total - free after each iteration (everything on "
-                                          "the GPU, other processes included)"},
-              {"device_total_gib", d.device_total_gib},
-              {"activation_slots_rank0", d.activation_slots}};
-    return m;
-#else
-    (void)world_size;
-    (void)device;
-    throw DeviceError("--backend cuda: this trainsim was built without the CUDA runtime (no nvcc or NCCL when it was "
-                      "configured, or -DTRAINSIM_CUDA=OFF)\nHINT: rebuild with CUDA and NCCL (docs/cuda-runtime.md), or use "
-                      "--backend cpu --precision fp32");
-#endif
-  }
-  cpu::check_runtime_plan(model, plan, world_size);
-  MPI_Comm host;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
-  int ranks_on_host = 1;
-  MPI_Comm_size(host, &ranks_on_host);
-  MPI_Comm_free(&host);
-  cpu::check_host_memory(model, plan, ranks_on_host, cpu::host_available_bytes());
-  cpu::Trainer trainer(model, plan, options, MPI_COMM_WORLD);
-  return trainer.run(print);
-}
 
 int run_training(const RunArgs& a, int rank, int world_size) {
   const ModelSpec model = a.model.resolve();
@@ -103,7 +55,7 @@ int run_training(const RunArgs& a, int rank, int world_size) {
                      "give --checkpoint-dir DIR: the folder where the run writes (and --resume reads) its checkpoints");
   }
   nlohmann::ordered_json device;
-  const Measurement m = train(a, model, plan, options, world_size, device);
+  const Measurement m = train_on_backend(a.backend, model, plan, options, world_size, a.collective_timeout_s, device);
   if (rank != 0) return 0;
   nlohmann::ordered_json inputs;
   inputs["model"] = model_to_json(model);
@@ -115,17 +67,7 @@ int run_training(const RunArgs& a, int rank, int world_size) {
   std::ofstream out(a.out);
   if (!out) throw InputError("--out: cannot write " + a.out, "check that the folder exists and is writable");
   out << measurement_json(m, inputs).dump(2) << "\n";
-  const PhaseBreakdown& b = m.breakdown;
-  std::cout << "median iteration " << format_fixed(m.iteration_time_s, 4) << " s over " << m.iterations.size() - static_cast<size_t>(m.warmup_iterations)
-            << " timed steps; forward " << format_fixed(b.forward_s, 4) << ", backward " << format_fixed(b.backward_s, 4)
-            << ", TP " << format_fixed(b.tp_comm_exposed_s, 4) << ", DP " << format_fixed(b.dp_comm_exposed_s, 4) << ", PP "
-            << format_fixed(b.pp_comm_exposed_s, 4) << ", waiting " << format_fixed(b.bubble_s, 4) << ", optimizer "
-            << format_fixed(b.optimizer_s, 4) << " s; peak memory " << format_fixed(m.memory_peak_gib, 3) << " GiB"
-            << (m.backend == "cpu" ? "; " + std::to_string(static_cast<int64_t>(m.page_faults_per_iteration)) +
-                                         " page faults per iteration (rank 0)"
-                                   : std::string())
-            << "\nloss " << format_fixed(m.iterations.front().loss, 4) << " -> " << format_fixed(m.iterations.back().loss, 4)
-            << "; measurement written to " << a.out << "\n";
+  std::cout << measurement_summary(m, a.out);
   return 0;
 }
 

@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <sstream>
 
 #include "common/errors.hpp"
 #include "common/json_reader.hpp"
 #include "reports/json_output.hpp"
 #include "reports/op_category_json.hpp"
+#include "reports/text_table.hpp"
 
 namespace trainsim {
 
@@ -156,6 +158,21 @@ Measurement read_measurement(const nlohmann::json& doc, const std::string& file,
     m.iterations.push_back(read_iteration(element));
   }
   return m;
+}
+
+std::string measurement_summary(const Measurement& m, const std::string& out_path) {
+  const PhaseBreakdown& b = m.breakdown;
+  std::ostringstream out;
+  out << "median iteration " << format_fixed(m.iteration_time_s, 4) << " s over " << m.iterations.size() - static_cast<size_t>(m.warmup_iterations)
+      << " timed steps; forward " << format_fixed(b.forward_s, 4) << ", backward " << format_fixed(b.backward_s, 4) << ", TP "
+      << format_fixed(b.tp_comm_exposed_s, 4) << ", DP " << format_fixed(b.dp_comm_exposed_s, 4) << ", PP "
+      << format_fixed(b.pp_comm_exposed_s, 4) << ", waiting " << format_fixed(b.bubble_s, 4) << ", optimizer "
+      << format_fixed(b.optimizer_s, 4) << " s; peak memory " << format_fixed(m.memory_peak_gib, 3) << " GiB"
+      << (m.backend == "cpu" ? "; " + std::to_string(static_cast<int64_t>(m.page_faults_per_iteration)) + " page faults per iteration (rank 0)"
+                             : std::string())
+      << "\nloss " << format_fixed(m.iterations.front().loss, 4) << " -> " << format_fixed(m.iterations.back().loss, 4)
+      << "; measurement written to " << out_path << "\n";
+  return out.str();
 }
 
 Measurement read_measurement(const std::string& path) {

@@ -19,6 +19,10 @@ inline constexpr const char* kMeasurementSchema = "trainsim.measurement";
 // `inputs`: the resolved model, plan (the same objects predict writes) and run settings.
 nlohmann::ordered_json measurement_json(const Measurement& measurement, nlohmann::ordered_json inputs);
 
+// What `trainsim run` prints when it has written `out_path`: the median iteration and its phases,
+// peak memory, page faults (CPU), the loss from first to last step.
+std::string measurement_summary(const Measurement& measurement, const std::string& out_path);
+
 // Loads a trainsim.measurement file; throws InputError naming the file and every bad key.
 Measurement read_measurement(const std::string& path);
 // The same on a parsed document; problems go to `problems` (the caller throws). A wrong schema or

@@ -105,4 +105,13 @@ double host_available_bytes() {
   return static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
 }
 
+void check_host_memory(const ModelSpec& m, const ParallelPlan& p, MPI_Comm world) {
+  MPI_Comm host;
+  MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
+  int ranks_on_host = 1;
+  MPI_Comm_size(host, &ranks_on_host);
+  MPI_Comm_free(&host);
+  check_host_memory(m, p, ranks_on_host, host_available_bytes());
+}
+
 }  // namespace trainsim::cpu

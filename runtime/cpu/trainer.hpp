@@ -32,6 +32,8 @@ void check_runtime_plan(const ModelSpec& model, const ParallelPlan& plan, int wo
 void check_host_memory(const ModelSpec& model, const ParallelPlan& plan, int ranks_on_host, double available_bytes);
 // MemAvailable of /proc/meminfo in bytes (free pages where it cannot be read).
 double host_available_bytes();
+// check_host_memory for the ranks of `world` that share this host (collective over `world`).
+void check_host_memory(const ModelSpec& model, const ParallelPlan& plan, MPI_Comm world);
 
 class Trainer {
  public:

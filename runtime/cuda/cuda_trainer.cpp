@@ -156,6 +156,18 @@ CudaTrainer::~CudaTrainer() = default;
 
 const DeviceReport& CudaTrainer::device_report() const { return impl_->report; }
 
+nlohmann::ordered_json device_report_json(const DeviceReport& d) {
+  return {{"device", d.device},
+          {"memory_peak_gib_is", "largest over ranks of the CUDA runtime's own device allocations at their peak (bf16 weights, "
+                                 "fp32 gradients, master weights and AdamW states, activations, workspaces); not the CUDA "
+                                 "context, NCCL or cuBLASLt buffers"},
+          {"device_used_peak_gib", d.device_used_peak_gib},
+          {"device_used_peak_gib_is", "largest over ranks of cudaMemGetInfo total - free after each iteration (everything on "
+                                      "the GPU, other processes included)"},
+          {"device_total_gib", d.device_total_gib},
+          {"activation_slots_rank0", d.activation_slots}};
+}
+
 Measurement CudaTrainer::run(const std::function<void(const IterationRecord&)>& on_iteration) {
   Impl& t = *impl_;
   const PipelineSchedule schedule = make_pipeline_schedule(t.plan.schedule, t.plan.pp, t.grid.chunks, t.plan.micro_batches());

@@ -14,6 +14,8 @@
 #include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "model/model_spec.hpp"
 #include "plan/parallel_plan.hpp"
 #include "common/measurement.hpp"
@@ -32,6 +34,9 @@ struct DeviceReport {
   double device_total_gib = 0;
   int64_t activation_slots = 0;       // micro-batches held at once on rank 0 (1F1B: at most pp - stage)
 };
+
+// The report as `trainsim run` writes it under inputs.run.cuda, each figure with what it is.
+nlohmann::ordered_json device_report_json(const DeviceReport& report);
 
 class CudaTrainer {
  public:
