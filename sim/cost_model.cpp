@@ -71,7 +71,7 @@ DatasheetCostModel::DatasheetCostModel(const Hardware& hardware, Precision preci
                                        bool flash2_attention)
     : hardware_(hardware), peak_flops_per_s_(hardware.gpu.peak_flops_per_s(precision)),
       bytes_per_value_(precision == Precision::kFp32 ? 4.0 : precision == Precision::kFp8 ? 1.0 : 2.0),
-      ll_max_bus_(nccl_ll_max_bus_bytes_per_s(hardware.gpu.name)), c_(std::move(constants)) {
+      ll_max_bus_(hardware.gpu.capabilities.nccl_ll_max_bus_bytes_per_s), c_(std::move(constants)) {
   TRAINSIM_ASSERT(peak_flops_per_s_ > 0, "the GPU has no peak for this precision (checked by the caller)");
   const ReferenceEfficiency reference = reference_efficiency(hardware.gpu, precision, flash2_attention);
   gemm_flops_per_s_ = peak_flops_per_s_ * c_.gemm_peak_fraction * reference.gemm_ratio;

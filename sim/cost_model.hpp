@@ -101,8 +101,8 @@ class DatasheetCostModel final : public CostModel {
   AttentionCurve attention_curve_ = AttentionCurve::kNone;  // x attention_shape_factor at each op's shape
   std::string reference_;
   double bytes_per_value_;
-  double ll_max_bus_;
-  double gemm_at(int64_t m, int64_t n, int64_t k, int64_t batch, double flops_per_s, double bytes_per_value) const;  // NCCL's LL bandwidth cap for this GPU's generation (0: not known)
+  double ll_max_bus_;  // NCCL's LL bandwidth cap for this GPU's generation (0: uncapped)
+  double gemm_at(int64_t m, int64_t n, int64_t k, int64_t batch, double flops_per_s, double bytes_per_value) const;
   EfficiencyConstants c_;
 };
 

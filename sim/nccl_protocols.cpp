@@ -23,16 +23,7 @@ constexpr Protocol kLL{6.6e-6, 0.6e-6, 0.5};
 constexpr Protocol kLL128{14.0e-6, 1.9e-6, 0.92};
 constexpr Protocol kSimple{8.4e-6, 3.4e-6, 1.0};
 
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-
 }  // namespace
-
-double nccl_ll_max_bus_bytes_per_s(const std::string& gpu) {
-  if (starts_with(gpu, "a100")) return 87.7e9;
-  if (starts_with(gpu, "h100") || starts_with(gpu, "h200") || starts_with(gpu, "h800")) return 141e9;
-  if (starts_with(gpu, "b200") || starts_with(gpu, "gb200")) return 282e9;
-  return 0.0;
-}
 
 double nccl_intra_node_ring_s(CollectiveKind kind, double bytes, int64_t ranks, double bus_bytes_per_s,
                               double ll_max_bus_bytes_per_s) {

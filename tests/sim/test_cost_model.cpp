@@ -52,12 +52,12 @@ TEST_CASE("a ring all-reduce inside a node: NCCL's fastest protocol, Simple for 
   CHECK(cost.collective_s(CollectiveKind::kAllGather, 1e9, node) == Approx(8.4e-6 + 7 * 3.4e-6 + 7.0 / 8 * 1e9 / busbw));
 }
 
-TEST_CASE("NCCL's LL bandwidth cap follows the GPU generation") {
-  CHECK(nccl_ll_max_bus_bytes_per_s("a100-sxm-80gb") == 87.7e9);
-  CHECK(nccl_ll_max_bus_bytes_per_s("h100-sxm-96gb-500w") == 141e9);
-  CHECK(nccl_ll_max_bus_bytes_per_s("h200-sxm-141gb") == 141e9);
-  CHECK(nccl_ll_max_bus_bytes_per_s("mystery-gpu") == 0.0);
-  // Unknown generation: LL at half the bus bandwidth, uncapped; never slower than a known cap.
+TEST_CASE("NCCL's LL bandwidth cap is the GPU's catalog capability, by generation") {
+  CHECK(find_gpu("a100-sxm-80gb").capabilities.nccl_ll_max_bus_bytes_per_s == 87.7e9);
+  CHECK(find_gpu("a100-sxm-40gb").capabilities.nccl_ll_max_bus_bytes_per_s == 87.7e9);
+  CHECK(find_gpu("h100-sxm-96gb-500w").capabilities.nccl_ll_max_bus_bytes_per_s == 141e9);
+  CHECK(find_gpu("h200-sxm-141gb").capabilities.nccl_ll_max_bus_bytes_per_s == 141e9);
+  // No cap (the CPU host): LL at half the bus bandwidth, uncapped; never slower than a known cap.
   CHECK(nccl_intra_node_ring_s(CollectiveKind::kAllReduce, 65536, 8, 232e9, 0) <
         nccl_intra_node_ring_s(CollectiveKind::kAllReduce, 65536, 8, 232e9, 87.7e9));
 }
