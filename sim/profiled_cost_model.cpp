@@ -5,22 +5,11 @@
 #include <cmath>
 
 #include "common/errors.hpp"
-#include "sim/step_cost.hpp"
+#include "sim/collectives.hpp"
 
 namespace trainsim {
 
 namespace {
-
-const char* collective_name(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::kAllReduce: return "all-reduce";
-    case CollectiveKind::kAllGather: return "all-gather";
-    case CollectiveKind::kReduceScatter: return "reduce-scatter";
-    case CollectiveKind::kAllToAll: return "all-to-all";
-    case CollectiveKind::kSendRecv: return "send-recv";
-  }
-  return "?";
-}
 
 // Bracketing position of x in increasing `values`: index i and fraction f in log space, so the
 // value is between values[i] and values[i + 1]. False when x lies outside.
