@@ -1,6 +1,6 @@
 // Datasheet cost model: roofline GEMMs with wave quantization, fused attention at a fraction of
-// peak, bandwidth-bound kernels, collectives with the nccl-tests bus-bandwidth factors: NCCL's
-// protocol model inside an NVLink node, alpha-beta (ring, and tree across nodes) otherwise. docs/cost-model.md derives each formula.
+// peak, bandwidth-bound kernels, and collectives by the formula of sim/collectives.cpp (NCCL's
+// protocol model inside an NVLink node, alpha-beta otherwise). docs/cost-model.md derives each formula.
 #include "sim/cost_model.hpp"
 
 #include <algorithm>
@@ -8,9 +8,8 @@
 
 #include "common/errors.hpp"
 #include "common/units.hpp"
-#include "sim/nccl_protocols.hpp"
+#include "sim/collectives.hpp"
 #include "sim/reference_efficiency.hpp"
-#include "sim/step_cost.hpp"
 
 namespace trainsim {
 
@@ -55,24 +54,19 @@ double CostModel::op_s(const Op& op, const GroupScope& scope) const {
   return 0.0;
 }
 
-double bus_factor(CollectiveKind kind, int64_t ranks) {
-  const double n = static_cast<double>(ranks);
-  switch (kind) {
-    case CollectiveKind::kAllReduce: return 2.0 * (n - 1.0) / n;
-    case CollectiveKind::kAllGather:
-    case CollectiveKind::kReduceScatter:
-    case CollectiveKind::kAllToAll: return (n - 1.0) / n;
-    case CollectiveKind::kSendRecv: return 1.0;
-  }
-  return 1.0;
-}
-
 DatasheetCostModel::DatasheetCostModel(const Hardware& hardware, Precision precision, EfficiencyConstants constants,
                                        bool flash2_attention)
     : hardware_(hardware), peak_flops_per_s_(hardware.gpu.peak_flops_per_s(precision)),
       bytes_per_value_(precision == Precision::kFp32 ? 4.0 : precision == Precision::kFp8 ? 1.0 : 2.0),
-      ll_max_bus_(nccl_ll_max_bus_bytes_per_s(hardware.gpu.name)), c_(std::move(constants)) {
+      c_(std::move(constants)) {
   TRAINSIM_ASSERT(peak_flops_per_s_ > 0, "the GPU has no peak for this precision (checked by the caller)");
+  links_.nvlink = hardware.gpu.nvlink_bandwidth_bytes_per_s > 0;
+  links_.nvlink_bus_bytes_per_s = hardware.gpu.nvlink_bandwidth_bytes_per_s * c_.nvlink_bandwidth_fraction;
+  links_.nic_bytes_per_s = gbit_per_s_to_bytes_per_s(hardware.inter_node_gbps_per_gpu) * c_.network_bandwidth_fraction;
+  links_.nccl_ll_max_bus_bytes_per_s = hardware.gpu.capabilities.nccl_ll_max_bus_bytes_per_s;
+  links_.step_intra_s = c_.collective_step_intra_s;
+  links_.step_inter_s = c_.collective_step_inter_s;
+  links_.kernel_overhead_s = c_.kernel_overhead_s;
   const ReferenceEfficiency reference = reference_efficiency(hardware.gpu, precision, flash2_attention);
   gemm_flops_per_s_ = peak_flops_per_s_ * c_.gemm_peak_fraction * reference.gemm_ratio;
   const bool fp8 = precision == Precision::kFp8;
@@ -126,39 +120,11 @@ double DatasheetCostModel::memory_bound_s(double bytes) const {
 }
 
 double DatasheetCostModel::bus_bandwidth_bytes_per_s(const GroupScope& scope) const {
-  const double nvlink = hardware_.gpu.nvlink_bandwidth_bytes_per_s * c_.nvlink_bandwidth_fraction;
-  if (scope.intra_node()) return nvlink;
-  // Across nodes each node's members drive their own NICs (rail-optimised fabric); the node's
-  // traffic crosses ranks_per_node NICs, so busbw per rank = ranks_per_node x NIC bandwidth.
-  const double nic = gbit_per_s_to_bytes_per_s(hardware_.inter_node_gbps_per_gpu) * c_.network_bandwidth_fraction;
-  return std::min(nvlink, static_cast<double>(scope.ranks_per_node) * nic);
+  return collective_bus_bytes_per_s(scope, links_);
 }
 
 double DatasheetCostModel::collective_s(CollectiveKind kind, double bytes, const GroupScope& scope) const {
-  if (scope.size <= 1 || bytes <= 0) return 0.0;
-  const bool ring = kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kAllGather || kind == CollectiveKind::kReduceScatter;
-  if (ring && scope.intra_node() && hardware_.gpu.nvlink_bandwidth_bytes_per_s > 0) {
-    // Inside an NVLink node NCCL picks LL, LL128 or Simple by its tuner model (sim/nccl_protocols.hpp).
-    return nccl_intra_node_ring_s(kind, bytes, scope.size, bus_bandwidth_bytes_per_s(scope), ll_max_bus_) +
-           c_.kernel_overhead_s;
-  }
-  const double n = static_cast<double>(scope.size);
-  double bandwidth_s = bytes * bus_factor(kind, scope.size) / bus_bandwidth_bytes_per_s(scope);
-  if (kind == CollectiveKind::kAllToAll && !scope.intra_node()) {
-    // An all-to-all is not a ring: every rank sends the share bound for other nodes, (n - r) / n
-    // of its buffer, through its own NIC, and cannot use its node's other NICs (NCCL's maintainers,
-    // nccl-tests #267 / #130: busbw = algbw (n - 1) / n, about 2 x one NIC on 2 nodes); the share
-    // staying in the node moves over NVLink at the same time.
-    const double r = static_cast<double>(scope.ranks_per_node);
-    const double nic = gbit_per_s_to_bytes_per_s(hardware_.inter_node_gbps_per_gpu) * c_.network_bandwidth_fraction;
-    const double nvlink = hardware_.gpu.nvlink_bandwidth_bytes_per_s * c_.nvlink_bandwidth_fraction;
-    bandwidth_s = std::max(bytes * (n - r) / n / nic, nvlink > 0 ? bytes * (r - 1.0) / n / nvlink : 0.0);
-  }
-  const double alpha = scope.intra_node() ? c_.collective_step_intra_s : c_.collective_step_inter_s;
-  double steps = kind == CollectiveKind::kAllReduce ? 2.0 * (n - 1.0) : kind == CollectiveKind::kSendRecv ? 1.0 : n - 1.0;
-  // NCCL switches to a tree across nodes for all-reduce: 2 log2(n) latency steps.
-  if (kind == CollectiveKind::kAllReduce && !scope.intra_node()) steps = std::min(steps, 2.0 * std::ceil(std::log2(n)));
-  return bandwidth_s + steps * alpha + c_.kernel_overhead_s;
+  return datasheet_collective_s(kind, bytes, scope, links_);
 }
 
 std::string DatasheetCostModel::describe() const {

@@ -10,9 +10,14 @@
 #include "plan/lowering.hpp"
 #include "plan/rank_grid.hpp"
 #include "sim/attention_shape.hpp"
+#include "sim/collectives.hpp"
 #include "sim/hardware_catalog.hpp"
 
 namespace trainsim {
+
+// Adam step bytes per local parameter: read fp32 master, m, v and gradient (16), write master, m,
+// v (12), write the 16-bit weight (2), read the gradient again for the norm / clipping (4).
+inline constexpr double kAdamBytesPerParam = 34.0;
 
 struct EfficiencyConstants {
   double gemm_peak_fraction = 0.80;         // large-GEMM throughput / dense peak
@@ -28,7 +33,7 @@ struct EfficiencyConstants {
   // behind. Eager PyTorch per-op call: 8.6 us (pytorch #114860, shared/reference §5a).
   double host_dispatch_s = 8.6e-6;
   // Alpha per step inside a node: send/recv and all-to-all, and rings on GPUs without NVLink
-  // (NVLink rings take NCCL's protocol latencies, sim/nccl_protocols.hpp).
+  // (NVLink rings take NCCL's protocol latencies, sim/collectives.hpp).
   double collective_step_intra_s = 2e-6;
   double collective_step_inter_s = 8e-6;    // alpha per step across nodes
   // PyTorch's caching allocator: memory it holds beyond the allocated peak (reserved minus
@@ -101,13 +106,10 @@ class DatasheetCostModel final : public CostModel {
   AttentionCurve attention_curve_ = AttentionCurve::kNone;  // x attention_shape_factor at each op's shape
   std::string reference_;
   double bytes_per_value_;
-  double ll_max_bus_;
-  double gemm_at(int64_t m, int64_t n, int64_t k, int64_t batch, double flops_per_s, double bytes_per_value) const;  // NCCL's LL bandwidth cap for this GPU's generation (0: not known)
   EfficiencyConstants c_;
+  CollectiveLinks links_;  // the GPU's NVLink, NIC and NCCL LL cap with the constants' fractions
+  double gemm_at(int64_t m, int64_t n, int64_t k, int64_t batch, double flops_per_s, double bytes_per_value) const;
 };
-
-// nccl-tests bus-bandwidth factor: busbw = algbw x factor (doc/PERFORMANCE.md).
-double bus_factor(CollectiveKind kind, int64_t ranks);
 
 // The constants shipped with trainsim (configs/efficiency.json), with their provenance.
 const EfficiencyConstants& default_efficiency_constants();

@@ -7,15 +7,9 @@ namespace trainsim {
 
 namespace {
 
-constexpr double kMiB = 1024.0 * 1024.0;
-
 // CUDA context plus the PyTorch runtime with lazy module loading (CUDA >= 11.7): 287,047,680 B
 // (pytorch PR #86509); NVIDIA's forum figure is ~300-400 MB (pytorch #109888).
 constexpr double kCudaContextBytes = 287047680.0;
-
-// cuBLASLt workspace PyTorch >= 2.3 allocates per handle: 32 MiB on Hopper and newer, 4 MiB on
-// Ampere parts with >= 24 GB (pytorch PR #120925).
-double workspace_bytes(const GpuSpec& gpu) { return (gpu.name.rfind("a100", 0) == 0 ? 4.0 : 32.0) * kMiB; }
 
 // NCCL buffers of one communicator measured on 4 x A100 after a 4 MB all-reduce: 544 MB for a
 // 2-GPU group, 688 MB for a larger one (nccl #964). NCCL creates them lazily, so only groups the
@@ -46,7 +40,9 @@ DeviceMemory device_memory(const MemoryBreakdown& allocated, const ParallelPlan&
     return m;
   }
   m.cuda_context_bytes = kCudaContextBytes;
-  m.workspace_bytes = workspace_bytes(hardware.gpu);
+  // cuBLASLt workspace PyTorch >= 2.3 allocates per handle: 32 MiB on Hopper and newer, 4 MiB on
+  // Ampere parts with >= 24 GB (pytorch PR #120925), a catalog capability of the GPU.
+  m.workspace_bytes = hardware.gpu.capabilities.cublas_workspace_bytes;
   // Communicators a Megatron-style job uses: TP, DP (over dp x cp with context parallelism), PP
   // (its point-to-point transfers), CP.
   m.nccl_bytes = communicator_bytes(plan.tp) + communicator_bytes(plan.dp * plan.cp) + communicator_bytes(plan.pp) +

@@ -1,7 +1,7 @@
-// Parses the embedded hardware catalog (configs/hardware.json) once with the strict reader,
-// converts its datasheet units (TFLOP/s, GB/s, GiB, MiB) to SI bytes and FLOP/s here and only
-// here, checks it (positive figures, unique names, clusters naming known GPUs), and resolves
-// `--gpu` / `--cluster` names. The catalog is built in, so any defect is an internal error.
+// Parses a hardware catalog (configs/hardware.json, embedded) with the strict reader, converts its
+// datasheet units (TFLOP/s, GB/s, GiB, MiB) to SI bytes and FLOP/s here and only here, checks it
+// (positive figures, a known generation and reference set, unique names, clusters naming known
+// GPUs), and resolves `--gpu` / `--cluster` names. The built-in catalog's defects are internal errors.
 #include "sim/hardware_catalog.hpp"
 
 #include <algorithm>
@@ -40,6 +40,67 @@ double required_positive(JsonObjectReader& r, const std::string& key) {
   return x;
 }
 
+// The generations and reference sets trainsim has data for; each reference set belongs to one
+// generation (its records were measured on that silicon).
+struct GenerationName {
+  GpuGeneration generation;
+  const char* name;
+};
+constexpr GenerationName kGenerations[] = {{GpuGeneration::kAmpere, "ampere"}, {GpuGeneration::kHopper, "hopper"}};
+
+struct FamilyName {
+  ReferenceFamily family;
+  const char* name;
+  GpuGeneration generation;
+};
+constexpr FamilyName kFamilies[] = {{ReferenceFamily::kA100, "a100", GpuGeneration::kAmpere},
+                                    {ReferenceFamily::kH100, "h100", GpuGeneration::kHopper},
+                                    {ReferenceFamily::kH200, "h200", GpuGeneration::kHopper}};
+
+template <typename Entry>
+std::vector<std::string> names_of(const Entry& entries) {
+  std::vector<std::string> names;
+  for (const auto& e : entries) names.push_back(e.name);
+  return names;
+}
+
+// The entry of `entries` named by string `key`, or nullptr (with a problem naming the key, the
+// value and the known names) when it is missing or unknown.
+template <typename Entry, size_t N>
+const Entry* read_known(JsonObjectReader& r, const std::string& key, const Entry (&entries)[N], const char* what) {
+  const bool present = r.has(key);
+  const std::string value = r.required_string(key);
+  if (!present) return nullptr;
+  for (const Entry& e : entries) {
+    if (value == e.name) return &e;
+  }
+  const std::vector<std::string> names = names_of(entries);
+  r.add_problem(key, "\"" + value + "\" is not a " + what + " trainsim has data for (known: " + join_names(names) + ")" +
+                         did_you_mean(value, names));
+  return nullptr;
+}
+
+GpuCapabilities read_capabilities(JsonObjectReader& r) {
+  GpuCapabilities c;
+  const GenerationName* generation = read_known(r, "generation", kGenerations, "GPU generation");
+  const FamilyName* family = read_known(r, "reference_efficiency", kFamilies, "reference efficiency set");
+  if (generation != nullptr) c.generation = generation->generation;
+  if (family != nullptr) c.reference_family = family->family;
+  if (generation != nullptr && family != nullptr && family->generation != generation->generation) {
+    const std::string measured_on = to_string(family->generation);
+    r.add_problem("reference_efficiency", std::string(family->name) + " records were measured on " + measured_on +
+                                              " silicon, but generation is " + generation->name);
+  }
+  c.nvlink_generation = r.required_int("nvlink_generation", 1);
+  c.nvlink_domain_gpus = r.required_int("nvlink_domain_gpus", 1);
+  c.nccl_ll_max_bus_bytes_per_s = gb_per_s_to_bytes_per_s(required_positive(r, "nccl_ll_max_busbw_one_node_gb_per_s"));
+  c.cublas_workspace_bytes = mib_to_bytes(required_positive(r, "cublas_workspace_mib"));
+  c.reference_node_nic_gbps_per_gpu = r.required_int("reference_node_nic_gbps_per_gpu", 1);
+  c.source = r.required_string("source");
+  r.reject_unknown_keys();
+  return c;
+}
+
 GpuSpec read_gpu(JsonObjectReader& r) {
   GpuSpec g;
   g.name = r.required_string("name");
@@ -58,6 +119,8 @@ GpuSpec read_gpu(JsonObjectReader& r) {
   g.usd_per_gpu_hour = required_positive(r, "usd_per_gpu_hour");
   g.price_source = r.required_string("price_source");
   g.source = r.required_string("source");
+  JsonObjectReader capabilities = r.required_object("capabilities");
+  g.capabilities = read_capabilities(capabilities);
   r.reject_unknown_keys();
   return g;
 }
@@ -78,56 +141,85 @@ template <typename Read>
 void read_array(const nlohmann::json& doc, JsonObjectReader& root, const std::string& key, ProblemList& problems,
                 Read read) {
   if (!doc.contains(key) || !doc[key].is_array() || doc[key].empty()) {
-    problems.add(std::string(kSource) + ": /" + key + ": missing, not an array, or empty");
+    problems.add(root.file() + ": /" + key + ": missing, not an array, or empty");
     return;
   }
   root.accept(key);
   for (size_t i = 0; i < doc[key].size(); ++i) {
-    JsonObjectReader entry(doc[key][i], kSource, "/" + key + "/" + std::to_string(i), problems);
+    JsonObjectReader entry(doc[key][i], root.file(), "/" + key + "/" + std::to_string(i), problems);
     read(entry);
   }
 }
 
-struct Catalog {
-  std::vector<GpuSpec> gpus;
-  std::vector<ClusterSpec> clusters;
-};
-
-Catalog parse_catalog() {
-  const nlohmann::json doc = parse_json_text(kBuiltinHardwareJson, kSource);
-  ProblemList problems;
-  JsonObjectReader root(doc, kSource, "", problems);
-  root.required_choice("schema", {"trainsim.hardware_catalog"});
-  root.required_int("schema_version", 1);
-  root.accept("note");
-  Catalog catalog;
-  read_array(doc, root, "gpus", problems, [&](JsonObjectReader& r) { catalog.gpus.push_back(read_gpu(r)); });
-  read_array(doc, root, "clusters", problems,
-             [&](JsonObjectReader& r) { catalog.clusters.push_back(read_cluster(r)); });
-  root.reject_unknown_keys();
-
+// Names unique; each cluster names a known GPU and fits in its NVLink domain.
+void check_names(const HardwareCatalog& catalog, const std::string& source, ProblemList& problems) {
   std::set<std::string> gpu_names, cluster_names;
   for (const auto& g : catalog.gpus) {
-    if (!gpu_names.insert(g.name).second) problems.add(std::string(kSource) + ": GPU \"" + g.name + "\" listed twice");
+    if (!gpu_names.insert(g.name).second) problems.add(source + ": GPU \"" + g.name + "\" listed twice");
   }
   for (const auto& c : catalog.clusters) {
-    if (!cluster_names.insert(c.name).second) {
-      problems.add(std::string(kSource) + ": cluster \"" + c.name + "\" listed twice");
-    }
-    if (!gpu_names.contains(c.gpu)) {
-      problems.add(std::string(kSource) + ": cluster \"" + c.name + "\" names unknown GPU \"" + c.gpu + "\"");
+    if (!cluster_names.insert(c.name).second) problems.add(source + ": cluster \"" + c.name + "\" listed twice");
+    const auto gpu = std::find_if(catalog.gpus.begin(), catalog.gpus.end(), [&](const GpuSpec& g) { return g.name == c.gpu; });
+    if (gpu == catalog.gpus.end()) {
+      problems.add(source + ": cluster \"" + c.name + "\" names unknown GPU \"" + c.gpu + "\"");
+    } else if (c.gpus_per_node > gpu->capabilities.nvlink_domain_gpus) {
+      problems.add(source + ": cluster \"" + c.name + "\": gpus_per_node (" + std::to_string(c.gpus_per_node) +
+                   ") exceeds the NVLink domain of " + c.gpu + " (nvlink_domain_gpus " +
+                   std::to_string(gpu->capabilities.nvlink_domain_gpus) + ")");
     }
   }
-  TRAINSIM_ASSERT(problems.empty(), "the built-in hardware catalog is invalid: " + join_names(problems.items(), "; "));
-  return catalog;
 }
 
-const Catalog& catalog() {
-  static const Catalog parsed = parse_catalog();
+const HardwareCatalog& catalog() {
+  static const HardwareCatalog parsed = [] {
+    try {
+      return parse_hardware_catalog(kBuiltinHardwareJson, kSource);
+    } catch (const InputError& e) {
+      fail_internal("parse_hardware_catalog", __FILE__, __LINE__,
+                    "the built-in hardware catalog is invalid: " + join_names(e.problems(), "; "));
+    }
+  }();
   return parsed;
 }
 
 }  // namespace
+
+const char* to_string(GpuGeneration generation) {
+  for (const GenerationName& g : kGenerations) {
+    if (g.generation == generation) return g.name;
+  }
+  return "none";
+}
+
+const char* to_string(ReferenceFamily family) {
+  for (const FamilyName& f : kFamilies) {
+    if (f.family == family) return f.name;
+  }
+  return "none";
+}
+
+HardwareCatalog parse_hardware_catalog(const std::string& json_text, const std::string& source) {
+  const nlohmann::json doc = parse_json_text(json_text, source);
+  ProblemList problems;
+  JsonObjectReader root(doc, source, "", problems);
+  root.required_choice("schema", {"trainsim.hardware_catalog"});
+  const bool versioned = root.has("schema_version");
+  const int64_t version = root.required_int("schema_version", 1);
+  if (versioned && version != 2) {
+    root.add_problem("schema_version", std::to_string(version) + " is not 2 (the version whose GPUs carry \"capabilities\")");
+  }
+  root.accept("note");
+  HardwareCatalog catalog;
+  read_array(doc, root, "gpus", problems, [&](JsonObjectReader& r) { catalog.gpus.push_back(read_gpu(r)); });
+  read_array(doc, root, "clusters", problems,
+             [&](JsonObjectReader& r) { catalog.clusters.push_back(read_cluster(r)); });
+  root.reject_unknown_keys();
+  check_names(catalog, source, problems);
+  problems.throw_if_any("a GPU's capabilities.generation and capabilities.reference_efficiency must be ones trainsim has "
+                        "records for: a new generation needs its own measured records in sim/reference_efficiency.cpp "
+                        "(docs/cost-model.md \"GPUs as data\"), never another GPU's");
+  return catalog;
+}
 
 double GpuSpec::peak_flops_per_s(Precision precision) const {
   switch (precision) {

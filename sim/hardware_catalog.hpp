@@ -1,6 +1,7 @@
 // Built-in GPUs, cluster presets and prices (configs/hardware.json, compiled in), each figure with
 // its source, and the resolution of `--gpu / --cluster / --gpus-per-node / --inter-node-gbps /
-// --price` into one Hardware description.
+// --price` into one Hardware description. A GPU is data: its generation and every capability the
+// cost model keys on are catalog keys (GpuCapabilities); no code reads a GPU's name for its figures.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,40 @@
 #include "plan/parallel_plan.hpp"
 
 namespace trainsim {
+
+// A GPU's silicon generation (CUDA compute capability: Ampere sm_80, Hopper sm_90). kNone: not a
+// catalog GPU (the CPU host a CPU profile measured).
+enum class GpuGeneration { kNone, kAmpere, kHopper };
+// The reference record set a GPU's GEMM and attention efficiencies rest on (MAMF, attention
+// ratios and curve; sim/reference_efficiency.cpp). kNone: no datasheet reference (the CPU host,
+// whose measured profile prices its ops): ratios 1.
+enum class ReferenceFamily { kNone, kA100, kH100, kH200 };
+const char* to_string(GpuGeneration generation);
+const char* to_string(ReferenceFamily family);
+
+// What the cost model keys on, per GPU (configs/hardware.json "capabilities"; the catalog's
+// "note" gives each key's source). FP8 support is GpuSpec::peak_fp8_flops_per_s > 0.
+struct GpuCapabilities {
+  GpuGeneration generation = GpuGeneration::kNone;  // "ampere", "hopper"
+  ReferenceFamily reference_family = ReferenceFamily::kNone;  // key "reference_efficiency": "a100", "h100", "h200"
+  // NVLink generation: 3 on A100, 4 on H100/H200 (NVIDIA A100 / H100 datasheets).
+  int64_t nvlink_generation = 0;
+  // GPUs one NVSwitch fabric joins: 8 on HGX A100 / H100 / H200 boards (NVIDIA HGX datasheets). The
+  // catalog checks that no cluster preset puts more GPUs in a node; the cost model takes a node's
+  // GPUs as one NVLink domain.
+  int64_t nvlink_domain_gpus = 0;
+  // NCCL's LL-protocol bus-bandwidth cap inside one node, bytes/s (llMaxBws, NVIDIA/nccl@5067397c
+  // src/graph/tuning.cc: Ampere 87.7, Hopper 141 GB/s); 0: LL uncapped (the CPU host).
+  double nccl_ll_max_bus_bytes_per_s = 0;
+  // cuBLASLt workspace PyTorch >= 2.3 allocates per handle, bytes: 32 MiB on Hopper and newer,
+  // 4 MiB on Ampere parts with >= 24 GB (pytorch PR #120925).
+  double cublas_workspace_bytes = 0;
+  // NIC line rate per GPU of the GPU's reference server, Gbit/s (DGX A100: HDR 200; DGX H100 and
+  // H200: NDR 400): the default of a published run that does not state its network. `--gpu`
+  // alone keeps Hardware's 200 and `--cluster` its preset's rate.
+  int64_t reference_node_nic_gbps_per_gpu = 0;
+  std::string source;  // where this GPU's capability figures come from
+};
 
 struct GpuSpec {
   std::string name;          // catalog key, e.g. "h100-sxm-80gb"
@@ -30,6 +65,7 @@ struct GpuSpec {
   double usd_per_gpu_hour = 0;  // reference on-demand price
   std::string price_source;     // where and when that price was read
   std::string source;           // datasheet the figures come from
+  GpuCapabilities capabilities;
 
   // Peak of the tensor-core path used for `precision`: bf16 -> bf16, fp16 -> fp16, fp32 -> tf32
   // (fp32 training runs its GEMMs on TF32 tensor cores), fp8 -> fp8. There is no fallback: on a
@@ -57,7 +93,18 @@ struct Hardware {
   bool is_host() const { return cluster == "host"; }
 };
 
-// The catalog, parsed and checked once on first use (a defect in it is an InternalError).
+struct HardwareCatalog {
+  std::vector<GpuSpec> gpus;
+  std::vector<ClusterSpec> clusters;
+};
+
+// Parses and checks a catalog in the format of configs/hardware.json (`source` names it in
+// messages). Throws InputError listing every problem: a missing or unknown key, a figure out of
+// range, a generation or reference_efficiency trainsim has no data for (the message names the key,
+// the value and the known ones), a cluster naming an unknown GPU or more GPUs than its NVLink domain.
+HardwareCatalog parse_hardware_catalog(const std::string& json_text, const std::string& source);
+
+// The built-in catalog, parsed and checked once on first use (a defect in it is an InternalError).
 const std::vector<GpuSpec>& builtin_gpus();
 const std::vector<ClusterSpec>& builtin_clusters();
 std::vector<std::string> builtin_gpu_names();

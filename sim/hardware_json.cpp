@@ -27,6 +27,25 @@ nlohmann::ordered_json gpu_to_json(const GpuSpec& g) {
   return j;
 }
 
+nlohmann::ordered_json gpu_capabilities_to_json(const GpuCapabilities& c) {
+  nlohmann::ordered_json j;
+  j["generation"] = to_string(c.generation);
+  j["reference_efficiency"] = to_string(c.reference_family);
+  j["nvlink_generation"] = c.nvlink_generation;
+  j["nvlink_domain_gpus"] = c.nvlink_domain_gpus;
+  j["nccl_ll_max_busbw_one_node_gb_per_s"] = bytes_per_s_to_gb_per_s(c.nccl_ll_max_bus_bytes_per_s);
+  j["cublas_workspace_mib"] = bytes_to_mib(c.cublas_workspace_bytes);
+  j["reference_node_nic_gbps_per_gpu"] = c.reference_node_nic_gbps_per_gpu;
+  j["source"] = c.source;
+  return j;
+}
+
+nlohmann::ordered_json gpu_catalog_entry_to_json(const GpuSpec& g) {
+  nlohmann::ordered_json j = gpu_to_json(g);
+  j["capabilities"] = gpu_capabilities_to_json(g.capabilities);
+  return j;
+}
+
 nlohmann::ordered_json cluster_to_json(const ClusterSpec& c) {
   nlohmann::ordered_json j;
   j["name"] = c.name;

@@ -5,22 +5,11 @@
 #include <cmath>
 
 #include "common/errors.hpp"
-#include "sim/step_cost.hpp"
+#include "sim/collectives.hpp"
 
 namespace trainsim {
 
 namespace {
-
-const char* collective_name(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::kAllReduce: return "all-reduce";
-    case CollectiveKind::kAllGather: return "all-gather";
-    case CollectiveKind::kReduceScatter: return "reduce-scatter";
-    case CollectiveKind::kAllToAll: return "all-to-all";
-    case CollectiveKind::kSendRecv: return "send-recv";
-  }
-  return "?";
-}
 
 // Bracketing position of x in increasing `values`: index i and fraction f in log space, so the
 // value is between values[i] and values[i + 1]. False when x lies outside.
@@ -82,6 +71,12 @@ GpuSpec device_from_cpu_profile(const HardwareProfile& p) {
   g.nvlink_bandwidth_bytes_per_s = best_copy;  // ranks on one host share its memory
   g.sm_count = std::max<int64_t>(1, p.provenance.cores);
   g.source = "measured profile: peak = best measured GEMM rate, bandwidth = best measured copy";
+  // Not a catalog GPU: no generation, no reference records (its measured tables price its ops;
+  // the datasheet fallback takes ratios 1), NCCL's LL uncapped, and no CUDA workspace (the host
+  // runs no CUDA context, Hardware::is_host).
+  g.capabilities.generation = GpuGeneration::kNone;
+  g.capabilities.reference_family = ReferenceFamily::kNone;
+  g.capabilities.source = "the CPU host: its measured profile";
   return g;
 }
 

@@ -97,11 +97,11 @@ void fill_model(json& model, Filler& fill, std::string& unsupported) {
   }
 }
 
-// GPU-dependent network: DGX A100 nodes have 8 x HDR 200 Gb/s, DGX H100/H200 8 x NDR 400 Gb/s.
+// GPU-dependent network: its reference server's NIC rate, a catalog capability (DGX A100 200 Gb/s, H100/H200 400).
 void fill_hardware(json& hw, Filler& fill) {
   if (!hw.is_object()) return;
   const std::string gpu = hw.contains("gpu") && hw["gpu"].is_string() ? hw["gpu"].get<std::string>() : "";
-  fill(hw, "hardware.", "inter_node_gbps_per_gpu", gpu.rfind("a100", 0) == 0 ? 200 : 400);
+  if (gpu_in_catalog(gpu)) fill(hw, "hardware.", "inter_node_gbps_per_gpu", find_gpu(gpu).capabilities.reference_node_nic_gbps_per_gpu);
 }
 
 bool has_option(const json& run, const char* option) {

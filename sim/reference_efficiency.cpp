@@ -1,6 +1,8 @@
 // Reference efficiencies of the catalog GPUs (shared/reference/microbench.json records).
 #include "sim/reference_efficiency.hpp"
 
+#include "common/errors.hpp"
+
 namespace trainsim {
 
 namespace {
@@ -24,26 +26,55 @@ constexpr double kA100Attention = 173.0 / 312.0;
 constexpr double kHopperAttention = 294.0 * 518.0 / 319.0 / 989.0;
 constexpr double kHopperFlash2Attention = 294.0 / 989.0;
 
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+// One reference set: what was measured on that GPU (GpuCapabilities::reference_family picks it).
+struct ReferenceRecords {
+  const char* gpu;               // "H100": the GPU the records were measured on
+  bool anchor;                   // the A100: the fitted fractions' own GPU, every ratio 1
+  double mamf_16bit;             // MAMF / dense peak, BF16 (FP16 alike)
+  double mamf_fp8;               // MAMF / dense peak, FP8; 0: no FP8 record
+  double attention;              // the framework's fused attention (cuDNN on Hopper, FlashAttention-2 on the A100) / peak
+  double attention_flash2;       // FlashAttention-2 (PyTorch SDPA) / peak
+  AttentionCurve curve, curve_flash2;
+};
+
+constexpr ReferenceRecords kA100{"A100", true, kA100Mamf, 0.0, kA100Attention, kA100Attention,
+                                 AttentionCurve::kA100Flash2, AttentionCurve::kA100Flash2};
+constexpr ReferenceRecords kH100{"H100", false, kH100MamfBf16, kH100MamfFp8, kHopperAttention, kHopperFlash2Attention,
+                                 AttentionCurve::kHopperCudnn, AttentionCurve::kHopperFlash2};
+// H200 BF16 and attention: the H100's records (the same GH100 die and clocks).
+constexpr ReferenceRecords kH200{"H200", false, kH100MamfBf16, kH200MamfFp8, kHopperAttention, kHopperFlash2Attention,
+                                 AttentionCurve::kHopperCudnn, AttentionCurve::kHopperFlash2};
+
+const ReferenceRecords* records_of(ReferenceFamily family) {
+  switch (family) {
+    case ReferenceFamily::kNone: return nullptr;
+    case ReferenceFamily::kA100: return &kA100;
+    case ReferenceFamily::kH100: return &kH100;
+    case ReferenceFamily::kH200: return &kH200;
+  }
+  TRAINSIM_ASSERT(false, "unhandled reference family");
+  return nullptr;
+}
 
 }  // namespace
 
 ReferenceEfficiency reference_efficiency(const GpuSpec& gpu, Precision precision, bool flash2_attention) {
   ReferenceEfficiency r;
-  const bool tensor16 = precision == Precision::kBf16 || precision == Precision::kFp16;
-  if (starts_with(gpu.name, "a100")) {
-    r.attention_curve = AttentionCurve::kA100Flash2;
-    r.source = "A100 reference (the anchor: ratios 1)";
-  } else if (starts_with(gpu.name, "h100") || starts_with(gpu.name, "h200")) {
-    const bool h200 = starts_with(gpu.name, "h200");
-    if (tensor16) r.gemm_ratio = kH100MamfBf16 / kA100Mamf;
-    if (precision == Precision::kFp8) r.gemm_ratio = (h200 ? kH200MamfFp8 : kH100MamfFp8) / kA100Mamf;
-    r.attention_ratio = (flash2_attention ? kHopperFlash2Attention : kHopperAttention) / kA100Attention;
-    r.attention_curve = flash2_attention ? AttentionCurve::kHopperFlash2 : AttentionCurve::kHopperCudnn;
-    r.source = std::string(h200 ? "H200" : "H100") + " reference: MAMF " +
-               (precision == Precision::kFp8 ? "FP8" : tensor16 ? "BF16" : "none for this precision") +
-               (flash2_attention ? ", FlashAttention-2 (PyTorch SDPA)" : ", cuDNN fused attention (derived)");
+  const ReferenceRecords* records = records_of(gpu.capabilities.reference_family);
+  if (records == nullptr) return r;  // the CPU host: its measured profile prices its ops
+  if (records->anchor) {
+    r.attention_curve = records->curve;
+    r.source = std::string(records->gpu) + " reference (the anchor: ratios 1)";
+    return r;
   }
+  const bool tensor16 = precision == Precision::kBf16 || precision == Precision::kFp16;
+  if (tensor16) r.gemm_ratio = records->mamf_16bit / kA100.mamf_16bit;
+  if (precision == Precision::kFp8 && records->mamf_fp8 > 0) r.gemm_ratio = records->mamf_fp8 / kA100.mamf_16bit;
+  r.attention_ratio = (flash2_attention ? records->attention_flash2 : records->attention) / kA100.attention;
+  r.attention_curve = flash2_attention ? records->curve_flash2 : records->curve;
+  r.source = std::string(records->gpu) + " reference: MAMF " +
+             (precision == Precision::kFp8 && records->mamf_fp8 > 0 ? "FP8" : tensor16 ? "BF16" : "none for this precision") +
+             (flash2_attention ? ", FlashAttention-2 (PyTorch SDPA)" : ", cuDNN fused attention (derived)");
   return r;
 }
 

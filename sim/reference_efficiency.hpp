@@ -2,7 +2,9 @@
 // from public microbenchmarks (shared/reference/microbench.json), relative to the A100 the
 // datasheet model's constants were first fitted on. The cost model scales its fitted fractions by
 // these ratios, so an H100 or H200 prediction rests on H100/H200 measurements instead of being an
-// A100 x the peak ratio. docs/cost-model.md has the table and each figure's source.
+// A100 x the peak ratio. Which record set applies is the GPU's catalog capability
+// (GpuCapabilities::reference_family), never its name. docs/cost-model.md has the table and each
+// figure's source.
 #pragma once
 
 #include <string>
@@ -18,7 +20,7 @@ struct ReferenceEfficiency {
   double attention_ratio = 1.0;  // fused attention fwd+bwd / peak over the A100's FlashAttention-2
   // How the kernel's efficiency moves with head size and sequence around the reference shape.
   AttentionCurve attention_curve = AttentionCurve::kNone;
-  std::string source;            // what the ratios rest on ("" = no reference: ratios 1)
+  std::string source;            // what the ratios rest on ("" = no reference, the CPU host: ratios 1)
 };
 
 // `flash2_attention`: the framework runs FlashAttention-2 (PyTorch SDPA) rather than cuDNN's fused

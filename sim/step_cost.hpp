@@ -10,9 +10,6 @@
 
 namespace trainsim {
 
-// Adam step bytes per local parameter: read fp32 master, m, v and gradient (16), write master, m,
-// v (12), write the 16-bit weight (2), read the gradient again for the norm / clipping (4).
-inline constexpr double kAdamBytesPerParam = 34.0;
 // Gradient bucket of Megatron-LM's DDP (40M parameters).
 inline constexpr double kDpBucketParams = 40e6;
 

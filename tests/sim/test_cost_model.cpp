@@ -1,10 +1,10 @@
-// Datasheet cost model: nccl-tests bus factors, alpha-beta collectives, GEMM roofline and waves.
+// Datasheet cost model: collectives priced on the collectives table (its own tests:
+// test_collectives.cpp), GEMM roofline and waves.
 #include <catch2/catch.hpp>
 
 #include "common/units.hpp"
 #include "model/model_catalog.hpp"
 #include "sim/cost_model.hpp"
-#include "sim/nccl_protocols.hpp"
 #include "sim/step_cost.hpp"
 
 using namespace trainsim;
@@ -27,13 +27,6 @@ EfficiencyConstants no_latency() {
 }
 }  // namespace
 
-TEST_CASE("bus-bandwidth factors follow nccl-tests PERFORMANCE.md") {
-  CHECK(bus_factor(CollectiveKind::kAllReduce, 8) == Approx(2.0 * 7 / 8));
-  CHECK(bus_factor(CollectiveKind::kAllGather, 8) == Approx(7.0 / 8));
-  CHECK(bus_factor(CollectiveKind::kReduceScatter, 4) == Approx(3.0 / 4));
-  CHECK(bus_factor(CollectiveKind::kSendRecv, 2) == 1.0);
-}
-
 TEST_CASE("a ring all-reduce inside a node: NCCL's fastest protocol, Simple for large buffers") {
   const Hardware hw = a100_cluster();
   EfficiencyConstants c;
@@ -50,16 +43,6 @@ TEST_CASE("a ring all-reduce inside a node: NCCL's fastest protocol, Simple for 
   CHECK(cost.collective_s(CollectiveKind::kAllReduce, mib4, node) == Approx(14e-6 + 14 * 1.9e-6 + 2.0 * 7 / 8 * mib4 / (0.92 * busbw)));
   // All-gather and reduce-scatter: n - 1 steps, half the bus traffic.
   CHECK(cost.collective_s(CollectiveKind::kAllGather, 1e9, node) == Approx(8.4e-6 + 7 * 3.4e-6 + 7.0 / 8 * 1e9 / busbw));
-}
-
-TEST_CASE("NCCL's LL bandwidth cap follows the GPU generation") {
-  CHECK(nccl_ll_max_bus_bytes_per_s("a100-sxm-80gb") == 87.7e9);
-  CHECK(nccl_ll_max_bus_bytes_per_s("h100-sxm-96gb-500w") == 141e9);
-  CHECK(nccl_ll_max_bus_bytes_per_s("h200-sxm-141gb") == 141e9);
-  CHECK(nccl_ll_max_bus_bytes_per_s("mystery-gpu") == 0.0);
-  // Unknown generation: LL at half the bus bandwidth, uncapped; never slower than a known cap.
-  CHECK(nccl_intra_node_ring_s(CollectiveKind::kAllReduce, 65536, 8, 232e9, 0) <
-        nccl_intra_node_ring_s(CollectiveKind::kAllReduce, 65536, 8, 232e9, 87.7e9));
 }
 
 TEST_CASE("across nodes the bus bandwidth is the NICs of the group's members in one node") {
