@@ -38,12 +38,12 @@ std::string models_table() {
 }
 
 std::string gpus_table() {
-  TextTable t({{"gpu", TextTable::Align::kLeft}, {"bf16 TFLOP/s"}, {"fp8 TFLOP/s"}, {"memory GiB"}, {"HBM TB/s"},
+  TextTable t({{"gpu", TextTable::Align::kLeft}, {"generation", TextTable::Align::kLeft}, {"bf16 TFLOP/s"}, {"fp8 TFLOP/s"}, {"memory GiB"}, {"HBM TB/s"},
                {"NVLink GB/s"}, {"SMs"}, {"$/GPU-hour"}});
   for (const auto& g : builtin_gpus()) {
     const std::string fp8 =
         g.peak_fp8_flops_per_s > 0 ? format_fixed(flops_per_s_to_tflops(g.peak_fp8_flops_per_s), 1) : "-";
-    t.add_row({g.name, format_fixed(flops_per_s_to_tflops(g.peak_bf16_flops_per_s), 1), fp8,
+    t.add_row({g.name, to_string(g.capabilities.generation), format_fixed(flops_per_s_to_tflops(g.peak_bf16_flops_per_s), 1), fp8,
                format_fixed(bytes_to_gib(g.memory_bytes), 1),
                format_fixed(bytes_per_s_to_tb_per_s(g.memory_bandwidth_bytes_per_s), 3),
                format_fixed(bytes_per_s_to_gb_per_s(g.nvlink_bandwidth_bytes_per_s), 0), std::to_string(g.sm_count),
@@ -78,7 +78,7 @@ Command add_catalog_command(CLI::App& root) {
               }
               doc["models"] = models;
               nlohmann::ordered_json gpus = nlohmann::ordered_json::array();
-              for (const auto& g : builtin_gpus()) gpus.push_back(gpu_to_json(g));
+              for (const auto& g : builtin_gpus()) gpus.push_back(gpu_catalog_entry_to_json(g));  // with its capabilities
               doc["gpus"] = gpus;
               nlohmann::ordered_json clusters = nlohmann::ordered_json::array();
               for (const auto& c : builtin_clusters()) clusters.push_back(cluster_to_json(c));

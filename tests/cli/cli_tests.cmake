@@ -22,7 +22,8 @@ cli_test("catalog lists the built-in models" RC 0 MATCH "llama3-405b" "mixtral-8
 cli_test("catalog lists the built-in GPUs and clusters" RC 0
   MATCH "h200-sxm-141gb" "a100-sxm-40gb" "dgx-h100" "989\\.4" ARGS catalog)
 cli_test("catalog --format json" RC 0 MATCH "\"schema\": \"trainsim.catalog\"" "\"gpus\": " "\"clusters\": "
-  "\"peak_bf16_tflops\": 989\\.4" "\"inter_node_gbps_per_gpu\": 400" ARGS catalog --format json)
+  "\"peak_bf16_tflops\": 989\\.4" "\"inter_node_gbps_per_gpu\": 400" "\"generation\": \"hopper\"" "\"reference_efficiency\": \"h200\""
+  ARGS catalog --format json)
 cli_test("--help exits 0" RC 0 MATCH "Subcommands" ARGS --help)
 cli_test("report writes a self-contained HTML report with charts" RC 0 MATCH "2 section.s., 5 chart.s."
   ARGS report ${CMAKE_CURRENT_SOURCE_DIR}/data/compare/prediction.json ${CMAKE_CURRENT_SOURCE_DIR}/data/compare/measured_close.json
