@@ -9,7 +9,7 @@
 #include "cli/goodput_options.hpp"
 #include "cli/import_options.hpp"
 #include "cli/shared_options.hpp"
-#include "sim/framework_preset.hpp"
+#include "plan/framework_preset.hpp"
 #include "common/errors.hpp"
 #include "reports/goodput_report.hpp"
 #include "reports/json_output.hpp"

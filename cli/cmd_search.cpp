@@ -15,7 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/nearest_name.hpp"
-#include "sim/framework_preset.hpp"
+#include "plan/framework_preset.hpp"
 #include "cli/app.hpp"
 #include "cli/goodput_options.hpp"
 #include "cli/option_checks.hpp"

@@ -10,7 +10,7 @@
 
 #include "common/units.hpp"
 #include "sim/device_memory.hpp"
-#include "sim/framework_preset.hpp"
+#include "plan/framework_preset.hpp"
 #include "sim/simulator.hpp"
 
 namespace trainsim {

@@ -8,7 +8,7 @@
 
 #include "common/errors.hpp"
 #include "sim/device_memory.hpp"
-#include "sim/framework_preset.hpp"
+#include "plan/framework_preset.hpp"
 #include "sim/published_runs.hpp"
 #include "sim/validation.hpp"
 
