@@ -9,9 +9,9 @@
 #include "common/errors.hpp"
 #include "common/limits.hpp"
 #include "common/nearest_name.hpp"
+#include "interop/plan_import.hpp"
 #include "model/model_catalog.hpp"
 #include "plan/framework_preset.hpp"
-#include "plan/plan_import.hpp"
 #include "plan/plan_json.hpp"
 
 namespace trainsim {

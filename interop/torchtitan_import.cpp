@@ -1,4 +1,4 @@
-// Reading a torchtitan job TOML back into a plan (the inverse of plan/torchtitan_export.cpp).
+// Reading a torchtitan job TOML back into a plan (the inverse of interop/torchtitan_export.cpp).
 // A key the file leaves out takes torchtitan's JobConfig default (job_config.py at 238fa99): local
 // batch 8, seq_len 2048, data_parallel_shard_degree -1 (the ranks left over), activation
 // checkpointing "selective" every 2nd layer, compile off. Sections about data, optimizer,
@@ -11,9 +11,9 @@
 
 #include "common/errors.hpp"
 #include "common/limits.hpp"
+#include "interop/plan_import.hpp"
+#include "interop/torchtitan_export.hpp"
 #include "plan/framework_preset.hpp"
-#include "plan/plan_import.hpp"
-#include "plan/torchtitan_export.hpp"
 
 namespace trainsim {
 

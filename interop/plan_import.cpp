@@ -3,7 +3,7 @@
 // Keys follow DeepSpeed's config reference (deepspeed.ai/docs/config-json); "auto" (filled in by
 // the Hugging Face Trainer) counts as not stated, and what the config does not state takes
 // DeepSpeed's preset (plan/framework_preset.hpp).
-#include "plan/plan_import.hpp"
+#include "interop/plan_import.hpp"
 
 #include <algorithm>
 #include <optional>
