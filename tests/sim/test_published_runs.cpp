@@ -11,6 +11,7 @@
 #include "plan/framework_preset.hpp"
 #include "sim/published_runs.hpp"
 #include "sim/validation.hpp"
+#include "sim/validation_fit.hpp"
 
 using namespace trainsim;
 

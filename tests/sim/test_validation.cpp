@@ -9,6 +9,7 @@
 
 #include "runtime/host_allocator.hpp"
 #include "sim/validation.hpp"
+#include "sim/validation_fit.hpp"
 
 using namespace trainsim;
 
