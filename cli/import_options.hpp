@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "model/model_spec.hpp"
 #include "interop/plan_import.hpp"
+#include "model/model_spec.hpp"
 
 namespace CLI {
 class App;

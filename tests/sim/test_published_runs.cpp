@@ -7,8 +7,8 @@
 #include <fstream>
 
 #include "common/errors.hpp"
-#include "sim/device_memory.hpp"
 #include "plan/framework_preset.hpp"
+#include "sim/device_memory.hpp"
 #include "sim/published_runs.hpp"
 #include "sim/validation.hpp"
 #include "sim/validation_fit.hpp"
