@@ -2,8 +2,8 @@
 // Megatron-LM, Megatron-Core (NeMo, Megatron-Bridge), Megatron-DeepSpeed, DeepSpeed, torchtitan and
 // LLM Foundry applies to a plan, with the source of each, and the one function that applies them
 // (apply_framework_preset): `--framework`, the published runs (`framework`, published-runs v2; an
-// unknown name falls back to the generic preset, and says so), the importers and the search space
-// all go through it. docs/validation.md lists the table.
+// unknown name falls back to the generic preset, and says so), the DeepSpeed and torchtitan
+// importers and the search space all go through it. docs/validation.md lists the table.
 #pragma once
 
 #include <cstdint>

@@ -174,25 +174,17 @@ void read_options(const json& j, JsonObjectReader& r, PublishedRun& run) {
 // The plan keys a run may leave out, in the order their defaults are listed.
 const char* const kDefaultedPlanKeys[] = {"vpp", "micro_batch", "global_batch", "zero_stage", "recompute", "sequence_parallel"};
 
-// The run's plan: what it states, what its options state (the distributed optimizer, per-op
-// selective recomputation, TP and EP communication overlap), the format's defaults (the chunks of
-// an interleaved or ZB-V schedule, no recomputation, micro-batch 1), then its framework's. Each
-// default is noted; so is precision's (the run's `precision` sets the plan's).
-void read_run_plan(JsonObjectReader& r, const json& j, const FrameworkPreset& preset, PublishedRun& run, std::string& unsupported) {
+// The format's own defaults and what the run's options state: the chunks of an interleaved or ZB-V
+// schedule, ZeRO-1 for the distributed optimizer, the recomputation, TP and EP communication
+// overlap. Each is stated from then on (the framework's preset leaves it); `filled` gets the
+// defaults (plan key -> value).
+void apply_format_defaults(const json& j, ParallelPlan& plan, StatedKnobs& stated, std::map<std::string, std::string>& filled) {
   const json& pj = j["plan"];
-  ParallelPlan& plan = run.plan = read_plan(r, ParallelPlan{}, nullptr);
-  r.reject_unknown_keys();
-  StatedKnobs stated;
-  for (const auto& [key, value] : pj.items()) {
-    if (!value.is_null()) stated.keys.push_back(key);
-  }
-  stated.compiled = has_option(j, "torch_compile") || has_option(j, "async_tp");  // async TP needs compile
-  std::map<std::string, std::string> filled;  // plan key -> the value its default gave
   const auto fill = [&](const char* key, const std::string& value) {
     filled[key] = value;
     stated.keys.push_back(key);
   };
-  if (!stated.has("vpp") && plan.schedule == Schedule::kZeroBubbleV) fill("vpp", "2");  // ZB-V: two chunks per rank
+  if (!stated.has("vpp") && plan.schedule == Schedule::kZeroBubbleV) fill("vpp", "2");  // ZB-V: two chunks per rank (read_plan)
   if (!stated.has("vpp") && plan.schedule == Schedule::kInterleaved) {
     const json none;
     plan.vpp = least_interleaving(int_or(j.contains("model") ? j["model"] : none, "layers", 0), int_or(pj, "pp", 1));
@@ -211,6 +203,23 @@ void read_run_plan(JsonObjectReader& r, const json& j, const FrameworkPreset& pr
     stated.keys.push_back("tp_comm_overlap");
   }
   if (has_option(j, "overlap_moe_expert_parallel_comm")) plan.ep_comm_overlap = true;
+}
+
+// The run's plan: what it states, the format's defaults, then its framework's (the preset of its
+// era), and the global batch: the framework's when it runs the local batch at once (dp x
+// micro-batch), else the run is unsupported. Each default is noted, in the order of
+// kDefaultedPlanKeys; so is precision's (the run's `precision` sets the plan's).
+void read_run_plan(JsonObjectReader& r, const json& j, const FrameworkPreset& preset, PublishedRun& run, std::string& unsupported) {
+  const json& pj = j["plan"];
+  ParallelPlan& plan = run.plan = read_plan(r, ParallelPlan{}, nullptr);
+  r.reject_unknown_keys();
+  StatedKnobs stated;
+  for (const auto& [key, value] : pj.items()) {
+    if (!value.is_null()) stated.keys.push_back(key);
+  }
+  stated.compiled = has_option(j, "torch_compile") || has_option(j, "async_tp");  // async TP needs compile
+  std::map<std::string, std::string> filled;
+  apply_format_defaults(j, plan, stated, filled);
   bool per_op = false;
   for (const PresetSetting& s : apply_framework_preset(preset_of_era(preset, run.group, run.source), plan, stated)) {
     if (s.key == "micro_batch" || s.key == "zero_stage" || s.key == "sequence_parallel") filled[s.key] = s.value;
@@ -218,9 +227,9 @@ void read_run_plan(JsonObjectReader& r, const json& j, const FrameworkPreset& pr
   }
   if (!stated.has("micro_batch") && filled.count("micro_batch") == 0) filled["micro_batch"] = "1";
   if (!stated.has("global_batch")) {
-    // Sizes as the defaults may compute with them (int_or): the reader has not bounded them yet.
+    // The sizes as the defaults may compute with them (int_or): the reader has not bounded them.
     if (preset.local_batch_is_micro_batch && int_or(pj, "pp", 1) == 1) {
-      plan.global_batch = int_or(pj, "dp", 1) * int_or(pj, "micro_batch", 1);  // no micro-batch default from a global one
+      plan.global_batch = int_or(pj, "dp", 1) * int_or(pj, "micro_batch", 1);
       filled["global_batch"] = std::to_string(plan.global_batch);
     } else {
       unsupported = "plan.global_batch is not stated and framework " + preset.name + " gives no default";
