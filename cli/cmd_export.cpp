@@ -8,8 +8,8 @@
 #include "cli/option_checks.hpp"
 #include "cli/shared_options.hpp"
 #include "common/limits.hpp"
+#include "interop/plan_export.hpp"
 #include "model/model_catalog.hpp"
-#include "plan/plan_export.hpp"
 #include "plan/plan_json.hpp"
 
 namespace trainsim {

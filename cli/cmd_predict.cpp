@@ -9,14 +9,13 @@
 #include "cli/goodput_options.hpp"
 #include "cli/import_options.hpp"
 #include "cli/shared_options.hpp"
-#include "sim/framework_preset.hpp"
 #include "common/errors.hpp"
+#include "plan/framework_preset.hpp"
 #include "reports/goodput_report.hpp"
 #include "reports/json_output.hpp"
 #include "reports/perfetto_trace.hpp"
 #include "reports/prediction_report.hpp"
 #include "sim/cost_model_choice.hpp"
-#include "sim/op_category_times.hpp"
 #include "sim/simulator.hpp"
 
 namespace trainsim {
@@ -51,8 +50,8 @@ Command add_predict_command(CLI::App& root) {
             const std::unique_ptr<CostModel> cost = o->hardware.costs().make(hardware, plan.precision, flash2);
             SimulationOptions options;
             options.keep_trace = !o->trace_path.empty();
+            options.op_categories = true;
             Prediction prediction = predict_iteration(model, plan, hardware, *cost, options);
-            prediction.op_categories = predict_op_categories(model, plan, hardware, *cost);
             prediction.extrapolated = extrapolated_ops(*cost);
             if (options.keep_trace) {
               std::ofstream out(o->trace_path);

@@ -2,11 +2,9 @@
 // [--format json]`: predicts published runs and reports the error per run, per group and per
 // half (fit / held out); runs it cannot simulate are listed as unsupported with their reason.
 // --fit refits the compute constants on the fit half of the chosen groups (groups weighted
-// equally); --cross-validate refits without each group in turn. Exit code 3 when the held-out
-// mean absolute error is over the tolerance.
+// equally); --cross-validate refits without each group in turn (sim/validation_fit.hpp). Exit
+// code 3 when the held-out mean absolute error is over the tolerance.
 #include <iostream>
-#include <map>
-#include <sstream>
 
 #include <CLI/CLI.hpp>
 
@@ -20,7 +18,7 @@
 #include "reports/text_table.hpp"
 #include "reports/validation_report.hpp"
 #include "common/host_allocator.hpp"
-#include "sim/validation.hpp"
+#include "sim/validation_fit.hpp"
 
 namespace trainsim {
 
@@ -30,96 +28,27 @@ struct Options {
   std::vector<std::string> runs_paths;
   std::vector<std::string> fit_names;  // --fit-constants (empty: the compute constants)
   std::vector<std::string> groups;
-  bool fit = false;
-  bool cross_validate = false;
-  bool summary_only = false;
+  bool fit = false, cross_validate = false, summary_only = false, allow_extrapolation = false;
   double tolerance = 0.10;
   std::string profile;
-  bool allow_extrapolation = false;
   FormatOption format;
 };
 
-// Keeps the runs of the chosen groups; an unknown group name is an input error.
-std::vector<PublishedRun> chosen_runs(std::vector<PublishedRun> runs, const Options& o) {
-  if (o.groups.empty()) return runs;
-  std::vector<std::string> known;
-  for (const PublishedRun& r : runs) {
-    if (std::find(known.begin(), known.end(), r.group) == known.end()) known.push_back(r.group);
-  }
-  for (const std::string& g : o.groups) {
-    if (std::find(known.begin(), known.end(), g) == known.end()) {
-      throw InputError("--groups: no group \"" + g + "\" in " + join_names(o.runs_paths), "groups in the runs files: " + join_names(known));
-    }
-  }
-  std::vector<PublishedRun> kept;
-  for (PublishedRun& r : runs) {
-    if (std::find(o.groups.begin(), o.groups.end(), r.group) != o.groups.end()) kept.push_back(std::move(r));
-  }
-  return kept;
-}
-
-// The runs of every file, in order; a group may come from one file only (the fit halves and the
-// group weights are per group).
-std::vector<PublishedRun> load_runs(const std::vector<std::string>& paths) {
-  std::vector<PublishedRun> all;
-  std::map<std::string, size_t> group_file;  // group -> index of the file it came from
-  for (size_t f = 0; f < paths.size(); ++f) {
-    const std::string& path = paths[f];
-    for (PublishedRun& r : load_published_runs(path)) {
-      const auto [it, added] = group_file.emplace(r.group, f);
-      if (!added && it->second != f) {
-        const std::string& first = paths[it->second];
-        throw InputError("--runs: group \"" + r.group + "\" is in both " + first + " and " + path,
-                         "give each file once; a group's runs belong to one file");
-      }
-      all.push_back(std::move(r));
-    }
-  }
-  return all;
-}
-
-// --fit: the constants named (or the compute constants) fitted on the fit half, groups weighted equally.
-void fit(const std::vector<PublishedRun>& runs, const Options& o, EfficiencyConstants& constants) {
-  const FitSet set = fit_set(runs, {}, true);
-  if (set.runs.empty()) {
-    throw InputError("--fit: no run of the chosen groups can be fitted on (none predicted with a measured throughput in their fit half)",
-                     "choose groups with predicted runs (validate --summary lists them), or leave --groups out");
-  }
-  std::cerr << "fitting on " << set.runs.size() << " runs of " << set.groups.size()
-            << " groups (the fit half of each, groups weighted equally)...\n";
-  constants = fit_constants(
-      set, constants,
-      [](int round, double objective) {
-        std::cerr << "  round " << round + 1 << ": mean over groups of |log error| " << objective << "\n";
-      },
-      3, o.fit_names);
-  constants.provenance = "fitted by `trainsim validate --fit` on the fit half of " + join_names(o.runs_paths) +
-                         (o.fit_names.empty() ? "" : " (" + join_names(o.fit_names) + ")");
-}
-
-// --cross-validate: each group predicted with the constants fitted without it.
-std::vector<CrossValidatedGroup> leave_one_group_out(const std::vector<PublishedRun>& runs, const Options& o,
-                                                     const EfficiencyConstants& constants) {
-  const FitSet set = fit_set(runs, {}, false);
-  if (set.groups.size() < 2) {
-    throw InputError("--cross-validate: " + std::to_string(set.groups.size()) +
-                         " group(s) with predicted runs; leaving one out needs at least 2 (one to fit on, one to predict)",
-                     "give --groups at least two groups with predicted runs, or leave --groups out");
-  }
-  std::cerr << "leave-one-group-out over " << set.groups.size() << " groups:\n";
-  return cross_validate(
-      runs, set, constants,
-      [](const std::string& group) {
-        std::cerr << (group.empty() ? std::string("  fitting on every group") : "  refitting without " + group) << "\n";
-      },
-      o.fit_names);
+// What the fits say on stderr as they go: the set (with `fitting`), each round, each group left out.
+FitProgress fit_progress(void (*fitting)(const FitSet& set)) {
+  FitProgress p{fitting};
+  p.round = [](int round, double objective) { std::cerr << "  round " << round + 1 << ": mean over groups of |log error| " << objective << "\n"; };
+  p.leaving_out = [](const std::string& group) {
+    std::cerr << (group.empty() ? std::string("  fitting on every group") : "  refitting without " + group) << "\n";
+  };
+  return p;
 }
 
 int run_validate(const Options& o) {
   // Thousands of predictions allocate and free the same large event lists: keeping freed memory
   // in the process saves a page fault per page each time (the fits ran ~40% in the kernel).
   keep_freed_memory_in_process();
-  const std::vector<PublishedRun> runs = chosen_runs(load_runs(o.runs_paths), o);
+  const std::vector<PublishedRun> runs = runs_of_groups(load_validation_runs(o.runs_paths), o.groups, o.runs_paths);
   CostModelChoice costs;
   if (!o.profile.empty()) {
     if (o.fit || o.cross_validate) throw InputError("--fit and --cross-validate fit the datasheet model's constants; they do not combine with --profile");
@@ -131,26 +60,23 @@ int run_validate(const Options& o) {
     throw InputError("--fit-constants names the constants a fit moves; nothing is fitted without --fit or --cross-validate",
                      "add --fit (or --cross-validate), or leave --fit-constants out");
   }
-  if (o.fit) fit(runs, o, costs.constants);
-  const ValidationResult v = validate_runs(runs, costs);
-  const std::vector<CrossValidatedGroup> cv = o.cross_validate ? leave_one_group_out(runs, o, costs.constants)
-                                                                 : std::vector<CrossValidatedGroup>{};
-  const EfficiencyConstants& constants = costs.constants;
-  ValidationReport report{&v, o.cross_validate ? &cv : nullptr, !o.summary_only};
-  if (o.format.value() == OutputFormat::kJson) {
-    nlohmann::ordered_json inputs = {{"runs_file", o.runs_paths.front()}, {"runs_files", o.runs_paths}, {"groups", o.groups},
-                                     {"fit_constants", o.fit_names}, {"tolerance", o.tolerance},
-                                     {"constants", constants_json(constants)}};
-    nlohmann::ordered_json doc = json_envelope("trainsim.validation", inputs);
-    add_validation_json(report, doc);
-    write_json(std::cout, doc);
-  } else {
-    std::cout << render_validation(report);
-    std::cout << "\nconstants: " << constants_json(constants).dump() << "\n";
+  if (o.fit) {
+    costs.constants = fit_on_fit_half(runs, costs.constants, o.fit_names, fit_progress([](const FitSet& set) {
+      std::cerr << "fitting on " << set.runs.size() << " runs of " << set.groups.size() << " groups (the fit half of each, groups weighted equally)...\n";
+    }));
+    costs.constants.provenance = "fitted by `trainsim validate --fit` on the fit half of " + join_names(o.runs_paths) +
+                                 (o.fit_names.empty() ? "" : " (" + join_names(o.fit_names) + ")");
   }
+  const ValidationResult v = validate_runs(runs, costs);
+  const auto cross_validating = [](const FitSet& set) { std::cerr << "leave-one-group-out over " << set.groups.size() << " groups:\n"; };
+  const std::vector<CrossValidatedGroup> cv =
+      o.cross_validate ? leave_one_group_out(runs, costs.constants, o.fit_names, fit_progress(cross_validating)) : std::vector<CrossValidatedGroup>{};
+  const ValidationReport report{&v, o.cross_validate ? &cv : nullptr, !o.summary_only, o.runs_paths, o.groups, o.fit_names, o.tolerance, costs.constants};
+  if (o.format.value() == OutputFormat::kJson) write_json(std::cout, validation_json(report));
+  else std::cout << render_validation(report);
   if (v.held_out_half.count > 0 && v.held_out_half.mean_abs_error > o.tolerance) {
-    std::cerr << "validate: held-out mean |error| " << format_percent(v.held_out_half.mean_abs_error)
-              << " is over the tolerance " << format_percent(o.tolerance) << "\n";
+    std::cerr << "validate: held-out mean |error| " << format_percent(v.held_out_half.mean_abs_error) << " is over the tolerance "
+              << format_percent(o.tolerance) << "\n";
     return 3;
   }
   return 0;

@@ -1,5 +1,5 @@
 // `--from FORMAT FILE` (predict, search): a plan imported from a Megatron-LM launch script or
-// argument list, a DeepSpeed config or a torchtitan job TOML (plan/plan_import.hpp). The import
+// argument list, a DeepSpeed config or a torchtitan job TOML (interop/plan_import.hpp). The import
 // plays the role of --plan: flags given on the command line override it. What the file sets but
 // trainsim does not model is printed on stderr, with the file's name.
 #pragma once
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "interop/plan_import.hpp"
 #include "model/model_spec.hpp"
-#include "plan/plan_import.hpp"
 
 namespace CLI {
 class App;

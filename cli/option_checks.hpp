@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/errors.hpp"
+#include "plan/plan_json.hpp"  // comma_list
 
 namespace trainsim {
 
@@ -24,22 +25,6 @@ std::string option_number_text(double x);
 CLI::Validator whole_number(int64_t min, int64_t max, const std::string& what, const std::string& hint_above = "");
 // A finite number from `min` (excluded when `min_excluded`) to `max`, in `unit`.
 CLI::Validator real_number(double min, double max, const std::string& unit, bool min_excluded = true);
-
-// A comma-separated list (search --precision bf16,fp8): each item through `parse`, which throws
-// InputError for one it does not know; in the order given, duplicates once.
-template <typename T>
-std::vector<T> comma_list(const std::string& text, T (*parse)(const std::string&)) {
-  std::vector<T> out;
-  size_t begin = 0;
-  while (begin <= text.size()) {
-    const size_t comma = text.find(',', begin);
-    const T item = parse(text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin));
-    if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
-    if (comma == std::string::npos) break;
-    begin = comma + 1;
-  }
-  return out;
-}
 
 // The check of such an option: "<text> is not a <what> or comma-separated list of them (<names>)".
 template <typename T>

@@ -9,9 +9,9 @@
 #include "common/errors.hpp"
 #include "common/limits.hpp"
 #include "common/nearest_name.hpp"
-#include "sim/framework_preset.hpp"
+#include "interop/plan_import.hpp"
 #include "model/model_catalog.hpp"
-#include "plan/plan_import.hpp"
+#include "plan/framework_preset.hpp"
 #include "plan/plan_json.hpp"
 
 namespace trainsim {
@@ -147,51 +147,32 @@ void PlanOptions::add_to(CLI::App& app) {
 
 namespace {
 
+// The plan keys a framework preset may fill, and the flag that states each.
+const std::pair<const char*, const char*> kPresetKeyFlags[] = {
+    {"zero_stage", "zero"},           {"sequence_parallel", "sequence-parallel"}, {"tp_comm_overlap", "tp-comm-overlap"},
+    {"attention", "attention"},       {"cross_entropy", "cross-entropy"},         {"norm", "norm"},
+    {"dp_overlap", "no-dp-overlap"},  {"tp_overlap", "no-tp-overlap"},           {"micro_batch", "micro-batch"},
+    {"global_batch", "global-batch"}};
+
+// How stderr says what a preset set: "sequence_parallel on", "micro_batch 4 (the local batch at once)".
+std::string setting_text(const PresetSetting& s) {
+  if (s.key == "recompute") return "recompute selective -> " + s.value + " (" + s.why + ")";
+  const std::string value = s.value == "true" ? "on" : s.value == "false" ? "off" : s.value;
+  const std::string why = s.key == "norm" ? s.why + "; --norm fused for a compiled run" : s.why;
+  return s.key + " " + value + (why.empty() ? "" : " (" + why + ")");
+}
+
 // The preset's defaults for what the user left out; says on stderr what it set and why.
 template <typename Stated>
 void apply_framework(const FrameworkPreset& preset, ParallelPlan& p, const Stated& stated) {
-  std::vector<std::string> set;
-  if (!stated("zero", "zero_stage")) {
-    p.zero_stage = preset.zero_stage;
-    set.push_back("zero_stage " + std::to_string(p.zero_stage));
+  StatedKnobs knobs;
+  for (const auto& [key, flag] : kPresetKeyFlags) {
+    if (stated(flag, key)) knobs.keys.push_back(key);
   }
-  if (!stated("sequence-parallel", "sequence_parallel")) {
-    p.sequence_parallel = preset.sequence_parallel_with_tp && p.tp > 1;
-    set.push_back(std::string("sequence_parallel ") + (p.sequence_parallel ? "on" : "off"));
-  }
-  if (preset.tp_comm_overlap_with_sp && p.tp > 1 && p.sequence_parallel && !stated("tp-comm-overlap", "tp_comm_overlap")) {
-    p.tp_comm_overlap = true;
-    set.push_back("tp_comm_overlap on");
-  }
-  if (!preset.fused_attention && !stated("attention", "attention")) {
-    p.attention = AttentionKernel::kUnfused;
-    set.push_back("attention unfused");
-  }
-  if (preset.pytorch_cross_entropy && !stated("cross-entropy", "cross_entropy")) {
-    // A compiled run (the norm stated fused) compiles the loss too (torchtitan#1033, 2025-04).
-    const bool compiled = preset.eager_unless_compiled && stated("norm", "norm") && p.norm == NormKernel::kFused;
-    p.cross_entropy = compiled ? LossKernel::kCompiled : LossKernel::kPytorch;
-    set.push_back(compiled ? "cross_entropy compiled (a compiled run compiles the loss)" : "cross_entropy pytorch");
-  }
-  if (preset.eager_unless_compiled && !stated("norm", "norm")) {
-    p.norm = NormKernel::kEager;
-    set.push_back("norm eager (torch.compile off by default; --norm fused for a compiled run)");
-  }
-  if (preset.per_op_checkpointing && p.recompute == Recompute::kSelective) {
-    p.recompute = Recompute::kSelectiveOp;  // the framework's only selective checkpointing
-    set.push_back("recompute selective -> selective_op (per-op checkpointing)");
-  }
-  if (!preset.dp_overlap && !stated("no-dp-overlap", "dp_overlap")) {
-    p.dp_overlap = false;
-    set.push_back("dp_overlap off");
-  }
-  if (preset.local_batch_is_micro_batch && p.pp == 1 && !stated("micro-batch", "micro_batch") &&
-      stated("global-batch", "global_batch") && p.global_batch % p.dp == 0) {
-    p.micro_batch = p.global_batch / p.dp;
-    set.push_back("micro_batch " + std::to_string(p.micro_batch) + " (the local batch at once)");
-  }
+  // A compiled run: the norm stated fused (compiling fuses RMSNorm).
+  knobs.compiled = stated("norm", "norm") && p.norm == NormKernel::kFused;
   std::string list;
-  for (const std::string& s : set) list += (list.empty() ? "" : ", ") + s;
+  for (const PresetSetting& s : apply_framework_preset(preset, p, knobs)) list += (list.empty() ? "" : ", ") + setting_text(s);
   std::cerr << "framework " << preset.name << ": " << (list.empty() ? "nothing left to default" : list) << " (" << preset.source
             << ")\n";
 }

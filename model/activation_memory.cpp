@@ -32,13 +32,6 @@ double selective_op_bytes(const ModelSpec& m, const ActivationLayout& l) {
   if (gated) bytes += e * sb * d(m.hidden) * routed;                 // w2
   return bytes;
 }
-struct ModuleNames {
-  RecomputeModules flag;
-  const char* name;
-};
-constexpr ModuleNames kModuleNames[] = {{kRecomputeCoreAttn, "core_attn"}, {kRecomputeMoeAct, "moe_act"},
-                                        {kRecomputeLayernorm, "layernorm"}, {kRecomputeMlp, "mlp"},
-                                        {kRecomputeMoe, "moe"}, {kRecomputeSharedExperts, "shared_experts"}};
 
 bool recomputes(const ActivationLayout& l, RecomputeModules module) {
   return l.recompute == Recompute::kSelective && (l.recompute_modules & module) != 0;
@@ -69,23 +62,6 @@ void drop_recomputed_modules(const ModelSpec& m, const ActivationLayout& l, doub
   if (recomputes(l, kRecomputeSharedExperts)) split -= shared * sb * e * ffn_values;
 }
 }  // namespace
-
-std::string recompute_modules_text(RecomputeModules modules) {
-  std::string out;
-  for (const ModuleNames& n : kModuleNames) {
-    if ((modules & n.flag) != 0) out += (out.empty() ? "" : ",") + std::string(n.name);
-  }
-  return out;
-}
-
-RecomputeModules recompute_module_flag(const std::string& name) {
-  for (const ModuleNames& n : kModuleNames) {
-    if (name == n.name) return n.flag;
-  }
-  return 0;
-}
-
-const char* recompute_module_names() { return "core_attn, moe_act, layernorm, mlp, moe, shared_experts"; }
 
 double activation_bytes_per_layer(const ModelSpec& m, const ActivationLayout& l) {
   const double sb = rank_tokens(m, l);
@@ -159,21 +135,5 @@ double loss_working_bytes(const ModelSpec& m, const ActivationLayout& l) {
   if (l.loss == LossKernel::kCompiled) return l.bytes_per_value * logits;
   return l.bytes_per_value * logits;
 }
-
-const char* to_string(Recompute r) {
-  switch (r) {
-    case Recompute::kNone: return "none";
-    case Recompute::kSelective: return "selective";
-    case Recompute::kFull: return "full";
-    case Recompute::kSelectiveOp: return "selective_op";
-  }
-  return "?";
-}
-
-const char* to_string(LossKernel k) {
-  return k == LossKernel::kPytorch ? "pytorch" : k == LossKernel::kCompiled ? "compiled" : "fused";
-}
-
-const char* to_string(AttentionKernel k) { return k == AttentionKernel::kFlash ? "flash" : "unfused"; }
 
 }  // namespace trainsim

@@ -6,8 +6,8 @@
 
 #include <cstdint>
 
-#include "model/activation_memory.hpp"
 #include "model/model_spec.hpp"
+#include "model/plan_knobs.hpp"  // Recompute, RecomputeModules
 
 namespace trainsim {
 

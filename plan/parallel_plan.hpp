@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "common/problem_list.hpp"
-#include "model/activation_memory.hpp"
 #include "model/model_spec.hpp"
+#include "model/plan_knobs.hpp"  // Recompute, RecomputeModules, AttentionKernel, LossKernel
 
 namespace trainsim {
 

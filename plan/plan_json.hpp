@@ -4,6 +4,7 @@
 // = the documented default.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -34,5 +35,22 @@ AttentionKernel parse_attention(const std::string& text);
 RecomputeModules parse_recompute_module(const std::string& name);
 RecomputeModules parse_recompute_modules(const std::vector<std::string>& names);
 std::vector<std::string> recompute_module_list(RecomputeModules modules);
+
+// Several values of one key, comma-separated (search --precision bf16,fp8): each item through
+// `parse` (one of the parse_* above), which throws InputError for one it does not know; in the
+// order given, duplicates once.
+template <typename T>
+std::vector<T> comma_list(const std::string& text, T (*parse)(const std::string&)) {
+  std::vector<T> out;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const size_t comma = text.find(',', begin);
+    const T item = parse(text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin));
+    if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  return out;
+}
 
 }  // namespace trainsim

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "model/activation_memory.hpp"
 #include "model/param_count.hpp"
 #include "plan/rank_grid.hpp"
 #include "plan/recompute_span.hpp"

@@ -100,6 +100,38 @@ bool none_fits(const SearchResult& s) {
   return s.evaluated > 0 && memory != s.pruned.end() && memory->second == s.evaluated;
 }
 
+// The imported plan's line: its layout and throughput beside the best plan's, or why it was not
+// simulated.
+std::string imported_text(const SearchReport& report) {
+  std::string out = "\nImported plan (" + report.imported_file + "): ";
+  const ImportedPlanResult& r = *report.imported;
+  if (!r.prediction) return out + "not simulated: " + r.not_simulated + "\n";
+  const Prediction& p = *r.prediction;
+  out += "dp " + std::to_string(p.plan.dp) + " x tp " + std::to_string(p.plan.tp) + " x pp " + std::to_string(p.plan.pp) +
+         " x cp " + std::to_string(p.plan.cp) + ", micro-batch " + std::to_string(p.plan.micro_batch) + ", ZeRO-" +
+         std::to_string(p.plan.zero_stage) + ", recompute " + describe_recompute(p.plan) + ": ";
+  if (!p.fits) return out + "does not fit (" + p.infeasible_reason + ")\n";
+  out += format_fixed(p.tokens_per_s_per_gpu, 1) + " tokens/s per GPU, iteration " + format_fixed(p.iteration_time_s, 3) + " s";
+  if (!report.best.empty() && p.tokens_per_s_per_gpu > 0) {
+    out += "; the best plan above: " + format_fixed(report.best.front().prediction.tokens_per_s_per_gpu / p.tokens_per_s_per_gpu, 2) +
+           "x its tokens/s per GPU";
+  }
+  return out + "\n";
+}
+
+nlohmann::ordered_json imported_json(const std::string& file, const ImportedPlanResult& r) {
+  nlohmann::ordered_json j;
+  j["file"] = file;
+  if (!r.prediction) {
+    j["not_simulated"] = r.not_simulated;
+    return j;
+  }
+  j["plan"] = plan_to_json(r.prediction->plan);
+  const nlohmann::ordered_json result = prediction_result_json(*r.prediction);
+  for (const auto& [key, value] : result.items()) j[key] = value;
+  return j;
+}
+
 }  // namespace
 
 std::string SearchReport::render() const {
@@ -125,14 +157,15 @@ std::string SearchReport::render() const {
     const bool limits = std::any_of(runs.begin(), runs.end(), [](const Run& r) {
       return r.result.pruned.count("miss the deadline") > 0 || r.result.pruned.count("over the budget") > 0;
     });
-    return out + "\nNo plan is left to rank (the counts above say why; every ZeRO stage, recomputation and micro-batch size up to "
-                 "--max-micro-batch was tried). Try more GPUs or a GPU with more memory" +
-           (limits ? ", or a later --deadline-days / a larger --budget-usd" : "") + ".\n";
+    out += "\nNo plan is left to rank (the counts above say why; every ZeRO stage, recomputation and micro-batch size up to "
+           "--max-micro-batch was tried). Try more GPUs or a GPU with more memory" +
+           std::string(limits ? ", or a later --deadline-days / a larger --budget-usd" : "") + ".\n";
+  } else {
+    out += "\nBest plans (simulated on the event engine)\n" + plans_table(best, train_tokens > 0);
+    out += "\nPareto front: iteration time vs $ per iteration vs GPUs\n" + plans_table(pareto, train_tokens > 0);
+    out += "\nThe best plan in detail\n" + render_prediction_table(best.front().prediction);
   }
-  out += "\nBest plans (simulated on the event engine)\n" + plans_table(best, train_tokens > 0);
-  out += "\nPareto front: iteration time vs $ per iteration vs GPUs\n" + plans_table(pareto, train_tokens > 0);
-  out += "\nThe best plan in detail\n" + render_prediction_table(best.front().prediction);
-  return out;
+  return out + (imported ? imported_text(*this) : "");
 }
 
 nlohmann::ordered_json SearchReport::to_json() const {
@@ -186,6 +219,7 @@ nlohmann::ordered_json SearchReport::to_json() const {
   nlohmann::ordered_json front = nlohmann::ordered_json::array();
   for (const RankedPlan& r : pareto) front.push_back(plan_json(r));
   doc["pareto"] = front;
+  if (imported) doc["imported"] = imported_json(imported_file, *imported);
   return doc;
 }
 

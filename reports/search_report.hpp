@@ -1,6 +1,6 @@
 // `trainsim search` output: the ranked plans over every GPU type and count searched, counts of
-// evaluated / feasible / pruned-by-reason candidates, the Pareto front over (time, $, GPUs), as a
-// table or `trainsim.search` JSON.
+// evaluated / feasible / pruned-by-reason candidates, the Pareto front over (time, $, GPUs), and
+// the imported plan (--from) beside the best, as a table or `trainsim.search` JSON.
 #pragma once
 
 #include <optional>
@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/search.hpp"
+#include "sim/search_request.hpp"
 
 namespace trainsim {
 
@@ -27,6 +28,8 @@ struct SearchReport {
   std::vector<std::string> skipped;  // precision and GPU pairs not searched, with the reason
   std::vector<RankedPlan> best;      // merged and ranked, the top K
   std::vector<RankedPlan> pareto;    // over every simulated plan
+  std::string imported_file;                  // the --from file
+  std::optional<ImportedPlanResult> imported;  // its plan, simulated at the searched size
 
   void add(const Hardware& hardware, Precision precision, SearchResult result);
   void finish(size_t top);

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 
+#include "reports/json_output.hpp"
 #include "reports/text_table.hpp"
 
 namespace trainsim {
@@ -161,10 +162,14 @@ std::string render_validation(const ValidationReport& report) {
   if (!unsupported.empty()) out += unsupported + "\n";
   out += summary_table(v);
   if (report.cross_validation != nullptr) out += "\n" + cross_validation_table(*report.cross_validation);
-  return out;
+  return out + "\nconstants: " + constants_json(report.constants).dump() + "\n";
 }
 
-void add_validation_json(const ValidationReport& report, nlohmann::ordered_json& doc) {
+nlohmann::ordered_json validation_json(const ValidationReport& report) {
+  const nlohmann::ordered_json inputs = {{"runs_file", report.runs_files.front()}, {"runs_files", report.runs_files},
+                                         {"groups", report.groups}, {"fit_constants", report.fit_constants},
+                                         {"tolerance", report.tolerance}, {"constants", constants_json(report.constants)}};
+  nlohmann::ordered_json doc = json_envelope("trainsim.validation", inputs);
   const ValidationResult& v = *report.result;
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const RunResult& r : v.runs) list.push_back(run_json(r));
@@ -188,6 +193,7 @@ void add_validation_json(const ValidationReport& report, nlohmann::ordered_json&
     }
     doc["cross_validation"] = cv;
   }
+  return doc;
 }
 
 }  // namespace trainsim

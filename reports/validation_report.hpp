@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/validation.hpp"
+#include "sim/validation_fit.hpp"
 
 namespace trainsim {
 
@@ -16,12 +17,18 @@ struct ValidationReport {
   const ValidationResult* result = nullptr;
   const std::vector<CrossValidatedGroup>* cross_validation = nullptr;  // may be null (not asked)
   bool list_runs = true;                                              // the per-run table
+  // What was asked (the JSON's inputs), and the constants the predictions used (printed last).
+  std::vector<std::string> runs_files, groups, fit_constants;
+  double tolerance = 0;
+  EfficiencyConstants constants;
 };
 
+// The tables, then the constants.
 std::string render_validation(const ValidationReport& report);
 
-// The `runs`, `summary` and (when computed) `cross_validation` members of the JSON document.
-void add_validation_json(const ValidationReport& report, nlohmann::ordered_json& doc);
+// The `trainsim.validation` document: the inputs, then `runs`, `summary` and (when computed)
+// `cross_validation`.
+nlohmann::ordered_json validation_json(const ValidationReport& report);
 
 nlohmann::ordered_json constants_json(const EfficiencyConstants& c);
 

@@ -3,9 +3,6 @@
 
 #include <algorithm>
 
-#include "plan/lowering.hpp"
-#include "sim/step_cost.hpp"
-
 namespace trainsim {
 
 namespace {
@@ -26,10 +23,8 @@ void add_ops(std::array<double, kOpCategoryCount>& out, const std::vector<Op>& o
 
 }  // namespace
 
-std::vector<OpCategoryTimes> predict_op_categories(const ModelSpec& model, const ParallelPlan& plan, const Hardware& hardware,
-                                                   const CostModel& cost) {
-  const IterationWork work = lower_iteration(model, plan);
-  const LayerScopes scopes = layer_scopes(plan, hardware.gpus_per_node);
+std::vector<OpCategoryTimes> price_op_categories(const IterationWork& work, const ParallelPlan& plan, const LayerScopes& scopes,
+                                                 const CostModel& cost) {
   const double micro_batches = static_cast<double>(plan.micro_batches());
   std::vector<OpCategoryTimes> out;
   for (const StageWork& stage : work.stages) {

@@ -1,6 +1,7 @@
 // Reading published-run files, with the defaults of docs/validation.md for what sources omit.
-// Defaults are filled into a copy of each run's JSON before it is read, so the readers see one
-// complete record and every default is named in `defaults_used`.
+// The model's and the hardware's are filled into a copy of each run's JSON before it is read; the
+// plan is read as stated, then takes the format's defaults and its framework's (the preset of the
+// run's era, through apply_framework_preset). Every default is named in `defaults_used`.
 #include "sim/published_runs.hpp"
 
 #include <algorithm>
@@ -12,32 +13,16 @@
 #include "common/limits.hpp"
 #include "model/model_catalog.hpp"
 #include "model/model_json.hpp"
+#include "plan/framework_preset.hpp"
 #include "plan/plan_json.hpp"
-#include "sim/framework_preset.hpp"
 #include "sim/hardware_catalog.hpp"
+#include "sim/published_run_era.hpp"
 
 namespace trainsim {
 
 namespace {
 
 using nlohmann::json;
-
-// Sources whose software defaulted to Megatron's unfused core attention and reduced gradients
-// after the backward: Megatron-LM 2021 (SC'21), Korthikanti et al. 2022, BLOOM's Megatron-DeepSpeed,
-// and the Zero Bubble paper (arXiv 2401.10241), built on Megatron-LM of late 2023, whose
-// arguments.py had --transformer-impl local by default and --use-flash-attn and
-// --overlap-grad-reduce opt-in (sail-sg/zero-bubble-pipeline-parallelism@0e7a7425, 2023-11-14);
-// the repository's own ZB script, which passes --use-flash-attn, came in August 2024.
-bool predates_fused_attention(const std::string& group) {
-  return group == "megatron_sc21_table1" || group == "korthikanti_2022_table5" || group == "bloom" ||
-         group == "zero_bubble_pp_a100";
-}
-
-// NeMo Megatron 22.x, the NeMo launcher's 2022 runs: its GPT configs
-// (NVIDIA/NeMo-Megatron-Launcher@3579cdb3 conf/training/gpt3/*.yaml) have no flash-attention,
-// Transformer Engine or userbuffer key: Megatron's core attention, no TP communication overlap.
-// Every run from before fused attention predates userbuffers too.
-bool predates_userbuffers(const std::string& group) { return group == "nemo_launcher_a100" || predates_fused_attention(group); }
 
 bool is_null(const json& object, const char* key) { return !object.contains(key) || object[key].is_null(); }
 
@@ -125,78 +110,6 @@ int64_t least_interleaving(int64_t layers, int64_t pp) {
   return 2;
 }
 
-// The first date a run's `source` names (YYYY-MM-DD, YYYY-MM or YYYYMM, not inside a commit hash)
-// as YYYYMMDD (day 1 when not given), or 0 when it names none.
-int64_t source_date(const json& run) {
-  if (!run.contains("source") || !run["source"].is_string()) return 0;
-  const std::string& t = run["source"].get_ref<const std::string&>();
-  const auto alnum = [&](size_t i) { return i < t.size() && std::isalnum(static_cast<unsigned char>(t[i])) != 0; };
-  const auto digits = [&](size_t i, size_t n) {
-    for (size_t k = i; k < i + n; ++k) {
-      if (k >= t.size() || std::isdigit(static_cast<unsigned char>(t[k])) == 0) return false;
-    }
-    return true;
-  };
-  const auto number = [&](size_t i, size_t n) { return std::stoll(t.substr(i, n)); };
-  for (size_t i = 0; i + 6 <= t.size(); ++i) {
-    if ((i > 0 && alnum(i - 1)) || t[i] != '2' || t[i + 1] != '0' || !digits(i, 4)) continue;
-    const size_t month_at = i + 4 + (t[i + 4] == '-' ? 1 : 0);
-    if (!digits(month_at, 2) || number(month_at, 2) < 1 || number(month_at, 2) > 12) continue;
-    size_t end = month_at + 2;
-    int64_t day = 1;
-    if (end + 2 < t.size() && t[end] == '-' && digits(end + 1, 2) && !alnum(end + 3)) {
-      day = number(end + 1, 2);
-      end += 3;
-    }
-    if (alnum(end)) continue;
-    return number(i, 4) * 10000 + number(month_at, 2) * 100 + day;
-  }
-  return 0;
-}
-
-// torchtitan split the local batch into as many pipeline micro-batches as pipeline ranks
-// (JobConfig experimental.pipeline_parallel_microbatches: "the default value will be the number
-// of pipeline stages"; torchtitan@9dec370 parallelisms/pipelining_utils.py) until PR #1073
-// (2025-04-07, 5e2033c) made a micro-batch of one sequence the default. A torchtitan run with a
-// pipeline that does not state its micro-batch takes the default of the date its source names.
-constexpr int64_t kTorchtitanMicrobatchSizeSince = 20250407;
-
-// torchtitan compiles the loss with the model (training.compile, later compile.components "loss")
-// since PR #1033 (bbb1b616e, 2025-04-02, torchtitan/components/loss.py build_cross_entropy_loss);
-// before it train.py left the loss uncompiled ("compiling loss function causes CUDA errors").
-constexpr int64_t kTorchtitanCompiledLossSince = 20250402;
-
-void fill_micro_batch(json& plan, int64_t source_day, const FrameworkPreset& preset, Filler& fill) {
-  const int64_t dp = int_or(plan, "dp", 1), pp = int_or(plan, "pp", 1);
-  if (preset.local_batch_is_micro_batch && pp == 1 && !is_null(plan, "global_batch")) {
-    fill(plan, "plan.", "micro_batch", std::max<int64_t>(1, int_or(plan, "global_batch", 1) / dp));
-  }
-  const bool microbatches_are_pp = preset.name == "torchtitan" && pp > 1 && source_day > 0 &&
-                                   source_day < kTorchtitanMicrobatchSizeSince && !is_null(plan, "global_batch");
-  if (microbatches_are_pp && int_or(plan, "global_batch", 1) % (dp * pp) == 0) {
-    fill(plan, "plan.", "micro_batch", int_or(plan, "global_batch", 1) / (dp * pp));
-  }
-  fill(plan, "plan.", "micro_batch", 1);
-}
-
-void fill_plan(json& run, const FrameworkPreset& preset, Filler& fill, std::string& unsupported) {
-  json& plan = run["plan"];
-  if (!plan.is_object()) return;
-  if (plan.contains("schedule") && plan["schedule"] == "zb-v") fill(plan, "plan.", "vpp", 2);  // ZB-V: two chunks per rank
-  const bool interleaved = plan.contains("schedule") && plan["schedule"] == "interleaved";
-  const int64_t dp = int_or(plan, "dp", 1), pp = int_or(plan, "pp", 1), tp = int_or(plan, "tp", 1);
-  if (interleaved) fill(plan, "plan.", "vpp", least_interleaving(int_or(run["model"], "layers", 0), pp));
-  fill_micro_batch(plan, source_date(run), preset, fill);
-  if (is_null(plan, "global_batch")) {
-    if (preset.local_batch_is_micro_batch && pp == 1) fill(plan, "plan.", "global_batch", dp * int_or(plan, "micro_batch", 1));
-    else unsupported = "plan.global_batch is not stated and framework " + preset.name + " gives no default";
-  }
-  const bool distributed_optimizer = has_option(run, "distributed_optimizer") || has_option(run, "zero1");
-  fill(plan, "plan.", "zero_stage", distributed_optimizer ? 1 : preset.zero_stage);
-  fill(plan, "plan.", "recompute", has_option(run, "selective_recompute_per_op") ? "selective" : "none");
-  fill(plan, "plan.", "sequence_parallel", preset.sequence_parallel_with_tp && tp > 1);
-}
-
 std::string unsupported_reason(const PublishedRun& run, const std::string& where) {
   if (!gpu_in_catalog(run.gpu)) return "GPU " + run.gpu + " is not in the catalog (`trainsim catalog` lists the GPUs)";
   ProblemList problems = validate_model(run.model, where + "/model");
@@ -225,6 +138,23 @@ void read_measured(JsonObjectReader& m, PublishedRun& run) {
   m.reject_unknown_keys();
 }
 
+// Published-run options (INTERFACE.md) the simulator models, and how: an option not in this list
+// is listed by validate as not modeled. distributed_optimizer / zero1: ZeRO-1, the plan's
+// zero_stage; overlap_grad_reduce: dp_overlap; selective_recompute_per_op: the plan's recompute
+// "selective"; torch_compile: fused RMSNorm (FrameworkPreset::eager_unless_compiled);
+// fsdp_no_reshard_after_forward: FSDP with a pipeline keeps the gathered weights
+// (keeps_gathered_weights; every run listing it pipelines); tp_comm_overlap (Megatron-Core's
+// userbuffers) and async_tp (torchtitan's): the plan's tp_comm_overlap; fp8_params: the plan's
+// fp8_params; float8_rowwise: the plan's fp8_recipe rowwise (on an FP8 run: apply_fp8_options);
+// overlap_moe_expert_parallel_comm: the plan's ep_comm_overlap.
+bool option_is_modeled(const std::string& option) {
+  static const std::vector<std::string> modeled = {"distributed_optimizer", "zero1", "overlap_grad_reduce",
+                                                   "selective_recompute_per_op", "torch_compile",
+                                                   "fsdp_no_reshard_after_forward", "tp_comm_overlap", "async_tp",
+                                                   "fp8_params", "float8_rowwise", "overlap_moe_expert_parallel_comm"};
+  return std::find(modeled.begin(), modeled.end(), option) != modeled.end();
+}
+
 // `options`: a list of names; those the simulator does not model are listed apart.
 void read_options(const json& j, JsonObjectReader& r, PublishedRun& run) {
   const json* options = j.is_object() && j.contains("options") ? &j["options"] : nullptr;
@@ -241,19 +171,75 @@ void read_options(const json& j, JsonObjectReader& r, PublishedRun& run) {
   }
 }
 
-// What a run's plan leaves to its framework and era: the kernels, overlaps and loss of its time.
-ParallelPlan plan_defaults(const std::string& group, const FrameworkPreset& preset, const json& j) {
-  ParallelPlan defaults;
-  const bool old = predates_fused_attention(group);
-  defaults.attention = predates_userbuffers(group) || !preset.fused_attention ? AttentionKernel::kUnfused : AttentionKernel::kFlash;
-  defaults.dp_overlap = !old && preset.dp_overlap;
-  // Megatron-LM's asynchronous TP all-reduce arrived after the SC'21 runs and BLOOM's fork.
-  defaults.tp_overlap = group != "megatron_sc21_table1" && group != "bloom";
-  const bool compiled = has_option(j, "torch_compile") || has_option(j, "async_tp");  // async TP needs compile
-  defaults.cross_entropy = preset.pytorch_cross_entropy ? LossKernel::kPytorch : LossKernel::kFused;
-  if (preset.pytorch_cross_entropy && compiled && source_date(j) >= kTorchtitanCompiledLossSince) defaults.cross_entropy = LossKernel::kCompiled;
-  defaults.norm = preset.eager_unless_compiled && !compiled ? NormKernel::kEager : NormKernel::kFused;
-  return defaults;
+// The plan keys a run may leave out, in the order their defaults are listed.
+const char* const kDefaultedPlanKeys[] = {"vpp", "micro_batch", "global_batch", "zero_stage", "recompute", "sequence_parallel"};
+
+// The format's own defaults and what the run's options state: the chunks of an interleaved or ZB-V
+// schedule, ZeRO-1 for the distributed optimizer, the recomputation, TP and EP communication
+// overlap. Each is stated from then on (the framework's preset leaves it); `filled` gets the
+// defaults (plan key -> value).
+void apply_format_defaults(const json& j, ParallelPlan& plan, StatedKnobs& stated, std::map<std::string, std::string>& filled) {
+  const json& pj = j["plan"];
+  const auto fill = [&](const char* key, const std::string& value) {
+    filled[key] = value;
+    stated.keys.push_back(key);
+  };
+  if (!stated.has("vpp") && plan.schedule == Schedule::kZeroBubbleV) fill("vpp", "2");  // ZB-V: two chunks per rank (read_plan)
+  if (!stated.has("vpp") && plan.schedule == Schedule::kInterleaved) {
+    const json none;
+    plan.vpp = least_interleaving(int_or(j.contains("model") ? j["model"] : none, "layers", 0), int_or(pj, "pp", 1));
+    fill("vpp", std::to_string(plan.vpp));
+  }
+  if (!stated.has("zero_stage") && (has_option(j, "distributed_optimizer") || has_option(j, "zero1"))) {
+    plan.zero_stage = 1;
+    fill("zero_stage", "1");
+  }
+  if (!stated.has("recompute")) {
+    plan.recompute = has_option(j, "selective_recompute_per_op") ? Recompute::kSelective : Recompute::kNone;
+    fill("recompute", to_string(plan.recompute));
+  }
+  if (has_option(j, "tp_comm_overlap") || has_option(j, "async_tp")) {
+    plan.tp_comm_overlap = true;
+    stated.keys.push_back("tp_comm_overlap");
+  }
+  if (has_option(j, "overlap_moe_expert_parallel_comm")) plan.ep_comm_overlap = true;
+}
+
+// The run's plan: what it states, the format's defaults, then its framework's (the preset of its
+// era), and the global batch: the framework's when it runs the local batch at once (dp x
+// micro-batch), else the run is unsupported. Each default is noted, in the order of
+// kDefaultedPlanKeys; so is precision's (the run's `precision` sets the plan's).
+void read_run_plan(JsonObjectReader& r, const json& j, const FrameworkPreset& preset, PublishedRun& run, std::string& unsupported) {
+  const json& pj = j["plan"];
+  ParallelPlan& plan = run.plan = read_plan(r, ParallelPlan{}, nullptr);
+  r.reject_unknown_keys();
+  StatedKnobs stated;
+  for (const auto& [key, value] : pj.items()) {
+    if (!value.is_null()) stated.keys.push_back(key);
+  }
+  stated.compiled = has_option(j, "torch_compile") || has_option(j, "async_tp");  // async TP needs compile
+  std::map<std::string, std::string> filled;
+  apply_format_defaults(j, plan, stated, filled);
+  bool per_op = false;
+  for (const PresetSetting& s : apply_framework_preset(preset_of_era(preset, run.group, run.source), plan, stated)) {
+    if (s.key == "micro_batch" || s.key == "zero_stage" || s.key == "sequence_parallel") filled[s.key] = s.value;
+    per_op = per_op || s.key == "recompute";
+  }
+  if (!stated.has("micro_batch") && filled.count("micro_batch") == 0) filled["micro_batch"] = "1";
+  if (!stated.has("global_batch")) {
+    // The sizes as the defaults may compute with them (int_or): the reader has not bounded them.
+    if (preset.local_batch_is_micro_batch && int_or(pj, "pp", 1) == 1) {
+      plan.global_batch = int_or(pj, "dp", 1) * int_or(pj, "micro_batch", 1);
+      filled["global_batch"] = std::to_string(plan.global_batch);
+    } else {
+      unsupported = "plan.global_batch is not stated and framework " + preset.name + " gives no default";
+    }
+  }
+  for (const char* key : kDefaultedPlanKeys) {
+    if (filled.count(key) > 0) run.defaults_used.push_back(std::string("plan.") + key + "=" + filled[key]);
+  }
+  if (is_null(j, "precision")) run.defaults_used.push_back("precision=bf16");
+  if (per_op) run.defaults_used.push_back("plan.recompute=selective_op (" + preset.name + "'s selective checkpointing is per op)");
 }
 
 // What the format never states, listed as used: the kernels and overlaps of the run's framework and
@@ -298,9 +284,6 @@ PublishedRun read_run(const json& raw, const std::string& path, const std::strin
   if (j.is_object()) {
     if (j.contains("model")) fill_model(j["model"], fill, unsupported);
     if (j.contains("hardware")) fill_hardware(j["hardware"], fill);
-    if (j.contains("plan")) fill_plan(j, preset, fill, unsupported);
-    // Same tensor-core rate as fp16 on every catalog GPU, so the choice does not move a prediction.
-    fill(j, "", "precision", "bf16");
   }
   JsonObjectReader r(j, path, pointer, problems);
   run.id = r.required_string("id");
@@ -319,23 +302,12 @@ PublishedRun read_run(const json& raw, const std::string& path, const std::strin
   } else {
     r.add_problem("hardware", "missing required object \"hardware\"");
   }
-  const ParallelPlan defaults = plan_defaults(run.group, preset, j);
-  const bool no_userbuffers = predates_userbuffers(run.group);
-  if (auto p = r.optional_object("plan")) {
-    run.plan = read_plan(*p, defaults, nullptr);
-    p->reject_unknown_keys();
-    const bool framework_overlaps = preset.tp_comm_overlap_with_sp && !no_userbuffers && run.plan.tp > 1 && run.plan.sequence_parallel;
-    run.plan.tp_comm_overlap = has_option(j, "tp_comm_overlap") || has_option(j, "async_tp") || framework_overlaps;
-    if (has_option(j, "overlap_moe_expert_parallel_comm")) run.plan.ep_comm_overlap = true;
-    if (preset.per_op_checkpointing && run.plan.recompute == Recompute::kSelective) {
-      run.plan.recompute = Recompute::kSelectiveOp;
-      run.defaults_used.push_back("plan.recompute=selective_op (" + preset.name + "'s selective checkpointing is per op)");
-    }
-  } else {
-    r.add_problem("plan", "missing required object \"plan\"");
-  }
+  if (auto p = r.optional_object("plan")) read_run_plan(*p, j, preset, run, unsupported);
+  else r.add_problem("plan", "missing required object \"plan\"");
   note_plan_defaults(j, run);
-  if (auto precision = r.optional_choice("precision", {"bf16", "fp16", "fp32", "fp8"})) run.plan.precision = parse_precision(*precision);
+  // bf16 when not stated: the same tensor-core rate as fp16 on every catalog GPU, so the choice
+  // does not move a prediction.
+  run.plan.precision = parse_precision(r.optional_choice("precision", {"bf16", "fp16", "fp32", "fp8"}).value_or("bf16"));
   apply_fp8_options(j, run);
   if (auto m = r.optional_object("measured")) read_measured(*m, run);
   else r.add_problem("measured", "missing required object \"measured\"");

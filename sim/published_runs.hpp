@@ -1,7 +1,7 @@
 // Published training runs (`trainsim.published_runs` versions 1 and 2,
 // shared/validation/published-runs.json): model, hardware, plan, framework and what was measured.
 // `null` fields take documented defaults (docs/validation.md; framework-dependent ones from
-// sim/framework_preset.hpp) and each run records which defaults it used. A run the simulator
+// plan/framework_preset.hpp) and each run records which defaults it used. A run the simulator
 // cannot simulate (a GPU not in the catalog, a layout not modeled yet) is read all the same and
 // carries the reason: validate lists it as unsupported and goes on. A malformed file (wrong types,
 // unknown keys, a run with no throughput and no out-of-memory flag) is refused whole, every

@@ -15,6 +15,7 @@
 #include "plan/rank_grid.hpp"
 #include "plan/recompute_span.hpp"
 #include "plan/zero_bubble_schedule.hpp"
+#include "sim/op_category_times.hpp"
 #include "sim/step_cost.hpp"
 
 namespace trainsim {
@@ -355,6 +356,7 @@ Prediction predict_iteration(const ModelSpec& model, const ParallelPlan& plan, c
   out.memory = work.memory;
   check_fit(hardware, cost, out);
   out.usd_per_iteration = out.iteration_time_s / 3600.0 * gpus * hardware.usd_per_gpu_hour;
+  if (options.op_categories) out.op_categories = price_op_categories(work, plan, scopes, cost);
   if (options.keep_trace) {
     out.trace.graph = std::move(b.graph);
     out.trace.timing = std::move(timing);

@@ -53,14 +53,15 @@ struct Prediction {
   int64_t critical_stage = 0;
   double usd_per_iteration = 0;
   SimulationTrace trace;  // filled when requested
-  // Per pipeline stage, seconds per op category (sim/op_category_times.hpp); filled by `predict`
-  // only (a search does not pay for it).
+  // Per pipeline stage, seconds per op category (sim/op_category_times.hpp); filled when
+  // SimulationOptions::op_categories asks (predict does; a search does not pay for it).
   std::vector<OpCategoryTimes> op_categories;
 };
 
 struct SimulationOptions {
   bool keep_trace = false;
   double dp_bucket_params = kDpBucketParams;
+  bool op_categories = false;  // also price each op category per stage, from the same lowered work
 };
 
 // The plan must be valid for the model, and plan.gpus() == hardware.gpus.

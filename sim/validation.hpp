@@ -1,9 +1,8 @@
 // Predicts published runs and measures the error. Runs the simulator cannot simulate are listed
 // as unsupported with their reason; runs that went out of memory are scored on whether the
-// prediction says they do not fit; memory is scored where a figure was measured, per kind.
-// Fitting weights groups equally (1,440 rows of one source must not outvote 8 of another), on the
-// fit half (every second run of each chosen group) so the other half stays unseen; leave-one-
-// group-out cross-validation refits without each group in turn. docs/validation.md has the results.
+// prediction says they do not fit; memory is scored where a figure was measured, per kind. Each
+// group has a fit half (every second run) that fits may use (sim/validation_fit.hpp) and a
+// held-out half they never see. docs/validation.md has the results.
 #pragma once
 
 #include <optional>
@@ -41,6 +40,7 @@ struct ErrorSummary {
 
   void add_error(double error);
   void add_memory_error(double error);
+  void add(const RunResult& run);  // its errors, or one more unsupported run
 };
 
 struct ValidationResult {
@@ -52,40 +52,18 @@ struct ValidationResult {
 // Every second run of each group (1st, 3rd, ... counting from 0) is in the fit half.
 bool in_fit_half(const std::vector<PublishedRun>& runs, size_t index);
 
+// One run predicted with `costs` (its framework's attention kernel); not predicted when unsupported.
+RunResult predict_run(const PublishedRun& run, const CostModelChoice& costs);
+
 ValidationResult validate_runs(const std::vector<PublishedRun>& runs, const CostModelChoice& costs);
 
-// Runs of `groups` (all groups when empty) that the fit may use: supported, with a throughput.
-struct FitSet {
-  std::vector<const PublishedRun*> runs;
-  std::vector<std::string> groups;  // in file order
-};
-FitSet fit_set(const std::vector<PublishedRun>& runs, const std::vector<std::string>& groups, bool fit_half_only);
+// The runs of every file, in order; a group may come from one file only (the fit halves and the
+// group weights are per group). InputError naming both files otherwise.
+std::vector<PublishedRun> load_validation_runs(const std::vector<std::string>& paths);
 
-// Coordinate search minimising the mean over groups of each group's mean |log(predicted /
-// measured)| (throughput; plus the same of memory over groups measured with the allocator's
-// reserve in) over the constants named in `names`: the compute constants (GEMM, attention, memory
-// bandwidth fractions, kernel overhead) when empty; the host time per op (host_dispatch_s, for
-// host-bound runs) and the allocator's reserve (allocator_reserve_fraction) only when named. The communication constants are nccl-tests measurements and stay as given. A constant no
-// run of the set depends on keeps its starting value. `progress` (may be null) is called after
-// each round with the round and the objective.
-EfficiencyConstants fit_constants(const FitSet& set, EfficiencyConstants start,
-                                  void (*progress)(int round, double objective) = nullptr, int rounds = 3,
-                                  const std::vector<std::string>& names = {});
-
-// The names `fit_constants` accepts, in the order it fits them.
-std::vector<std::string> fittable_constant_names();
-
-// Leave-one-group-out: for each group of `set`, the constants fitted on the other groups and
-// that group's errors with them (every run of the group, both halves), beside its in-sample
-// errors with the constants fitted on every group of `set`.
-struct CrossValidatedGroup {
-  ErrorSummary in_sample;  // the group, predicted with constants fitted on all groups
-  ErrorSummary held_out;   // the group, predicted with constants fitted without it
-  EfficiencyConstants constants;  // fitted without it
-};
-std::vector<CrossValidatedGroup> cross_validate(const std::vector<PublishedRun>& runs, const FitSet& set,
-                                                const EfficiencyConstants& start,
-                                                void (*progress)(const std::string& group) = nullptr,
-                                                const std::vector<std::string>& names = {});
+// The runs of `groups` (all when empty); an unknown group is an InputError that lists the known
+// ones. `paths` name the files in it.
+std::vector<PublishedRun> runs_of_groups(std::vector<PublishedRun> runs, const std::vector<std::string>& groups,
+                                         const std::vector<std::string>& paths);
 
 }  // namespace trainsim

@@ -1,4 +1,4 @@
-// Fuzz target: a DeepSpeed config JSON as `--from deepspeed` reads it (plan/plan_import.hpp).
+// Fuzz target: a DeepSpeed config JSON as `--from deepspeed` reads it (interop/plan_import.hpp).
 // Contract (fuzz/README.md): returns or throws InputError, nothing else.
 // Built as a libFuzzer entry point, or renamed by fuzz/CMakeLists.txt for the mutation driver.
 #include <cstddef>
@@ -7,8 +7,8 @@
 
 #include "common/errors.hpp"
 #include "fuzz/fuzz_input.hpp"
+#include "interop/plan_import.hpp"
 #include "model/model_catalog.hpp"
-#include "plan/plan_import.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const trainsim::ModelSpec model = trainsim::resolve_model("llama3-8b");

@@ -3,11 +3,11 @@
 // the experts' memory per rank, and Megatron's import default (expert TP = TP).
 #include <catch2/catch.hpp>
 
+#include "interop/plan_export.hpp"
+#include "interop/plan_import.hpp"
 #include "model/model_catalog.hpp"
 #include "model/param_count.hpp"
 #include "plan/lowering.hpp"
-#include "plan/plan_export.hpp"
-#include "plan/plan_import.hpp"
 #include "plan/rank_grid.hpp"
 #include "plan/rank_memory.hpp"
 #include "sim/plan_space.hpp"

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/units.hpp"
+#include "model/activation_memory.hpp"
 #include "model/model_catalog.hpp"
 #include "plan/rank_memory.hpp"
 

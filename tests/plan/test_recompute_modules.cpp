@@ -8,13 +8,13 @@
 
 #include "common/errors.hpp"
 #include "common/json_reader.hpp"
+#include "interop/plan_export.hpp"
+#include "interop/plan_import.hpp"
 #include "model/activation_memory.hpp"
 #include "model/flops.hpp"
 #include "model/model_catalog.hpp"
 #include "model/param_count.hpp"
 #include "plan/lowering.hpp"
-#include "plan/plan_export.hpp"
-#include "plan/plan_import.hpp"
 #include "plan/plan_json.hpp"
 
 using namespace trainsim;

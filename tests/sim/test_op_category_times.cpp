@@ -3,7 +3,6 @@
 #include <catch2/catch.hpp>
 
 #include "model/model_catalog.hpp"
-#include "sim/op_category_times.hpp"
 #include "sim/simulator.hpp"
 
 using namespace trainsim;
@@ -14,6 +13,12 @@ Hardware a100(int64_t gpus) {
   hw.gpu = find_gpu("a100-sxm-80gb");
   hw.gpus = gpus;
   return hw;
+}
+
+SimulationOptions with_op_categories() {
+  SimulationOptions options;
+  options.op_categories = true;
+  return options;
 }
 
 double column_sum(const std::array<double, kOpCategoryCount>& column) {
@@ -36,8 +41,8 @@ TEST_CASE("per-op-category prices of a one-stage plan add up to its compute, TP 
     p.recompute = Recompute::kSelective;
     const Hardware hw = a100(2);
     const DatasheetCostModel cost(hw, Precision::kBf16, EfficiencyConstants{});
-    const Prediction r = predict_iteration(m, p, hw, cost);
-    const std::vector<OpCategoryTimes> ops = predict_op_categories(m, p, hw, cost);
+    const Prediction r = predict_iteration(m, p, hw, cost, with_op_categories());
+    const std::vector<OpCategoryTimes>& ops = r.op_categories;
     REQUIRE(ops.size() == 1);
     CHECK(column_sum(ops[0].forward_s) + column_sum(ops[0].backward_s) ==
           Approx(r.breakdown.compute_s + r.breakdown.tp_comm_exposed_s).epsilon(1e-9));
@@ -54,7 +59,7 @@ TEST_CASE("with a pipeline the first stage prices the embedding and the last the
   p.global_batch = 8;
   const Hardware hw = a100(2);
   const DatasheetCostModel cost(hw, Precision::kBf16, EfficiencyConstants{});
-  const std::vector<OpCategoryTimes> ops = predict_op_categories(m, p, hw, cost);
+  const std::vector<OpCategoryTimes> ops = predict_iteration(m, p, hw, cost, with_op_categories()).op_categories;
   REQUIRE(ops.size() == 2);
   CHECK(ops[0].total_s(OpCategory::kEmbedding) > 0);
   CHECK(ops[1].total_s(OpCategory::kEmbedding) == 0);

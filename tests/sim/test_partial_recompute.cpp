@@ -5,7 +5,6 @@
 #include <catch2/catch.hpp>
 
 #include "model/model_catalog.hpp"
-#include "sim/op_category_times.hpp"
 #include "sim/plan_space.hpp"
 #include "sim/simulator.hpp"
 
@@ -114,8 +113,10 @@ TEST_CASE("with block recompute the per-op categories still add up to the comput
   p.micro_batch = 2;
   const Hardware hw = cluster("a100-sxm-80gb", 2);
   const DatasheetCostModel cost(hw, Precision::kBf16, EfficiencyConstants{});
-  const Prediction r = predict_iteration(m, p, hw, cost);
-  const std::vector<OpCategoryTimes> ops = predict_op_categories(m, p, hw, cost);
+  SimulationOptions options;
+  options.op_categories = true;
+  const Prediction r = predict_iteration(m, p, hw, cost, options);
+  const std::vector<OpCategoryTimes>& ops = r.op_categories;
   REQUIRE(ops.size() == 1);
   double sum = 0;
   for (size_t c = 0; c < kOpCategoryCount; ++c) {

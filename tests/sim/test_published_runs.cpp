@@ -7,10 +7,11 @@
 #include <fstream>
 
 #include "common/errors.hpp"
+#include "plan/framework_preset.hpp"
 #include "sim/device_memory.hpp"
-#include "sim/framework_preset.hpp"
 #include "sim/published_runs.hpp"
 #include "sim/validation.hpp"
+#include "sim/validation_fit.hpp"
 
 using namespace trainsim;
 

@@ -6,10 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "interop/plan_export.hpp"
+#include "interop/plan_import.hpp"
 #include "model/model_catalog.hpp"
 #include "plan/lowering.hpp"
-#include "plan/plan_export.hpp"
-#include "plan/plan_import.hpp"
 #include "plan/plan_json.hpp"
 #include "sim/step_cost.hpp"
 

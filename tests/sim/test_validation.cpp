@@ -9,6 +9,7 @@
 
 #include "common/host_allocator.hpp"
 #include "sim/validation.hpp"
+#include "sim/validation_fit.hpp"
 
 using namespace trainsim;
 

@@ -5,9 +5,9 @@
 #include <sstream>
 
 #include "common/errors.hpp"
+#include "interop/launch_args.hpp"
+#include "interop/plan_import.hpp"
 #include "model/model_catalog.hpp"
-#include "plan/launch_args.hpp"
-#include "plan/plan_import.hpp"
 
 using namespace trainsim;
 

@@ -1,4 +1,4 @@
-// Reading a torchtitan job TOML back into a plan (the inverse of plan/torchtitan_export.cpp).
+// Reading a torchtitan job TOML back into a plan (the inverse of interop/torchtitan_export.cpp).
 // A key the file leaves out takes torchtitan's JobConfig default (job_config.py at 238fa99): local
 // batch 8, seq_len 2048, data_parallel_shard_degree -1 (the ranks left over), activation
 // checkpointing "selective" every 2nd layer, compile off. Sections about data, optimizer,
@@ -11,8 +11,9 @@
 
 #include "common/errors.hpp"
 #include "common/limits.hpp"
-#include "plan/plan_import.hpp"
-#include "plan/torchtitan_export.hpp"
+#include "interop/plan_import.hpp"
+#include "interop/torchtitan_export.hpp"
+#include "plan/framework_preset.hpp"
 
 namespace trainsim {
 
@@ -148,7 +149,6 @@ void read_mesh(TomlReader& r, const std::string& file, int64_t gpus, ImportedJob
   p.dp = replicate * shard;
   p.zero_stage = shard > 1 || p.cp > 1 ? 3 : 0;  // FSDP is applied over the CP ranks too (ParallelDims.fsdp_enabled)
   if (p.zero_stage == 3 && replicate > 1) p.dp_shard = shard * p.cp;  // HSDP: shard inside, replicate across
-  p.sequence_parallel = p.tp > 1;                // Llama 3's TP plan: SequenceParallel norms
   p.tp_comm_overlap = p.tp > 1 && r.boolean("parallelism.enable_async_tensor_parallel").value_or(false);
   const std::string reshard = r.string("parallelism.fsdp_reshard_after_forward").value_or("default");
   // trainsim's FSDP keeps the gathered weights exactly when it pipelines (torchtitan's "default").
@@ -245,7 +245,9 @@ void read_layer_checkpointing(TomlReader& r, const std::string& option, Parallel
   p.recompute_layers = n <= 1 ? 1 : n;
 }
 
-void read_kernels(TomlReader& r, const ModelSpec& m, ImportedJob& job) {
+// Recomputation, precision, and what compile.* says of the norm and the loss (when compile is on:
+// else they are torchtitan's preset's, uncompiled).
+void read_kernels(TomlReader& r, const ModelSpec& m, ImportedJob& job, StatedKnobs& stated) {
   ParallelPlan& p = job.plan;
   const std::string mode = r.string("activation_checkpoint.mode").value_or("selective");
   const std::string option = r.string("activation_checkpoint.selective_ac_option").value_or("2");
@@ -255,15 +257,18 @@ void read_kernels(TomlReader& r, const ModelSpec& m, ImportedJob& job) {
   else if (mode == "selective") read_layer_checkpointing(r, option, p);
   else r.refuse("activation_checkpoint.mode", "\"" + mode + "\" is not modeled", "use \"none\", \"full\", or \"selective\" with selective_ac_option \"op\"");
   const std::vector<std::string> components = r.strings("compile.components");
-  const bool compiled = r.boolean("compile.enable").value_or(false) &&
-                        (!r.has("compile.components") || std::find(components.begin(), components.end(), "model") != components.end());
-  p.norm = compiled ? NormKernel::kFused : NormKernel::kEager;
+  const auto compiles = [&](const char* component) {
+    return !r.has("compile.components") || std::find(components.begin(), components.end(), component) != components.end();
+  };
+  if (r.boolean("compile.enable").value_or(false)) {
+    // The model's RMSNorm fused; torchtitan/components/loss.py: cross_entropy on fp32 logits,
+    // compiled with the "loss" component.
+    p.norm = compiles("model") ? NormKernel::kFused : NormKernel::kEager;
+    p.cross_entropy = compiles("loss") ? LossKernel::kCompiled : LossKernel::kPytorch;
+    stated.keys.insert(stated.keys.end(), {"norm", "cross_entropy"});
+  }
   const std::string backend = r.string("compile.backend").value_or("inductor");
   if (backend != "inductor") job.not_modeled.push_back("compile.backend=" + backend);
-  // torchtitan/components/loss.py: cross_entropy on fp32 logits, compiled with the "loss" component.
-  const bool loss_compiled = r.boolean("compile.enable").value_or(false) &&
-                             (!r.has("compile.components") || std::find(components.begin(), components.end(), "loss") != components.end());
-  p.cross_entropy = loss_compiled ? LossKernel::kCompiled : LossKernel::kPytorch;
   const std::string param = r.string("training.mixed_precision_param").value_or("bfloat16");
   if (param != "bfloat16" && param != "float32") r.refuse("training.mixed_precision_param", "\"" + param + "\" is not bfloat16 or float32", "torchtitan takes those two");
   p.precision = param == "float32" ? Precision::kFp32 : Precision::kBf16;
@@ -304,13 +309,17 @@ ImportedJob import_torchtitan(const std::string& text, const std::string& file, 
   read_mesh(r, file, gpus, job);
   read_pipeline(r, model, job.plan);
   read_batch(r, job.plan);
-  read_kernels(r, model, job);
+  StatedKnobs stated{{"zero_stage", "tp_comm_overlap", "micro_batch", "global_batch"}};  // the mesh, async TP, the batches
+  read_kernels(r, model, job, stated);
   job.seq_len = r.integer("training.seq_len", 1).value_or(0);
   if (job.seq_len == 0) {
     job.seq_len = 2048;
     job.notes.push_back("training.seq_len not set: torchtitan's default 2048");
   }
   for (const std::string& path : r.unread(kQuiet)) job.not_modeled.push_back(path);
+  // torchtitan's preset for the rest: SequenceParallel norms with TP (Llama 3's TP plan), and the
+  // eager norm and PyTorch's loss of an uncompiled run.
+  apply_framework_preset(framework_preset(job.framework), job.plan, stated);
   return job;
 }
 

@@ -2,7 +2,7 @@
 // pretrain_gpt.py under torchrun or srun, as `trainsim export --to torchrun` writes it): `#`
 // comments dropped, `\` line continuations joined, quotes removed, `--flag=value` split, and the
 // script's own simple variables (`TP=8`, `export TP=8`, `${TP:-8}`) substituted. It knows nothing
-// of what a flag means: plan/megatron_import.cpp does. Also the strict number parsing every
+// of what a flag means: interop/megatron_import.cpp does. Also the strict number parsing every
 // importer shares (a malformed value is an InputError naming the file, the key and the value).
 #pragma once
 

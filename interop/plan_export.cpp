@@ -1,5 +1,5 @@
-// Export to Megatron-LM, DeepSpeed and torchrun (torchtitan: plan/torchtitan_export.cpp).
-#include "plan/plan_export.hpp"
+// Export to Megatron-LM, DeepSpeed and torchrun (torchtitan: interop/torchtitan_export.cpp).
+#include "interop/plan_export.hpp"
 #include "plan/plan_json.hpp"
 
 #include <algorithm>
@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/errors.hpp"
+#include "interop/torchtitan_export.hpp"
 #include "plan/recompute_span.hpp"
-#include "plan/torchtitan_export.hpp"
 
 namespace trainsim {
 

@@ -6,8 +6,8 @@
 #include <algorithm>
 
 #include "common/errors.hpp"
+#include "interop/plan_import.hpp"
 #include "model/model_catalog.hpp"
-#include "plan/plan_import.hpp"
 
 using namespace trainsim;
 

@@ -10,8 +10,8 @@
 #include <set>
 
 #include "common/errors.hpp"
-#include "plan/launch_args.hpp"
-#include "plan/plan_import.hpp"
+#include "interop/launch_args.hpp"
+#include "interop/plan_import.hpp"
 #include "plan/plan_json.hpp"
 
 namespace trainsim {

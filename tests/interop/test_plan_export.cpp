@@ -4,9 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/errors.hpp"
+#include "interop/plan_export.hpp"
+#include "interop/plan_import.hpp"
 #include "model/model_catalog.hpp"
-#include "plan/plan_export.hpp"
-#include "plan/plan_import.hpp"
 #include "plan/plan_json.hpp"
 
 using namespace trainsim;

@@ -1,13 +1,16 @@
 // What a training framework does when a run (or a user) does not say: the defaults each of
 // Megatron-LM, Megatron-Core (NeMo, Megatron-Bridge), Megatron-DeepSpeed, DeepSpeed, torchtitan and
-// LLM Foundry applies to a plan, with the source of each. Published runs name their framework
-// (`framework`, published-runs v2); an unknown name falls back to the generic preset, and says so.
-// docs/validation.md lists the table.
+// LLM Foundry applies to a plan, with the source of each, and the one function that applies them
+// (apply_framework_preset): `--framework`, the published runs (`framework`, published-runs v2; an
+// unknown name falls back to the generic preset, and says so), the DeepSpeed and torchtitan
+// importers and the search space all go through it. docs/validation.md lists the table.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "plan/parallel_plan.hpp"
 
 namespace trainsim {
 
@@ -41,16 +44,47 @@ struct FrameworkPreset {
   // Every TP collective overlapped with a GEMM (the plan's tp_comm_overlap) whenever tp > 1 with
   // sequence parallelism, unless stated.
   bool tp_comm_overlap_with_sp = false;
+  // The backward's TP all-reduce overlapped with the weight-gradient GEMMs (the plan's tp_overlap;
+  // Megatron-LM's asynchronous TP all-reduce) unless stated; false: a version from before it.
+  bool tp_overlap = true;
+  // A compiled run (torch.compile) compiles the loss with the model (LossKernel::kCompiled; with
+  // pytorch_cross_entropy): torchtitan since PR #1033 (2025-04-02).
+  bool compiled_loss = false;
+  // With a pipeline, a micro-batch not stated is the local batch over the pipeline ranks (as many
+  // micro-batches as ranks: torchtitan before PR #1073, 2025-04-07); false: 1.
+  bool local_batch_over_pp = false;
 };
+
+// What a plan's source states (flags, a plan file, a run's record, an imported file): the knobs a
+// preset leaves as they are.
+struct StatedKnobs {
+  std::vector<std::string> keys;  // plan keys, as plan JSON spells them: "zero_stage", "norm", ...
+  // The run is compiled (torch.compile): RMSNorm fused, the loss compiled where the framework
+  // compiles it (FrameworkPreset::compiled_loss).
+  bool compiled = false;
+  bool has(const std::string& key) const;
+};
+
+// One knob a preset set: its plan key, its value as plan JSON writes it, and why, where the value
+// alone does not say.
+struct PresetSetting {
+  std::string key;    // "zero_stage"
+  std::string value;  // "1", "true", "unfused", "selective_op"
+  std::string why;    // "the local batch at once"; "" for most
+};
+
+// Sets what `stated` leaves out of `plan` to `preset`'s defaults, in this order (each may read the
+// ones before): zero_stage; sequence_parallel (with tp > 1); tp_comm_overlap (with SP); attention;
+// cross_entropy; norm; recompute (selective becomes selective_op where per-op checkpointing is the
+// framework's only selective recomputation, stated or not); dp_overlap; tp_overlap; micro_batch
+// (from a stated global batch, where it divides over dp). A knob the preset has no default for
+// stays as it is. Returns what it set, in that order. Never throws.
+std::vector<PresetSetting> apply_framework_preset(const FrameworkPreset& preset, ParallelPlan& plan, const StatedKnobs& stated);
 
 // The preset for `name` ("" = not stated: the generic preset). Never throws.
 FrameworkPreset framework_preset(const std::string& name);
 
 // Names with a preset of their own (for messages and docs).
 std::vector<std::string> framework_preset_names();
-
-// Published-run options (INTERFACE.md) the simulator models, and how: an option not in this list
-// is listed by validate as not modeled.
-bool option_is_modeled(const std::string& option);
 
 }  // namespace trainsim

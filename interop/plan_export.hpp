@@ -1,6 +1,6 @@
 // A plan as what people paste into their job: Megatron-LM arguments, a DeepSpeed config, a
 // torchrun / srun line around Megatron's pretrain_gpt.py, or a torchtitan job TOML. The importers
-// of plan/plan_import.hpp read the same text back (round trip, tested).
+// of interop/plan_import.hpp read the same text back (round trip, tested).
 #pragma once
 
 #include <cstdint>

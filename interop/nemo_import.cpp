@@ -8,7 +8,7 @@
 //   `model:` with TransformerConfig's field names, `train:` (batch sizes), `optimizer:` / `ddp:`
 //   (use_distributed_optimizer, overlap_grad_reduce), `comm_overlap:`, `dist:`, `mixed_precision:`.
 // Each setting the reader knows becomes the Megatron-LM argument it stands for, and the Megatron
-// reader (plan/megatron_import.cpp) reads those, so both formats follow one set of rules; its
+// reader (interop/megatron_import.cpp) reads those, so both formats follow one set of rules; its
 // messages name the YAML keys. Other keys under `model:` are listed as not modeled; OmegaConf
 // interpolations (`${...}`) cannot be resolved without the rest of the config and are listed too.
 #include <algorithm>
@@ -19,8 +19,8 @@
 
 #include "common/errors.hpp"
 #include "common/limits.hpp"
-#include "plan/launch_args.hpp"
-#include "plan/plan_import.hpp"
+#include "interop/launch_args.hpp"
+#include "interop/plan_import.hpp"
 
 namespace trainsim {
 

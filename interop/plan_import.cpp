@@ -1,8 +1,9 @@
 // The import formats, and the DeepSpeed config importer (data parallelism only: tp = pp = 1, as
 // DeepSpeed's config says nothing of them; Megatron-DeepSpeed takes them as Megatron arguments).
 // Keys follow DeepSpeed's config reference (deepspeed.ai/docs/config-json); "auto" (filled in by
-// the Hugging Face Trainer) counts as not stated.
-#include "plan/plan_import.hpp"
+// the Hugging Face Trainer) counts as not stated, and what the config does not state takes
+// DeepSpeed's preset (plan/framework_preset.hpp).
+#include "interop/plan_import.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -12,6 +13,7 @@
 
 #include "common/errors.hpp"
 #include "common/json_reader.hpp"
+#include "plan/framework_preset.hpp"
 
 namespace trainsim {
 
@@ -131,10 +133,9 @@ void read_batch(const Json& j, const DeepSpeedReader& r, int64_t gpus, ImportedJ
   }
 }
 
-void read_zero(const Json& j, const DeepSpeedReader& r, ImportedJob& job) {
+// The ZeRO stage and overlap_comm where the config states them; DeepSpeed's preset has the rest.
+void read_zero(const Json& j, const DeepSpeedReader& r, ImportedJob& job, StatedKnobs& stated) {
   ParallelPlan& p = job.plan;
-  p.zero_stage = 0;
-  p.dp_overlap = false;  // DeepSpeed's overlap_comm default below stage 3
   if (!j.contains("zero_optimization")) return;
   const Json& z = j["zero_optimization"];
   if (!z.is_object()) throw InputError(r.file + ": /zero_optimization: expected an object, got " + z.dump(), kDeepSpeedHint);
@@ -143,11 +144,15 @@ void read_zero(const Json& j, const DeepSpeedReader& r, ImportedJob& job) {
       throw InputError(r.file + ": /zero_optimization/stage: expected 0, 1, 2 or 3, got " + z["stage"].dump(), kDeepSpeedHint);
     }
     p.zero_stage = z["stage"].get<int>();
+    stated.keys.push_back("zero_stage");
   }
-  p.dp_overlap = p.zero_stage == 3;  // DeepSpeed turns overlap_comm on for stage 3 unless stated
   if (z.contains("overlap_comm")) {
     if (!z["overlap_comm"].is_boolean()) throw InputError(r.file + ": /zero_optimization/overlap_comm: expected true or false, got " + z["overlap_comm"].dump(), kDeepSpeedHint);
     p.dp_overlap = z["overlap_comm"].get<bool>();
+    stated.keys.push_back("dp_overlap");
+  } else if (p.zero_stage == 3) {
+    p.dp_overlap = true;  // DeepSpeed turns overlap_comm on for stage 3 unless stated
+    stated.keys.push_back("dp_overlap");
   }
   list_unread(z, "zero_optimization.", {"stage", "overlap_comm"}, {"stage3_gather_16bit_weights_on_model_save"}, job.not_modeled);
 }
@@ -160,8 +165,9 @@ ImportedJob import_deepspeed(const std::string& json_text, const std::string& fi
   ImportedJob job;
   job.framework = "deepspeed";
   const DeepSpeedReader r{file, job};
+  StatedKnobs stated{{"micro_batch", "global_batch"}};
   read_batch(j, r, gpus, job);
-  read_zero(j, r, job);
+  read_zero(j, r, job, stated);
   const bool bf16 = r.enabled(j, "bf16"), fp16 = r.enabled(j, "fp16");
   job.plan.precision = bf16 ? Precision::kBf16 : fp16 ? Precision::kFp16 : Precision::kFp32;
   job.plan.recompute = j.contains("activation_checkpointing") ? Recompute::kFull : Recompute::kNone;
@@ -183,6 +189,7 @@ ImportedJob import_deepspeed(const std::string& json_text, const std::string& fi
                 {"contiguous_memory_optimization", "number_checkpoints", "synchronize_checkpoint_boundary", "profile"},
                 job.not_modeled);
   }
+  apply_framework_preset(framework_preset(job.framework), job.plan, stated);  // ZeRO-0, overlap_comm off
   job.defaulted.push_back("dp");
   return job;
 }

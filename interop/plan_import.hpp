@@ -3,7 +3,7 @@
 // returns the plan with what the file stated (the framework's own default for what it leaves out),
 // the world size and sequence length when the file says them, and every flag or key that may change
 // performance but that trainsim does not model (never silently ignored). A malformed value is an
-// InputError naming the file, the flag or key, and the value. The writers are plan/plan_export.hpp.
+// InputError naming the file, the flag or key, and the value. The writers are interop/plan_export.hpp.
 #pragma once
 
 #include <cstdint>
@@ -42,10 +42,10 @@ ImportedJob import_megatron(const std::string& text, const std::string& file, co
 ImportedJob import_deepspeed(const std::string& json_text, const std::string& file, int64_t gpus);
 ImportedJob import_torchtitan(const std::string& toml_text, const std::string& file, const ModelSpec& model, int64_t gpus);
 // NeMo 1.x / NeMo-Megatron-Launcher training configs and Megatron-Bridge ConfigContainer YAML
-// (plan/nemo_import.cpp): read as the Megatron-LM arguments their keys stand for.
+// (interop/nemo_import.cpp): read as the Megatron-LM arguments their keys stand for.
 ImportedJob import_nemo(const std::string& yaml_text, const std::string& file, const ModelSpec& model, int64_t gpus);
 
-// The plans alone, for a job of `gpus` ranks (the round trips of plan/plan_export.hpp).
+// The plans alone, for a job of `gpus` ranks (the round trips of interop/plan_export.hpp).
 ParallelPlan parse_megatron_args(const std::string& args, const ModelSpec& model, int64_t gpus);
 ParallelPlan parse_deepspeed_config(const std::string& json_text, int64_t gpus);
 ParallelPlan parse_torchtitan_toml(const std::string& toml_text, const ModelSpec& model, int64_t gpus);

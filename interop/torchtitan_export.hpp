@@ -2,7 +2,7 @@
 // parallelism, activation_checkpoint, compile, quantize.linear.float8) that torchtitan read up to
 // its move to Python configs (pytorch/torchtitan#2386, February 2026; keys as of 238fa99, the
 // commit before it). Also torchtitan's pipeline layer split, which the reader
-// (plan/torchtitan_import.cpp) shares. Plans torchtitan cannot run are refused, naming the value.
+// (interop/torchtitan_import.cpp) shares. Plans torchtitan cannot run are refused, naming the value.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // Splitting a launch script into words and flags; strict integer values.
-#include "plan/launch_args.hpp"
+#include "interop/launch_args.hpp"
 
 #include <cctype>
 #include <map>

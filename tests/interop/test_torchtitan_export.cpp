@@ -4,12 +4,12 @@
 #include <nlohmann/json.hpp>
 
 #include "common/errors.hpp"
+#include "interop/plan_export.hpp"
+#include "interop/plan_import.hpp"
+#include "interop/torchtitan_export.hpp"
 #include "model/model_catalog.hpp"
-#include "plan/plan_export.hpp"
-#include "plan/plan_import.hpp"
 #include "plan/plan_json.hpp"
 #include "plan/recompute_span.hpp"
-#include "plan/torchtitan_export.hpp"
 
 using namespace trainsim;
 

@@ -1,5 +1,5 @@
-// The framework presets and the published-run options the simulator models.
-#include "sim/framework_preset.hpp"
+// The framework presets, and applying one to a plan.
+#include "plan/framework_preset.hpp"
 
 #include <algorithm>
 
@@ -59,6 +59,7 @@ const std::vector<FrameworkPreset>& presets() {
     titan.pytorch_cross_entropy = true;
     titan.per_op_checkpointing = true;
     titan.eager_unless_compiled = true;  // JobConfig compile.enable = false
+    titan.compiled_loss = true;          // build_cross_entropy_loss compiles it with the model
     p.push_back(titan);
     // LLM Foundry / Composer benchmark configs shard with FSDP FULL_SHARD.
     p.push_back({"llm-foundry", true, 3, false, true, "llm-foundry scripts/train/benchmarking configs (FSDP FULL_SHARD, flash-attn 2)", true});
@@ -86,20 +87,73 @@ std::vector<std::string> framework_preset_names() {
   return names;
 }
 
-bool option_is_modeled(const std::string& option) {
-  // distributed_optimizer / zero1: ZeRO-1, the plan's zero_stage; overlap_grad_reduce: dp_overlap;
-  // selective_recompute_per_op: the plan's recompute "selective"; torch_compile: fused RMSNorm
-  // (FrameworkPreset::eager_unless_compiled); fsdp_no_reshard_after_forward: FSDP with a pipeline
-  // keeps the gathered weights (keeps_gathered_weights; every run listing it pipelines);
-  // tp_comm_overlap (Megatron-Core's userbuffers) and async_tp (torchtitan's): the plan's
-  // tp_comm_overlap; fp8_params: the plan's fp8_params; float8_rowwise: the plan's fp8_recipe
-  // rowwise (on an FP8 run; sim/published_runs.cpp); overlap_moe_expert_parallel_comm: the plan's
-  // ep_comm_overlap.
-  static const std::vector<std::string> modeled = {"distributed_optimizer", "zero1", "overlap_grad_reduce",
-                                                   "selective_recompute_per_op", "torch_compile",
-                                                   "fsdp_no_reshard_after_forward", "tp_comm_overlap", "async_tp",
-                                                   "fp8_params", "float8_rowwise", "overlap_moe_expert_parallel_comm"};
-  return std::find(modeled.begin(), modeled.end(), option) != modeled.end();
+bool StatedKnobs::has(const std::string& key) const { return std::find(keys.begin(), keys.end(), key) != keys.end(); }
+
+namespace {
+
+// The micro-batch a framework runs when the source states only the global batch: the whole local
+// batch without a pipeline (local_batch_is_micro_batch), or the local batch over the pipeline ranks
+// (local_batch_over_pp). Divisions only: the sizes are not bounded yet.
+void fill_micro_batch(const FrameworkPreset& preset, ParallelPlan& p, const StatedKnobs& stated, std::vector<PresetSetting>& set) {
+  if (stated.has("micro_batch") || !stated.has("global_batch") || p.dp <= 0 || p.global_batch % p.dp != 0) return;
+  const int64_t local = p.global_batch / p.dp;
+  if (preset.local_batch_is_micro_batch && p.pp == 1) {
+    p.micro_batch = local;
+    set.push_back({"micro_batch", std::to_string(p.micro_batch), "the local batch at once"});
+  } else if (preset.local_batch_over_pp && p.pp > 1 && local % p.pp == 0) {
+    p.micro_batch = local / p.pp;
+    set.push_back({"micro_batch", std::to_string(p.micro_batch), "the local batch over the pipeline ranks"});
+  }
+}
+
+// The kernels: attention, the loss, RMSNorm.
+void fill_kernels(const FrameworkPreset& preset, ParallelPlan& p, const StatedKnobs& stated, std::vector<PresetSetting>& set) {
+  if (!preset.fused_attention && !stated.has("attention")) {
+    p.attention = AttentionKernel::kUnfused;
+    set.push_back({"attention", "unfused", ""});
+  }
+  if (preset.pytorch_cross_entropy && !stated.has("cross_entropy")) {
+    const bool compiled = stated.compiled && preset.compiled_loss;
+    p.cross_entropy = compiled ? LossKernel::kCompiled : LossKernel::kPytorch;
+    set.push_back({"cross_entropy", to_string(p.cross_entropy), compiled ? "a compiled run compiles the loss" : ""});
+  }
+  if (preset.eager_unless_compiled && !stated.compiled && !stated.has("norm")) {
+    p.norm = NormKernel::kEager;
+    set.push_back({"norm", "eager", "torch.compile off by default"});
+  }
+}
+
+}  // namespace
+
+std::vector<PresetSetting> apply_framework_preset(const FrameworkPreset& preset, ParallelPlan& p, const StatedKnobs& stated) {
+  std::vector<PresetSetting> set;
+  if (!stated.has("zero_stage")) {
+    p.zero_stage = preset.zero_stage;
+    set.push_back({"zero_stage", std::to_string(p.zero_stage), ""});
+  }
+  if (!stated.has("sequence_parallel")) {
+    p.sequence_parallel = preset.sequence_parallel_with_tp && p.tp > 1;
+    set.push_back({"sequence_parallel", p.sequence_parallel ? "true" : "false", ""});
+  }
+  if (preset.tp_comm_overlap_with_sp && p.tp > 1 && p.sequence_parallel && !stated.has("tp_comm_overlap")) {
+    p.tp_comm_overlap = true;
+    set.push_back({"tp_comm_overlap", "true", ""});
+  }
+  fill_kernels(preset, p, stated, set);
+  if (preset.per_op_checkpointing && p.recompute == Recompute::kSelective) {
+    p.recompute = Recompute::kSelectiveOp;  // the framework's only selective checkpointing
+    set.push_back({"recompute", "selective_op", "per-op checkpointing"});
+  }
+  if (!preset.dp_overlap && !stated.has("dp_overlap")) {
+    p.dp_overlap = false;
+    set.push_back({"dp_overlap", "false", ""});
+  }
+  if (!preset.tp_overlap && !stated.has("tp_overlap")) {
+    p.tp_overlap = false;
+    set.push_back({"tp_overlap", "false", ""});
+  }
+  fill_micro_batch(preset, p, stated, set);
+  return set;
 }
 
 }  // namespace trainsim

@@ -2,7 +2,7 @@
 // (torchtitan/config/job_config.py at 238fa99) and its Llama 3 parallelize / pipeline code:
 // FSDP2 on data_parallel_shard_degree (ZeRO-3), DDP on data_parallel_replicate_degree only without
 // other parallelism, SequenceParallel norms whenever tp > 1, local_batch_size per DP rank.
-#include "plan/torchtitan_export.hpp"
+#include "interop/torchtitan_export.hpp"
 
 #include <algorithm>
 #include <optional>

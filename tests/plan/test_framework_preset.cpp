@@ -1,0 +1,96 @@
+// apply_framework_preset: a framework's defaults fill only what the source leaves out, and it says
+// what it set, in order (plan/framework_preset.hpp).
+#include <catch2/catch.hpp>
+
+#include "plan/framework_preset.hpp"
+
+using namespace trainsim;
+
+namespace {
+
+std::vector<std::string> keys_of(const std::vector<PresetSetting>& set) {
+  std::vector<std::string> keys;
+  for (const PresetSetting& s : set) keys.push_back(s.key);
+  return keys;
+}
+
+ParallelPlan tp2_plan() {
+  ParallelPlan p;
+  p.dp = 4;
+  p.tp = 2;
+  p.global_batch = 32;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("torchtitan's preset shards with FSDP, turns SP on with TP and runs the eager norm and PyTorch's loss") {
+  ParallelPlan p = tp2_plan();
+  p.recompute = Recompute::kSelective;
+  const std::vector<PresetSetting> set = apply_framework_preset(framework_preset("torchtitan"), p, StatedKnobs{{"global_batch"}});
+  CHECK(keys_of(set) == std::vector<std::string>{"zero_stage", "sequence_parallel", "cross_entropy", "norm", "recompute", "micro_batch"});
+  CHECK(p.zero_stage == 3);
+  CHECK(p.sequence_parallel);
+  CHECK(p.cross_entropy == LossKernel::kPytorch);
+  CHECK(p.norm == NormKernel::kEager);
+  CHECK(p.recompute == Recompute::kSelectiveOp);
+  CHECK(p.micro_batch == 8);  // the local batch at once: 32 / dp 4
+  CHECK(set.back().value == "8");
+}
+
+TEST_CASE("a preset leaves every stated knob as it is") {
+  ParallelPlan p = tp2_plan();
+  p.zero_stage = 1;
+  p.cross_entropy = LossKernel::kFused;
+  const StatedKnobs stated{{"zero_stage", "sequence_parallel", "cross_entropy", "norm", "micro_batch", "global_batch"}};
+  const std::vector<PresetSetting> set = apply_framework_preset(framework_preset("torchtitan"), p, stated);
+  CHECK(set.empty());
+  CHECK(p.zero_stage == 1);
+  CHECK_FALSE(p.sequence_parallel);
+  CHECK(p.cross_entropy == LossKernel::kFused);
+  CHECK(p.norm == NormKernel::kFused);
+  CHECK(p.micro_batch == 1);
+}
+
+TEST_CASE("a compiled torchtitan run keeps the fused norm and compiles the loss") {
+  ParallelPlan p = tp2_plan();
+  StatedKnobs stated{{"global_batch"}, true};
+  apply_framework_preset(framework_preset("torchtitan"), p, stated);
+  CHECK(p.norm == NormKernel::kFused);
+  CHECK(p.cross_entropy == LossKernel::kCompiled);
+  FrameworkPreset before_compiled_loss = framework_preset("torchtitan");
+  before_compiled_loss.compiled_loss = false;
+  ParallelPlan q = tp2_plan();
+  apply_framework_preset(before_compiled_loss, q, stated);
+  CHECK(q.cross_entropy == LossKernel::kPytorch);
+}
+
+TEST_CASE("the micro-batch comes from a stated global batch only where dp divides it") {
+  ParallelPlan p = tp2_plan();
+  p.global_batch = 30;  // not a multiple of dp 4
+  apply_framework_preset(framework_preset("llm-foundry"), p, StatedKnobs{{"global_batch"}});
+  CHECK(p.micro_batch == 1);
+  ParallelPlan q = tp2_plan();  // no global batch stated: nothing to take it from
+  apply_framework_preset(framework_preset("llm-foundry"), q, StatedKnobs{});
+  CHECK(q.micro_batch == 1);
+  FrameworkPreset old_titan = framework_preset("torchtitan");
+  old_titan.local_batch_over_pp = true;  // torchtitan before PR #1073: as many micro-batches as stages
+  ParallelPlan r = tp2_plan();
+  r.pp = 2;
+  apply_framework_preset(old_titan, r, StatedKnobs{{"global_batch"}});
+  CHECK(r.micro_batch == 4);  // 32 / (dp 4 x pp 2)
+}
+
+TEST_CASE("Megatron-Core recipes overlap TP communication with SP; Megatron-DeepSpeed runs unfused attention without DP overlap") {
+  ParallelPlan p = tp2_plan();
+  apply_framework_preset(framework_preset("nemo"), p, StatedKnobs{});
+  CHECK(p.zero_stage == 1);
+  CHECK(p.sequence_parallel);
+  CHECK(p.tp_comm_overlap);
+  ParallelPlan q = tp2_plan();
+  const std::vector<PresetSetting> set = apply_framework_preset(framework_preset("megatron-deepspeed"), q, StatedKnobs{});
+  CHECK(keys_of(set) == std::vector<std::string>{"zero_stage", "sequence_parallel", "attention", "dp_overlap"});
+  CHECK(q.attention == AttentionKernel::kUnfused);
+  CHECK_FALSE(q.dp_overlap);
+  CHECK(q.tp_overlap);
+}
