@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "calibrate/collective_fit.hpp"
+#include "calibrate/profile_stamp.hpp"
 #include "calibrate/sampler.hpp"
 #include "common/errors.hpp"
-#include "calibrate/profile_stamp.hpp"
 #include "common/host_allocator.hpp"
 
 namespace trainsim {

@@ -12,12 +12,12 @@
 #include "cli/option_checks.hpp"
 #include "cli/shared_options.hpp"
 #include "common/errors.hpp"
+#include "common/host_allocator.hpp"
 #include "common/nearest_name.hpp"
 #include "common/profile_json.hpp"
 #include "reports/json_output.hpp"
 #include "reports/text_table.hpp"
 #include "reports/validation_report.hpp"
-#include "common/host_allocator.hpp"
 #include "sim/validation_fit.hpp"
 
 namespace trainsim {

@@ -6,9 +6,9 @@
 
 #include "common/json_reader.hpp"
 #include "reports/json_output.hpp"
-#include "reports/text_table.hpp"
 #include "reports/measurement_json.hpp"
 #include "reports/op_category_json.hpp"
+#include "reports/text_table.hpp"
 
 namespace trainsim {
 

@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/problem_list.hpp"
 #include "common/measurement.hpp"
+#include "common/problem_list.hpp"
 
 namespace trainsim {
 

@@ -1,6 +1,6 @@
 // Rendering of a Prediction.
-#include "sim/device_memory.hpp"
 #include "reports/prediction_report.hpp"
+#include "sim/device_memory.hpp"
 
 #include "common/units.hpp"
 #include "model/model_json.hpp"

@@ -8,8 +8,8 @@
 
 #include <vector>
 
-#include "plan/lowering.hpp"
 #include "common/op_category.hpp"
+#include "plan/lowering.hpp"
 #include "plan/parallel_plan.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/step_cost.hpp"

@@ -21,18 +21,18 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/cpu_kernels.hpp"
 #include "model/activation_memory.hpp"
 #include "model/model_spec.hpp"
 #include "plan/parallel_plan.hpp"
 #include "runtime/cpu/cp_group.hpp"
-#include "runtime/stage_layout.hpp"
-#include "runtime/stage_weights.hpp"
-#include "kernels/cpu/cpu_kernels.hpp"
 #include "runtime/cpu/ep_group.hpp"
 #include "runtime/cpu/moe_layer.hpp"
-#include "runtime/param.hpp"
 #include "runtime/cpu/ring_attention.hpp"
 #include "runtime/cpu/tp_group.hpp"
+#include "runtime/param.hpp"
+#include "runtime/stage_layout.hpp"
+#include "runtime/stage_weights.hpp"
 
 namespace trainsim::cpu {
 

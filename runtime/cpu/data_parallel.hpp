@@ -29,8 +29,8 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/cpu/cpu_model.hpp"
 #include "common/measurement.hpp"
+#include "runtime/cpu/cpu_model.hpp"
 
 namespace trainsim::cpu {
 

@@ -9,8 +9,8 @@
 // timed as ep_comm like the all-to-all dispatcher's. The same math as the all-to-all dispatcher:
 // the parity tests compare both with one rank.
 #include "common/errors.hpp"
-#include "runtime/cpu/moe_layer.hpp"
 #include "kernels/cpu/op_clock.hpp"
+#include "runtime/cpu/moe_layer.hpp"
 
 namespace trainsim::cpu {
 

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "runtime/cpu/ep_group.hpp"
+#include "runtime/cpu/tp_group.hpp"
 #include "runtime/moe_routing.hpp"
 #include "runtime/param.hpp"
-#include "runtime/cpu/tp_group.hpp"
 
 namespace trainsim::cpu {
 

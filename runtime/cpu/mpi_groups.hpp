@@ -8,10 +8,10 @@
 #include <string>
 
 #include "plan/parallel_plan.hpp"
-#include "runtime/rank_grid.hpp"
 #include "runtime/cpu/cp_group.hpp"
 #include "runtime/cpu/ep_group.hpp"
 #include "runtime/cpu/tp_group.hpp"
+#include "runtime/rank_grid.hpp"
 
 namespace trainsim::cpu {
 

@@ -11,9 +11,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/cpu/cpu_kernels.hpp"
 #include "runtime/context_chunks.hpp"
 #include "runtime/cpu/cp_group.hpp"
-#include "kernels/cpu/cpu_kernels.hpp"
 
 namespace trainsim::cpu {
 

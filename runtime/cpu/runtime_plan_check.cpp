@@ -10,8 +10,8 @@
 #include "common/errors.hpp"
 #include "common/problem_list.hpp"
 #include "common/units.hpp"
-#include "runtime/cpu/cpu_model.hpp"
 #include "plan/rank_memory.hpp"
+#include "runtime/cpu/cpu_model.hpp"
 #include "runtime/cpu/trainer.hpp"
 
 namespace trainsim::cpu {

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "common/measurement.hpp"
 #include "model/model_spec.hpp"
 #include "plan/parallel_plan.hpp"
-#include "common/measurement.hpp"
 #include "runtime/run_options.hpp"
 
 namespace trainsim::cpu {

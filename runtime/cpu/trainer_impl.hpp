@@ -1,10 +1,10 @@
 // The CPU trainer's state and its parts (private to runtime/cpu/trainer*.cpp):
-//  - trainer.cpp: set-up, one iteration (step) and the run;
+//  - trainer.cpp: set-up, one iteration (step: its phases, page faults and system time) and the run;
 //  - trainer_schedule.cpp: the pipeline schedule over this stage's micro-batches, with MPI send /
 //    receive between stages, and what each phase's clock counts;
 //  - trainer_optimizer.cpp: the optimizer step and the checkpoints (save, load, their timings);
-//  - trainer_measurement.cpp: the iteration's record (phases, op categories, faults) and what rank
-//    0 gathers of every stage's.
+//  - trainer_measurement.cpp: the op categories of an iteration, what rank 0 gathers of every
+//    stage's, and the memory peaks over ranks.
 #pragma once
 
 #include <mpi.h>

@@ -6,8 +6,8 @@
 #include <cstdlib>
 
 #include "common/errors.hpp"
-#include "runtime/rank_grid.hpp"
 #include "kernels/cuda/cuda_check.cuh"
+#include "runtime/rank_grid.hpp"
 
 namespace trainsim::cuda {
 

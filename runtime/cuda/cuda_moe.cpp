@@ -5,10 +5,10 @@
 #include <algorithm>
 
 #include "common/errors.hpp"
-#include "runtime/cuda/moe_index_maps.hpp"
 #include "kernels/cuda/cuda_check.cuh"
 #include "kernels/cuda/kernels.cuh"
 #include "kernels/cuda/moe.cuh"
+#include "runtime/cuda/moe_index_maps.hpp"
 
 namespace trainsim::cuda {
 

@@ -22,14 +22,14 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cuda/gemm.cuh"
 #include "model/model_spec.hpp"
-#include "runtime/stage_layout.hpp"
 #include "runtime/cuda/device_arena.hpp"
 #include "runtime/cuda/ep_collectives.hpp"
 #include "runtime/cuda/event_clock.hpp"
 #include "runtime/cuda/param_store.hpp"
-#include "kernels/cuda/gemm.cuh"
 #include "runtime/moe_routing.hpp"
+#include "runtime/stage_layout.hpp"
 
 namespace trainsim::cuda {
 

@@ -15,11 +15,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/cuda/context_parallel.cuh"
+#include "kernels/cuda/kernels.cuh"
 #include "runtime/cuda/device_arena.hpp"
 #include "runtime/cuda/event_clock.hpp"
 #include "runtime/cuda/nccl_groups.hpp"
-#include "kernels/cuda/context_parallel.cuh"
-#include "kernels/cuda/kernels.cuh"
 #include "runtime/token_data.hpp"
 
 namespace trainsim::cuda {

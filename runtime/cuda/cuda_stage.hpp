@@ -29,17 +29,17 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cuda/gemm.cuh"
+#include "kernels/cuda/kernels.cuh"
+#include "kernels/cuda/vocab_parallel.cuh"
 #include "model/model_spec.hpp"
-#include "runtime/stage_layout.hpp"
 #include "runtime/cuda/cuda_moe.hpp"
 #include "runtime/cuda/cuda_ring_attention.hpp"
 #include "runtime/cuda/device_arena.hpp"
 #include "runtime/cuda/ep_collectives.hpp"
 #include "runtime/cuda/param_store.hpp"
 #include "runtime/cuda/tp_collectives.hpp"
-#include "kernels/cuda/gemm.cuh"
-#include "kernels/cuda/kernels.cuh"
-#include "kernels/cuda/vocab_parallel.cuh"
+#include "runtime/stage_layout.hpp"
 
 namespace trainsim::cuda {
 

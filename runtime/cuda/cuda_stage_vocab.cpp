@@ -6,9 +6,9 @@
 // target logit (kernels/cuda/vocab_parallel.cuh). With tp 1 the kernels are those of the
 // replicated model, so a one-GPU run is what it was before the split.
 #include "common/errors.hpp"
-#include "runtime/cuda/cuda_stage.hpp"
 #include "kernels/cuda/context_parallel.cuh"
 #include "kernels/cuda/cuda_check.cuh"
+#include "runtime/cuda/cuda_stage.hpp"
 
 namespace trainsim::cuda {
 

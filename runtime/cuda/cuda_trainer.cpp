@@ -20,8 +20,6 @@
 
 namespace trainsim::cuda {
 
-// The members are made in declaration order: the device is selected before the first CUDA call
-// (the streams), the NCCL groups before the buffers.
 CudaTrainer::Impl::Impl(const ModelSpec& m, const ParallelPlan& p, const runtime::RunOptions& o, MPI_Comm world)
     : model(m), plan(p), options(o), grid(runtime::RankGrid::build(p, world, m.tied_embeddings)), device(select_device(grid.world)),
       nccl(NcclGroups::build(grid, p)) {

@@ -16,9 +16,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/measurement.hpp"
 #include "model/model_spec.hpp"
 #include "plan/parallel_plan.hpp"
-#include "common/measurement.hpp"
 #include "runtime/run_options.hpp"
 
 namespace trainsim::cuda {

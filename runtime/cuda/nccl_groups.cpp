@@ -7,8 +7,8 @@
 #include <utility>
 
 #include "common/errors.hpp"
-#include "runtime/cuda/cuda_device.hpp"
 #include "kernels/cuda/cuda_check.cuh"
+#include "runtime/cuda/cuda_device.hpp"
 
 namespace trainsim::cuda {
 

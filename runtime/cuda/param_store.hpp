@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/cuda/device_arena.hpp"
 #include "runtime/stage_layout.hpp"
 #include "runtime/stage_weights.hpp"
-#include "runtime/cuda/device_arena.hpp"
 
 namespace trainsim::cuda {
 

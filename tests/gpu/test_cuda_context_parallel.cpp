@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "model/model_catalog.hpp"
-#include "runtime/cuda/cuda_ring_attention.hpp"
 #include "runtime/cpu/ring_attention.hpp"
+#include "runtime/cuda/cuda_ring_attention.hpp"
 #include "runtime/token_data.hpp"
 #include "tests/gpu/runtime_test_support.hpp"
 

@@ -18,11 +18,11 @@
 #include <vector>
 
 #include "model/model_catalog.hpp"
+#include "runtime/cpu/moe_layer.hpp"
 #include "runtime/cuda/cuda_moe.hpp"
 #include "runtime/cuda/cuda_optimizer.hpp"
 #include "runtime/cuda/expert_gradients.hpp"
 #include "runtime/cuda/moe_index_maps.hpp"
-#include "runtime/cpu/moe_layer.hpp"
 #include "tests/gpu/device_test_support.hpp"
 #include "tests/gpu/runtime_test_support.hpp"
 

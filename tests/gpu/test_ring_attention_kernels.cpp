@@ -18,10 +18,10 @@
 
 #include "kernels/cpu/attention_blocks.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
-#include "runtime/cuda/cuda_ring_attention.hpp"
 #include "kernels/cuda/context_parallel.cuh"
 #include "runtime/context_chunks.hpp"
 #include "runtime/cpu/ring_attention.hpp"
+#include "runtime/cuda/cuda_ring_attention.hpp"
 #include "tests/gpu/device_test_support.hpp"
 
 using namespace trainsim::gpu_test;

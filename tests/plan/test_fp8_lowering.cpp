@@ -3,9 +3,9 @@
 
 #include <string>
 
+#include "common/op_category.hpp"
 #include "model/model_catalog.hpp"
 #include "plan/lowering.hpp"
-#include "common/op_category.hpp"
 
 using namespace trainsim;
 

@@ -5,9 +5,9 @@
 #include <set>
 #include <string>
 
+#include "common/op_category.hpp"
 #include "model/model_catalog.hpp"
 #include "plan/lowering.hpp"
-#include "common/op_category.hpp"
 
 using namespace trainsim;
 
