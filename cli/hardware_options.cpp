@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "cli/gpu_prices.hpp"
 #include "cli/option_checks.hpp"
 #include "cli/shared_options.hpp"
 #include "common/errors.hpp"
@@ -20,7 +21,8 @@ void HardwareOptions::add_to(CLI::App& app) {
   options["gpus-per-node"] = app.add_option("--gpus-per-node", gpus_per_node, "GPUs per node (default 8)")
                                  ->transform(whole_number(1, limits::kMaxGpusPerNode, "GPUs"));
   options["inter-node-gbps"] = app.add_option("--inter-node-gbps", inter_node_gbps,
-                                              "inter-node bandwidth per GPU, Gbit/s (default: the cluster's, or 200)")
+                                              "inter-node bandwidth per GPU, Gbit/s (default: the cluster's, or the NIC rate of the GPU's reference server: "
+                                              "200 for A100, 400 for H100/H200)")
                                    ->check(real_number(0, 1e6, "Gbit/s per GPU"));
   options["nvlink-gb-per-s"] = app.add_option("--nvlink-gb-per-s", nvlink_gb_per_s,
                                               "what-if: NVLink bandwidth per GPU per direction, GB/s (default: the GPU's)")
@@ -29,8 +31,20 @@ void HardwareOptions::add_to(CLI::App& app) {
                                       "datasheet mode without it");
   options["allow-extrapolation"] = app.add_flag("--allow-extrapolation", allow_extrapolation,
                                                 "price ops outside the profile's measurements (they are listed)");
-  options["price"] = app.add_option("--price", price, "USD per GPU-hour (default: the catalog's reference price)")
-                          ->check(real_number(0, 1e4, "USD per GPU-hour", false));
+  options["price"] = app.add_option("--price", price,
+                                    "USD per GPU-hour (default: the catalog's reference price); with several --gpu types, one "
+                                    "per type: h100-sxm-80gb=2.50,h200-sxm-141gb=3.80")
+                          ->check(CLI::Validator(
+                              [](std::string& text) -> std::string {
+                                try {
+                                  parse_gpu_prices(text);
+                                } catch (const InputError& e) {
+                                  const std::string& problem = e.problems().front();
+                                  return problem.substr(problem.rfind("--price: ", 0) == 0 ? 9 : 0) + "\nhint: " + e.hint();
+                                }
+                                return "";
+                              },
+                              "USD or GPU=USD[,GPU=USD...]"));
 }
 
 bool HardwareOptions::given(const std::string& name) const {
@@ -57,6 +71,7 @@ std::vector<std::string> HardwareOptions::gpu_names() const {
 
 Hardware HardwareOptions::resolve_gpu(const std::string& gpu_name, int64_t gpus, Precision precision) const {
   HardwareOptions one = *this;
+  one.compared_gpus_ = gpu_names();
   one.gpu = gpu_name;
   ParallelPlan plan;
   plan.dp = gpus;
@@ -91,7 +106,7 @@ Hardware HardwareOptions::resolve(const ParallelPlan& plan) const {
     hw.gpu = device_from_cpu_profile(*c.profile);
     hw.gpus_per_node = given("gpus-per-node") ? gpus_per_node : std::max<int64_t>(plan.gpus(), c.profile->provenance.devices);
     hw.inter_node_gbps_per_gpu = given("inter-node-gbps") ? inter_node_gbps : 10;
-    hw.usd_per_gpu_hour = given("price") ? price : 0.0;
+    hw.usd_per_gpu_hour = given("price") ? price_for(parse_gpu_prices(price), "cpu", {"cpu"}).value_or(0.0) : 0.0;
     hw.gpus = plan.gpus();
     return hw;
   }
@@ -105,16 +120,26 @@ Hardware HardwareOptions::resolve(const ParallelPlan& plan) const {
       throw InputError("--gpu: \"" + gpu + "\" contradicts --cluster " + c.name + " (which has " + c.gpu + ")",
                        "give one of them, or --gpus-per-node and --inter-node-gbps instead of --cluster");
     }
+    hw.network_source = "cluster " + c.name;
   } else if (given("gpu")) {
     hw.gpu = find_gpu(gpu);
+    // The NIC rate of the GPU's reference server (DGX A100: 200, DGX H100/H200: 400 Gb/s per GPU).
+    if (hw.gpu.capabilities.reference_node_nic_gbps_per_gpu > 0) {
+      hw.inter_node_gbps_per_gpu = static_cast<double>(hw.gpu.capabilities.reference_node_nic_gbps_per_gpu);
+      hw.network_source = "the GPU's reference server";
+    }
   } else {
     throw InputError("missing --gpu or --cluster: trainsim needs to know the hardware",
                      "e.g. --gpu h100-sxm-80gb, or --cluster dgx-h100; `trainsim catalog` lists them");
   }
   if (given("gpus-per-node")) hw.gpus_per_node = gpus_per_node;
-  if (given("inter-node-gbps")) hw.inter_node_gbps_per_gpu = inter_node_gbps;
+  if (given("inter-node-gbps")) {
+    hw.inter_node_gbps_per_gpu = inter_node_gbps;
+    hw.network_source = "--inter-node-gbps";
+  }
   if (given("nvlink-gb-per-s")) hw.gpu.nvlink_bandwidth_bytes_per_s = nvlink_gb_per_s * 1e9;
-  hw.usd_per_gpu_hour = given("price") ? price : hw.gpu.usd_per_gpu_hour;
+  const std::optional<double> usd = given("price") ? price_for(parse_gpu_prices(price), hw.gpu.name, compared_gpus_.empty() ? gpu_names() : compared_gpus_) : std::nullopt;
+  hw.usd_per_gpu_hour = usd.value_or(hw.gpu.usd_per_gpu_hour);
   hw.gpus = plan.gpus();
   if (hw.gpu.peak_flops_per_s(plan.precision) <= 0) {
     throw InputError("--precision: " + std::string(to_string(plan.precision)) + " is not supported by " + hw.gpu.name +

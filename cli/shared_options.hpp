@@ -66,7 +66,8 @@ struct PlanOptions {
 struct HardwareOptions {
   std::string gpu, cluster;
   int64_t gpus_per_node = 8;
-  double inter_node_gbps = 0, price = 0, nvlink_gb_per_s = 0;
+  double inter_node_gbps = 0, nvlink_gb_per_s = 0;
+  std::string price;  // --price: one USD per GPU-hour, or GPU=USD per type (cli/gpu_prices.hpp)
   std::string profile_path;
   bool allow_extrapolation = false;
   std::map<std::string, CLI::Option*> options;
@@ -81,6 +82,7 @@ struct HardwareOptions {
 
  private:
   mutable std::optional<CostModelChoice> costs_;
+  std::vector<std::string> compared_gpus_;  // resolve_gpu's: every --gpu type, which --price must match
 };
 
 enum class OutputFormat { kTable, kJson };

@@ -21,6 +21,7 @@ nlohmann::ordered_json hardware_json(const Hardware& hw) {
   j["gpus"] = hw.gpus;
   j["gpus_per_node"] = hw.gpus_per_node;
   j["inter_node_gbps_per_gpu"] = hw.inter_node_gbps_per_gpu;
+  if (!hw.network_source.empty()) j["inter_node_gbps_source"] = hw.network_source;
   j["usd_per_gpu_hour"] = hw.usd_per_gpu_hour;
   j["gpu"] = gpu_to_json(hw.gpu);
   return j;
@@ -93,7 +94,8 @@ std::string render_prediction_table(const Prediction& p) {
   const ParallelPlan& plan = p.plan;
   std::string out = p.model.name + " on " + std::to_string(p.hardware.gpus) + " x " + p.hardware.gpu.name + " (" +
                     std::to_string(p.hardware.gpus_per_node) + " per node, " +
-                    format_fixed(p.hardware.inter_node_gbps_per_gpu, 0) + " Gb/s per GPU across nodes)\n";
+                    format_fixed(p.hardware.inter_node_gbps_per_gpu, 0) + " Gb/s per GPU across nodes" +
+                    (p.hardware.network_source.empty() ? "" : ": " + p.hardware.network_source) + ")\n";
   out += "  plan: dp " + std::to_string(plan.dp) + " x tp " + std::to_string(plan.tp) + " x pp " + std::to_string(plan.pp) +
          (plan.cp > 1 ? " x cp " + std::to_string(plan.cp) : "") + (plan.vpp > 1 ? " (vpp " + std::to_string(plan.vpp) + ")" : "") + (plan.ep > 1 ? ", ep " + std::to_string(plan.ep) : "") + (p.model.moe && !plan.experts_like_dense() && plan.expert_tp_size() > 1 ? " x expert tp " + std::to_string(plan.expert_tp_size()) : "") + ", micro-batch " + std::to_string(plan.micro_batch) +
          ", global batch " + std::to_string(plan.global_batch) + " (" + std::to_string(plan.micro_batches()) + " micro-batches), " +

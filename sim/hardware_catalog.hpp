@@ -41,8 +41,8 @@ struct GpuCapabilities {
   // 4 MiB on Ampere parts with >= 24 GB (pytorch PR #120925).
   double cublas_workspace_bytes = 0;
   // NIC line rate per GPU of the GPU's reference server, Gbit/s (DGX A100: HDR 200; DGX H100 and
-  // H200: NDR 400): the default of a published run that does not state its network. `--gpu`
-  // alone keeps Hardware's 200 and `--cluster` its preset's rate.
+  // H200: NDR 400): the default of a published run that does not state its network, and of
+  // `--gpu` without `--cluster` or `--inter-node-gbps` (`--cluster` takes its preset's rate).
   int64_t reference_node_nic_gbps_per_gpu = 0;
   std::string source;  // where this GPU's capability figures come from
 };
@@ -89,6 +89,9 @@ struct Hardware {
   double inter_node_gbps_per_gpu = 200;
   double usd_per_gpu_hour = 0;
   std::string cluster;  // preset name, "custom", or "host" (the CPU a CPU profile measured)
+  // Where inter_node_gbps_per_gpu comes from, for headers: "cluster dgx-h100", "the GPU's reference
+  // server", "--inter-node-gbps"; empty when it is Hardware's default.
+  std::string network_source;
   // The CPU host runs no CUDA context, caching allocator or NCCL: its memory is its tensors.
   bool is_host() const { return cluster == "host"; }
 };

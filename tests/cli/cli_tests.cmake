@@ -388,7 +388,7 @@ cli_test("predict --from torchtitan: FSDP, per-op checkpointing and torchtitan's
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 64 --from torchtitan ${imports}/torchtitan_llama3_8b.toml)
 cli_test("search --framework nemo also tries every SP plan with TP communication overlap" RC 0
   MATCH "sp\\+tpo" "TP comm overlap"
-  ARGS search --model llama3-70b --gpu h100-sxm-80gb --gpus 64 --global-batch 128 --framework nemo --top 5)
+  ARGS search --model llama3-70b --gpu h100-sxm-80gb --gpus 64 --global-batch 128 --framework nemo --top 5 --inter-node-gbps 200)
 cli_test("bad: predict --tp-comm-overlap without sequence parallelism" RC 2
   MATCH "tp_comm_overlap: TP communication overlap needs tp > 1 and sequence_parallel"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --tp 2 --tp-comm-overlap)
