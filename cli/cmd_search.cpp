@@ -74,13 +74,16 @@ Command add_search_command(CLI::App& root) {
             ModelSpec model = o->model.resolve();
             const std::optional<ImportedJob> job = o->from.load(o->model, model, o->request.gpus);
             if (job) o->take_from_import(*job);
-            const SearchRequest request = o->parsed();
+            SearchRequest request = o->parsed();
+            if (job) request.from_format = o->from.from.front();
+            request.export_target = o->export_to;
             SearchOptions options = search_options_for(request);
             if (is_effective(options.objective) || o->goodput.wanted(request.train_tokens, o->hardware.costs())) {
               options.goodput = o->goodput.resolve(request.train_tokens, o->hardware.costs());
             }
             set_space_choices(request, model, options.space);
             SearchReport report{model, options.objective, request.train_tokens, options.goodput};
+            report.restrictions = framework_restrictions(request);
             run_searches(*o, model, options, report);
             report.finish(static_cast<size_t>(o->top));
             if (job) {

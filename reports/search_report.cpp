@@ -139,12 +139,22 @@ std::string SearchReport::render() const {
   if (train_tokens > 0) out += ", training " + format_si(train_tokens) + "tokens";
   out += "\n";
   if (goodput) out += "  goodput: " + describe_goodput_inputs(*goodput) + "\n";
+  for (const std::string& r : restrictions) out += "  framework: " + r + "\n";
   for (const Run& r : runs) {
     const SearchResult& s = r.result;
     const std::string precision = r.precision == Precision::kBf16 ? "" : std::string(", ") + to_string(r.precision);
     out += "  " + r.hardware.gpu.name + " x " + std::to_string(r.hardware.gpus) + precision + ": " + format_count(s.evaluated) +
            " plans screened (" + format_si(s.screen_plans_per_s) + " plans/s), " + format_count(s.feasible) + " feasible";
     for (const auto& [reason, count] : s.pruned) out += ", " + format_count(count) + " " + reason;
+    if (!s.left_out.empty()) {
+      int64_t left = 0;
+      std::string why;
+      for (const auto& [reason, count] : s.left_out) {
+        left += count;
+        why += (why.empty() ? "" : "; ") + format_count(count) + ": " + reason;
+      }
+      out += ", " + format_count(left) + " left out (" + why + ")";
+    }
     out += "; " + std::to_string(s.simulated) + " simulated; " + format_fixed(s.elapsed_s, 2) + " s\n";
     if (s.closest_miss && none_fits(s)) {
       out += "  " + r.hardware.gpu.name + " x " + std::to_string(r.hardware.gpus) + ": the closest to fitting, " + plan_cells(*s.closest_miss) +
@@ -184,8 +194,10 @@ nlohmann::ordered_json SearchReport::to_json() const {
     elapsed += r.result.elapsed_s;
     nlohmann::ordered_json pruned = nlohmann::ordered_json::object();
     for (const auto& [reason, count] : r.result.pruned) pruned[reason] = count;
+    nlohmann::ordered_json left_out = nlohmann::ordered_json::object();
+    for (const auto& [reason, count] : r.result.left_out) left_out[reason] = count;
     searches.push_back({{"gpu", r.hardware.gpu.name}, {"gpus", r.hardware.gpus}, {"precision", to_string(r.precision)}, {"evaluated", r.result.evaluated},
-                        {"feasible", r.result.feasible}, {"pruned", pruned}, {"simulated", r.result.simulated},
+                        {"feasible", r.result.feasible}, {"pruned", pruned}, {"left_out", left_out}, {"simulated", r.result.simulated},
                         {"screen_plans_per_s", r.result.screen_plans_per_s}, {"elapsed_s", r.result.elapsed_s}});
     if (r.result.closest_miss && none_fits(r.result)) {
       searches.back()["closest_miss"] = {{"plan", plan_to_json(*r.result.closest_miss)},
@@ -197,6 +209,7 @@ nlohmann::ordered_json SearchReport::to_json() const {
   doc["elapsed_s"] = elapsed;
   doc["searches"] = searches;
   if (!skipped.empty()) doc["skipped"] = skipped;
+  if (!restrictions.empty()) doc["framework_restrictions"] = restrictions;
   auto plan_json = [](const RankedPlan& r) {
     nlohmann::ordered_json j;
     j["gpu"] = r.prediction.hardware.gpu.name;

@@ -26,6 +26,7 @@ struct SearchReport {
   std::optional<GoodputConfig> goodput;  // checkpoints and failures, when the plans carry goodput
   std::vector<Run> runs;             // one per precision, GPU type and count
   std::vector<std::string> skipped;  // precision and GPU pairs not searched, with the reason
+  std::vector<std::string> restrictions;  // what limits the plans to a framework's (framework_restrictions)
   std::vector<RankedPlan> best;      // merged and ranked, the top K
   std::vector<RankedPlan> pareto;    // over every simulated plan
   std::string imported_file;                  // the --from file

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/model_spec.hpp"
+#include "plan/framework_support.hpp"
 #include "plan/parallel_plan.hpp"
 
 namespace trainsim {
@@ -57,6 +58,9 @@ struct PlanSpaceOptions {
   // Zero Bubble schedules (search --zero-bubble): every plan with a pipeline is also tried with
   // each (zb-v with its two chunks per rank, where the layers split over them).
   std::vector<Schedule> zero_bubble;
+  // The frameworks that must run every plan ranked (--framework, --from, --export): a candidate one
+  // of them cannot run is left out, with the reason (plan/framework_support.hpp).
+  std::vector<FrameworkFamily> frameworks;
 };
 
 // Calls `visit` for every candidate; returns how many there were.

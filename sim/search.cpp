@@ -23,6 +23,7 @@ struct Screened {
 struct ThreadResult {
   std::vector<Screened> feasible;
   std::map<std::string, int64_t> pruned;
+  std::map<std::string, int64_t> left_out;  // the framework cannot run them
   Screened closest_miss{std::numeric_limits<double>::infinity(), 0};  // score: the device bytes it needs
 };
 
@@ -77,10 +78,14 @@ struct Verdict {
   double score = 0;
   const char* pruned = nullptr;
   double device_bytes = 0;  // what it needs on the device, when it does not fit
+  const char* left_out = nullptr;  // why the framework cannot run it
 };
 
 Verdict screen_one(const ModelSpec& model, const ParallelPlan& p, const Hardware& hw, const CostModel& cost,
                    const SearchOptions& o) {
+  if (!o.space.frameworks.empty()) {
+    if (const char* why = not_runnable(o.space.frameworks, p)) return {0, nullptr, 0, why};
+  }
   ScreenEstimate e;
   try {
     e = screen_plan(model, p, hw, cost);
@@ -119,7 +124,8 @@ std::vector<ThreadResult> screen_all(const ModelSpec& model, const std::vector<P
       const size_t end = std::min(plans.size(), begin + kChunk);
       for (size_t i = begin; i < end; ++i) {
         const Verdict v = screen_one(model, plans[i], hw, *cost, o);
-        if (v.pruned != nullptr) ++out.pruned[v.pruned];
+        if (v.left_out != nullptr) ++out.left_out[v.left_out];
+        else if (v.pruned != nullptr) ++out.pruned[v.pruned];
         else out.feasible.push_back({v.score, i});
         if (v.device_bytes > 0) keep_closest(out.closest_miss, {v.device_bytes, i});
       }
@@ -178,6 +184,7 @@ SearchResult search_plans(const ModelSpec& model, const Hardware& hw, const Cost
   for (const ThreadResult& r : screen_all(model, plans, hw, costs, o)) {
     feasible.insert(feasible.end(), r.feasible.begin(), r.feasible.end());
     for (const auto& [reason, count] : r.pruned) out.pruned[reason] += count;
+    for (const auto& [reason, count] : r.left_out) out.left_out[reason] += count;
     keep_closest(closest, r.closest_miss);
   }
   if (std::isfinite(closest.score)) {

@@ -49,6 +49,8 @@ struct SearchResult {
   int64_t evaluated = 0;                   // candidates screened
   int64_t feasible = 0;                    // fit in memory and meet deadline / budget
   std::map<std::string, int64_t> pruned;   // reason -> count
+  // Candidates the framework(s) of PlanSpaceOptions::frameworks cannot run: reason -> count.
+  std::map<std::string, int64_t> left_out;
   int64_t simulated = 0;
   double elapsed_s = 0;
   double screen_plans_per_s = 0;

@@ -1,10 +1,12 @@
 // Turning a search request into search options and the plan space's choices.
 #include "sim/search_request.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include "common/errors.hpp"
 #include "plan/framework_preset.hpp"
+#include "plan/framework_support.hpp"
 #include "plan/plan_json.hpp"
 
 namespace trainsim {
@@ -49,7 +51,26 @@ void apply_framework(const SearchRequest& r, SearchOptions& options) {
   options.space.tp_comm_overlap = r.tp_comm_overlap || probe.tp_comm_overlap;
 }
 
+// Each option naming a framework, with the framework's family (those without rules left out).
+std::vector<std::pair<std::string, FrameworkFamily>> framework_options(const SearchRequest& r) {
+  std::vector<std::pair<std::string, FrameworkFamily>> out;
+  const std::pair<std::string, std::string> named[] = {
+      {"--framework", r.framework}, {"--from", r.from_format}, {"--export", r.export_target}};
+  for (const auto& [option, name] : named) {
+    if (const std::optional<FrameworkFamily> f = framework_family(name)) out.emplace_back(option + " " + name, *f);
+  }
+  return out;
+}
+
 }  // namespace
+
+std::vector<std::string> framework_restrictions(const SearchRequest& r) {
+  std::vector<std::string> out;
+  for (const auto& [option, family] : framework_options(r)) {
+    out.push_back(option + ": plans " + framework_family_name(family) + " cannot run are left out");
+  }
+  return out;
+}
 
 Schedule parse_zero_bubble_schedule(const std::string& name) {
   const Schedule s = parse_schedule(name);
@@ -89,6 +110,11 @@ SearchOptions search_options_for(const SearchRequest& r) {
   options.space.partial_recompute_method = parse_recompute_method(r.recompute_method);
   options.space.partial_recompute_layers = r.recompute_layers;
   apply_framework(r, options);
+  for (const auto& [option, family] : framework_options(r)) {
+    if (std::find(options.space.frameworks.begin(), options.space.frameworks.end(), family) == options.space.frameworks.end()) {
+      options.space.frameworks.push_back(family);
+    }
+  }
   options.space.ep_comm_overlap = r.ep_comm_overlap;
   return options;
 }

@@ -28,13 +28,21 @@ struct SearchRequest {
   int64_t recompute_layers = 1;
   bool compiled = false, tp_comm_overlap = false, ep_comm_overlap = false, tp_across_nodes = false;
   double train_tokens = 0, deadline_days = 0, budget_usd = 0;
+  // The job's framework besides --framework: the format of --from ("megatron", "deepspeed",
+  // "torchtitan", "nemo") and the --export target; each leaves out the plans it cannot run.
+  std::string from_format, export_target;
   // Given on the command line (not the default): --cp-comm, --recompute-modules, --zero-bubble.
   bool cp_comm_given = false, recompute_modules_given = false, zero_bubble_given = false;
 };
 
 // Checks the request (InputError naming the option) and sets everything but the model-dependent
-// choices of set_space_choices: the objective, the budget, the space's sizes, the framework's kernels.
+// choices of set_space_choices: the objective, the budget, the space's sizes, the framework's
+// kernels and the frameworks that must run the plans.
 SearchOptions search_options_for(const SearchRequest& request);
+
+// What restricts the plan space to a framework's, for the report's header: "--framework
+// megatron-core: plans Megatron-LM cannot run are left out"; empty when nothing does.
+std::vector<std::string> framework_restrictions(const SearchRequest& request);
 
 // The plan space's choices that depend on the model: recompute modules (checked against it), Zero
 // Bubble schedules, MoE dispatchers (only for a model with experts), CP exchanges (all_gather by

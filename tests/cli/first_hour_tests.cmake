@@ -23,3 +23,18 @@ cli_test("predict with --gpu alone takes the network of the GPU's reference serv
 cli_test("predict --format json says where the network figure comes from" RC 0
   MATCH "\"inter_node_gbps_per_gpu\": 200" "\"inter_node_gbps_source\": \"the GPU's reference server\"" ARGS
   predict --model llama3-8b --gpu a100-sxm-80gb --gpus 16 --global-batch 64 --format json)
+
+# The search space is the framework's: --framework, --export and --from leave out what it cannot run.
+cli_test("search --framework megatron-core --export megatron ranks and exports a plan Megatron runs" RC 0
+  MATCH "framework: --export megatron: plans Megatron-LM cannot run are left out" "left out \\([0-9,]+: Megatron-LM has no ZeRO-2\\)"
+        "--tensor-model-parallel-size" ARGS
+  search --framework megatron-core --model llama3-8b --gpu h100-sxm-80gb --gpus 128 --global-batch 512 --export megatron --top 3)
+cli_test("search --framework torchtitan --export torchtitan ranks and exports a plan torchtitan runs" RC 0
+  MATCH "torchtitan has no ZeRO-1/2" "data_parallel_shard_degree = 128" ARGS
+  search --framework torchtitan --model llama3-8b --gpu h100-sxm-80gb --gpus 128 --global-batch 512 --export torchtitan --top 3)
+cli_test("search --format json counts the plans the framework cannot run" RC 0
+  MATCH "\"left_out\": \\{" "\"Megatron-LM has no ZeRO-2\": [0-9]+" "\"framework_restrictions\": \\[" ARGS
+  search --export megatron --model llama3-8b --gpu h100-sxm-80gb --gpus 128 --global-batch 512 --top 1 --format json)
+cli_test("search --from megatron compares the job with plans Megatron runs" RC 0
+  MATCH "framework: --from megatron: plans Megatron-LM cannot run are left out" "Imported plan" ARGS
+  search --model llama3-8b --gpu h100-sxm-80gb --from megatron ${CMAKE_CURRENT_SOURCE_DIR}/data/import/megatron_llama3_8b.sh --top 2)
