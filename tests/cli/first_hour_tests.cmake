@@ -33,7 +33,7 @@ cli_test("search --framework torchtitan --export torchtitan ranks and exports a 
   MATCH "torchtitan has no ZeRO-1/2" "data_parallel_shard_degree = 128" ARGS
   search --framework torchtitan --model llama3-8b --gpu h100-sxm-80gb --gpus 128 --global-batch 512 --export torchtitan --top 3)
 cli_test("search --format json counts the plans the framework cannot run" RC 0
-  MATCH "\"left_out\": \\{" "\"Megatron-LM has no ZeRO-2\": [0-9]+" "\"framework_restrictions\": \\[" ARGS
+  MATCH "\"left_out\": ." "\"Megatron-LM has no ZeRO-2\": [0-9]+" "\"framework_restrictions\": ." ARGS
   search --export megatron --model llama3-8b --gpu h100-sxm-80gb --gpus 128 --global-batch 512 --top 1 --format json)
 cli_test("search --from megatron compares the job with plans Megatron runs" RC 0
   MATCH "framework: --from megatron: plans Megatron-LM cannot run are left out" "Imported plan" ARGS
