@@ -84,6 +84,8 @@ Command add_search_command(CLI::App& root) {
             set_space_choices(request, model, options.space);
             SearchReport report{model, options.objective, request.train_tokens, options.goodput};
             report.restrictions = framework_restrictions(request);
+            report.deadline_days = request.deadline_days;
+            report.budget_usd = request.budget_usd;
             run_searches(*o, model, options, report);
             report.finish(static_cast<size_t>(o->top));
             if (job) {

@@ -10,6 +10,7 @@
 #include "reports/goodput_report.hpp"
 #include "reports/json_output.hpp"
 #include "reports/prediction_report.hpp"
+#include "reports/search_answer.hpp"
 #include "reports/text_table.hpp"
 
 namespace trainsim {
@@ -34,7 +35,9 @@ void SearchReport::finish(size_t top) {
 
 namespace {
 
-std::string plan_cells(const ParallelPlan& p) {
+}  // namespace
+
+std::string plan_cells_text(const ParallelPlan& p) {
   std::string s = "dp" + std::to_string(p.dp) + " tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp);
   if (p.cp > 1) s += " cp" + std::to_string(p.cp) + (p.cp_comm == CpComm::kAllGather ? ":ag" : p.cp_comm == CpComm::kA2a ? ":a2a" : "");
   if (p.ep > 1) s += " ep" + std::to_string(p.ep);
@@ -52,6 +55,10 @@ std::string plan_cells(const ParallelPlan& p) {
   if (p.precision != Precision::kBf16) s += std::string(" ") + to_string(p.precision);
   return s;
 }
+
+namespace {
+
+std::string plan_cells(const ParallelPlan& p) { return plan_cells_text(p); }
 
 // "mem GiB" is the tensors at their peak (the allocated figure PyTorch's max_memory_allocated
 // reports); "dev GiB" adds the CUDA context, workspace, NCCL buffers and the allocator's reserve
@@ -140,10 +147,15 @@ std::string SearchReport::render() const {
   out += "\n";
   if (goodput) out += "  goodput: " + describe_goodput_inputs(*goodput) + "\n";
   for (const std::string& r : restrictions) out += "  framework: " + r + "\n";
+  const std::string answer = render_search_answer(*this);
+  if (!answer.empty()) out += "\n" + answer + "\n";
   for (const Run& r : runs) {
     const SearchResult& s = r.result;
     const std::string precision = r.precision == Precision::kBf16 ? "" : std::string(", ") + to_string(r.precision);
-    out += "  " + r.hardware.gpu.name + " x " + std::to_string(r.hardware.gpus) + precision + ": " + format_count(s.evaluated) +
+    out += "  " + r.hardware.gpu.name + " x " + std::to_string(r.hardware.gpus) + precision + " (" + std::to_string(r.hardware.gpus_per_node) +
+           " per node, " + format_fixed(r.hardware.inter_node_gbps_per_gpu, 0) + " Gb/s per GPU across nodes" +
+           (r.hardware.network_source.empty() ? "" : ": " + r.hardware.network_source) + ", $" + format_fixed(r.hardware.usd_per_gpu_hour, 2) +
+           "/GPU-hour): " + format_count(s.evaluated) +
            " plans screened (" + format_si(s.screen_plans_per_s) + " plans/s), " + format_count(s.feasible) + " feasible";
     for (const auto& [reason, count] : s.pruned) out += ", " + format_count(count) + " " + reason;
     if (!s.left_out.empty()) {
@@ -183,6 +195,8 @@ nlohmann::ordered_json SearchReport::to_json() const {
   inputs["model"] = model_to_json(model);
   inputs["objective"] = to_string(objective);
   inputs["train_tokens"] = train_tokens;
+  if (deadline_days > 0) inputs["deadline_days"] = deadline_days;
+  if (budget_usd > 0) inputs["budget_usd"] = budget_usd;
   if (goodput) inputs["goodput"] = goodput_inputs_json(*goodput);
   nlohmann::ordered_json doc = json_envelope("trainsim.search", inputs);
   int64_t evaluated = 0, feasible = 0;
@@ -196,7 +210,9 @@ nlohmann::ordered_json SearchReport::to_json() const {
     for (const auto& [reason, count] : r.result.pruned) pruned[reason] = count;
     nlohmann::ordered_json left_out = nlohmann::ordered_json::object();
     for (const auto& [reason, count] : r.result.left_out) left_out[reason] = count;
-    searches.push_back({{"gpu", r.hardware.gpu.name}, {"gpus", r.hardware.gpus}, {"precision", to_string(r.precision)}, {"evaluated", r.result.evaluated},
+    searches.push_back({{"gpu", r.hardware.gpu.name}, {"gpus", r.hardware.gpus}, {"gpus_per_node", r.hardware.gpus_per_node},
+                        {"inter_node_gbps_per_gpu", r.hardware.inter_node_gbps_per_gpu}, {"usd_per_gpu_hour", r.hardware.usd_per_gpu_hour},
+                        {"precision", to_string(r.precision)}, {"evaluated", r.result.evaluated},
                         {"feasible", r.result.feasible}, {"pruned", pruned}, {"left_out", left_out}, {"simulated", r.result.simulated},
                         {"screen_plans_per_s", r.result.screen_plans_per_s}, {"elapsed_s", r.result.elapsed_s}});
     if (r.result.closest_miss && none_fits(r.result)) {
@@ -210,6 +226,7 @@ nlohmann::ordered_json SearchReport::to_json() const {
   doc["searches"] = searches;
   if (!skipped.empty()) doc["skipped"] = skipped;
   if (!restrictions.empty()) doc["framework_restrictions"] = restrictions;
+  doc["answer"] = search_answer_json(*this);
   auto plan_json = [](const RankedPlan& r) {
     nlohmann::ordered_json j;
     j["gpu"] = r.prediction.hardware.gpu.name;

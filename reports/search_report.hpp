@@ -24,6 +24,7 @@ struct SearchReport {
   Objective objective = Objective::kTime;
   double train_tokens = 0;
   std::optional<GoodputConfig> goodput;  // checkpoints and failures, when the plans carry goodput
+  double deadline_days = 0, budget_usd = 0;  // the limits the ranked plans meet (0: none)
   std::vector<Run> runs;             // one per precision, GPU type and count
   std::vector<std::string> skipped;  // precision and GPU pairs not searched, with the reason
   std::vector<std::string> restrictions;  // what limits the plans to a framework's (framework_restrictions)
@@ -37,5 +38,8 @@ struct SearchReport {
   std::string render() const;
   nlohmann::ordered_json to_json() const;
 };
+
+// A plan in a table cell: "dp64 tp1 pp1 cp2 mb1 z1 none sp".
+std::string plan_cells_text(const ParallelPlan& plan);
 
 }  // namespace trainsim

@@ -255,7 +255,8 @@ std::string xy_chart(const XyChart& c) {
   if (!c.log_x && x_hi <= x_lo) x_hi = x_lo + 1;
   if (!c.log_y && y_hi <= y_lo) y_hi = y_lo + 1;
   const auto [xa, xb] = axis_range(x_lo, x_hi, c.log_x, false);
-  const auto [ya, yb] = axis_range(y_lo, y_hi, c.log_y, !c.diagonal);
+  if (!c.log_y && !c.y_from_zero && y_hi - y_lo < 1e-9 * std::max(1.0, std::abs(y_hi))) y_lo -= 1, y_hi += 1;
+  const auto [ya, yb] = axis_range(y_lo, y_hi, c.log_y, !c.diagonal && c.y_from_zero);
   const Scale x{xa, xb, left, width - right, c.log_x}, y{ya, yb, top + plot_h, top, c.log_y};
   std::ostringstream out;
   out << open_svg(width, height, c.title);

@@ -33,6 +33,9 @@ struct XyChart {
   bool log_x = false, log_y = false;  // log axes need positive values (others are left out)
   bool diagonal = false;              // the y = x line (predicted against measured)
   std::vector<Series> series;
+  // A linear y axis starts at 0 (false: it spans the data, for figures such as goodput that vary
+  // over a few percent near 100).
+  bool y_from_zero = true;
 };
 
 std::string stacked_bars(const StackedBars& chart);

@@ -114,4 +114,9 @@ class DatasheetCostModel final : public CostModel {
 // The constants shipped with trainsim (configs/efficiency.json), with their provenance.
 const EfficiencyConstants& default_efficiency_constants();
 
+// How far the datasheet model with the shipped constants is from the published runs of
+// shared/validation, as `trainsim validate` last measured it (docs/validation.md): one line for a
+// report's reader, so a forwarded answer carries its error band.
+const char* datasheet_validated_error();
+
 }  // namespace trainsim

@@ -38,3 +38,15 @@ cli_test("search --format json counts the plans the framework cannot run" RC 0
 cli_test("search --from megatron compares the job with plans Megatron runs" RC 0
   MATCH "framework: --from megatron: plans Megatron-LM cannot run are left out" "Imported plan" ARGS
   search --model llama3-8b --gpu h100-sxm-80gb --from megatron ${CMAKE_CURRENT_SOURCE_DIR}/data/import/megatron_llama3_8b.sh --top 2)
+
+# The answer at the top: days, $, goodput, deadline; each GPU type's best at its own price; accuracy.
+cli_test("search answers the H100-or-H200 question in one command, at the top" RC 0
+  MATCH "^Answer \\(objective cost\\): .* on 128 x h100-sxm-80gb at \\$2\\.50/GPU-hour" "training 2 Ttokens: [0-9.]+ days, \\$[0-9.]+ k; goodput"
+        "deadline 30\\.0 days: met" "h200-sxm-141gb \\(\\$3\\.80/GPU-hour, 128 GPUs\\): .*more by the objective"
+        "accuracy: datasheet model validated on" ARGS
+  search --model llama3-8b --gpu h100-sxm-80gb,h200-sxm-141gb --gpus 128 --global-batch 512 --objective cost
+         --price h100-sxm-80gb=2.50,h200-sxm-141gb=3.80 --train-tokens 2e12 --deadline-days 30 --top 3)
+cli_test("search --format json carries the answer" RC 0
+  MATCH "\"answer\": ." "\"best_per_gpu_type\": ." "\"deadline_met\": true" "\"accuracy\": \"datasheet model validated" ARGS
+  search --model llama3-8b --gpu h100-sxm-80gb,h200-sxm-141gb --gpus 128 --global-batch 512 --objective cost
+         --price h100-sxm-80gb=2.50,h200-sxm-141gb=3.80 --train-tokens 2e12 --deadline-days 30 --top 3 --format json)

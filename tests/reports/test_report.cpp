@@ -66,6 +66,47 @@ TEST_CASE("x-y charts leave out what a log axis cannot show, and draw y = x when
   CHECK(count(svg::xy_chart(line), "<polyline") == 1);
 }
 
+TEST_CASE("an x-y chart's y axis spans the data when it need not start at 0 (goodput near 100%)") {
+  svg::XyChart c;
+  c.series = {{"goodput", {{1, 99.1}, {2, 99.6}, {4, 99.8}}, true}};
+  CHECK(svg::xy_chart(c).find(">0<") != std::string::npos);  // from 0 by default
+  c.y_from_zero = false;
+  const std::string zoomed = svg::xy_chart(c);
+  CHECK(zoomed.find(">0<") == std::string::npos);
+  CHECK(zoomed.find(">99.8<") != std::string::npos);  // 0.2 steps over the data
+}
+
+TEST_CASE("a search's section leads with the answer: days, $, goodput, each GPU type's best and the accuracy") {
+  nlohmann::json plan = {{"dp", 128}, {"tp", 1}, {"pp", 1}, {"micro_batch", 1}, {"global_batch", 512}, {"zero_stage", 1}};
+  const auto entry = [&](const char* gpu, double usd) {
+    return nlohmann::json{{"gpu", gpu}, {"gpus", 128}, {"plan", plan}, {"fits", true}, {"iteration_time_s", 3.5},
+                          {"tokens_per_s_per_gpu", 9000.0}, {"mfu", 0.5}, {"memory_peak_gib", 60.0},
+                          {"cost", {{"usd_per_gpu_hour", usd}}}, {"usd_per_million_tokens", 0.0744},
+                          {"train_days", 19.3}, {"train_usd", 148e3}, {"goodput", {{"goodput", 0.999}}}};
+  };
+  const auto pick = [](const char* gpu, double usd, double days, double total) {
+    return nlohmann::json{{"gpu", gpu}, {"gpus", 128}, {"usd_per_gpu_hour", usd}, {"plan", "dp128 tp1 pp1 mb1 z1 none"},
+                          {"iteration_time_s", 3.5}, {"usd_per_million_tokens", 0.07}, {"train_days", days}, {"train_usd", total}};
+  };
+  nlohmann::json answer = {{"objective", "cost"}, {"best", pick("h100-sxm-80gb", 2.5, 19.3, 148e3)}, {"deadline_days", 30.0},
+                           {"deadline_met", true},
+                           {"best_per_gpu_type", {pick("h100-sxm-80gb", 2.5, 19.3, 148e3), pick("h200-sxm-141gb", 3.8, 18.8, 219e3)}},
+                           {"cost_model", "datasheet (h100)"}, {"accuracy", "validated: 8.2%"}};
+  nlohmann::json search = {{"schema", "trainsim.search"}, {"inputs", {{"model", {{"name", "llama3-8b"}}}, {"objective", "cost"}}},
+                           {"evaluated", 10}, {"feasible", 4}, {"elapsed_s", 0.5}, {"plans", {entry("h100-sxm-80gb", 2.5)}},
+                           {"pareto", nlohmann::json::array()}, {"answer", answer}};
+  const ReportSection s = report_section(search, "s.json");
+  REQUIRE(s.facts.size() >= 5);
+  CHECK(s.facts[0] == "**Answer** (objective cost): dp128 tp1 pp1 mb1 z1 none on 128 × h100-sxm-80gb at $2.50/GPU-hour: 19.3 days, $148 k");
+  CHECK(s.facts[1].find("deadline 30.0 days: met") == 0);
+  CHECK(s.facts[3].find("best on h200-sxm-141gb: ") == 0);
+  CHECK(s.facts[5] == "accuracy: validated: 8.2%");
+  CHECK(s.table[0] == std::vector<std::string>{"#", "GPUs", "plan", "iteration", "tokens/s/GPU", "MFU", "memory GiB",
+                                               "$ per M tokens", "days", "$ total", "goodput"});
+  CHECK(s.table[1][7] == "0.074");
+  CHECK(s.charts[0].svg.find(">h200-sxm-141gb<") != std::string::npos);  // a series per GPU type
+}
+
 TEST_CASE("a prediction's section: headline figures, its breakdown and memory charts, the phase table") {
   const ReportSection s = report_section(fixture("compare/prediction.json"), "prediction.json");
   CHECK(s.title.find("Prediction: gpt-tiny") == 0);
