@@ -117,7 +117,7 @@ cli_test("search compares GPU types for a token count and a deadline" RC 0
   ARGS search --model gpt3-6.7b --gpu a100-sxm-80gb,h200-sxm-141gb --gpus 32 --global-batch 256 --train-tokens 3e11
        --deadline-days 60 --objective cost --top 4)
 cli_test("search --precision bf16,fp8 searches each precision and skips a GPU without FP8" RC 0
-  MATCH "h100-sxm-80gb x 16: " "h100-sxm-80gb x 16, fp8: " "a100-sxm-80gb: fp8 not searched" " fp8 "
+  MATCH "h100-sxm-80gb x 16 \\(8 per node" "h100-sxm-80gb x 16, fp8 \\(8 per node" "a100-sxm-80gb: fp8 not searched" " fp8 "
   ARGS search --model llama3-8b --gpu h100-sxm-80gb,a100-sxm-80gb --gpus 16 --global-batch 128 --precision bf16,fp8 --top 3)
 cli_test("bad: search --precision with an unknown member" RC 2 MATCH "bf16,fp9 is not a precision"
   ARGS search --model llama3-8b --gpu h100-sxm-80gb --gpus 16 --global-batch 128 --precision bf16,fp9)
