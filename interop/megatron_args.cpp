@@ -2,6 +2,7 @@
 #include "interop/megatron_args.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "interop/megatron_flags.hpp"
@@ -96,7 +97,7 @@ void check_rope(const MegatronArgs& a, const ModelSpec& m, ImportedJob& job) {
   const int64_t base = a.number("--rotary-base", kMegatronRotaryBase, 1, int64_t{1} << 40);
   if (static_cast<double>(base) == m.rope_theta) return;
   std::ostringstream theta;
-  if (m.rope_theta == static_cast<double>(static_cast<int64_t>(m.rope_theta))) theta << static_cast<int64_t>(m.rope_theta);
+  if (m.rope_theta > 0 && m.rope_theta < 1e15 && m.rope_theta == std::floor(m.rope_theta)) theta << static_cast<int64_t>(m.rope_theta);
   else theta << m.rope_theta;
   job.notes.push_back((stated ? "--rotary-base " + std::to_string(base) : "no --rotary-base: Megatron-LM's default " + std::to_string(base)) +
                       " is not model \"" + m.name + "\"'s rope_theta (" + theta.str() +

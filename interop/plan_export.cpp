@@ -3,6 +3,7 @@
 #include "plan/plan_json.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -26,7 +27,7 @@ namespace {
 // A number as Megatron's int arguments take it (RoPE bases are whole numbers in every catalog model).
 std::string whole(double v) {
   std::ostringstream out;
-  if (v == static_cast<double>(static_cast<int64_t>(v))) out << static_cast<int64_t>(v);
+  if (v > 0 && v < 1e15 && v == std::floor(v)) out << static_cast<int64_t>(v);
   else out << v;
   return out.str();
 }
