@@ -1,4 +1,4 @@
-// Reading the --from file and reporting what of it is not modeled.
+// Reading the --from file and reporting what of it was not used (unknown, not modeled, no effect).
 #include "cli/import_options.hpp"
 
 #include <fstream>
@@ -33,11 +33,7 @@ std::optional<ImportedJob> ImportOptions::load(const ModelOptions& model_options
   ImportedJob job = import_job(format, text.str(), path, model, gpus);
   if (job.seq_len > 0) model = model_options.resolve(job.seq_len);
   const std::string who = "from " + path + " (" + to_string(format) + ")";
-  if (!job.not_modeled.empty()) {
-    std::string list;
-    for (const std::string& name : job.not_modeled) list += (list.empty() ? "" : ", ") + name;
-    std::cerr << who << ": not modeled, ignored: " << list << "\n";
-  }
+  for (const std::string& line : import_report(job)) std::cerr << who << ": " << line << "\n";
   for (const std::string& note : job.notes) std::cerr << who << ": " << note << "\n";
   return job;
 }

@@ -2,8 +2,8 @@
 // (megatron/training/arguments.py); what a script leaves out takes Megatron's default (no ZeRO,
 // fp32, no sequence parallelism, micro-batch 1, global batch = dp x micro-batch). Flags that set
 // the model are checked against --model; the launcher's (torchrun, srun) give the world size.
-// Training flags that do not change the iteration's speed are accepted quietly; any other flag
-// trainsim does not model is listed, never dropped.
+// Every flag is sorted by what it means to the prediction (interop/megatron_flags.hpp): read, known
+// but not modeled, known without effect on speed or memory, refused, or unknown ("did you mean").
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -11,99 +11,13 @@
 
 #include "common/errors.hpp"
 #include "interop/launch_args.hpp"
+#include "interop/megatron_args.hpp"
 #include "interop/plan_import.hpp"
 #include "plan/plan_json.hpp"
 
 namespace trainsim {
 
 namespace {
-
-// Flags the plan or the model check reads.
-const std::set<std::string> kValueFlags = {
-    "--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--context-parallel-size",
-    "--expert-model-parallel-size", "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
-    "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers", "--micro-batch-size",
-    "--global-batch-size", "--recompute-granularity", "--recompute-method", "--recompute-num-layers", "--fp8-format",
-    "--transformer-impl", "--num-layers", "--hidden-size", "--num-attention-heads", "--num-query-groups",
-    "--kv-channels", "--ffn-hidden-size", "--seq-length", "--max-position-embeddings", "--normalization",
-    "--position-embedding-type", "--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size",
-    "--moe-shared-expert-intermediate-size", "--expert-tensor-parallel-size", "--moe-token-dispatcher-type",
-    "--cp-comm-type", "--moe-expert-capacity-factor", "--recompute-modules"};
-const std::set<std::string> kReadSwitches = {
-    "--sequence-parallel", "--use-distributed-optimizer", "--use-torch-fsdp2", "--bf16", "--fp16", "--use-flash-attn",
-    "--overlap-grad-reduce", "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
-    "--swiglu", "--untie-embeddings-and-output-weights", "--group-query-attention", "--disable-bias-linear",
-    "--moe-grouped-gemm", "--tp-comm-overlap", "--fp8-param-gather", "--overlap-moe-expert-parallel-comm"};
-// Switches that are known not to take a value (so the next word is not read as one), but are not
-// modeled: listed like any unknown flag.
-const std::set<std::string> kOtherSwitches = {"--overlap-param-gather", "--use-mcore-models",
-                                              "--no-gradient-accumulation-fusion", "--no-masked-softmax-fusion",
-                                              "--no-bias-gelu-fusion", "--no-bias-dropout-fusion", "--log-throughput",
-                                              "--no-load-optim", "--no-load-rng", "--standalone"};
-// Not about performance: optimizer, schedule of the learning rate, data, checkpoints, logging.
-const std::set<std::string> kQuiet = {
-    "--lr", "--min-lr", "--lr-decay-style", "--lr-decay-iters", "--lr-decay-samples", "--lr-warmup-iters",
-    "--lr-warmup-fraction", "--lr-warmup-samples", "--train-iters", "--train-samples", "--weight-decay", "--clip-grad",
-    "--adam-beta1", "--adam-beta2", "--adam-eps", "--init-method-std", "--seed", "--save", "--load", "--save-interval",
-    "--eval-interval", "--eval-iters", "--log-interval", "--data-path", "--split", "--tokenizer-type",
-    "--tokenizer-model", "--vocab-file", "--merge-file", "--tensorboard-dir", "--wandb-project", "--wandb-exp-name",
-    "--exit-interval", "--attention-dropout", "--hidden-dropout", "--log-throughput", "--no-load-optim", "--no-load-rng"};
-// torchrun's and srun's own flags: the world size, and rendezvous details.
-const std::set<std::string> kLauncher = {
-    "--nnodes", "--nproc-per-node", "--nproc_per_node", "--node-rank", "--node_rank", "--master-addr", "--master_addr",
-    "--master-port", "--master_port", "--rdzv-backend", "--rdzv_backend", "--rdzv-endpoint", "--rdzv_endpoint",
-    "--rdzv-id", "--rdzv_id", "--standalone", "--nodes", "--ntasks-per-node", "--gpus-per-node"};
-
-struct MegatronArgs {
-  std::string file;
-  std::map<std::string, std::string> values;  // the last value of each flag (argparse: the last wins)
-  std::map<std::string, std::vector<std::string>> lists;  // every value of its last use (nargs="+")
-  std::set<std::string> switches;
-  bool has(const std::string& flag) const { return switches.count(flag) > 0 || values.count(flag) > 0; }
-  int64_t number(const std::string& flag, int64_t fallback, int64_t min_value = 1, int64_t max_value = limits::kMaxSeqLen) const {
-    const auto it = values.find(flag);
-    return it == values.end() ? fallback : parse_count(file, flag, it->second, min_value, max_value);
-  }
-  // A positive decimal (a factor), or `fallback` when the flag is absent.
-  double real(const std::string& flag, double fallback) const {
-    const auto it = values.find(flag);
-    if (it == values.end()) return fallback;
-    try {
-      size_t used = 0;
-      const double v = std::stod(it->second, &used);
-      if (used == it->second.size() && v > 0 && v <= 1e3) return v;
-    } catch (const std::exception&) {
-    }
-    throw InputError(file + ": " + flag + ": \"" + it->second + "\" is not a number between 0 and 1000",
-                     "write a factor such as 1.0 or 1.25");
-  }
-  std::string text(const std::string& flag, const std::string& fallback) const {
-    const auto it = values.find(flag);
-    return it == values.end() ? fallback : it->second;
-  }
-};
-
-MegatronArgs collect(const std::string& text, const std::string& file, std::vector<std::string>& not_modeled) {
-  std::set<std::string> switches = kReadSwitches;
-  switches.insert(kOtherSwitches.begin(), kOtherSwitches.end());
-  MegatronArgs args{file, {}, {}, {}};
-  for (const LaunchFlag& f : launch_flags(launch_words(text), switches)) {
-    const bool known = kValueFlags.count(f.name) > 0 || kReadSwitches.count(f.name) > 0;
-    if (kValueFlags.count(f.name) > 0 && !f.value) {
-      throw InputError(file + ": " + f.name + " needs a value", "write it as " + f.name + " N");
-    }
-    if (!known && kQuiet.count(f.name) == 0 && kLauncher.count(f.name) == 0) {
-      if (std::find(not_modeled.begin(), not_modeled.end(), f.name) == not_modeled.end()) not_modeled.push_back(f.name);
-    }
-    if (f.value) {
-      args.values[f.name] = *f.value;
-      args.lists[f.name] = {*f.value};
-      args.lists[f.name].insert(args.lists[f.name].end(), f.more.begin(), f.more.end());
-    }
-    else args.switches.insert(f.name);
-  }
-  return args;
-}
 
 // How the layers are placed: interleaving, explicit first/last-stage counts, and Megatron-Core's
 // embedding/loss accounting (which trainsim applies by itself when layers + 2 divides pp x vpp).
@@ -150,18 +64,31 @@ void read_recompute_span(const MegatronArgs& a, ParallelPlan& p) {
   p.recompute_layers = a.number("--recompute-num-layers", 1, p.recompute_method == RecomputeMethod::kBlock ? 0 : 1, limits::kMaxLayers);
 }
 
-void read_training(const MegatronArgs& a, ImportedJob& job) {
+// The recomputation: --recompute-granularity full|selective (with, for full, the layers it spans);
+// --recompute-activations, which Megatron-LM turns into selective (arguments.py validate_args: it
+// overrides --recompute-granularity); --checkpoint-activations, Megatron-DeepSpeed's (and
+// Megatron-LM's before 2022) full recomputation of every --checkpoint-num-layers layers.
+void read_recompute(const MegatronArgs& a, ImportedJob& job) {
   ParallelPlan& p = job.plan;
-  p.sequence_parallel = a.has("--sequence-parallel");
-  p.micro_batch = a.number("--micro-batch-size", 1);
-  if (a.values.count("--global-batch-size") > 0) p.global_batch = a.number("--global-batch-size", 1);
-  else job.defaulted.push_back("global_batch");
   const std::string granularity = a.text("--recompute-granularity", "none");
   if (granularity != "none" && granularity != "full" && granularity != "selective") {
     throw InputError(a.file + ": --recompute-granularity: \"" + granularity + "\" is not one of: full, selective");
   }
   p.recompute = granularity == "full" ? Recompute::kFull : granularity == "selective" ? Recompute::kSelective : Recompute::kNone;
-  if (p.recompute == Recompute::kFull) read_recompute_span(a, p);
+  if (a.has("--recompute-activations")) {
+    if (p.recompute == Recompute::kFull) {
+      job.notes.push_back("--recompute-activations overrides --recompute-granularity full: Megatron-LM runs selective recomputation");
+    }
+    p.recompute = Recompute::kSelective;
+  } else if (a.has("--checkpoint-activations") && p.recompute == Recompute::kNone) {
+    p.recompute = Recompute::kFull;
+    p.recompute_method = RecomputeMethod::kUniform;
+    p.recompute_layers = a.number("--checkpoint-num-layers", 1, 1, limits::kMaxLayers);
+    job.notes.push_back("--checkpoint-activations: full recomputation, every " + std::to_string(p.recompute_layers) +
+                        " layer(s) checkpointed together (Megatron-DeepSpeed; today's Megatron-LM refuses the flag: "
+                        "--recompute-granularity full --recompute-method uniform)");
+  }
+  if (p.recompute == Recompute::kFull && !a.has("--checkpoint-activations")) read_recompute_span(a, p);
   if (a.lists.count("--recompute-modules") > 0) {
     try {
       p.recompute_modules = parse_recompute_modules(a.lists.at("--recompute-modules"));
@@ -169,50 +96,50 @@ void read_training(const MegatronArgs& a, ImportedJob& job) {
       throw InputError(a.file + ": --recompute-modules: " + e.problems().front(), e.hint());
     }
   }
-  p.zero_stage = a.has("--use-torch-fsdp2") ? 3 : a.has("--use-distributed-optimizer") ? 1 : 0;
-  p.precision = a.has("--fp8-format") ? Precision::kFp8 : a.has("--bf16") ? Precision::kBf16
-                : a.has("--fp16") ? Precision::kFp16 : Precision::kFp32;
+}
+
+// The attention kernel. --attention-backend (Megatron-Core's AttnBackend: flash, fused, unfused,
+// local, auto) wins; auto lets Transformer Engine choose, which prefers cuDNN's fused attention on
+// Hopper. Without it: flash-style with --use-flash-attn or Transformer Engine, else unfused.
+void read_attention(const MegatronArgs& a, ImportedJob& job) {
+  ParallelPlan& p = job.plan;
+  const auto backend = a.values.find("--attention-backend");
+  if (backend != a.values.end()) {
+    const std::string& b = backend->second;
+    if (b != "flash" && b != "fused" && b != "unfused" && b != "local" && b != "auto") {
+      throw InputError(a.file + ": --attention-backend: \"" + b + "\" is not one of: flash, fused, unfused, local, auto",
+                       "Megatron-Core's AttnBackend (megatron/core/transformer/enums.py)");
+    }
+    p.attention = b == "unfused" || b == "local" ? AttentionKernel::kUnfused : AttentionKernel::kFlash;
+    if (b == "flash") {
+      job.not_modeled.push_back("--attention-backend flash (FlashAttention-2 through Transformer Engine; priced as "
+                                "Megatron's cuDNN fused attention, faster on Hopper)");
+    }
+    return;
+  }
   const std::string impl = a.text("--transformer-impl", "");
   p.attention = a.has("--use-flash-attn") || impl == "transformer_engine" ? AttentionKernel::kFlash : AttentionKernel::kUnfused;
   if (p.attention == AttentionKernel::kUnfused) {
-    job.notes.push_back("attention unfused (neither --use-flash-attn nor --transformer-impl transformer_engine)");
+    job.notes.push_back("attention unfused (neither --attention-backend, --use-flash-attn nor --transformer-impl transformer_engine)");
   }
+}
+
+void read_training(const MegatronArgs& a, ImportedJob& job) {
+  ParallelPlan& p = job.plan;
+  p.sequence_parallel = a.has("--sequence-parallel");
+  p.micro_batch = a.number("--micro-batch-size", 1);
+  if (a.values.count("--global-batch-size") > 0) p.global_batch = a.number("--global-batch-size", 1);
+  else job.defaulted.push_back("global_batch");
+  read_recompute(a, job);
+  p.zero_stage = a.has("--use-torch-fsdp2") ? 3 : a.has("--use-distributed-optimizer") ? 1 : 0;
+  p.precision = a.has("--fp8-format") ? Precision::kFp8 : a.has("--bf16") ? Precision::kBf16
+                : a.has("--fp16") ? Precision::kFp16 : Precision::kFp32;
+  read_attention(a, job);
   p.dp_overlap = a.has("--overlap-grad-reduce");
   p.tp_comm_overlap = a.has("--tp-comm-overlap");
   p.ep_comm_overlap = a.has("--overlap-moe-expert-parallel-comm");
   p.fp8_params = a.has("--fp8-param-gather");
   p.moe_capacity_factor = a.real("--moe-expert-capacity-factor", 0.0);
-}
-
-// The script's model flags against --model: every disagreement, together.
-void check_model(const MegatronArgs& a, const ModelSpec& m) {
-  std::vector<std::string> problems;
-  auto compare = [&](const char* flag, int64_t model_value, const char* field) {
-    if (a.values.count(flag) == 0) return;
-    const int64_t v = a.number(flag, 0);
-    if (v != model_value) {
-      problems.push_back(a.file + ": " + flag + " " + std::to_string(v) + " is not model \"" + m.name + "\"'s " + field +
-                         " (" + std::to_string(model_value) + ")");
-    }
-  };
-  compare("--num-layers", m.layers, "layers");
-  compare("--hidden-size", m.hidden, "hidden");
-  compare("--num-experts", m.moe ? m.moe->experts : 0, "moe.experts");
-  compare("--moe-router-topk", m.moe ? m.moe->top_k : 0, "moe.top_k");
-  compare("--moe-ffn-hidden-size", m.moe ? m.moe->expert_ffn_hidden : 0, "moe.expert_ffn_hidden");
-  compare("--num-attention-heads", m.heads, "heads");
-  compare("--ffn-hidden-size", m.ffn_hidden, "ffn_hidden");
-  compare("--kv-channels", m.head_dim, "head_dim");
-  if (a.has("--group-query-attention")) compare("--num-query-groups", m.kv_heads, "kv_heads");
-  if (a.has("--num-layers") && !a.has("--group-query-attention") && m.kv_heads != m.heads) {
-    problems.push_back(a.file + ": no --group-query-attention, but model \"" + m.name + "\" has " + std::to_string(m.kv_heads) +
-                       " kv_heads for " + std::to_string(m.heads) + " heads");
-  }
-  if (a.has("--num-layers") && a.has("--swiglu") != (m.ffn_kind == FfnKind::kSwiglu)) {
-    problems.push_back(a.file + ": --swiglu is " + (a.has("--swiglu") ? "" : "not ") + "given, but model \"" + m.name +
-                       "\"'s FFN is " + to_string(m.ffn_kind));
-  }
-  if (!problems.empty()) throw InputError(problems, "give the --model the script trains (a Hugging Face config.json works)");
 }
 
 // torchrun --nnodes N --nproc-per-node M, or srun --nodes N --ntasks-per-node M: N x M; 0 if not said.
@@ -264,13 +191,13 @@ void read_parallel_kinds(const MegatronArgs& a, const ModelSpec& model, Imported
 ImportedJob import_megatron(const std::string& text, const std::string& file, const ModelSpec& model, int64_t gpus) {
   ImportedJob job;
   job.defaulted.push_back("dp");
-  const MegatronArgs a = collect(text, file, job.not_modeled);
-  if (a.values.empty() && a.switches.empty() && job.not_modeled.empty()) {
+  const MegatronArgs a = collect_megatron_args(text, file, job);
+  if (a.values.empty() && a.switches.empty()) {
     // Megatron's defaults (fp32, no parallelism) would stand in for a whole job nobody wrote.
     throw InputError(file + ": no Megatron-LM argument in the file (not one --flag)",
                      "give the launch script or argument list of the job (e.g. the line that runs pretrain_gpt.py)");
   }
-  check_model(a, model);
+  check_megatron_model(a, model, job);
   ParallelPlan& p = job.plan;
   p.tp = a.number("--tensor-model-parallel-size", 1, 1, limits::kMaxGpus);
   p.pp = a.number("--pipeline-model-parallel-size", 1, 1, limits::kMaxGpus);

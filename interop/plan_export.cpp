@@ -3,6 +3,7 @@
 #include "plan/plan_json.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -23,7 +24,27 @@ ExportTarget parse_export_target(const std::string& name) {
 
 namespace {
 
-std::string model_args(const ModelSpec& m) {
+// A number as Megatron's int arguments take it (RoPE bases are whole numbers in every catalog model).
+std::string whole(double v) {
+  std::ostringstream out;
+  if (v > 0 && v < 1e15 && v == std::floor(v)) out << static_cast<int64_t>(v);
+  else out << v;
+  return out.str();
+}
+
+// Megatron pads the vocabulary to a multiple of --make-vocab-size-divisible-by (default 128) x tp
+// (megatron/core/tokenizers/utils/build_tokenizer.py: vocab_size_with_padding). The largest power of two up to 128 that
+// leaves the model's vocabulary as it is, so that the job runs the vocabulary trainsim priced; 0 when
+// tp does not divide it (Megatron then pads whatever the divisor).
+int64_t vocab_divisor(const ModelSpec& m, int64_t tp) {
+  constexpr int64_t kMegatronDivisor = 128;  // arguments.py: --make-vocab-size-divisible-by default
+  for (int64_t d = kMegatronDivisor; d >= 1; d /= 2) {
+    if (m.vocab % (d * tp) == 0) return d;
+  }
+  return 0;
+}
+
+std::string model_args(const ModelSpec& m, int64_t tp) {
   std::ostringstream a;
   a << "--num-layers " << m.layers << " --hidden-size " << m.hidden << " --num-attention-heads " << m.heads;
   if (m.kv_heads != m.heads) a << " --group-query-attention --num-query-groups " << m.kv_heads;
@@ -32,9 +53,11 @@ std::string model_args(const ModelSpec& m) {
     << m.max_positions;
   if (m.ffn_kind == FfnKind::kSwiglu) a << " --swiglu";
   if (m.norm == NormKind::kRmsNorm) a << " --normalization RMSNorm";
-  if (m.position == PositionKind::kRope) a << " --position-embedding-type rope";
+  if (m.position == PositionKind::kRope) a << " --position-embedding-type rope --rotary-base " << whole(m.rope_theta);
   if (!m.tied_embeddings) a << " --untie-embeddings-and-output-weights";
   if (!m.linear_bias) a << " --disable-bias-linear";
+  if (!m.linear_bias && m.qkv_bias) a << " --add-qkv-bias";
+  if (vocab_divisor(m, tp) > 0) a << " --make-vocab-size-divisible-by " << vocab_divisor(m, tp);
   if (m.moe) {
     a << " \\\n  --num-experts " << m.moe->experts << " --moe-router-topk " << m.moe->top_k << " --moe-ffn-hidden-size "
       << m.moe->expert_ffn_hidden << " --moe-grouped-gemm";
@@ -42,6 +65,25 @@ std::string model_args(const ModelSpec& m) {
   }
   a << " \\\n  ";
   return a.str();
+}
+
+// What the exported arguments leave to the user, as shell comments above them: the data, the
+// tokenizer, the learning-rate schedule and the checkpoints, which change no iteration's time; and
+// the kernels priced.
+std::string launch_comment(const ModelSpec* m, const ParallelPlan& p) {
+  std::ostringstream c;
+  c << "# trainsim: add what these arguments leave out (none changes an iteration's time): the data (--data-path, or\n"
+       "# --mock-data), the tokenizer (--tokenizer-type, --tokenizer-model), the schedule (--train-iters or\n"
+       "# --train-samples, --lr, --min-lr, --lr-decay-style, --lr-warmup-iters) and the checkpoints (--save, --load).\n";
+  c << "# Attention priced as " << (p.attention == AttentionKernel::kFlash ? "Transformer Engine's cuDNN fused attention (--attention-backend fused)"
+                                                                        : "unfused attention (--attention-backend unfused)")
+    << ".\n";
+  if (m == nullptr) c << "# Without --model: add the model's arguments (layers, widths, heads, norm, positions, RoPE base).\n";
+  if (m != nullptr && vocab_divisor(*m, p.tp) == 0) {
+    c << "# Megatron pads the vocabulary (" << m->vocab << ") to a multiple of --make-vocab-size-divisible-by x tp (" << p.tp
+      << "); trainsim priced it unpadded.\n";
+  }
+  return c.str();
 }
 
 // How Megatron-Core places the layers: an even split, explicit first/last-stage counts, or the
@@ -94,7 +136,7 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
                      "give --model so the layer count is known");
   }
   std::ostringstream a;
-  if (model != nullptr) a << model_args(*model);
+  if (model != nullptr) a << model_args(*model, p.tp);
   a << "--tensor-model-parallel-size " << p.tp << " --pipeline-model-parallel-size " << p.pp;
   if (p.cp > 1) a << " --context-parallel-size " << p.cp;
   if (p.cp > 1 && p.cp_comm != CpComm::kP2p) a << " --cp-comm-type " << to_string(p.cp_comm);
@@ -119,7 +161,10 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
   if (p.precision == Precision::kBf16) a << " --bf16";
   if (p.precision == Precision::kFp16) a << " --fp16";
   if (p.precision == Precision::kFp8) a << " --bf16 --fp8-format hybrid";
-  if (p.attention == AttentionKernel::kFlash) a << " --use-flash-attn";
+  // The kernel priced: Megatron-Core's AttnBackend (megatron/core/transformer/enums.py) through
+  // Transformer Engine; fused is cuDNN's (sim/reference_efficiency.cpp prices it on Hopper).
+  a << " --transformer-impl transformer_engine --attention-backend "
+    << (p.attention == AttentionKernel::kFlash ? "fused" : "unfused");
   if (p.tp_comm_overlap) a << " --tp-comm-overlap";
   if (p.ep_comm_overlap) a << " --overlap-moe-expert-parallel-comm";
   if (p.fp8_params && p.precision == Precision::kFp8) a << " --fp8-param-gather";
@@ -156,7 +201,7 @@ std::string deepspeed_config(const ParallelPlan& p) {
 
 std::string export_plan(const ModelSpec* m, const ParallelPlan& p, int64_t gpus_per_node, ExportTarget target) {
   switch (target) {
-    case ExportTarget::kMegatron: return megatron_args(m, p) + "\n";
+    case ExportTarget::kMegatron: return launch_comment(m, p) + megatron_args(m, p) + "\n";
     case ExportTarget::kDeepSpeed: return deepspeed_config(p);
     case ExportTarget::kTorchtitan: {
       if (m == nullptr) {
@@ -169,7 +214,7 @@ std::string export_plan(const ModelSpec* m, const ParallelPlan& p, int64_t gpus_
       const int64_t per_node = std::min(gpus_per_node, p.gpus());
       const int64_t nodes = (p.gpus() + per_node - 1) / per_node;
       const std::string args = megatron_args(m, p);
-      return "# torchrun, on every node:\ntorchrun --nnodes " + std::to_string(nodes) + " --nproc-per-node " +
+      return launch_comment(m, p) + "# torchrun, on every node:\ntorchrun --nnodes " + std::to_string(nodes) + " --nproc-per-node " +
              std::to_string(per_node) + " --rdzv-backend c10d --rdzv-endpoint $MASTER_ADDR:29500 \\\n  pretrain_gpt.py " +
              args + "\n# or under Slurm:\nsrun --nodes " + std::to_string(nodes) + " --ntasks-per-node " +
              std::to_string(per_node) + " --gpus-per-node " + std::to_string(per_node) + " python pretrain_gpt.py " + args +

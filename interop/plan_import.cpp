@@ -2,7 +2,7 @@
 // DeepSpeed's config says nothing of them; Megatron-DeepSpeed takes them as Megatron arguments).
 // Keys follow DeepSpeed's config reference (deepspeed.ai/docs/config-json); "auto" (filled in by
 // the Hugging Face Trainer) counts as not stated, and what the config does not state takes
-// DeepSpeed's preset (plan/framework_preset.hpp).
+// DeepSpeed's preset (plan/framework_preset.hpp). Host offload is refused until modeled.
 #include "interop/plan_import.hpp"
 
 #include <algorithm>
@@ -56,12 +56,13 @@ const char* const kDeepSpeedHint = "DeepSpeed's config reference (deepspeed.ai/d
 
 using Json = nlohmann::json;
 
-// Keys of one config object: those read, those accepted quietly (not about speed), the rest listed.
+// Keys of one config object: those read, those without effect on speed or memory (listed as such),
+// the rest listed as not modeled.
 void list_unread(const Json& object, const std::string& prefix, const std::set<std::string>& read,
-                 const std::set<std::string>& quiet, std::vector<std::string>& not_modeled) {
+                 const std::set<std::string>& no_effect, ImportedJob& job) {
   for (const auto& [key, value] : object.items()) {
-    if (read.count(key) > 0 || quiet.count(key) > 0 || value.is_null() || value == false) continue;
-    not_modeled.push_back(prefix + key);
+    if (read.count(key) > 0 || value.is_null() || value == false) continue;
+    (no_effect.count(key) > 0 ? job.no_effect : job.not_modeled).push_back(prefix + key);
   }
 }
 
@@ -133,6 +134,32 @@ void read_batch(const Json& j, const DeepSpeedReader& r, int64_t gpus, ImportedJ
   }
 }
 
+// ZeRO-Offload and ZeRO-Infinity (zero_optimization.offload_optimizer / offload_param with device
+// "cpu" or "nvme"; the older cpu_offload / cpu_offload_params switches): refused until modeled, as
+// the prediction would be a GPU-only job's. Device "none" is no offload.
+void refuse_offload(const Json& z, const std::string& file) {
+  std::vector<std::string> problems;
+  for (const char* key : {"offload_optimizer", "offload_param"}) {
+    if (!z.contains(key) || z[key].is_null()) continue;
+    const Json& section = z[key];
+    const Json device = section.is_object() && section.contains("device") ? section["device"] : Json("none");
+    if (device == "none") continue;
+    problems.push_back(file + ": /zero_optimization/" + key + "/device: " + device.dump() + ": " +
+                       (std::string(key) == "offload_optimizer" ? "the optimizer states and their step" : "the parameters") +
+                       " offloaded to " + (device == "nvme" ? "NVMe (ZeRO-Infinity)" : "host memory (ZeRO-Offload)") +
+                       "; trainsim does not model offload yet");
+  }
+  for (const char* key : {"cpu_offload", "cpu_offload_params"}) {
+    if (z.contains(key) && z[key] == true) {
+      problems.push_back(file + ": /zero_optimization/" + key + ": true: ZeRO-Offload (host memory); trainsim does not model offload yet");
+    }
+  }
+  if (!problems.empty()) {
+    throw InputError(problems, "set the device to \"none\" (or remove the section) to predict the job without offload, and compare with "
+                               "the job's measured memory");
+  }
+}
+
 // The ZeRO stage and overlap_comm where the config states them; DeepSpeed's preset has the rest.
 void read_zero(const Json& j, const DeepSpeedReader& r, ImportedJob& job, StatedKnobs& stated) {
   ParallelPlan& p = job.plan;
@@ -154,7 +181,34 @@ void read_zero(const Json& j, const DeepSpeedReader& r, ImportedJob& job, Stated
     p.dp_overlap = true;  // DeepSpeed turns overlap_comm on for stage 3 unless stated
     stated.keys.push_back("dp_overlap");
   }
-  list_unread(z, "zero_optimization.", {"stage", "overlap_comm"}, {"stage3_gather_16bit_weights_on_model_save"}, job.not_modeled);
+  refuse_offload(z, r.file);
+  list_unread(z, "zero_optimization.", {"stage", "overlap_comm", "offload_optimizer", "offload_param"},
+              {"stage3_gather_16bit_weights_on_model_save"}, job);
+}
+
+// activation_checkpointing configures DeepSpeed's checkpointing (deepspeed.checkpointing,
+// docs/code-docs/source/activation-checkpointing.rst) but does not turn it on: the model code calls
+// deepspeed.checkpointing.checkpoint on the layers it chooses (Megatron-DeepSpeed: with
+// --checkpoint-activations). So the section implies no recomputation; the note says what to pass.
+// Its keys: partition_activations splits the checkpoints over the model-parallel ranks and
+// synchronize_checkpoint_boundary synchronizes the device at each (not modeled);
+// contiguous_memory_optimization and number_checkpoints lay the checkpoints out in one buffer, and
+// profile times them (no effect on the totals); cpu_checkpointing moves them to the host (refused).
+void read_checkpointing(const Json& j, const std::string& file, ImportedJob& job) {
+  job.plan.recompute = Recompute::kNone;
+  if (!j.contains("activation_checkpointing")) return;
+  const Json& a = j["activation_checkpointing"];
+  if (!a.is_object()) throw InputError(file + ": /activation_checkpointing: expected an object, got " + a.dump(), kDeepSpeedHint);
+  if (a.contains("cpu_checkpointing") && a["cpu_checkpointing"] == true) {
+    throw InputError(file + ": /activation_checkpointing/cpu_checkpointing: true: the checkpointed activations on the host; trainsim "
+                            "does not model host offload yet",
+                     "set it to false to predict the job on GPUs alone, and compare with the job's measured memory");
+  }
+  job.notes.push_back("activation_checkpointing configures DeepSpeed's checkpointing but does not turn it on (the model calls "
+                      "deepspeed.checkpointing.checkpoint): priced without recomputation; add --recompute full if the model "
+                      "checkpoints every layer (Megatron-DeepSpeed: --checkpoint-activations)");
+  list_unread(a, "activation_checkpointing.", {"cpu_checkpointing"},
+              {"contiguous_memory_optimization", "number_checkpoints", "profile"}, job);
 }
 
 }  // namespace
@@ -170,28 +224,36 @@ ImportedJob import_deepspeed(const std::string& json_text, const std::string& fi
   read_zero(j, r, job, stated);
   const bool bf16 = r.enabled(j, "bf16"), fp16 = r.enabled(j, "fp16");
   job.plan.precision = bf16 ? Precision::kBf16 : fp16 ? Precision::kFp16 : Precision::kFp32;
-  job.plan.recompute = j.contains("activation_checkpointing") ? Recompute::kFull : Recompute::kNone;
+  read_checkpointing(j, r.file, job);
   list_unread(j, "",
               {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "zero_optimization",
                "bf16", "fp16", "activation_checkpointing"},
               {"optimizer", "scheduler", "gradient_clipping", "steps_per_print", "wall_clock_breakdown", "wandb", "tensorboard",
                "csv_monitor", "comms_logger", "flops_profiler", "zero_allow_untested_optimizer", "dump_state"},
-              job.not_modeled);
+              job);
   for (const char* section : {"bf16", "fp16"}) {
     if (j.contains(section) && j[section].is_object()) {
       list_unread(j[section], std::string(section) + ".", {"enabled"},
                   {"loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis", "min_loss_scale", "consecutive_hysteresis"},
-                  job.not_modeled);
+                  job);
     }
-  }
-  if (j.contains("activation_checkpointing") && j["activation_checkpointing"].is_object()) {
-    list_unread(j["activation_checkpointing"], "activation_checkpointing.", {},
-                {"contiguous_memory_optimization", "number_checkpoints", "synchronize_checkpoint_boundary", "profile"},
-                job.not_modeled);
   }
   apply_framework_preset(framework_preset(job.framework), job.plan, stated);  // ZeRO-0, overlap_comm off
   job.defaulted.push_back("dp");
   return job;
+}
+
+std::vector<std::string> import_report(const ImportedJob& job) {
+  auto joined = [](const std::vector<std::string>& list) {
+    std::string text;
+    for (const std::string& entry : list) text += (text.empty() ? "" : ", ") + entry;
+    return text;
+  };
+  std::vector<std::string> lines;
+  if (!job.unknown.empty()) lines.push_back("unknown, not read: " + joined(job.unknown));
+  if (!job.not_modeled.empty()) lines.push_back("known, not modeled (the prediction may be off): " + joined(job.not_modeled));
+  if (!job.no_effect.empty()) lines.push_back("known, no effect on speed or memory: " + joined(job.no_effect));
+  return lines;
 }
 
 ParallelPlan parse_deepspeed_config(const std::string& json_text, int64_t gpus) {

@@ -151,7 +151,7 @@ cli_test("bad: export to DeepSpeed with pipeline stages" RC 2 MATCH "cannot expr
   ARGS export ${plans}/llama3-70b-tp8-pp4.json --model llama3-70b --to deepspeed)
 cli_test("predict --from nemo reads NeMo-Megatron-Launcher's GPT-3 5B config: block 0 recomputes no layer" RC 0
   MATCH "dp 128 x tp 1 x pp 1, micro-batch 2, global batch 2048" "recompute full \\(block 0\\)" "ZeRO-1"
-        "not modeled, ignored: model.ffn_hidden_size"
+        "known, not modeled \\(the prediction may be off\\): model.ffn_hidden_size"
   ARGS predict --model ${CMAKE_SOURCE_DIR}/tests/data/models/gpt3-5b-nemo.json --gpu a100-sxm-80gb
        --from nemo ${CMAKE_SOURCE_DIR}/tests/data/import/nemo_gpt3_5b.yaml)
 cli_test("predict --from nemo reads a Megatron-Bridge config: PP 2 x EP 8, FP8, moe_act and layernorm recomputation" RC 0
@@ -375,13 +375,32 @@ cli_test("bad: export refuses a Zero Bubble schedule Megatron-LM does not have" 
 set(imports ${CMAKE_CURRENT_SOURCE_DIR}/data/import)
 cli_test("predict --from megatron reads a launch script, its world size and lists the flags not modeled" RC 0
   MATCH "dp 4 x tp 2 x pp 2, micro-batch 1, global batch 128" "ZeRO-1, recompute selective, SP, TP comm overlap, bf16"
-        "megatron_llama3_8b.sh \\(megatron\\): not modeled, ignored: --overlap-param-gather$"
+        "megatron_llama3_8b.sh \\(megatron\\): known, not modeled \\(the prediction may be off\\): --overlap-param-gather \\(the ZeRO-1 parameter all-gather overlapped with the forward\\)$"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --from megatron ${imports}/megatron_llama3_8b.sh)
+cli_test("predict --from megatron: --recompute-activations is selective; unknown, not-modeled and no-effect flags each on their line" RC 0
+  MATCH "recompute selective, bf16"
+        "megatron_flag_kinds.sh \\(megatron\\): unknown, not read: --sequence-paralel \\(did you mean --sequence-parallel\\?\\)$"
+        "megatron_flag_kinds.sh \\(megatron\\): known, not modeled \\(the prediction may be off\\): --manual-gc \\(Python garbage collection at fixed steps\\)$"
+        "megatron_flag_kinds.sh \\(megatron\\): known, no effect on speed or memory: --lr$"
+  ARGS predict --model llama3-8b --gpu h100-sxm-80gb --from megatron ${imports}/megatron_flag_kinds.sh)
+cli_test("predict --from deepspeed: activation_checkpointing does not turn recomputation on, and the note says what to pass" RC 0
+  MATCH "ZeRO-1, recompute none, bf16" "configures DeepSpeed's checkpointing but does not turn it on" "add --recompute full"
+        "known, not modeled \\(the prediction may be off\\): activation_checkpointing.synchronize_checkpoint_boundary$"
+  ARGS predict --model gpt3-1.3b --gpu a100-sxm-80gb --from deepspeed ${imports}/ds_activation_checkpointing.json)
+cli_test("bad: --from deepspeed with CPU and NVMe offload is refused with the key, the device and why" RC 2
+  MATCH "ds_cpu_offload.json: /zero_optimization/offload_optimizer/device: \"cpu\": the optimizer states and their step offloaded to host memory"
+        "/zero_optimization/offload_param/device: \"nvme\"" "hint: set the device to \"none\""
+  ARGS predict --model gpt3-1.3b --gpu a100-sxm-80gb --from deepspeed ${imports}/ds_cpu_offload.json)
+cli_test("export --to megatron of Llama 3 is launchable: its RoPE base, the attention backend priced, what to add" RC 0
+  MATCH "^# trainsim: add what these arguments leave out" "--position-embedding-type rope --rotary-base 500000"
+        "--transformer-impl transformer_engine --attention-backend fused" "--make-vocab-size-divisible-by 32 "
+  ARGS export ${plans}/llama3-70b-tp8-pp4.json --model llama3-70b --to megatron)
 cli_test("predict --from megatron: flags given on the command line override the script" RC 0
   MATCH "dp 2 x tp 4 x pp 2" ARGS predict --model llama3-8b --gpu h100-sxm-80gb --from megatron ${imports}/megatron_llama3_8b.sh --tp 4)
 cli_test("predict --from deepspeed derives dp from the batch arithmetic" RC 0
   MATCH "16 x a100-sxm-80gb" "dp 16 x tp 1 x pp 1, micro-batch 4, global batch 256" "ZeRO-2"
-        "not modeled, ignored: zero_optimization.contiguous_gradients, zero_optimization.reduce_bucket_size"
+        "known, not modeled \\(the prediction may be off\\): zero_optimization.contiguous_gradients, zero_optimization.reduce_bucket_size"
+        "known, no effect on speed or memory: gradient_clipping, optimizer, steps_per_print"
   ARGS predict --model gpt3-1.3b --gpu a100-sxm-80gb --from deepspeed ${imports}/ds_config.json)
 cli_test("predict --from torchtitan: FSDP, per-op checkpointing and torchtitan's attention kernel" RC 0
   MATCH "dp 8 x tp 8 x pp 1, micro-batch 2, global batch 16" "ZeRO-3, recompute selective_op, SP, TP comm overlap" "FlashAttention-2"

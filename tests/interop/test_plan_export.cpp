@@ -76,13 +76,25 @@ TEST_CASE("Megatron-LM arguments carry the model and the knobs users expect") {
 }
 
 TEST_CASE("a DeepSpeed config reads back to the same data-parallel plan") {
-  const ParallelPlan p = plan(16, 1, 1, 1, 2, Recompute::kFull, false, Precision::kBf16);
+  const ParallelPlan p = plan(16, 1, 1, 1, 2, Recompute::kNone, false, Precision::kBf16);
   const std::string config = export_plan(nullptr, p, 8, ExportTarget::kDeepSpeed);
   const nlohmann::json j = nlohmann::json::parse(config);
   CHECK(j["train_micro_batch_size_per_gpu"] == 2);
   CHECK(j["gradient_accumulation_steps"] == 8);
   CHECK(j["zero_optimization"]["stage"] == 2);
   CHECK(plan_to_json(parse_deepspeed_config(config, 16)).dump() == plan_to_json(p).dump());
+}
+
+TEST_CASE("a DeepSpeed config configures checkpointing but cannot turn it on: its recomputation reads back as none, said") {
+  ParallelPlan p = plan(16, 1, 1, 1, 2, Recompute::kFull, false, Precision::kBf16);
+  const std::string config = export_plan(nullptr, p, 8, ExportTarget::kDeepSpeed);
+  CHECK(nlohmann::json::parse(config).contains("activation_checkpointing"));
+  const ImportedJob back = import_deepspeed(config, "ds.json", 16);
+  CHECK(back.plan.recompute == Recompute::kNone);
+  REQUIRE(back.notes.size() == 1);
+  CHECK_THAT(back.notes[0], Catch::Contains("does not turn it on") && Catch::Contains("add --recompute full"));
+  p.recompute = Recompute::kNone;  // all else reads back
+  CHECK(plan_to_json(back.plan).dump() == plan_to_json(p).dump());
 }
 
 TEST_CASE("a target that cannot express a plan says so") {
@@ -104,7 +116,8 @@ TEST_CASE("torchrun and srun lines name the node count") {
 TEST_CASE("without a model only the parallelism is exported, and interleaving needs the model") {
   const std::string args = export_plan(nullptr, plan(8, 8, 4, 1, 1, Recompute::kNone, false, Precision::kBf16), 8,
                                        ExportTarget::kMegatron);
-  CHECK_THAT(args, Catch::StartsWith("--tensor-model-parallel-size 8"));
+  CHECK_THAT(args, Catch::Contains("\n--tensor-model-parallel-size 8"));
+  CHECK_THAT(args, Catch::Contains("# Without --model: add the model's arguments"));
   CHECK_THROWS_WITH(export_plan(nullptr, plan(8, 8, 4, 5, 1, Recompute::kNone, false, Precision::kBf16), 8,
                                 ExportTarget::kMegatron),
                     Catch::Contains("layers per virtual stage"));

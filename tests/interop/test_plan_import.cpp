@@ -44,16 +44,21 @@ TEST_CASE("a Megatron-LM launch script imports with its world size, and lists th
   CHECK((p.micro_batch == 1 && p.global_batch == 128 && p.zero_stage == 1));
   CHECK((p.sequence_parallel && p.dp_overlap && p.recompute == Recompute::kSelective));
   CHECK((p.attention == AttentionKernel::kFlash && p.precision == Precision::kBf16));
-  // --lr, --seed, --data-path, --save ...: not about speed, accepted quietly.
+  // --lr, --seed, --data-path, --save ...: known, no effect on speed or memory.
   CHECK(p.tp_comm_overlap);  // --tp-comm-overlap
-  CHECK(job.not_modeled == std::vector<std::string>{"--overlap-param-gather"});
+  CHECK(job.not_modeled == std::vector<std::string>{"--overlap-param-gather (the ZeRO-1 parameter all-gather overlapped with the forward)"});
+  CHECK(job.unknown.empty());
+  CHECK(job.no_effect == std::vector<std::string>{"--lr", "--min-lr", "--train-iters", "--seed", "--data-path", "--tokenizer-type",
+                                                  "--save", "--load", "--log-interval"});
   CHECK(import_megatron(read_data("megatron_llama3_8b.sh"), "train.sh", m, 32).plan.dp == 8);  // --gpus wins
 }
 
-TEST_CASE("Megatron-LM flags trainsim does not know are listed, never dropped") {
+TEST_CASE("Megatron-LM flags trainsim does not know are listed as unknown, never dropped") {
   const ModelSpec m = resolve_model("llama3-8b");
   const ImportedJob job = import_megatron("--tensor-model-parallel-size 2 --foo 3 --bar --lr 1e-4 --bar", "args", m, 8);
-  CHECK(job.not_modeled == std::vector<std::string>{"--foo", "--bar"});
+  CHECK(job.unknown == std::vector<std::string>{"--foo", "--bar"});
+  CHECK(job.not_modeled.empty());
+  CHECK(job.no_effect == std::vector<std::string>{"--lr"});
   CHECK(job.plan.dp == 4);
 }
 
@@ -103,9 +108,9 @@ TEST_CASE("a DeepSpeed config imports its batch arithmetic and ZeRO stage, and l
   CHECK(job.not_modeled == std::vector<std::string>{"zero_optimization.contiguous_gradients", "zero_optimization.reduce_bucket_size"});
 
   const ImportedJob stage3 = import_deepspeed(R"({"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 3,
-      "offload_optimizer": {"device": "cpu"}}, "train_batch_size": "auto", "bf16": {"enabled": "auto"}})", "ds.json", 8);
+      "offload_optimizer": {"device": "none"}}, "train_batch_size": "auto", "bf16": {"enabled": "auto"}})", "ds.json", 8);
   CHECK((stage3.plan.global_batch == 16 && stage3.plan.dp_overlap && stage3.plan.precision == Precision::kFp32));
-  CHECK(stage3.not_modeled == std::vector<std::string>{"zero_optimization.offload_optimizer"});
+  CHECK(stage3.not_modeled.empty());  // offload to device "none": no offload
   CHECK(stage3.notes.size() == 2);  // both "auto" values
 }
 
