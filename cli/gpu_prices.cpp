@@ -21,8 +21,8 @@ double read_price(const std::string& text, const std::string& item) {
   char* end = nullptr;
   errno = 0;
   const double usd = text.empty() ? NAN : std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(usd) || usd <= 0 || usd > kMaxUsdPerGpuHour) {
-    throw InputError("--price: \"" + item + "\": the price must be a finite number above 0 up to 10000 (USD per GPU-hour)",
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(usd) || usd < 0 || usd > kMaxUsdPerGpuHour) {
+    throw InputError("--price: \"" + item + "\": a price is a finite number from 0 to 10000 (USD per GPU-hour)",
                      std::string("e.g. --price 2.50 for one GPU type, ") + kExample + " for several");
   }
   return usd;

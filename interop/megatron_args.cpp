@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "interop/megatron_flags.hpp"
-#include "interop/nearest_name.hpp"
+#include "interop/flag_suggestion.hpp"
 
 namespace trainsim {
 

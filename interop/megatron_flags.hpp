@@ -2,7 +2,7 @@
 // or the model check; known but not modeled (it may change speed or memory: the prediction may be
 // off); known and without effect on speed or memory (optimizer, data, checkpoints, logging);
 // torchrun's and srun's own; refused (host offload, not modeled yet). Every other flag is unknown
-// and reported with the nearest known name (interop/nearest_name.hpp). Meanings follow Megatron-LM's
+// and reported with the nearest known name (interop/flag_suggestion.hpp). Meanings follow Megatron-LM's
 // megatron/training/arguments.py (NVIDIA/Megatron-LM@d98e8a6).
 #pragma once
 

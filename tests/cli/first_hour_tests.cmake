@@ -11,7 +11,7 @@ cli_test("bad: --price naming a GPU type not searched" RC 2
 cli_test("bad: --price leaving a searched GPU type out" RC 2
   MATCH "--price gives no price for h200-sxm-141gb" ARGS
   search --model llama3-8b --gpu h100-sxm-80gb,h200-sxm-141gb --gpus 128 --global-batch 512 --price h100-sxm-80gb=2.5)
-cli_test("bad: --price item that is not a number" RC 2 MATCH "--price.*h100-sxm-80gb=x.*finite number above 0" ARGS
+cli_test("bad: --price item that is not a number" RC 2 MATCH "--price.*h100-sxm-80gb=x.*finite number from 0" ARGS
   predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --global-batch 8 --price h100-sxm-80gb=x)
 cli_test("search prices each GPU type at its own --price: H100 at 2.50 beats H200 at 3.80 on cost" RC 0
   MATCH "1  h100-sxm-80gb" "\\$2\\.50/GPU-hour" ARGS

@@ -7,7 +7,8 @@
 #include <sstream>
 
 #include "common/errors.hpp"
-#include "interop/nearest_name.hpp"
+#include "common/nearest_name.hpp"
+#include "interop/flag_suggestion.hpp"
 #include "interop/plan_import.hpp"
 #include "model/model_catalog.hpp"
 
@@ -39,11 +40,11 @@ TEST_CASE("edit distance counts insertions, deletions and substitutions") {
 
 TEST_CASE("the nearest known name is suggested only when it is close enough to be a misspelling") {
   const std::vector<std::string> known = {"--sequence-parallel", "--tensor-model-parallel-size", "--bf16", "--pp"};
-  CHECK(nearest_name("--sequence-paralel", known) == std::optional<std::string>("--sequence-parallel"));
-  CHECK(nearest_name("--tensor-model-paralel-sise", known) == std::optional<std::string>("--tensor-model-parallel-size"));
-  CHECK_FALSE(nearest_name("--tp", known));                  // 4 characters: no edit allowed
-  CHECK_FALSE(nearest_name("--foo-bar-baz", known));         // nothing near
-  CHECK_FALSE(nearest_name("--sequence-parallel", known));   // known itself
+  CHECK(nearest_flag("--sequence-paralel", known) == std::optional<std::string>("--sequence-parallel"));
+  CHECK(nearest_flag("--tensor-model-paralel-sise", known) == std::optional<std::string>("--tensor-model-parallel-size"));
+  CHECK_FALSE(nearest_flag("--tp", known));                  // 4 characters: no edit allowed
+  CHECK_FALSE(nearest_flag("--foo-bar-baz", known));         // nothing near
+  CHECK_FALSE(nearest_flag("--sequence-parallel", known));   // known itself
   CHECK(with_suggestion("--bf17", known) == "--bf17 (did you mean --bf16?)");
   CHECK(with_suggestion("--bf61", known) == "--bf61");  // 6 characters: one edit allowed
   CHECK(with_suggestion("--foo", known) == "--foo");
