@@ -37,7 +37,7 @@ std::string ModelOptions::seq_len_source(const ModelSpec& m, const std::string& 
   if (seq_len_option->count() > 0) return "--seq-len";
   if (!imported_file.empty()) return imported_file;
   if (m.source.rfind("Hugging Face config.json", 0) == 0) return kSeqLenFromConfigMaximum;
-  return "the model's; --seq-len sets yours";
+  return kSeqLenFromModel;
 }
 
 namespace {

@@ -38,7 +38,7 @@ nlohmann::ordered_json batch_echo_json(const BatchEcho& e) {
   j["global_batch_default"] = e.global_batch_default.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(e.global_batch_default);
   j["micro_batches"] = e.micro_batches;
   j["seq_len"] = e.seq_len;
-  j["seq_len_source"] = e.seq_len_source.empty() ? std::string("--seq-len") : e.seq_len_source;
+  j["seq_len_source"] = e.seq_len_source.empty() ? std::string("--seq-len") : e.seq_len_source == kSeqLenFromModel ? std::string("model") : e.seq_len_source;
   j["tokens_per_iteration"] = e.tokens();
   return j;
 }

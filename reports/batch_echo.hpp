@@ -16,6 +16,8 @@ namespace trainsim {
 
 // The seq_len_source of a Hugging Face config read without --seq-len.
 inline constexpr const char* kSeqLenFromConfigMaximum = "max_position_embeddings of the Hugging Face config";
+// The seq_len_source of a built-in model or a model JSON read without --seq-len (JSON: "model").
+inline constexpr const char* kSeqLenFromModel = "the model's; --seq-len sets yours";
 
 struct BatchEcho {
   int64_t global_batch = 0;          // sequences per iteration

@@ -9,7 +9,7 @@ cli_test("model: without --global-batch the pipeline is filled, pp micro-batches
   ARGS model --model llama3-405b --gpus 128 --tp 8 --pp 8)
 cli_test("predict --format json echoes the batch: sequences, its default, seq len and tokens" RC 0
   MATCH "\"batch\": \\{" "\"global_batch\": 16" "\"global_batch_default\": \"dp 2 x micro-batch 1 x pp 8" "\"micro_batches\": 8"
-        "\"seq_len\": 8192" "\"tokens_per_iteration\": 131072"
+        "\"seq_len\": 8192" "\"seq_len_source\": \"model\"" "\"tokens_per_iteration\": 131072"
   ARGS predict --model llama3-405b --gpu h100-sxm-80gb --gpus 128 --tp 8 --pp 8 --format json)
 cli_test("predict: a stated global batch is echoed without a default" RC 0
   MATCH "global batch 64 sequences, seq len 8192 \\(the model's; --seq-len sets yours\\), 524,288 tokens per iteration"
