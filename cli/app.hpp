@@ -1,6 +1,6 @@
 // Builds the command line (CLI11), runs the chosen subcommand, and is the only place that turns
 // errors into messages and exit codes: 0 ok, 1 runtime/device failure, 2 bad usage or input,
-// 3 compare/validate over tolerance (INTERFACE.md).
+// 3 compare/validate over tolerance, 4 the plan does not fit (model/predict --fail-if-oom).
 #pragma once
 
 #include <functional>
@@ -13,6 +13,9 @@ class App;
 namespace trainsim {
 
 int run_cli(int argc, char** argv);
+
+// `model` / `predict --fail-if-oom` when the plan does not fit the GPU (a script can gate on it).
+inline constexpr int kExitDoesNotFit = 4;
 
 // A registered subcommand: its CLI11 node and what to run when it was chosen.
 struct Command {

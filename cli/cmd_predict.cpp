@@ -29,20 +29,29 @@ Command add_predict_command(CLI::App& root) {
     FormatOption format;
     GoodputOptions goodput;
     std::string trace_path;
+    SavePlanOptions save_plan;
+    bool fail_if_oom = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* app = root.add_subcommand("predict", "simulate one training iteration of one plan");
   o->model.add_to(*app);
   o->hardware.add_to(*app);
+  o->plan.filled_pipeline_default = true;
   o->plan.add_to(*app);
   o->from.add_to(*app);
   o->format.add_to(*app);
   o->goodput.add_to(*app, true);
   app->add_option("--trace", o->trace_path, "write a Chrome/Perfetto trace of the iteration to this file");
+  o->save_plan.add_to(*app, false);
+  app->add_flag("--fail-if-oom", o->fail_if_oom,
+                "exit with code " + std::to_string(kExitDoesNotFit) + " when the plan does not fit (default: 0, the answer is the output)");
   return {app, [o]() {
             ModelSpec model = o->model.resolve();
             const std::optional<ImportedJob> job = o->from.load(o->model, model, o->plan.given("gpus") ? o->plan.gpus : 0);
-            const ParallelPlan plan = o->plan.resolve(model, job ? &*job : nullptr);
+            std::string batch_default;
+            const ParallelPlan plan = o->plan.resolve(model, job ? &*job : nullptr, &batch_default);
+            const BatchEcho batch = make_batch_echo(model, plan, batch_default,
+                                                    o->model.seq_len_source(model, job && job->seq_len > 0 ? job->file : ""));
             const Hardware hardware = o->hardware.resolve(plan);
             // The framework's attention kernel: --framework, else the imported file's framework.
             const std::string framework = o->plan.given("framework") ? o->plan.framework : job ? job->framework : "";
@@ -65,14 +74,15 @@ Command add_predict_command(CLI::App& root) {
               goodput = study_goodput(model, plan, hardware, prediction.iteration_time_s, config);
             }
             if (o->format.value() == OutputFormat::kJson) {
-              nlohmann::ordered_json doc = prediction_json(prediction);
+              nlohmann::ordered_json doc = prediction_json(prediction, &batch);
               if (goodput) doc["goodput"] = goodput_json(*goodput);
               write_json(std::cout, doc);
             } else {
-              std::cout << render_prediction_table(prediction) << (goodput ? render_goodput_table(*goodput) : "");
+              std::cout << render_prediction_table(prediction, &batch) << (goodput ? render_goodput_table(*goodput) : "");
               if (options.keep_trace) std::cout << "\ntrace written to " << o->trace_path << " (open in ui.perfetto.dev)\n";
             }
-            return 0;
+            o->save_plan.write({plan});
+            return o->fail_if_oom && !prediction.fits ? kExitDoesNotFit : 0;
           }};
 }
 

@@ -70,7 +70,9 @@ Command add_search_command(CLI::App& root) {
   auto o = std::make_shared<SearchCommandOptions>();
   CLI::App* app = root.add_subcommand("search", "rank every valid plan for a model on a cluster");
   o->add_to(*app);
-  return {app, [o]() {
+  auto save_plan = std::make_shared<SavePlanOptions>();  // --save-plan, --save-plan-rank (cli/shared_options.hpp)
+  save_plan->add_to(*app, true);
+  return {app, [o, save_plan]() {
             ModelSpec model = o->model.resolve();
             const std::optional<ImportedJob> job = o->from.load(o->model, model, o->request.gpus);
             if (job) o->take_from_import(*job);
@@ -95,6 +97,7 @@ Command add_search_command(CLI::App& root) {
             }
             if (o->format.value() == OutputFormat::kJson) write_json(std::cout, report.to_json());
             else std::cout << report.render();
+            save_plan->write_best(report.best);
             if (!o->export_to.empty()) {
               if (report.best.empty()) throw InputError("--export: no plan fits, so there is nothing to export");
               const Prediction& best = report.best.front().prediction;

@@ -1,6 +1,7 @@
 // Numeric option checks and the wording of parse errors.
 #include "cli/option_checks.hpp"
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -8,6 +9,7 @@
 #include <sstream>
 #include <vector>
 
+#include "common/limits.hpp"
 #include "common/nearest_name.hpp"
 
 namespace trainsim {
@@ -62,6 +64,32 @@ CLI::Validator real_number(double min, double max, const std::string& unit, bool
         return "";
       },
       "FLOAT in (" + option_number_text(min) + " - " + option_number_text(max) + "]");
+}
+
+std::optional<int64_t> parse_token_count(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  const char suffix = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+  const int64_t scale = suffix == 'K' ? int64_t{1} << 10 : suffix == 'M' ? int64_t{1} << 20 : 1;
+  const std::optional<double> x = parse_real(scale == 1 ? text : text.substr(0, text.size() - 1));
+  const double max = static_cast<double>(limits::kMaxBatch) * static_cast<double>(limits::kMaxSeqLen);
+  if (!x || !std::isfinite(*x) || *x < 1 || *x * static_cast<double>(scale) > max) return std::nullopt;
+  const double tokens = *x * static_cast<double>(scale);
+  if (tokens != std::floor(tokens)) return std::nullopt;
+  return static_cast<int64_t>(tokens);
+}
+
+CLI::Validator token_count() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const std::optional<int64_t> tokens = parse_token_count(text);
+        if (!tokens) {
+          return "\"" + text + "\" is not a token count: it takes a whole number from 1 to " +
+                 std::to_string(limits::kMaxBatch * limits::kMaxSeqLen) + ", or one with K (x 1024) or M (x 1048576), e.g. 4M";
+        }
+        text = std::to_string(*tokens);
+        return "";
+      },
+      "TOKENS[K|M]");
 }
 
 std::string parse_error_message(const CLI::ParseError& error, const CLI::App* command) {

@@ -26,6 +26,12 @@ CLI::Validator whole_number(int64_t min, int64_t max, const std::string& what, c
 // A finite number from `min` (excluded when `min_excluded`) to `max`, in `unit`.
 CLI::Validator real_number(double min, double max, const std::string& unit, bool min_excluded = true);
 
+// A count of tokens: a whole number, or one with a binary suffix, K (2^10) or M (2^20), as in
+// "4M tokens" (Llama 3's 4,194,304 = 1024 sequences of 4096); at most common/limits.hpp's
+// batch x sequence. parse_token_count: the count, nullopt when the text is none.
+std::optional<int64_t> parse_token_count(const std::string& text);
+CLI::Validator token_count();
+
 // The check of such an option: "<text> is not a <what> or comma-separated list of them (<names>)".
 template <typename T>
 CLI::Validator comma_list_check(T (*parse)(const std::string&), const std::string& what, const std::string& names) {

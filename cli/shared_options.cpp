@@ -13,12 +13,14 @@
 #include "model/model_catalog.hpp"
 #include "plan/framework_preset.hpp"
 #include "plan/plan_json.hpp"
+#include "reports/batch_echo.hpp"
 
 namespace trainsim {
 
 void ModelOptions::add_to(CLI::App& app) {
   app.add_option("--model", model, "built-in model name, our model JSON, or a Hugging Face config.json")->required();
-  seq_len_option = app.add_option("--seq-len", seq_len, "override the model's sequence length")
+  seq_len_option = app.add_option("--seq-len,--seq-length", seq_len,
+                                  "training sequence length (default: the model's; a Hugging Face config's is its maximum context)")
                        ->transform(whole_number(1, limits::kMaxSeqLen, "tokens"));
 }
 
@@ -31,26 +33,42 @@ ModelSpec ModelOptions::resolve(int64_t file_seq_len) const {
   return resolve_model(model, file_seq_len);
 }
 
+std::string ModelOptions::seq_len_source(const ModelSpec& m, const std::string& imported_file) const {
+  if (seq_len_option->count() > 0) return "--seq-len";
+  if (!imported_file.empty()) return imported_file;
+  if (m.source.rfind("Hugging Face config.json", 0) == 0) return kSeqLenFromConfigMaximum;
+  return kSeqLenFromModel;
+}
+
 namespace {
 struct SizeFlag {
   const char* name;  // flag without "--", also the key in PlanOptions::sizes
+  const char* aliases;  // further names, comma-separated ("" for none)
   const char* help;
   int64_t max;       // the largest value accepted (common/limits.hpp)
   const char* unit;  // what it counts, for the range message
 };
+// Each flag also answers to its long name and to Megatron-LM's spelling (megatron/training/arguments.py),
+// so a Megatron command line's options can be pasted.
 const SizeFlag kSizeFlags[] = {
-    {"dp", "data-parallel size (default: gpus / (tp*pp*cp), or 1)", limits::kMaxGpus, "ranks"},
-    {"tp", "tensor-parallel size", limits::kMaxGpus, "ranks"},
-    {"pp", "pipeline-parallel size", limits::kMaxGpus, "stages"},
-    {"vpp", "virtual pipeline stages per rank (interleaved schedule; zb-v: 2)", limits::kMaxLayers, "model chunks"},
-    {"cp", "context-parallel size (ring attention)", limits::kMaxGpus, "ranks"},
-    {"ep", "expert-parallel size (MoE models: experts / ep per rank, all-to-all token dispatch)", limits::kMaxGpus, "ranks"},
-    {"expert-tp", "expert tensor-parallel size (Megatron's --expert-tensor-parallel-size; default 1 with --ep > 1, else tp)", limits::kMaxGpus, "ranks"},
-    {"first-stage-layers", "transformer layers on the first pipeline stage (Megatron-Core's uneven split)", limits::kMaxLayers, "layers"},
-    {"dp-shard", "ZeRO shard group size (HSDP: shard over this many dp x cp ranks, replicate across)", limits::kMaxGpus, "ranks"},
-    {"last-stage-layers", "transformer layers on the last pipeline stage", limits::kMaxLayers, "layers"},
-    {"micro-batch", "sequences per micro-batch", limits::kMaxBatch, "sequences"},
-    {"global-batch", "sequences per iteration (default: dp x micro-batch)", limits::kMaxBatch, "sequences"},
+    {"dp", "--data-parallel", "data-parallel size (default: gpus / (tp*pp*cp), or 1)", limits::kMaxGpus, "ranks"},
+    {"tp", "--tensor-parallel,--tensor-model-parallel-size", "tensor-parallel size", limits::kMaxGpus, "ranks"},
+    {"pp", "--pipeline-parallel,--pipeline-model-parallel-size", "pipeline-parallel size", limits::kMaxGpus, "stages"},
+    {"vpp", "--virtual-pipeline-parallel,--num-virtual-stages-per-pipeline-rank",
+     "virtual pipeline stages per rank (interleaved schedule; zb-v: 2)", limits::kMaxLayers, "model chunks"},
+    {"cp", "--context-parallel,--context-parallel-size", "context-parallel size (ring attention)", limits::kMaxGpus, "ranks"},
+    {"ep", "--expert-parallel,--expert-model-parallel-size",
+     "expert-parallel size (MoE models: experts / ep per rank, all-to-all token dispatch)", limits::kMaxGpus, "ranks"},
+    {"expert-tp", "--expert-tensor-parallel-size",
+     "expert tensor-parallel size (Megatron's --expert-tensor-parallel-size; default 1 with --ep > 1, else tp)", limits::kMaxGpus, "ranks"},
+    {"first-stage-layers", "--decoder-first-pipeline-num-layers",
+     "transformer layers on the first pipeline stage (Megatron-Core's uneven split)", limits::kMaxLayers, "layers"},
+    {"dp-shard", "", "ZeRO shard group size (HSDP: shard over this many dp x cp ranks, replicate across)", limits::kMaxGpus, "ranks"},
+    {"last-stage-layers", "--decoder-last-pipeline-num-layers", "transformer layers on the last pipeline stage", limits::kMaxLayers, "layers"},
+    {"micro-batch", "--micro-batch-size", "sequences per micro-batch", limits::kMaxBatch, "sequences"},
+    {"global-batch", "--global-batch-size",
+     "sequences per iteration (default: dp x micro-batch; model and predict: x pp, the fewest micro-batches that fill the pipeline)",
+     limits::kMaxBatch, "sequences"},
 };
 
 // The plan's named choices: flag, field, help, accepted values.
@@ -100,12 +118,14 @@ const std::vector<ChoiceFlag>& choice_flags() {
 }  // namespace
 
 void PlanOptions::add_to(CLI::App& app) {
+  command_name = app.get_name();
   options["plan"] = app.add_option("--plan", plan_path, "plan JSON (flags given here override its keys)");
   options["gpus"] = app.add_option("--gpus", gpus, "number of GPUs (sets dp when --dp is left out)")
                         ->transform(whole_number(1, limits::kMaxGpus, "GPUs"));
   for (const auto& flag : kSizeFlags) {
     sizes[flag.name] = 1;
-    options[flag.name] = app.add_option(std::string("--") + flag.name, sizes[flag.name], flag.help)
+    const std::string names = std::string("--") + flag.name + (*flag.aliases != '\0' ? std::string(",") + flag.aliases : "");
+    options[flag.name] = app.add_option(names, sizes[flag.name], flag.help)
                              ->transform(whole_number(1, flag.max, flag.unit));
   }
   sizes["zero"] = 0;
@@ -122,6 +142,10 @@ void PlanOptions::add_to(CLI::App& app) {
                                                 "comma-separated; default core_attn): " + std::string(recompute_module_names()))
                                      ->check(comma_list_check(parse_recompute_module, "a recompute module", recompute_module_names()));
   options["sequence-parallel"] = app.add_flag("--sequence-parallel", sequence_parallel, "Megatron sequence parallelism");
+  options["global-batch-tokens"] = app.add_option("--global-batch-tokens", global_batch_tokens,
+                                                  "tokens per iteration instead of --global-batch (4M = 4 x 2^20, 512K = 512 x 2^10; "
+                                                  "a whole number of sequences)")
+                                       ->transform(token_count());
   options["framework"] = app.add_option("--framework", framework,
                                         "defaults of this framework for what the plan leaves out (ZeRO stage, SP with TP, "
                                         "micro-batch): " + join_names(framework_preset_names()))
@@ -212,9 +236,32 @@ void fit_dp_to_gpus(ParallelPlan& p, int64_t gpus, bool dp_free, bool gpus_given
   }
 }
 
+// --global-batch-tokens: whole sequences of the model's length, or an error naming the nearest
+// token counts that are.
+int64_t batch_of_tokens(int64_t tokens, int64_t seq_len) {
+  if (tokens % seq_len == 0) return tokens / seq_len;
+  const int64_t below = tokens / seq_len * seq_len, above = below + seq_len;
+  const std::string text_below = below > 0 ? std::to_string(below) + " (" + std::to_string(below / seq_len) + " sequences) or " : "";
+  throw InputError("--global-batch-tokens: " + std::to_string(tokens) + " tokens must be a whole number of sequences of " +
+                       std::to_string(seq_len) + " tokens (seq len)",
+                   "the nearest that are: " + text_below + std::to_string(above) + " (" + std::to_string(above / seq_len) +
+                       " sequences); or give --global-batch in sequences");
+}
+
+// The global batch when none is stated, and the rule that chose it. With pp > 1 the fewest
+// micro-batches per DP rank that fill the pipeline: pp (1F1B's warm-up holds up to pp micro-batches
+// in flight on the first stage, and Megatron-LM's interleaved schedule needs a multiple of pp:
+// megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving).
+std::pair<int64_t, std::string> default_global_batch(const ParallelPlan& p, bool filled_pipeline) {
+  const std::string local = "dp " + std::to_string(p.dp) + " x micro-batch " + std::to_string(p.micro_batch);
+  const std::string yours = "; --global-batch or --global-batch-tokens sets yours";
+  if (p.pp == 1 || !filled_pipeline) return {p.dp * p.micro_batch, local + ", one micro-batch per DP rank" + yours};
+  return {p.dp * p.micro_batch * p.pp, local + " x pp " + std::to_string(p.pp) + " micro-batches, the fewest that fill the pipeline" + yours};
+}
+
 }  // namespace
 
-ParallelPlan PlanOptions::resolve(const ModelSpec& model, const ImportedJob* imported) const {
+ParallelPlan PlanOptions::resolve(const ModelSpec& model, const ImportedJob* imported, std::string* global_batch_default) const {
   if (imported != nullptr && given("plan")) {
     throw InputError("--plan and --from both give the plan", "give one of them; flags on top override either");
   }
@@ -236,9 +283,18 @@ ParallelPlan PlanOptions::resolve(const ModelSpec& model, const ImportedJob* imp
   const int64_t gpus = given("gpus") ? this->gpus : file_gpus > 0 ? file_gpus : default_gpus;
   if (gpus > 0) fit_dp_to_gpus(p, gpus, !given("dp") && is_defaulted("dp"), given("gpus"), imported);
   if (given("framework")) apply_framework(framework_preset(framework), p, stated);
-  if (!given("global-batch") && is_defaulted("global_batch")) p.global_batch = p.dp * p.micro_batch;
+  if (given("global-batch-tokens")) {
+    if (given("global-batch")) throw InputError("--global-batch and --global-batch-tokens both give the global batch", "give one of them");
+    p.global_batch = batch_of_tokens(parse_token_count(global_batch_tokens).value_or(0), model.seq_len);
+  } else if (!given("global-batch") && is_defaulted("global_batch")) {
+    auto [batch, rule] = default_global_batch(p, filled_pipeline_default);
+    p.global_batch = batch;
+    if (global_batch_default != nullptr) *global_batch_default = rule;
+  }
   const std::string where = imported != nullptr ? imported->file : given("plan") ? plan_path : "options";
-  validate_plan(p, model, where, rules).throw_if_any("INTERFACE.md lists the plan options; docs/model-math.md the memory conventions");
+  validate_plan(p, model, where, rules)
+      .throw_if_any("`trainsim " + command_name + " --help` lists the plan options; docs/plan-options.md what each means, "
+                    "docs/model-math.md the memory conventions");
   return p;
 }
 
@@ -286,6 +342,29 @@ void PlanOptions::apply_flags(ParallelPlan& p) const {
   } else if (given("vpp") && p.vpp > 1) {
     p.schedule = Schedule::kInterleaved;  // --vpp N alone means interleaving; a file's schedule stays
   }
+}
+
+void SavePlanOptions::add_to(CLI::App& app, bool ranked) {
+  app.add_option("--save-plan", path,
+                 ranked ? "write the #1 plan (or --save-plan-rank N's) as plan JSON to this file: what predict --plan reads"
+                        : "write the resolved plan as plan JSON to this file: what --plan reads");
+  if (ranked) {
+    rank_option = app.add_option("--save-plan-rank", rank, "which ranked plan --save-plan writes (default 1, the best)")
+                      ->transform(whole_number(1, 1000000, "the rank in the table; --top bounds it"));
+  }
+}
+
+void SavePlanOptions::write(const std::vector<ParallelPlan>& ranked) const {
+  if (path.empty()) {
+    if (rank_option != nullptr && rank_option->count() > 0) throw InputError("--save-plan-rank needs --save-plan FILE", "e.g. --save-plan plan.json");
+    return;
+  }
+  if (ranked.empty()) throw InputError("--save-plan: no plan fits, so there is none to save", "relax the search (more GPUs, --zero, --recompute)");
+  if (rank > static_cast<int64_t>(ranked.size())) {
+    throw InputError("--save-plan-rank: " + std::to_string(rank) + " is beyond the " + std::to_string(ranked.size()) + " plans ranked",
+                     "give a rank from 1 to " + std::to_string(ranked.size()) + ", or raise --top");
+  }
+  save_plan_json(ranked[static_cast<size_t>(rank - 1)], path);
 }
 
 }  // namespace trainsim

@@ -29,6 +29,9 @@ struct ModelOptions {
   ModelSpec resolve() const;
   // With `seq_len` (> 0) as the sequence length unless --seq-len states one.
   ModelSpec resolve(int64_t seq_len) const;
+  // Where `model`'s sequence length came from: --seq-len, the --from file (`imported_file`, when
+  // it set one), a Hugging Face config's max_position_embeddings, or the model's own.
+  std::string seq_len_source(const ModelSpec& model, const std::string& imported_file = "") const;
 };
 
 struct ImportedJob;
@@ -43,6 +46,11 @@ struct PlanOptions {
   int64_t recompute_layers = 1;  // --recompute-num-layers
   std::string recompute_modules;  // --recompute-modules core_attn,moe_act
   std::string framework;  // --framework: a preset's defaults for what the flags and plan leave out
+  std::string global_batch_tokens;  // --global-batch-tokens 4M: the global batch in tokens
+  // model, predict: without a stated global batch, the fewest micro-batches that fill the pipeline
+  // (pp per DP rank) rather than one (run keeps dp x micro-batch: its ranks train what it states).
+  bool filled_pipeline_default = false;
+  std::string command_name;  // the subcommand's, for hints
   bool sequence_parallel = false;
   bool no_dp_overlap = false;
   bool no_tp_overlap = false;
@@ -53,10 +61,12 @@ struct PlanOptions {
   void add_to(CLI::App& app);
   bool given(const std::string& name) const;
   // The plan from --plan (if any) with the flags on top, the --framework preset's defaults for
-  // what neither states (printed on stderr), dp from --gpus when left out, a global batch of dp x
-  // micro-batch when none is given; validated against the model. `imported` (--from) stands in for
-  // --plan.
-  ParallelPlan resolve(const ModelSpec& model, const ImportedJob* imported = nullptr) const;
+  // what neither states (printed on stderr), dp from --gpus when left out, a global batch from
+  // --global-batch-tokens, or by default dp x micro-batch (x pp with filled_pipeline_default) when
+  // none is given; validated against the model. `imported` (--from) stands in for --plan.
+  // `global_batch_default` receives the rule of a defaulted global batch ("" when stated).
+  ParallelPlan resolve(const ModelSpec& model, const ImportedJob* imported = nullptr,
+                       std::string* global_batch_default = nullptr) const;
 
  private:
   void apply_flags(ParallelPlan& plan) const;  // the plan flags given, over `plan`
@@ -83,6 +93,24 @@ struct HardwareOptions {
  private:
   mutable std::optional<CostModelChoice> costs_;
   std::vector<std::string> compared_gpus_;  // resolve_gpu's: every --gpu type, which --price must match
+};
+
+// `--save-plan FILE` (predict, search) and `--save-plan-rank N` (search): the plan as plan JSON,
+// the file `--plan` reads, so a search's choice goes to predict without retyping.
+struct SavePlanOptions {
+  std::string path;
+  int64_t rank = 1;
+  CLI::Option* rank_option = nullptr;
+  void add_to(CLI::App& app, bool ranked);
+  // Writes ranked[rank - 1] (best first); nothing without --save-plan.
+  void write(const std::vector<ParallelPlan>& ranked) const;
+  // A search's ranked plans (each with a `prediction.plan`).
+  template <typename Ranked>
+  void write_best(const std::vector<Ranked>& best) const {
+    std::vector<ParallelPlan> plans;
+    for (const auto& b : best) plans.push_back(b.prediction.plan);
+    write(plans);
+  }
 };
 
 enum class OutputFormat { kTable, kJson };

@@ -43,6 +43,32 @@ std::string did_you_mean(std::string_view name, const std::vector<std::string>& 
   return best.empty() ? std::string() : " (did you mean \"" + best + "\"?)";
 }
 
+std::vector<std::string> similar_names(std::string_view name, const std::vector<std::string>& candidates) {
+  std::vector<std::string> out;
+  auto lower = [](std::string_view text) {
+    std::string s(text);
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  const std::string prefix = lower(name);
+  for (const auto& candidate : candidates) {
+    if (!prefix.empty() && lower(candidate).rfind(prefix, 0) == 0) out.push_back(candidate);
+  }
+  if (out.empty()) {
+    const std::string best = nearest_name(name, candidates);
+    if (!best.empty()) out.push_back(best);
+  }
+  return out;
+}
+
+std::string did_you_mean_any(std::string_view name, const std::vector<std::string>& candidates) {
+  const std::vector<std::string> names = similar_names(name, candidates);
+  if (names.empty()) return std::string();
+  std::string text = " (did you mean ";
+  for (size_t i = 0; i < names.size(); ++i) text += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + ("\"" + names[i] + "\"");
+  return text + "?)";
+}
+
 std::string join_names(const std::vector<std::string>& names, std::string_view separator) {
   std::string text;
   for (size_t i = 0; i < names.size(); ++i) {

@@ -16,6 +16,12 @@ std::string nearest_name(std::string_view name, const std::vector<std::string>& 
 // " (did you mean \"x\"?)" or "".
 std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates);
 
+// The candidates `name` begins (case-insensitive: "h100" -> every H100 of a catalog), else the
+// nearest one by nearest_name, else none; in the candidates' order.
+std::vector<std::string> similar_names(std::string_view name, const std::vector<std::string>& candidates);
+// " (did you mean \"a\" or \"b\"?)" of similar_names, or "".
+std::string did_you_mean_any(std::string_view name, const std::vector<std::string>& candidates);
+
 // "a, b, c" for listing the valid choices in a message.
 std::string join_names(const std::vector<std::string>& names, std::string_view separator = ", ");
 

@@ -27,8 +27,11 @@ ModelSpec read_model(JsonObjectReader& r) {
   ModelSpec m;
   m.name = r.required_string("name");
   m.layers = r.required_int("layers", 1);
+  const size_t problems_before_shape = r.problems().size();
   m.hidden = r.required_int("hidden", 1);
   m.heads = r.required_int("heads", 1);
+  // A bad hidden or heads is reported once: head_dim is not derived from its placeholder.
+  const bool shape_read = r.problems().size() == problems_before_shape;
   m.kv_heads = r.optional_int("kv_heads", 1).value_or(m.heads);
   m.ffn_hidden = r.required_int("ffn_hidden", 1);
   m.ffn_kind = r.required_choice("ffn_kind", {"gelu", "swiglu"}) == "gelu" ? FfnKind::kGelu : FfnKind::kSwiglu;
@@ -38,7 +41,7 @@ ModelSpec read_model(JsonObjectReader& r) {
 
   if (auto head_dim = r.optional_int("head_dim", 1)) {
     m.head_dim = *head_dim;
-  } else if (m.heads > 0 && m.hidden % m.heads != 0) {
+  } else if (shape_read && m.heads > 0 && m.hidden % m.heads != 0) {
     r.add_problem("head_dim", "hidden (" + std::to_string(m.hidden) + ") is not a multiple of heads (" +
                                   std::to_string(m.heads) + "), so head_dim must be given");
   } else if (m.heads > 0) {

@@ -1,6 +1,8 @@
 // Reading and writing plan JSON.
-#include <algorithm>
 #include "plan/plan_json.hpp"
+
+#include <algorithm>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -172,16 +174,45 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   return p;
 }
 
+namespace {
+// The plan object of a file: the file itself, or the plan inside a trainsim output (its JSON pointer).
+std::pair<const nlohmann::json*, std::string> plan_object(const nlohmann::json& doc, const std::string& path) {
+  if (!doc.is_object() || !doc.contains("schema") || !doc["schema"].is_string()) return {&doc, ""};
+  const std::string schema = doc["schema"].get<std::string>();
+  if (schema == "trainsim.search") {
+    const auto plans = doc.find("plans");
+    if (plans == doc.end() || !plans->is_array() || plans->empty() || !plans->front().contains("plan")) {
+      throw InputError(path + ": /plans: this search output holds no plan (no plan was valid, or the file was cut)",
+                       "run the search again, or give a plan JSON");
+    }
+    return {&plans->front()["plan"], "/plans/0/plan"};
+  }
+  if ((schema == "trainsim.prediction" || schema == "trainsim.model") && doc.contains("inputs") && doc["inputs"].contains("plan")) {
+    return {&doc["inputs"]["plan"], "/inputs/plan"};
+  }
+  throw InputError(path + ": /schema: a " + schema + " file holds no plan",
+                   "--plan reads a plan JSON, or the JSON output of trainsim search (its #1 plan), predict or model");
+}
+}  // namespace
+
 ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* defaulted) {
   const nlohmann::json doc = load_json_file(path);
   ProblemList problems;
-  JsonObjectReader reader(doc, path, "", problems);
+  const auto [plan_doc, pointer] = plan_object(doc, path);
+  JsonObjectReader reader(*plan_doc, path, pointer, problems);
   ParallelPlan plan = read_plan(reader, ParallelPlan{}, defaulted);
   reader.reject_unknown_keys();
   problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, expert_tp, vpp, first_stage_layers, last_stage_layers, micro_batch, global_batch, zero_stage, dp_shard, recompute, recompute_method, recompute_layers, recompute_modules, "
                         "sequence_parallel, schedule, precision, attention, cross_entropy, norm, cp_comm, dp_overlap, tp_overlap, tp_comm_overlap, fp8_params, fp8_recipe, "
                         "moe_imbalance, moe_capacity_factor, moe_dispatcher, ep_comm_overlap");
   return plan;
+}
+
+void save_plan_json(const ParallelPlan& plan, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw InputError("--save-plan: cannot write " + path, "check that the folder exists and is writable");
+  out << plan_to_json(plan).dump(2) << "\n";
+  if (!out) throw InputError("--save-plan: writing " + path + " failed", "check the free space and the permissions");
 }
 
 nlohmann::ordered_json plan_to_json(const ParallelPlan& p) {

@@ -19,8 +19,13 @@ class JsonObjectReader;
 // Reads a plan object over `defaults`; the names of keys that were absent or null are appended to
 // `defaulted` (validate reports them). Problems go to the reader's list.
 ParallelPlan read_plan(JsonObjectReader& reader, const ParallelPlan& defaults, std::vector<std::string>* defaulted);
+// A plan JSON file; or the output of a command that holds one: a search's (`trainsim.search`: its
+// #1 plan, plans[0]), a prediction's or a model report's (`inputs.plan`).
 ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* defaulted = nullptr);
 nlohmann::ordered_json plan_to_json(const ParallelPlan& plan);
+// Writes plan_to_json(plan) to `path` (`--save-plan`: what load_plan_file reads back); an
+// InputError naming the path when it cannot be written.
+void save_plan_json(const ParallelPlan& plan, const std::string& path);
 
 Recompute parse_recompute(const std::string& text);
 RecomputeMethod parse_recompute_method(const std::string& text);

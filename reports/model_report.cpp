@@ -12,8 +12,9 @@
 
 namespace trainsim {
 
-ModelReport build_model_report(const ModelSpec& model, const ParallelPlan& plan) {
+ModelReport build_model_report(const ModelSpec& model, const ParallelPlan& plan, BatchEcho batch) {
   ModelReport r;
+  r.batch = batch.seq_len > 0 ? std::move(batch) : make_batch_echo(model, plan, "", "");
   r.model = model;
   r.plan = plan;
   r.params = count_params(model);
@@ -23,6 +24,15 @@ ModelReport build_model_report(const ModelSpec& model, const ParallelPlan& plan)
   r.hardware_flops_per_iteration = hardware_flops_per_iteration(model, plan.global_batch, plan.recompute, recomputed, plan.recompute_modules);
   r.memory = estimate_rank_memory(model, plan);
   return r;
+}
+
+void add_device_fit(ModelReport& r, const Hardware& hardware, double allocator_reserve_fraction) {
+  ModelReport::Fit fit;
+  fit.gpu = hardware.gpu.name;
+  fit.capacity_gib = bytes_to_gib(hardware.gpu.memory_bytes);
+  fit.device = device_peak(r.memory, r.plan, hardware, allocator_reserve_fraction);
+  fit.fits = bytes_to_gib(fit.device.memory.device_used_bytes) <= fit.capacity_gib;  // as the simulator's check_fit
+  r.fit = fit;
 }
 
 namespace {
@@ -51,18 +61,17 @@ std::string describe_model(const ModelSpec& m) {
   return text;
 }
 
-std::string describe_plan(const ParallelPlan& p) {
+std::string describe_plan(const ParallelPlan& p, const BatchEcho& batch) {
   std::string text = "dp " + std::to_string(p.dp) + " x tp " + std::to_string(p.tp) + " x pp " + std::to_string(p.pp);
   if (p.cp > 1) text += " x cp " + std::to_string(p.cp);
   if (p.vpp > 1) text += " (vpp " + std::to_string(p.vpp) + ")";
   if (p.ep > 1) text += ", ep " + std::to_string(p.ep);
   if (p.expert_tp > 0) text += ", expert tp " + std::to_string(p.expert_tp);
   if (p.ep_comm_overlap) text += ", EP comm overlap";
-  text += " = " + std::to_string(p.gpus()) + " GPUs; micro-batch " + std::to_string(p.micro_batch) +
-          ", global batch " + std::to_string(p.global_batch) + " (" + std::to_string(p.micro_batches()) +
-          " micro-batches per DP rank), " + to_string(p.schedule) + "\n  ZeRO-" + std::to_string(p.zero_stage) +
+  text += " = " + std::to_string(p.gpus()) + (p.gpus() == 1 ? " GPU" : " GPUs") + "; micro-batch " + std::to_string(p.micro_batch) + " (" +
+          count_micro_batches(p.micro_batches()) + " per DP rank), " + to_string(p.schedule) + "\n  ZeRO-" + std::to_string(p.zero_stage) +
           ", recompute " + describe_recompute(p) + (p.sequence_parallel ? ", sequence parallel" : "") + ", " +
-          to_string(p.precision) + ", " + to_string(p.attention) + " attention";
+          to_string(p.precision) + ", " + to_string(p.attention) + " attention\n  " + batch_echo_text(batch);
   return text;
 }
 
@@ -118,6 +127,16 @@ std::string memory_table(const ModelReport& r) {
   return t.render();
 }
 
+// "on h100-sxm-80gb (80.0 GiB): fits, 71.2 GiB as the device reports on stage 1 (...)".
+std::string fit_text(const ModelReport& r) {
+  const DeviceMemory& d = r.fit->device.memory;
+  return "  on " + r.fit->gpu + " (" + format_fixed(r.fit->capacity_gib, 1) + " GiB): " + (r.fit->fits ? "fits" : "DOES NOT FIT") +
+         ", " + format_fixed(bytes_to_gib(d.device_used_bytes), 1) + " GiB as the device reports on stage " +
+         std::to_string(r.fit->device.stage) + " (" + gib(d.allocated_bytes) + " of tensors, +" +
+         gib(d.allocator_reserve_bytes) + " allocator reserve, +" + gib(d.device_used_bytes - d.reserved_bytes) +
+         " CUDA context, workspace and NCCL buffers; docs/cost-model.md \"Device memory\")\n";
+}
+
 nlohmann::ordered_json memory_json(const MemoryBreakdown& m) {
   nlohmann::ordered_json j;
   j["weights_gib"] = bytes_to_gib(m.weights_bytes);
@@ -135,9 +154,13 @@ std::string render_model_table(const ModelReport& r) {
   std::string out = describe_model(r.model) + "\n\nParameters\n" + params_table(r);
   out += "\nFLOPs (sequence " + std::to_string(r.model.seq_len) + ", global batch " +
          std::to_string(r.plan.global_batch) + "; docs/model-math.md)\n" + flops_table(r);
-  out += "\nMemory per GPU, GiB\n  " + describe_plan(r.plan) + "\n" + memory_table(r);
-  out += "  not included yet: NCCL and DP bucket buffers, CUDA context, allocator fragmentation\n";
-  return out;
+  out += "\nMemory per GPU, GiB\n  " + describe_plan(r.plan, r.batch) + "\n" + memory_table(r);
+  if (!r.fit) {
+    out += "  tensors only: NCCL and DP bucket buffers, CUDA context, allocator fragmentation not included "
+           "(--gpu NAME adds them and says whether it fits)\n";
+    return out;
+  }
+  return out + fit_text(r);
 }
 
 nlohmann::ordered_json model_report_json(const ModelReport& r) {
@@ -182,6 +205,14 @@ nlohmann::ordered_json model_report_json(const ModelReport& r) {
     stages.push_back(j);
   }
   doc["memory_stages"] = stages;
+  doc["batch"] = batch_echo_json(r.batch);
+  if (r.fit) {
+    doc["fits"] = r.fit->fits;
+    doc["memory_capacity_gib"] = r.fit->capacity_gib;
+    doc["memory_device_gib"] = bytes_to_gib(r.fit->device.memory.device_used_bytes);
+    doc["memory_device_stage"] = r.fit->device.stage;
+    doc["gpu"] = r.fit->gpu;
+  }
   return doc;
 }
 

@@ -71,7 +71,7 @@ nlohmann::ordered_json prediction_result_json(const Prediction& p) {
   return j;
 }
 
-nlohmann::ordered_json prediction_json(const Prediction& p) {
+nlohmann::ordered_json prediction_json(const Prediction& p, const BatchEcho* batch) {
   nlohmann::ordered_json inputs;
   inputs["model"] = model_to_json(p.model);
   inputs["hardware"] = hardware_json(p.hardware);
@@ -81,6 +81,7 @@ nlohmann::ordered_json prediction_json(const Prediction& p) {
   nlohmann::ordered_json doc = json_envelope("trainsim.prediction", inputs);
   const nlohmann::ordered_json result = prediction_result_json(p);
   for (const auto& [key, value] : result.items()) doc[key] = value;
+  doc["batch"] = batch_echo_json(batch != nullptr ? *batch : make_batch_echo(p.model, p.plan, "", ""));
   if (!p.op_categories.empty()) {
     doc["op_categories"] = op_categories_json(p.op_categories);
     doc["op_categories_note"] = "per pipeline stage, one rank: seconds per iteration of each op category, every op priced "
@@ -90,7 +91,7 @@ nlohmann::ordered_json prediction_json(const Prediction& p) {
   return doc;
 }
 
-std::string render_prediction_table(const Prediction& p) {
+std::string render_prediction_table(const Prediction& p, const BatchEcho* batch) {
   const ParallelPlan& plan = p.plan;
   std::string out = p.model.name + " on " + std::to_string(p.hardware.gpus) + " x " + p.hardware.gpu.name + " (" +
                     std::to_string(p.hardware.gpus_per_node) + " per node, " +
@@ -98,14 +99,14 @@ std::string render_prediction_table(const Prediction& p) {
                     (p.hardware.network_source.empty() ? "" : ": " + p.hardware.network_source) + ")\n";
   out += "  plan: dp " + std::to_string(plan.dp) + " x tp " + std::to_string(plan.tp) + " x pp " + std::to_string(plan.pp) +
          (plan.cp > 1 ? " x cp " + std::to_string(plan.cp) : "") + (plan.vpp > 1 ? " (vpp " + std::to_string(plan.vpp) + ")" : "") + (plan.ep > 1 ? ", ep " + std::to_string(plan.ep) : "") + (p.model.moe && !plan.experts_like_dense() && plan.expert_tp_size() > 1 ? " x expert tp " + std::to_string(plan.expert_tp_size()) : "") + ", micro-batch " + std::to_string(plan.micro_batch) +
-         ", global batch " + std::to_string(plan.global_batch) + " (" + std::to_string(plan.micro_batches()) + " micro-batches), " +
+         " (" + count_micro_batches(plan.micro_batches()) + " per DP rank), " +
          to_string(plan.schedule) + ", ZeRO-" + std::to_string(plan.zero_stage) +
          (plan.shard_replicas() > 1 ? " sharded over " + std::to_string(plan.shard_ranks()) + " x " + std::to_string(plan.shard_replicas()) + " replicas" : "") + ", recompute " + describe_recompute(plan) +
          (plan.sequence_parallel ? ", SP" : "") + (plan.tp_comm_overlap ? ", TP comm overlap" : "") +
          (p.model.moe && plan.ep > 1 ? std::string(", ") + to_string(plan.moe_dispatcher) + " dispatcher" : "") +
          (plan.ep_comm_overlap ? ", EP comm overlap" : "") + ", " + to_string(plan.precision) +
          (plan.fp8_recipe == Fp8Recipe::kRowwise ? " (rowwise)" : "") + ", " + to_string(plan.attention) +
-         " attention\n";
+         " attention\n  " + batch_echo_text(batch != nullptr ? *batch : make_batch_echo(p.model, p.plan, "", "")) + "\n";
   const std::string stage_layers = describe_stage_layers(p.model, plan);
   if (!stage_layers.empty()) out += "  layers per pipeline stage: " + stage_layers + "\n";
   out += "  cost model: " + p.cost_model + "\n";

@@ -257,7 +257,7 @@ const GpuSpec& find_gpu(const std::string& name) {
     if (g.name == name) return g;
   }
   const std::vector<std::string> names = builtin_gpu_names();
-  throw InputError("--gpu: unknown GPU \"" + name + "\"" + did_you_mean(name, names),
+  throw InputError("--gpu: unknown GPU \"" + name + "\"" + did_you_mean_any(name, names),
                    "built-in GPUs: " + join_names(names) + " (`trainsim catalog` lists their figures)");
 }
 
@@ -271,7 +271,7 @@ const ClusterSpec& find_cluster(const std::string& name) {
     if (c.name == name) return c;
   }
   const std::vector<std::string> names = builtin_cluster_names();
-  throw InputError("--cluster: unknown cluster \"" + name + "\"" + did_you_mean(name, names),
+  throw InputError("--cluster: unknown cluster \"" + name + "\"" + did_you_mean_any(name, names),
                    "built-in clusters: " + join_names(names) +
                        "; or describe your own with --gpu, --gpus-per-node and --inter-node-gbps");
 }

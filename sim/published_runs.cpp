@@ -341,7 +341,7 @@ std::vector<PublishedRun> load_published_runs(const std::string& path) {
     root.add_problem("runs", "missing required array \"runs\"");
   }
   root.reject_unknown_keys();
-  problems.throw_if_any("shared/validation/README.md and INTERFACE.md describe the published-run format");
+  problems.throw_if_any("docs/validation.md describes the published-run format: its keys and their defaults");
   return runs;
 }
 

@@ -13,6 +13,7 @@ run_line=$(sed -n 's/^run: *//p' "$case_file" | head -n 1)
 [ -n "$run_line" ] || { echo "case $case_file has no run: line"; exit 1; }
 mapfile -t expects < <(sed -n 's/^expect: *//p' "$case_file")
 [ "${#expects[@]}" -gt 0 ] || { echo "case $case_file has no expect: line"; exit 1; }
+mapfile -t rejects < <(sed -n 's/^reject: *//p' "$case_file")
 if [ -n "$input_name" ]; then
   mkdir -p "$work/$(dirname "$input_name")"
   # Everything after the first line that is exactly "---" is the input, byte for byte.
@@ -30,6 +31,9 @@ status=0
 if [ "$rc" -ne 2 ]; then echo "FAIL: exit code $rc, expected 2"; status=1; fi
 for pattern in "${expects[@]}"; do
   grep -Eq -- "$pattern" "$work/.out" || { echo "FAIL: no line matches: $pattern"; status=1; }
+done
+for pattern in "${rejects[@]}"; do
+  if grep -Eq -- "$pattern" "$work/.out"; then echo "FAIL: a line matches what must not be printed: $pattern"; status=1; fi
 done
 grep -q '^error: ' "$work/.out" || { echo "FAIL: no 'error: ' line"; status=1; }
 grep -q '^hint: ' "$work/.out" || { echo "FAIL: no 'hint: ' line"; status=1; }

@@ -150,7 +150,7 @@ cli_test("export a plan file to torchrun" RC 0 MATCH "torchrun --nnodes 32" ARGS
 cli_test("bad: export to DeepSpeed with pipeline stages" RC 2 MATCH "cannot express tp 8 / pp 4"
   ARGS export ${plans}/llama3-70b-tp8-pp4.json --model llama3-70b --to deepspeed)
 cli_test("predict --from nemo reads NeMo-Megatron-Launcher's GPT-3 5B config: block 0 recomputes no layer" RC 0
-  MATCH "dp 128 x tp 1 x pp 1, micro-batch 2, global batch 2048" "recompute full \\(block 0\\)" "ZeRO-1"
+  MATCH "dp 128 x tp 1 x pp 1, micro-batch 2 " "global batch 2048 sequences" "recompute full \\(block 0\\)" "ZeRO-1"
         "known, not modeled \\(the prediction may be off\\): model.ffn_hidden_size"
   ARGS predict --model ${CMAKE_SOURCE_DIR}/tests/data/models/gpt3-5b-nemo.json --gpu a100-sxm-80gb
        --from nemo ${CMAKE_SOURCE_DIR}/tests/data/import/nemo_gpt3_5b.yaml)
@@ -374,7 +374,7 @@ cli_test("bad: export refuses a Zero Bubble schedule Megatron-LM does not have" 
 # --from: plans imported from launch files (flags on top override them); what is not modeled is listed.
 set(imports ${CMAKE_CURRENT_SOURCE_DIR}/data/import)
 cli_test("predict --from megatron reads a launch script, its world size and lists the flags not modeled" RC 0
-  MATCH "dp 4 x tp 2 x pp 2, micro-batch 1, global batch 128" "ZeRO-1, recompute selective, SP, TP comm overlap, bf16"
+  MATCH "dp 4 x tp 2 x pp 2, micro-batch 1 " "global batch 128 sequences" "ZeRO-1, recompute selective, SP, TP comm overlap, bf16"
         "megatron_llama3_8b.sh \\(megatron\\): known, not modeled \\(the prediction may be off\\): --overlap-param-gather \\(the ZeRO-1 parameter all-gather overlapped with the forward\\)$"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --from megatron ${imports}/megatron_llama3_8b.sh)
 cli_test("predict --from megatron: --recompute-activations is selective; unknown, not-modeled and no-effect flags each on their line" RC 0
@@ -398,12 +398,12 @@ cli_test("export --to megatron of Llama 3 is launchable: its RoPE base, the atte
 cli_test("predict --from megatron: flags given on the command line override the script" RC 0
   MATCH "dp 2 x tp 4 x pp 2" ARGS predict --model llama3-8b --gpu h100-sxm-80gb --from megatron ${imports}/megatron_llama3_8b.sh --tp 4)
 cli_test("predict --from deepspeed derives dp from the batch arithmetic" RC 0
-  MATCH "16 x a100-sxm-80gb" "dp 16 x tp 1 x pp 1, micro-batch 4, global batch 256" "ZeRO-2"
+  MATCH "16 x a100-sxm-80gb" "dp 16 x tp 1 x pp 1, micro-batch 4 " "global batch 256 sequences" "ZeRO-2"
         "known, not modeled \\(the prediction may be off\\): zero_optimization.contiguous_gradients, zero_optimization.reduce_bucket_size"
         "known, no effect on speed or memory: gradient_clipping, optimizer, steps_per_print"
   ARGS predict --model gpt3-1.3b --gpu a100-sxm-80gb --from deepspeed ${imports}/ds_config.json)
 cli_test("predict --from torchtitan: FSDP, per-op checkpointing and torchtitan's attention kernel" RC 0
-  MATCH "dp 8 x tp 8 x pp 1, micro-batch 2, global batch 16" "ZeRO-3, recompute selective_op, SP, TP comm overlap" "FlashAttention-2"
+  MATCH "dp 8 x tp 8 x pp 1, micro-batch 2 " "global batch 16 sequences" "ZeRO-3, recompute selective_op, SP, TP comm overlap" "FlashAttention-2"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 64 --from torchtitan ${imports}/torchtitan_llama3_8b.toml)
 cli_test("search --framework nemo also tries every SP plan with TP communication overlap" RC 0
   MATCH "sp\\+tpo" "TP comm overlap"
@@ -481,3 +481,4 @@ cli_test("bad: the runtime does not run partial recomputation" RC 2
   MATCH "recompute full with recompute_method block and recompute_layers 1 .partial recomputation. is not implemented by the runtime"
   ARGS run --model gpt-tiny --dp 1 --global-batch 2 --steps 1 --precision fp32 --recompute full --recompute-method block
        --out ${CMAKE_CURRENT_BINARY_DIR}/block_recompute_run)
+include(${CMAKE_CURRENT_LIST_DIR}/plan_defaults_tests.cmake)

@@ -77,6 +77,15 @@ TEST_CASE("nearest_name suggests plausible typos only") {
   CHECK(edit_distance("kitten", "sitting") == 3);
 }
 
+TEST_CASE("similar_names offers every name a prefix begins, else the nearest") {
+  const std::vector<std::string> gpus = {"a100-sxm-80gb", "h100-sxm-80gb", "h100-sxm-96gb-500w", "h200-sxm-141gb"};
+  CHECK(similar_names("h100", gpus) == std::vector<std::string>{"h100-sxm-80gb", "h100-sxm-96gb-500w"});
+  CHECK(similar_names("H200", gpus) == std::vector<std::string>{"h200-sxm-141gb"});
+  CHECK(similar_names("h100-sxm-80", gpus) == std::vector<std::string>{"h100-sxm-80gb"});
+  CHECK(similar_names("tpu-v5", gpus).empty());
+  CHECK(did_you_mean_any("h100", gpus) == " (did you mean \"h100-sxm-80gb\" or \"h100-sxm-96gb-500w\"?)");
+}
+
 TEST_CASE("required numbers, objects and lists of objects name what is missing or mistyped") {
   const auto doc = nlohmann::json::parse(R"({"t": "1", "b": {"x": 2.5}, "l": [{"y": 1}, 3], "s": 7})");
   ProblemList problems;
