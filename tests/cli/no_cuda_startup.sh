@@ -7,6 +7,7 @@
 # module built beside TRAINSIM, `run --backend cuda` must exit 2 naming the missing library.
 # Where neither can hide them (a CUDA library in a system folder), the NEEDED checks stand alone.
 set -u
+export PATH=$PATH:/sbin:/usr/sbin  # ldconfig
 bin=$(realpath "$1")
 cuda_libs='lib(cuda|cudart|cublas|cublasLt|nccl|nvidia-ml|nvrtc)\.so'
 fail() { echo "FAIL: $*"; exit 1; }
