@@ -41,7 +41,7 @@ step() {  # NAME TIMEOUT COMMAND...: runs with a timeout, log in work/logs/NAME.
 stage_check() {
   say "kit commit: $(tr '\n' ' ' <"$TRAINSIM_KIT/COMMIT")"
   nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max.mem --format=csv | tee -a "$log"
-  ldd "$TRAINSIM_KIT/bin/trainsim" | grep -E "cuda|cublas|nccl|mpi" | tee -a "$log"
+  ldd "$TRAINSIM_KIT/bin/trainsim" "$TRAINSIM_KIT/bin/libtrainsim_cuda.so" | grep -E "cuda|cublas|nccl|mpi" | tee -a "$log"
   trainsim --version 2>&1 | tee -a "$log"
   nvidia-smi -q >"$work/nvidia-smi.txt" 2>&1
 }

@@ -1,8 +1,10 @@
 // `trainsim calibrate {gpu|cpu} --out PROFILE.json [--quick] [--checkpoint-dir DIR]`: measures a
 // hardware profile. CPU: Eigen GEMMs, copy bandwidth, MPI collectives when launched under `mpirun
 // -np N`, and (--checkpoint-dir) the folder's checkpoint write / read rates.
-// GPU: cuBLASLt GEMMs, memory-bound kernels, attention, NCCL collectives (CUDA builds only).
+// GPU: cuBLASLt GEMMs, memory-bound kernels, attention, NCCL collectives (the CUDA module, loaded
+// on this use: cli/cuda_module_loader.hpp). Where --out goes is checked before any sweep.
 #include <mpi.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -12,17 +14,31 @@
 
 #include "calibrate/cpu_calibrator.hpp"
 #include "cli/app.hpp"
+#include "cli/cuda_module_loader.hpp"
 #include "common/errors.hpp"
 #include "common/profile_json.hpp"
 #include "reports/profile_report.hpp"
-#if defined(TRAINSIM_HAVE_CUDA) && __has_include("calibrate/cuda_calibrator.hpp")
-#include "calibrate/cuda_calibrator.hpp"
-#define TRAINSIM_GPU_CALIBRATOR 1
-#endif
 
 namespace trainsim {
 
 namespace {
+
+// The sweep takes minutes: a profile that could not be written is refused before it starts.
+void check_out_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    throw InputError("--out: " + path + " is a folder, not a file", "give the profile's file name, e.g. --out " + (fs::path(path) / "profile.json").string());
+  }
+  if (!fs::is_directory(folder, ec)) {
+    throw InputError("--out: the folder " + folder.string() + " of " + path + " does not exist",
+                     "create it first (mkdir -p " + folder.string() + "), or write the profile elsewhere");
+  }
+  if (access(folder.c_str(), W_OK) != 0) {
+    throw InputError("--out: the folder " + folder.string() + " of " + path + " is not writable", "write the profile into a folder you may write to");
+  }
+}
 
 void write_profile(const HardwareProfile& profile, const std::string& path) {
   std::ofstream out(path);
@@ -70,22 +86,19 @@ Command add_calibrate_command(CLI::App& root) {
   app->add_option("--checkpoint-dir", o->checkpoint_dir, "cpu: measure checkpoint write / read rates in this folder "
                                                          "(run --checkpoint-dir; predict --profile then prices checkpoints)");
   return {app, [o]() {
+            check_out_path(o->out);
             if (!o->checkpoint_dir.empty() && !std::filesystem::is_directory(o->checkpoint_dir)) {
               throw InputError("--checkpoint-dir: " + o->checkpoint_dir + " is not a folder", "create it first (mkdir -p), or point at where run --checkpoint-dir writes");
             }
             if (o->device == "cpu") return calibrate_cpu_command(o->out, o->quick, o->checkpoint_dir);
             if (!o->checkpoint_dir.empty()) throw InputError("--checkpoint-dir: calibrate gpu does not measure storage yet", "measure it with calibrate cpu --checkpoint-dir DIR on the same node, or give predict --node-storage-write-gb-per-s");
-#ifdef TRAINSIM_GPU_CALIBRATOR
             GpuCalibrationOptions options;
             options.quick = o->quick;
             options.progress = [](const std::string& line) { std::cerr << "calibrate gpu: " << line << "\n"; };
-            const HardwareProfile profile = calibrate_gpu(options);
+            const HardwareProfile profile = calibrate_gpu_with_cuda_module(options);
             write_profile(profile, o->out);
             std::cout << render_profile_summary(profile) << "profile written to " << o->out << "\n";
             return 0;
-#else
-            throw DeviceError("calibrate gpu: this trainsim was built without CUDA (TRAINSIM_CUDA=OFF or no nvcc/NCCL found)");
-#endif
           }};
 }
 

@@ -1,5 +1,5 @@
 // `trainsim run`'s choice of backend: trains the plan on "cpu" (Eigen + MPI) or "cuda" (cuBLAS +
-// NCCL, when this build has it) after each backend's own plan checks, under the watchdog.
+// NCCL, from the CUDA module) after each backend's own plan checks, under the watchdog.
 #pragma once
 
 #include <string>
@@ -15,7 +15,7 @@ namespace trainsim {
 
 // Collective over MPI_COMM_WORLD. A rank silent for `collective_timeout_s` stops the job (0:
 // never). `device` gets the CUDA backend's device and memory figures (null on the CPU backend).
-// Throws DeviceError for --backend cuda in a build without the CUDA runtime.
+// Throws InputError for --backend cuda when the CUDA module or the CUDA libraries are missing.
 Measurement train_on_backend(const std::string& backend, const ModelSpec& model, const ParallelPlan& plan, const runtime::RunOptions& options,
                              int world_size, double collective_timeout_s, nlohmann::ordered_json& device);
 

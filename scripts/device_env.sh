@@ -45,7 +45,7 @@ export LD_LIBRARY_PATH=$(trainsim_kit_libs)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 if ldd "$TRAINSIM_KIT/bin/trainsim" 2>&1 | grep -q "GLIBCXX.*not found\|libstdc++.*not found"; then
   export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$TRAINSIM_KIT/lib-cxx
 fi
-if ldd "$TRAINSIM_KIT/bin/trainsim" "$TRAINSIM_KIT/bin/trainsim_tests" | grep "not found"; then
+if ldd "$TRAINSIM_KIT/bin/trainsim" "$TRAINSIM_KIT/bin/libtrainsim_cuda.so" "$TRAINSIM_KIT/bin/trainsim_tests" | grep "not found"; then
   echo "trainsim kit: libraries above are missing (LD_LIBRARY_PATH=$LD_LIBRARY_PATH)" >&2
   return 1 2>/dev/null || exit 1
 fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Packs what a GPU machine without our Debian packages needs to run trainsim's GPU steps: the
-# trainsim and trainsim_tests binaries built here for Hopper (sm_90), the Open MPI they link (libraries,
+# trainsim and trainsim_tests binaries built here for Hopper (sm_90) and trainsim's CUDA module
+# (libtrainsim_cuda.so, beside trainsim where it looks for it), the Open MPI they link (libraries,
 # plugins, mpirun, help texts: relocated with OPAL_PREFIX), the other shared libraries they need that
 # are not glibc or CUDA's, and the byte corpus. CUDA, cuBLAS and NCCL come from the GPU machine
 # (kit/env.sh finds them). The kit is a folder inside the checkout that git ignores, so the device
@@ -22,13 +23,13 @@ if [ -z "${KIT_BUILD_DIR:-}" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRAINSIM_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$archs" >/dev/null
   ninja -C "$build" trainsim trainsim_tests
 fi
-grep -q "TRAINSIM_HAVE_CUDA:INTERNAL=1\|TRAINSIM_HAVE_CUDA:BOOL=ON" "$build/CMakeCache.txt" 2>/dev/null ||
-  ldd "$build/trainsim" | grep -q libcudart || { echo "error: $build/trainsim is not built with CUDA" >&2; exit 1; }
+[ -f "$build/libtrainsim_cuda.so" ] ||
+  { echo "error: $build has no libtrainsim_cuda.so: it is not a CUDA build (configure with -DTRAINSIM_CUDA=ON)" >&2; exit 1; }
 
 rm -rf "$kit"
 mkdir -p "$kit/bin" "$kit/lib" "$kit/lib-cxx" "$kit/ompi/bin" "$kit/ompi/lib/$multiarch/openmpi/lib" "$kit/ompi/share"
-cp "$build/trainsim" "$build/tests/trainsim_tests" "$kit/bin/"
-strip "$kit/bin/trainsim" "$kit/bin/trainsim_tests"
+cp "$build/trainsim" "$build/libtrainsim_cuda.so" "$build/tests/trainsim_tests" "$kit/bin/"
+strip "$kit/bin/trainsim" "$kit/bin/libtrainsim_cuda.so" "$kit/bin/trainsim_tests"
 cp "$build/corpus.txt" "$kit/corpus.txt"
 
 # Open MPI under a prefix of its own: OPAL_PREFIX=$kit/ompi maps /usr/... to $kit/ompi/...

@@ -464,6 +464,26 @@ cli_test("bad: a zero MTBF per GPU" RC 2 MATCH "--gpu-mtbf-hours: 0 must be > 0"
 cli_test("bad: calibrate --checkpoint-dir of a folder that does not exist" RC 2
   MATCH "--checkpoint-dir: /nonexistent/ckpt is not a folder" "hint: create it first"
   ARGS calibrate cpu --out ${CMAKE_CURRENT_BINARY_DIR}/never.json --checkpoint-dir /nonexistent/ckpt)
+cli_test("bad: calibrate --out into a folder that does not exist is refused before the sweep" RC 2
+  MATCH "--out: the folder /nonexistent/dir of /nonexistent/dir/p.json does not exist" "hint: create it first"
+  ARGS calibrate cpu --quick --out /nonexistent/dir/p.json)
+
+# Start-up without CUDA (docs/cuda-runtime.md, "The CUDA module"): trainsim needs no CUDA library;
+# run --backend cuda and calibrate gpu say plainly what is missing (exit 2).
+add_test(NAME "cli: trainsim needs no CUDA library, and catalog runs with none reachable"
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/no_cuda_startup.sh $<TARGET_FILE:trainsim>)
+if(TARGET trainsim_cuda)
+  set(no_module "the CUDA module libtrainsim_cuda.so is missing .no [^ ]*/bin/libtrainsim_cuda.so or")
+  cli_test("bad: run --backend cuda with a module that is not one names the file and the CUDA libraries" RC 2
+    MATCH "--backend cuda: cannot load the CUDA module ${PROJECT_SOURCE_DIR}/README.md" "hint: it needs the CUDA 13 runtime and cuBLAS .libcudart.so.13"
+    ARGS run --backend cuda --model gpt-tiny --precision bf16 --steps 1 --out ${CMAKE_CURRENT_BINARY_DIR}/never.json)
+  set_tests_properties("cli: bad: run --backend cuda with a module that is not one names the file and the CUDA libraries"
+    PROPERTIES ENVIRONMENT "TRAINSIM_CUDA_MODULE=${PROJECT_SOURCE_DIR}/README.md")
+else()
+  set(no_module "this trainsim was built without CUDA")
+endif()
+add_test(NAME "cli: without its CUDA module trainsim refuses run --backend cuda and calibrate gpu (exit 2) and runs the rest"
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli/cuda_module_missing.sh $<TARGET_FILE:trainsim> "${no_module}")
 
 # Partial full recomputation (Megatron-Core's --recompute-method / --recompute-num-layers).
 cli_test("predict names a block recomputation in its plan line" RC 0
