@@ -29,6 +29,7 @@ Command add_predict_command(CLI::App& root) {
     FormatOption format;
     GoodputOptions goodput;
     std::string trace_path;
+    std::string trace_ranks = "classes";
   };
   auto o = std::make_shared<Options>();
   CLI::App* app = root.add_subcommand("predict", "simulate one training iteration of one plan");
@@ -39,6 +40,8 @@ Command add_predict_command(CLI::App& root) {
   o->format.add_to(*app);
   o->goodput.add_to(*app, true);
   app->add_option("--trace", o->trace_path, "write a Chrome/Perfetto trace of the iteration to this file");
+  app->add_option("--trace-ranks", o->trace_ranks, "with --trace: 'classes' (one process per pipeline stage) or 'all' (every rank)")
+      ->check(CLI::IsMember({"classes", "all"}));
   return {app, [o]() {
             ModelSpec model = o->model.resolve();
             const std::optional<ImportedJob> job = o->from.load(o->model, model, o->plan.given("gpus") ? o->plan.gpus : 0);
@@ -56,7 +59,7 @@ Command add_predict_command(CLI::App& root) {
             if (options.keep_trace) {
               std::ofstream out(o->trace_path);
               if (!out) throw InputError("--trace: cannot write " + o->trace_path, "check that the folder exists and is writable");
-              write_perfetto_trace(out, prediction);
+              write_perfetto_trace(out, prediction, PerfettoOptions{o->trace_ranks == "all"});
             }
             o->goodput.check();
             std::optional<GoodputStudy> goodput;
