@@ -47,6 +47,12 @@ cli_test("predict --format json has every key of INTERFACE.md" RC 0
 cli_test("a plan that does not fit is an answer, not an error" RC 0
   MATCH "\"fits\": false" "\"infeasible_reason\": \"needs [0-9.]+ GiB on pipeline stage 0 \\([0-9.]+ of tensors, [0-9.]+ CUDA context, workspace and NCCL buffers\\), the GPU has 80.0 GiB\""
   ARGS predict --model llama3-70b --gpu a100-sxm-80gb --gpus 8 --format json)
+cli_test("predict --trace --trace-ranks all draws every rank" RC 0 MATCH "trace written to"
+  ARGS predict --model gpt3-1.3b --gpu h100-sxm-80gb --gpus 8 --tp 2 --pp 2 --dp 2 --global-batch 8
+       --trace ${CMAKE_CURRENT_BINARY_DIR}/trace_all_ranks.json --trace-ranks all)
+cli_test("bad: --trace-ranks all above its rank limit" RC 2 MATCH "--trace-ranks: all .8192 ranks" "4096 ranks" "hint: use --trace-ranks classes"
+  ARGS predict --model gpt3-1.3b --gpu h100-sxm-80gb --gpus 8192 --dp 8192 --global-batch 8192
+       --trace ${CMAKE_CURRENT_BINARY_DIR}/trace_too_many.json --trace-ranks all)
 cli_test("bad: predict without hardware" RC 2 MATCH "missing --gpu or --cluster" ARGS predict --model gpt2-124m --gpus 1)
 cli_test("bad: unknown GPU lists the known ones" RC 2 MATCH "did you mean \"h100-sxm-80gb\"" "a100-sxm-40gb"
   ARGS predict --model gpt2-124m --gpu h100-sxm-80 --gpus 1)

@@ -131,7 +131,7 @@ TEST_CASE("the trace draws each ZeRO-3 all-gather no earlier than the start of t
   CHECK(checked >= (m.layers - 1) * 4);
 }
 
-TEST_CASE("--trace-ranks all draws every rank, and refuses a cluster above its limit") {
+TEST_CASE("the trace of every rank (trace-ranks all) has a process per rank, and is refused above its limit") {
   const ModelSpec m = resolve_model("gpt3-1.3b");
   ParallelPlan p;
   p.tp = 2;
