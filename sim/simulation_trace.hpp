@@ -46,6 +46,31 @@ struct LayerPassSummary {
 };
 LayerPassSummary summarize_layer_pass(const std::vector<Op>& ops, const CostModel& cost, const LayerScopes& scopes);
 
+// Fills the task details while the simulator builds its graph (one call per task added); does
+// nothing unless started with a vector to fill. Layer positions count from a step's first layer
+// (a backward's first is the virtual stage's last).
+class TaskDetailRecorder {
+ public:
+  void start(std::vector<TaskDetail>* details, std::vector<int32_t> layers_before);  // [virtual stage]: layers before it
+  bool on() const { return details_ != nullptr; }
+  void added() {
+    if (details_) details_->emplace_back();
+  }
+  void set(TaskId id, const TaskDetail& d);
+  void bytes(TaskId id, double bytes);
+  // A compute task running `layers` whole layers from position `from` of virtual stage `vs`'s `k`.
+  void layers(TaskId id, int64_t vs, int64_t k, bool backward, int64_t from, int64_t layers, double lead_s, double period_s,
+              const StepCost& one);
+  // A ZeRO-3 collective of `layers` layers from position `from`, timed from the step's first compute task.
+  void layer_collective(TaskId id, TaskId first_compute, int64_t vs, int64_t k, bool backward, int64_t from, int64_t layers,
+                        double period_s, double layer_s, double bytes_per_layer, const StepCost& one);
+
+ private:
+  int32_t model_layer(int64_t vs, int64_t k, bool backward, int64_t from) const;
+  std::vector<TaskDetail>* details_ = nullptr;
+  std::vector<int32_t> layers_before_;
+};
+
 struct SimulationTrace {
   TaskGraph graph;
   std::vector<TaskTiming> timing;

@@ -50,30 +50,12 @@ struct Builder {
     const TaskId id = graph.add(static_cast<int32_t>(stage * kStreamsPerStage + stream), seconds,
                                 static_cast<int32_t>(category), static_cast<int32_t>(label));
     parts.push_back(part);
-    if (details) details->emplace_back();
+    record.added();
     return id;
   }
 
-  // Trace bookkeeping (SimulationTrace::details), kept only when a trace is asked for.
-  std::vector<TaskDetail>* details = nullptr;
-  std::vector<int32_t> layers_before;  // [virtual stage]: model layers on the virtual stages before it
-  void describe(TaskId id, const TaskDetail& d) {
-    if (details) (*details)[static_cast<size_t>(id)] = d;
-  }
-  // A compute task running `layers` whole layers of virtual stage `vs` one after another.
-  void describe_layers(TaskId id, int64_t vs, bool backward, int64_t from, int64_t layers, double lead_s, double period_s,
-                       const StepCost& one) {
-    if (!details) return;
-    TaskDetail d;
-    d.virtual_stage = static_cast<int32_t>(vs);
-    const int64_t k = static_cast<int64_t>(layer_count(vs));
-    d.first_layer = layers_before[static_cast<size_t>(vs)] + static_cast<int32_t>(backward ? k - 1 - from : from);
-    d.layers = static_cast<int32_t>(layers);
-    d.lead_s = lead_s;
-    d.layer_period_s = period_s;
-    d.layer = one;
-    describe(id, d);
-  }
+  TaskDetailRecorder record;  // the trace's task details (SimulationTrace::details), when asked for
+
   double layer_count(int64_t vs) const {
     const ChunkPlace place = place_of_virtual_stage(v_placement(schedule.kind), schedule.stages, vs);
     return static_cast<double>(chunk_layers(place.stage, place.chunk));
@@ -102,15 +84,9 @@ struct Builder {
     for (TaskId r : ready) {
       const TaskId id = add(stage, kDpReduce, chunk_dp_s(kind, stage, share, work.grad_bytes_per_param), TaskCategory::kDpReduce, 0);
       graph.add_dep(id, r);
-      describe_bytes(id, chunk_params(stage) * share * work.grad_bytes_per_param);
+      record.bytes(id, chunk_params(stage) * share * work.grad_bytes_per_param);
       reductions[static_cast<size_t>(stage)].push_back(id);
     }
-  }
-
-  void describe_bytes(TaskId id, double bytes) {
-    TaskDetail d;
-    d.bytes = bytes;
-    describe(id, d);
   }
 
   bool zero3() const { return plan.zero_stage >= 3 && plan.dp * plan.cp > 1; }
@@ -137,7 +113,7 @@ struct Builder {
         } else {
           forward[v][mb] = forward_first[v][mb] = add(stage, kCompute, c.total(), TaskCategory::kForward, step.micro_batch, c);
           const double k = layer_count(vs);
-          describe_layers(forward[v][mb], vs, false, 0, static_cast<int64_t>(k), 0.0, c.total() / k, c.scaled(1.0 / k));
+          record.layers(forward[v][mb], vs, static_cast<int64_t>(k), false, 0, static_cast<int64_t>(k), 0.0, c.total() / k, c.scaled(1.0 / k));
         }
         last_task[static_cast<size_t>(stage)] = forward[v][mb];
         continue;
@@ -190,37 +166,25 @@ struct Builder {
       graph.add_dep(l.reduce_tail, l.last);
       reductions[s].push_back(l.reduce_tail);
     }
-    if (details) describe_layered(schedule.virtual_stage(stage, step.chunk), category == TaskCategory::kBackward, l, k, one, period, g, r);
+    if (record.on()) describe_layered(schedule.virtual_stage(stage, step.chunk), category == TaskCategory::kBackward, l, k, one, period, g, r);
     return l;
   }
 
   void describe_layered(int64_t vs, bool backward, const LayeredStep& l, int64_t k, const StepCost& one, double period, double g, double r) {
-    const int64_t stage = place_of_virtual_stage(v_placement(schedule.kind), schedule.stages, vs).stage;
-    const double layer_params = chunk_params(stage) / static_cast<double>(k);
-    describe_layers(l.first, vs, backward, 0, 1, 0.0, one.total(), one);
+    record.layers(l.first, vs, k, backward, 0, 1, 0.0, one.total(), one);
     if (k > 1) {
-      describe_layers(l.mid, vs, backward, 1, k - 2, period - one.total(), period, one);
-      describe_layers(l.last, vs, backward, k - 1, 1, 0.0, one.total(), one);
+      record.layers(l.mid, vs, k, backward, 1, k - 2, period - one.total(), period, one);
+      record.layers(l.last, vs, k, backward, k - 1, 1, 0.0, one.total(), one);
     }
     // Per-layer collectives drawn where the layer-by-layer schedule puts them: gather i + 1 as
     // layer i starts, reduce-scatter j once layer j's backward has ended.
-    auto collective = [&](TaskId id, int64_t from, int64_t layers, double layer_s, double bytes_per_param) {
-      if (id < 0) return;
-      TaskDetail d;
-      d.virtual_stage = static_cast<int32_t>(vs);
-      d.first_layer = layers_before[static_cast<size_t>(vs)] + static_cast<int32_t>(backward ? k - 1 - from : from);
-      d.layers = static_cast<int32_t>(layers);
-      d.layer_period_s = period;
-      d.layer_s = layer_s;
-      d.layer = one;
-      d.bytes = layer_params * bytes_per_param;
-      d.peer = l.first;
-      describe(id, d);
-    };
-    collective(l.gather_head, 0, 1, g, work.weight_bytes_per_param);
-    collective(l.gather_rest, 1, k - 1, g, work.weight_bytes_per_param);
-    collective(l.reduce_body, 0, k - 1, r, work.grad_bytes_per_param);
-    collective(l.reduce_tail, k - 1, 1, r, work.grad_bytes_per_param);
+    const int64_t stage = place_of_virtual_stage(v_placement(schedule.kind), schedule.stages, vs).stage;
+    const double layer_params = chunk_params(stage) / static_cast<double>(k);
+    const double gathered = layer_params * work.weight_bytes_per_param, reduced = layer_params * work.grad_bytes_per_param;
+    record.layer_collective(l.gather_head, l.first, vs, k, backward, 0, 1, period, g, gathered, one);
+    record.layer_collective(l.gather_rest, l.first, vs, k, backward, 1, k - 1, period, g, gathered, one);
+    record.layer_collective(l.reduce_body, l.first, vs, k, backward, 0, k - 1, period, r, reduced, one);
+    record.layer_collective(l.reduce_tail, l.first, vs, k, backward, k - 1, 1, period, r, reduced, one);
   }
 
   // A backward (or with Zero Bubble, its B and W passes). The pass that completes a micro-batch's
@@ -252,7 +216,7 @@ struct Builder {
         ids.push_back(add(stage, kCompute, piece.total(), TaskCategory::kBackward, step.micro_batch, piece));
       }
       const double k = layer_count(vs);
-      if (pieces == 1) describe_layers(ids[0], vs, true, 0, static_cast<int64_t>(k), 0.0, c.total() / k, c.scaled(1.0 / k));
+      if (pieces == 1) record.layers(ids[0], vs, static_cast<int64_t>(k), true, 0, static_cast<int64_t>(k), 0.0, c.total() / k, c.scaled(1.0 / k));
       if (split) add_reductions(stage, ids);
     }
     last_task[static_cast<size_t>(stage)] = ids.back();
@@ -281,7 +245,7 @@ struct Builder {
     d.bytes = work.stages[static_cast<size_t>(stage)].send_bytes;
     d.peer = to;
     d.peer_stage = static_cast<int32_t>(to_stage);
-    describe(t, d);
+    record.set(t, d);
   }
 
   void add_transfers(int64_t stage) {
@@ -308,7 +272,7 @@ struct Builder {
       const TaskId across = add(stage, kDpReduce, replica_reduce_s(cost, w.params, w.expert_params, work.grad_bytes_per_param, dp),
                                 TaskCategory::kDpReduce, 0);
       for (TaskId r : stage_reductions) graph.add_dep(across, r);
-      describe_bytes(across, w.params / dp.dense_ranks * work.grad_bytes_per_param);
+      record.bytes(across, w.params / dp.dense_ranks * work.grad_bytes_per_param);
       graph.add_dep(across, last_compute);
       stage_reductions.push_back(across);
     }
@@ -317,14 +281,14 @@ struct Builder {
     for (TaskId r : reductions[static_cast<size_t>(stage)]) graph.add_dep(opt, r);
     TaskDetail d;
     d.params = sharded;
-    describe(opt, d);
+    record.set(opt, d);
     if (plan.dp * plan.cp > 1 && (plan.zero_stage == 1 || plan.zero_stage == 2)) {
       // The distributed optimizer all-gathers the updated 16-bit weights.
       const TaskId gather = add(stage, kDpGather,
                                 dp_collective_s(cost, CollectiveKind::kAllGather, w.params, w.expert_params, work.weight_bytes_per_param, dp),
                                 TaskCategory::kDpGather, 0);
       graph.add_dep(gather, opt);
-      describe_bytes(gather, w.params * work.weight_bytes_per_param);
+      record.bytes(gather, w.params * work.weight_bytes_per_param);
     }
   }
 };
@@ -464,14 +428,14 @@ Prediction predict_iteration(const ModelSpec& model, const ParallelPlan& plan, c
   b.prefetch_point = b.last_task;
   b.step_costs = step_costs;
   if (options.keep_trace) {
-    b.details = &out.trace.details;
-    int32_t before = 0;  // virtual stages are in model order
+    std::vector<int32_t> layers_before;  // virtual stages are in model order
+    int32_t before = 0;
     for (int64_t layers : virtual_stage_layers(model, plan)) {
-      b.layers_before.push_back(before);
+      layers_before.push_back(before);
       before += static_cast<int32_t>(layers);
     }
+    b.record.start(&out.trace.details, std::move(layers_before));
   }
-  b.weight_grad_costs = weight_grads;
   for (int64_t s = 0; s < plan.pp; ++s) b.add_compute(s);
   for (int64_t s = 0; s < plan.pp; ++s) b.add_transfers(s);
   for (int64_t s = 0; s < plan.pp; ++s) b.add_optimizer(s, b.last_task[static_cast<size_t>(s)]);
