@@ -427,6 +427,7 @@ Prediction predict_iteration(const ModelSpec& model, const ParallelPlan& plan, c
   b.last_task.assign(static_cast<size_t>(plan.pp), -1);
   b.prefetch_point = b.last_task;
   b.step_costs = step_costs;
+  b.weight_grad_costs = weight_grads;
   if (options.keep_trace) {
     std::vector<int32_t> layers_before;  // virtual stages are in model order
     int32_t before = 0;
