@@ -21,6 +21,7 @@ struct Case {
   Schedule schedule = Schedule::k1F1B;  // with vpp 1; interleaved when vpp > 1
   int64_t ep = 1;
   bool sequence_parallel = false;
+  int zero_stage = 0;
 };
 
 double median_ms(const Case& c, int repeats, size_t* tasks) {
@@ -36,6 +37,7 @@ double median_ms(const Case& c, int repeats, size_t* tasks) {
   p.micro_batch = c.micro_batch;
   p.global_batch = c.global_batch;
   p.recompute = c.recompute;
+  p.zero_stage = c.zero_stage;
   Hardware hw;
   hw.gpu = find_gpu("a100-sxm-80gb");
   hw.gpus = p.gpus();
@@ -66,6 +68,10 @@ int main() {
        Schedule::kZeroBubble2p},
       {"Qwen3-235B-A22B, 256 GPUs, TP2 PP8 v4 EP32, m=128", "qwen3-235b-a22b", 16, 2, 8, 4, 1, 2048, Recompute::kNone,
        Schedule::k1F1B, 32, true},
+      {"Llama-3 8B, 256 GPUs, FSDP256 (ZeRO-3), m=4", "llama3-8b", 256, 1, 1, 1, 1, 1024, Recompute::kNone, Schedule::k1F1B, 1,
+       false, 3},
+      {"Llama-3 70B, 512 GPUs, FSDP8 TP8 PP8 (ZeRO-3), m=64", "llama3-70b", 8, 8, 8, 1, 1, 512, Recompute::kNone, Schedule::k1F1B,
+       1, true, 3},
   };
   std::printf("%-52s %10s %12s\n", "plan", "tasks", "median ms");
   for (const Case& c : cases) {

@@ -31,6 +31,7 @@ Command add_predict_command(CLI::App& root) {
     std::string trace_path;
     SavePlanOptions save_plan;
     bool fail_if_oom = false;
+    std::string trace_ranks = "classes";
   };
   auto o = std::make_shared<Options>();
   CLI::App* app = root.add_subcommand("predict", "simulate one training iteration of one plan");
@@ -45,6 +46,8 @@ Command add_predict_command(CLI::App& root) {
   o->save_plan.add_to(*app, false);
   app->add_flag("--fail-if-oom", o->fail_if_oom,
                 "exit with code " + std::to_string(kExitDoesNotFit) + " when the plan does not fit (default: 0, the answer is the output)");
+  app->add_option("--trace-ranks", o->trace_ranks, "with --trace: 'classes' (one process per pipeline stage) or 'all' (every rank)")
+      ->check(CLI::IsMember({"classes", "all"}));
   return {app, [o]() {
             ModelSpec model = o->model.resolve();
             const std::optional<ImportedJob> job = o->from.load(o->model, model, o->plan.given("gpus") ? o->plan.gpus : 0);
@@ -65,7 +68,7 @@ Command add_predict_command(CLI::App& root) {
             if (options.keep_trace) {
               std::ofstream out(o->trace_path);
               if (!out) throw InputError("--trace: cannot write " + o->trace_path, "check that the folder exists and is writable");
-              write_perfetto_trace(out, prediction);
+              write_perfetto_trace(out, prediction, PerfettoOptions{o->trace_ranks == "all"});
             }
             o->goodput.check();
             std::optional<GoodputStudy> goodput;

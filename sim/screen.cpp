@@ -26,10 +26,10 @@ double zero_bubble_fill_fraction(const IterationWork& work, const ParallelPlan& 
   const double stage_passes = plan.schedule == Schedule::kZeroBubbleV ? 2.0 : 1.0;
   return std::max(0.0, f + b - k * w) / std::max(stage_passes * (f + b + w), 1e-12);
 }
-// What the pipeline leaves exposed of the data-parallel collectives (the ZeRO-3 branch, which runs
-// without a pipeline, re-times `pipeline` itself: its gathers pace the steps).
+// What the pipeline leaves exposed of the data-parallel collectives (the ZeRO-3 branch without a
+// pipeline re-times `pipeline` itself: its gathers pace the steps).
 struct StepTimes {
-  double slowest, last_backward, micro_batches;
+  double slowest, last_backward, micro_batches, first_forward;
 };
 double exposed_dp_s(const IterationWork& work, const ParallelPlan& plan, const CostModel& cost, const DpScopes& dp,
                     const StepTimes& t, double& pipeline) {
@@ -40,22 +40,28 @@ double exposed_dp_s(const IterationWork& work, const ParallelPlan& plan, const C
     return dp_collective_s(cost, kind, params * share, experts * share, bytes_per_param, dp);
   };
   double dp_exposed = 0;
-  if (plan.dp * plan.cp > 1 && keeps_gathered_weights(plan)) {
-    // FSDP with a pipeline: each chunk gathered once ahead of its first forward (the first one
-    // exposed) and its gradients reduce-scattered once after the last backward (the last exposed).
-    const double share = 1.0 / static_cast<double>(v);
-    dp_exposed = dp_s(CollectiveKind::kAllGather, share, work.weight_bytes_per_param) +
-                 dp_s(CollectiveKind::kReduceScatter, share, work.grad_bytes_per_param);
-  } else if (plan.dp * plan.cp > 1 && plan.zero_stage >= 3) {
-    const double gather = dp_s(CollectiveKind::kAllGather, 1.0, work.weight_bytes_per_param);
-    const double scatter = dp_s(CollectiveKind::kReduceScatter, 1.0, work.grad_bytes_per_param);
-    // Gathers run ahead of compute on their own stream (one per forward and backward step);
-    // compute waits for the first, and for all of them when they are slower than the steps.
-    // Reduce-scatters follow each backward on the reduce stream; the last is always exposed.
-    const double step = slowest;  // ZeRO-3 runs without pipeline parallelism: one stage
-    pipeline = std::max(gather + m * step, 2.0 * m * gather + last_backward);
-    const double backward_interval = std::max(step, 2.0 * gather);  // backwards end this far apart
-    dp_exposed = scatter + std::max(0.0, (m - 1.0) * (scatter - backward_interval));
+  if (plan.dp * plan.cp > 1 && plan.zero_stage >= 3) {
+    // FSDP layer by layer (the simulator's add_layered): each layer's gather issued as the layer
+    // before starts, so a layer starts every max(c, g); each layer's reduce-scatter after its
+    // backward, the last one exposed (and the ones the layers outpace).
+    const double k = static_cast<double>(std::max<int64_t>(1, work.stages[0].chunk_layers[0]));
+    const double share = 1.0 / (static_cast<double>(v) * k);
+    const double g = dp_s(CollectiveKind::kAllGather, share, work.weight_bytes_per_param);
+    const double r = dp_s(CollectiveKind::kReduceScatter, share, work.grad_bytes_per_param);
+    const double f = t.first_forward / k, b = last_backward / k;
+    const double reduce_tail = r + (k - 1.0) * std::max(0.0, r - std::max(b, g));
+    if (keeps_gathered_weights(plan)) {
+      // With a pipeline each chunk is gathered once, before its first forward (the first one
+      // exposed), and reduce-scattered once after its last backward.
+      dp_exposed = g + (k - 1.0) * std::max(0.0, g - f) + reduce_tail;
+    } else {
+      // Without a pipeline (one stage): forward and backward alternate, each step's first gather
+      // issued as the step before starts its last layer.
+      const double forward = (k - 1.0) * std::max(f, g) + f, backward = (k - 1.0) * std::max(b, g) + b;
+      const double cycle = forward + backward + std::max(0.0, g - f) + std::max(0.0, g - b);
+      pipeline = g + m * cycle - std::max(0.0, g - b);
+      dp_exposed = reduce_tail + (m - 1.0) * std::max(0.0, k * r - cycle);
+    }
   } else if (plan.dp * plan.cp > 1) {
     const CollectiveKind kind = plan.zero_stage == 0 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
     const double per_chunk = params / static_cast<double>(v);
@@ -105,7 +111,7 @@ ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, con
   pipeline += 2.0 * static_cast<double>(p - 1) * p2p * (work.v_placement ? 2.0 : 1.0);  // the V crosses the ranks twice
 
   const DpScopes dp = dp_scopes(plan, hw.gpus_per_node);
-  const double dp_exposed = exposed_dp_s(work, plan, cost, dp, {slowest, last_backward, m}, pipeline);
+  const double dp_exposed = exposed_dp_s(work, plan, cost, dp, {slowest, last_backward, m, steps[0].total()}, pipeline);
   const double sharded = optimizer_params(work.stages[0].params, work.stages[0].expert_params, plan.zero_stage, dp);
   const double optimizer = cost.optimizer_s(sharded) + weight_cast_s(cost, work, work.stages[0]);
 

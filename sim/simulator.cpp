@@ -39,9 +39,10 @@ struct Builder {
   double bucket_params = 40e6;
   TaskGraph graph;
   std::vector<StepCost> parts;  // compute/TP split of each task (zero for non-compute tasks)
-  std::vector<std::vector<TaskId>> forward, backward_first, backward_last;  // [virtual stage][micro-batch]
+  std::vector<std::vector<TaskId>> forward_first, forward, backward_first, backward_last;  // [virtual stage][micro-batch]
   std::vector<std::vector<TaskId>> reductions;                                // [stage]
   std::vector<TaskId> last_task;                                              // [stage]: its last compute pass
+  std::vector<TaskId> prefetch_point;  // [stage]: ZeRO-3's next gather may start when this task ends
 
   int64_t virtual_stages() const { return schedule.stages * schedule.chunks; }
 
@@ -49,7 +50,15 @@ struct Builder {
     const TaskId id = graph.add(static_cast<int32_t>(stage * kStreamsPerStage + stream), seconds,
                                 static_cast<int32_t>(category), static_cast<int32_t>(label));
     parts.push_back(part);
+    record.added();
     return id;
+  }
+
+  TaskDetailRecorder record;  // the trace's task details (SimulationTrace::details), when asked for
+
+  double layer_count(int64_t vs) const {
+    const ChunkPlace place = place_of_virtual_stage(v_placement(schedule.kind), schedule.stages, vs);
+    return static_cast<double>(chunk_layers(place.stage, place.chunk));
   }
 
   std::vector<StepCost> step_costs;         // [virtual stage * 2 + backward], priced once
@@ -68,11 +77,6 @@ struct Builder {
     return dp_collective_s(cost, kind, chunk_params(stage) * share, chunk_expert_params(stage) * share, bytes_per_param, dp);
   }
 
-  double gather_s(int64_t stage) const {
-    // nccl-tests convention: the buffer is the whole gathered output (every shard).
-    return chunk_dp_s(CollectiveKind::kAllGather, stage, 1.0, work.weight_bytes_per_param);
-  }
-
   // Gradient reduction of one chunk's parameters in buckets; each bucket waits on `ready[i]`.
   void add_reductions(int64_t stage, const std::vector<TaskId>& ready) {
     const double share = 1.0 / static_cast<double>(ready.size());
@@ -80,28 +84,37 @@ struct Builder {
     for (TaskId r : ready) {
       const TaskId id = add(stage, kDpReduce, chunk_dp_s(kind, stage, share, work.grad_bytes_per_param), TaskCategory::kDpReduce, 0);
       graph.add_dep(id, r);
+      record.bytes(id, chunk_params(stage) * share * work.grad_bytes_per_param);
       reductions[static_cast<size_t>(stage)].push_back(id);
     }
   }
 
+  bool zero3() const { return plan.zero_stage >= 3 && plan.dp * plan.cp > 1; }
+  int64_t chunk_layers(int64_t stage, int64_t chunk) const {
+    return std::max<int64_t>(1, work.stages[static_cast<size_t>(stage)].chunk_layers[static_cast<size_t>(chunk)]);
+  }
+
   void add_compute(int64_t stage) {
-    const bool zero3 = plan.zero_stage >= 3 && plan.dp * plan.cp > 1;
     std::vector<bool> gathered(static_cast<size_t>(schedule.chunks), false);
     for (const PipelineStep& step : schedule.steps[static_cast<size_t>(stage)]) {
       const int64_t vs = schedule.virtual_stage(stage, step.chunk);
       const size_t v = static_cast<size_t>(vs), mb = static_cast<size_t>(step.micro_batch);
-      TaskId gather = -1;
       // FSDP gathers a chunk's weights for every step, or with a pipeline once (kept: torchtitan
       // does not reshard after the forward when it pipelines).
       const bool needs_gather = !keeps_gathered_weights(plan) || !gathered[static_cast<size_t>(step.chunk)];
-      if (zero3 && step.kind != StepKind::kWeightGrad && needs_gather) {
-        gather = add(stage, kDpGather, gather_s(stage), TaskCategory::kDpGather, step.micro_batch);
-        gathered[static_cast<size_t>(step.chunk)] = true;
-      }
+      const bool gather = zero3() && step.kind != StepKind::kWeightGrad && needs_gather;
+      if (gather) gathered[static_cast<size_t>(step.chunk)] = true;
       if (step.kind == StepKind::kForward) {
         const StepCost c = step_cost(vs, false);
-        forward[v][mb] = add(stage, kCompute, c.total(), TaskCategory::kForward, step.micro_batch, c);
-        if (gather >= 0) graph.add_dep(forward[v][mb], gather);
+        if (zero3()) {
+          const LayeredStep l = add_layered(stage, step, c, gather, false, TaskCategory::kForward);
+          forward_first[v][mb] = l.first;
+          forward[v][mb] = l.last;
+        } else {
+          forward[v][mb] = forward_first[v][mb] = add(stage, kCompute, c.total(), TaskCategory::kForward, step.micro_batch, c);
+          const double k = layer_count(vs);
+          record.layers(forward[v][mb], vs, static_cast<int64_t>(k), false, 0, static_cast<int64_t>(k), 0.0, c.total() / k, c.scaled(1.0 / k));
+        }
         last_task[static_cast<size_t>(stage)] = forward[v][mb];
         continue;
       }
@@ -109,26 +122,102 @@ struct Builder {
     }
   }
 
+  // ZeRO-3 (FSDP) runs a step layer by layer: the all-gather of layer i + 1 is issued when layer
+  // i starts (FSDP's one-layer prefetch) and each layer's gradients are reduce-scattered when its
+  // backward ends (FSDP2 reduces per layer). With per-layer compute c, gather g and reduce-scatter
+  // r (k layers) that timeline is exact in three compute tasks: the first layer (c), the layers
+  // between ((k - 1) max(c, g) - c: layer i starts at i max(c, g)) and the last (c); two gathers
+  // (layer 0, issued when the previous step's last layer starts, then the other k - 1) and two
+  // reduce-scatters (k - 1 after the first layer, the last after the last layer), so a step costs
+  // a constant number of tasks whatever its layers. docs/simulator.md derives it.
+  struct LayeredStep {
+    TaskId first = -1, mid = -1, last = -1;
+    TaskId gather_head = -1, gather_rest = -1, reduce_body = -1, reduce_tail = -1;
+  };
+  LayeredStep add_layered(int64_t stage, const PipelineStep& step, const StepCost& c, bool gather, bool reduce, TaskCategory category) {
+    const int64_t k = chunk_layers(stage, step.chunk);
+    const double layers = static_cast<double>(k), share = 1.0 / layers;
+    const double g = gather ? chunk_dp_s(CollectiveKind::kAllGather, stage, share, work.weight_bytes_per_param) : 0.0;
+    const StepCost one = c.scaled(share);
+    const double period = std::max(one.total(), g);
+    const size_t s = static_cast<size_t>(stage);
+    const TaskId before = last_task[s];
+    LayeredStep l;
+    if (gather) {
+      l.gather_head = add(stage, kDpGather, g, TaskCategory::kDpGather, step.micro_batch);
+      if (prefetch_point[s] >= 0) graph.add_dep(l.gather_head, prefetch_point[s]);
+      if (k > 1) l.gather_rest = add(stage, kDpGather, g * (layers - 1.0), TaskCategory::kDpGather, step.micro_batch);
+    }
+    l.first = l.last = add(stage, kCompute, one.total(), category, step.micro_batch, one);
+    if (l.gather_head >= 0) graph.add_dep(l.first, l.gather_head);
+    if (k > 1) {
+      l.mid = add(stage, kCompute, period * (layers - 1.0) - one.total(), category, step.micro_batch, c.scaled((layers - 2.0) * share));
+      l.last = add(stage, kCompute, one.total(), category, step.micro_batch, one);
+    }
+    prefetch_point[s] = k > 1 ? l.mid : before;  // the next step's first gather is issued when this last layer starts
+    const double r = reduce ? chunk_dp_s(CollectiveKind::kReduceScatter, stage, share, work.grad_bytes_per_param) : 0.0;
+    if (reduce && k > 1) {
+      l.reduce_body = add(stage, kDpReduce, r * (layers - 1.0), TaskCategory::kDpReduce, step.micro_batch);
+      graph.add_dep(l.reduce_body, l.first);
+      reductions[s].push_back(l.reduce_body);
+    }
+    if (reduce) {
+      l.reduce_tail = add(stage, kDpReduce, r, TaskCategory::kDpReduce, step.micro_batch);
+      graph.add_dep(l.reduce_tail, l.last);
+      reductions[s].push_back(l.reduce_tail);
+    }
+    if (record.on()) describe_layered(schedule.virtual_stage(stage, step.chunk), category == TaskCategory::kBackward, l, k, one, period, g, r);
+    return l;
+  }
+
+  void describe_layered(int64_t vs, bool backward, const LayeredStep& l, int64_t k, const StepCost& one, double period, double g, double r) {
+    record.layers(l.first, vs, k, backward, 0, 1, 0.0, one.total(), one);
+    if (k > 1) {
+      record.layers(l.mid, vs, k, backward, 1, k - 2, period - one.total(), period, one);
+      record.layers(l.last, vs, k, backward, k - 1, 1, 0.0, one.total(), one);
+    }
+    // Per-layer collectives drawn where the layer-by-layer schedule puts them: gather i + 1 as
+    // layer i starts, reduce-scatter j once layer j's backward has ended.
+    const int64_t stage = place_of_virtual_stage(v_placement(schedule.kind), schedule.stages, vs).stage;
+    const double layer_params = chunk_params(stage) / static_cast<double>(k);
+    const double gathered = layer_params * work.weight_bytes_per_param, reduced = layer_params * work.grad_bytes_per_param;
+    record.layer_collective(l.gather_head, l.first, vs, k, backward, 0, 1, period, g, gathered, one);
+    record.layer_collective(l.gather_rest, l.first, vs, k, backward, 1, k - 1, period, g, gathered, one);
+    record.layer_collective(l.reduce_body, l.first, vs, k, backward, 0, k - 1, period, r, reduced, one);
+    record.layer_collective(l.reduce_tail, l.first, vs, k, backward, k - 1, 1, period, r, reduced, one);
+  }
+
   // A backward (or with Zero Bubble, its B and W passes). The pass that completes a micro-batch's
   // gradients is split per gradient bucket for its last micro-batch, so reductions overlap it.
-  void add_backward(int64_t stage, const PipelineStep& step, TaskId gather) {
+  void add_backward(int64_t stage, const PipelineStep& step, bool gather) {
     const int64_t vs = schedule.virtual_stage(stage, step.chunk);
     const size_t v = static_cast<size_t>(vs), mb = static_cast<size_t>(step.micro_batch);
     const bool zero_bubble = is_zero_bubble(schedule.kind);
     const bool completes_gradients = !zero_bubble || step.kind == StepKind::kWeightGrad;
-    const bool zero3 = plan.zero_stage >= 3 && plan.dp * plan.cp > 1;
-    const bool bucketed = plan.dp * plan.cp > 1 && !zero3;
+    const bool bucketed = plan.dp * plan.cp > 1 && !zero3();
     StepCost c = step_cost(vs, true);
     if (zero_bubble) {
       const StepCost& w = weight_grad_costs[v];
       c = step.kind == StepKind::kWeightGrad ? w : StepCost{c.compute_s - w.compute_s, c.tp_s - w.tp_s, c.host_idle_s};
     }
-    const bool split = completes_gradients && bucketed && plan.dp_overlap && step.micro_batch == schedule.micro_batches - 1;
-    const int64_t pieces = split ? std::max<int64_t>(1, static_cast<int64_t>(std::ceil(chunk_params(stage) / bucket_params))) : 1;
+    const bool last_micro_batch = step.micro_batch == schedule.micro_batches - 1;
     std::vector<TaskId> ids;
-    for (int64_t i = 0; i < pieces; ++i) {
-      const StepCost piece = c.scaled(1.0 / static_cast<double>(pieces));
-      ids.push_back(add(stage, kCompute, piece.total(), TaskCategory::kBackward, step.micro_batch, piece));
+    if (zero3()) {
+      // FSDP reduce-scatters each micro-batch's gradients, or with a pipeline (gradients
+      // accumulated unsharded) once after the last.
+      const bool reduce = completes_gradients && (!keeps_gathered_weights(plan) || last_micro_batch);
+      const LayeredStep l = add_layered(stage, step, c, gather, reduce, TaskCategory::kBackward);
+      ids = {l.first, l.last};
+    } else {
+      const bool split = completes_gradients && bucketed && plan.dp_overlap && last_micro_batch;
+      const int64_t pieces = split ? std::max<int64_t>(1, static_cast<int64_t>(std::ceil(chunk_params(stage) / bucket_params))) : 1;
+      for (int64_t i = 0; i < pieces; ++i) {
+        const StepCost piece = c.scaled(1.0 / static_cast<double>(pieces));
+        ids.push_back(add(stage, kCompute, piece.total(), TaskCategory::kBackward, step.micro_batch, piece));
+      }
+      const double k = layer_count(vs);
+      if (pieces == 1) record.layers(ids[0], vs, static_cast<int64_t>(k), true, 0, static_cast<int64_t>(k), 0.0, c.total() / k, c.scaled(1.0 / k));
+      if (split) add_reductions(stage, ids);
     }
     last_task[static_cast<size_t>(stage)] = ids.back();
     if (step.kind == StepKind::kBackward) {
@@ -137,17 +226,6 @@ struct Builder {
       graph.add_dep(ids.front(), forward[v][mb]);
     } else {
       graph.add_dep(ids.front(), backward_last[v][mb]);
-    }
-    if (gather >= 0) graph.add_dep(ids.front(), gather);
-    if (split) add_reductions(stage, ids);
-    const bool last_micro_batch = step.micro_batch == schedule.micro_batches - 1;
-    if (zero3 && completes_gradients && (!keeps_gathered_weights(plan) || last_micro_batch)) {
-      // FSDP reduce-scatters each micro-batch's gradients, or with a pipeline (gradients
-      // accumulated unsharded) once after the last.
-      const TaskId rs = add(stage, kDpReduce, chunk_dp_s(CollectiveKind::kReduceScatter, stage, 1.0, work.grad_bytes_per_param),
-                            TaskCategory::kDpReduce, step.micro_batch);
-      graph.add_dep(rs, ids.back());
-      reductions[static_cast<size_t>(stage)].push_back(rs);
     }
   }
 
@@ -162,6 +240,12 @@ struct Builder {
     const TaskId t = add(stage, to_stage > stage ? kSendNext : kSendPrev, p2p_s, category, micro_batch);
     graph.add_dep(t, from);
     graph.add_dep(to, t);
+    TaskDetail d;
+    d.virtual_stage = static_cast<int32_t>(to_vs);
+    d.bytes = work.stages[static_cast<size_t>(stage)].send_bytes;
+    d.peer = to;
+    d.peer_stage = static_cast<int32_t>(to_stage);
+    record.set(t, d);
   }
 
   void add_transfers(int64_t stage) {
@@ -170,7 +254,7 @@ struct Builder {
       const int64_t vs = schedule.virtual_stage(stage, step.chunk);
       const size_t mb = static_cast<size_t>(step.micro_batch), v = static_cast<size_t>(vs);
       if (step.kind == StepKind::kForward && vs < last) {
-        link(stage, forward[v][mb], forward[v + 1][mb], vs + 1, TaskCategory::kSendForward, step.micro_batch);
+        link(stage, forward[v][mb], forward_first[v + 1][mb], vs + 1, TaskCategory::kSendForward, step.micro_batch);
       } else if (step.kind == StepKind::kBackward && vs > 0) {
         link(stage, backward_last[v][mb], backward_first[v - 1][mb], vs - 1, TaskCategory::kSendBackward, step.micro_batch);
       }
@@ -188,18 +272,23 @@ struct Builder {
       const TaskId across = add(stage, kDpReduce, replica_reduce_s(cost, w.params, w.expert_params, work.grad_bytes_per_param, dp),
                                 TaskCategory::kDpReduce, 0);
       for (TaskId r : stage_reductions) graph.add_dep(across, r);
+      record.bytes(across, w.params / dp.dense_ranks * work.grad_bytes_per_param);
       graph.add_dep(across, last_compute);
       stage_reductions.push_back(across);
     }
     const double sharded = optimizer_params(w.params, w.expert_params, plan.zero_stage, dp);
     const TaskId opt = add(stage, kCompute, cost.optimizer_s(sharded) + weight_cast_s(cost, work, w), TaskCategory::kOptimizer, 0);
     for (TaskId r : reductions[static_cast<size_t>(stage)]) graph.add_dep(opt, r);
+    TaskDetail d;
+    d.params = sharded;
+    record.set(opt, d);
     if (plan.dp * plan.cp > 1 && (plan.zero_stage == 1 || plan.zero_stage == 2)) {
       // The distributed optimizer all-gathers the updated 16-bit weights.
       const TaskId gather = add(stage, kDpGather,
                                 dp_collective_s(cost, CollectiveKind::kAllGather, w.params, w.expert_params, work.weight_bytes_per_param, dp),
                                 TaskCategory::kDpGather, 0);
       graph.add_dep(gather, opt);
+      record.bytes(gather, w.params * work.weight_bytes_per_param);
     }
   }
 };
@@ -235,6 +324,8 @@ PhaseBreakdown attribute(const Builder& b, const std::vector<TaskTiming>& timing
       // Compute's wall time: the kernels and the device waiting for the host to issue them.
       out.compute_s += b.parts[i].compute_s + b.parts[i].host_idle_s;
       out.tp_comm_exposed_s += b.parts[i].tp_s;
+      // A ZeRO-3 step's layers waiting for their prefetched all-gathers (add_layered).
+      out.dp_comm_exposed_s += std::max(0.0, tasks[i].duration_s - b.parts[i].total());
     }
     cursor = timing[i].end_s;
   }
@@ -329,12 +420,23 @@ Prediction predict_iteration(const ModelSpec& model, const ParallelPlan& plan, c
   b.p2p_s = p2p_s;
   const size_t vstages = static_cast<size_t>(b.virtual_stages()), m = static_cast<size_t>(schedule.micro_batches);
   b.forward.assign(vstages, std::vector<TaskId>(m, -1));
+  b.forward_first = b.forward;
   b.backward_first = b.forward;
   b.backward_last = b.forward;
   b.reductions.assign(static_cast<size_t>(plan.pp), {});
   b.last_task.assign(static_cast<size_t>(plan.pp), -1);
+  b.prefetch_point = b.last_task;
   b.step_costs = step_costs;
   b.weight_grad_costs = weight_grads;
+  if (options.keep_trace) {
+    std::vector<int32_t> layers_before;  // virtual stages are in model order
+    int32_t before = 0;
+    for (int64_t layers : virtual_stage_layers(model, plan)) {
+      layers_before.push_back(before);
+      before += static_cast<int32_t>(layers);
+    }
+    b.record.start(&out.trace.details, std::move(layers_before));
+  }
   for (int64_t s = 0; s < plan.pp; ++s) b.add_compute(s);
   for (int64_t s = 0; s < plan.pp; ++s) b.add_transfers(s);
   for (int64_t s = 0; s < plan.pp; ++s) b.add_optimizer(s, b.last_task[static_cast<size_t>(s)]);
@@ -361,6 +463,11 @@ Prediction predict_iteration(const ModelSpec& model, const ParallelPlan& plan, c
     out.trace.graph = std::move(b.graph);
     out.trace.timing = std::move(timing);
     out.trace.streams_per_stage = kStreamsPerStage;
+    out.trace.forward = summarize_layer_pass(work.layer.forward, cost, scopes);
+    std::vector<Op> backward = work.layer.recompute;
+    backward.insert(backward.end(), work.layer.backward.begin(), work.layer.backward.end());
+    out.trace.backward = summarize_layer_pass(backward, cost, scopes);
+    out.trace.layer_params = work.stages[0].params_per_layer;
   }
   return out;
 }

@@ -1,7 +1,8 @@
 // One training iteration of one plan on one cluster: lowers the plan, prices every op with a
 // CostModel, builds the task graph of one pipeline (TP ranks and DP replicas are symmetric, so
 // one rank per stage stands for all), runs it on the event engine, and reports the iteration
-// time, its breakdown, throughput, MFU/HFU, memory per GPU and cost.
+// time, its breakdown, throughput, MFU/HFU, memory per GPU and cost. ZeRO-3 steps run layer by
+// layer (each layer's gather one layer ahead, its reduce-scatter after its backward).
 #pragma once
 
 #include <cstdint>
@@ -17,17 +18,10 @@
 #include "sim/device_memory.hpp"
 #include "sim/event_engine.hpp"
 #include "sim/hardware_catalog.hpp"
+#include "sim/simulation_trace.hpp"
 #include "sim/step_cost.hpp"
 
 namespace trainsim {
-
-enum class TaskCategory : int32_t { kForward, kBackward, kSendForward, kSendBackward, kDpReduce, kDpGather, kOptimizer };
-
-struct SimulationTrace {
-  TaskGraph graph;
-  std::vector<TaskTiming> timing;
-  int64_t streams_per_stage = 0;
-};
 
 struct Prediction {
   ModelSpec model;

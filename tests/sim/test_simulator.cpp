@@ -257,14 +257,22 @@ TEST_CASE("FSDP with a pipeline gathers each chunk's weights once and reduce-sca
   SimulationOptions keep;
   keep.keep_trace = true;
   const Prediction r = predict_iteration(m, p, cluster(4), cost, keep);
+  // Per layer (the first layer's task, then the others'), for the first micro-batch only; the
+  // reduce-scatters (after the first layer's backward, then the last's) for the last only.
   int64_t gathers = 0, reductions = 0;
   for (const auto& task : r.trace.graph.tasks()) {
     if (task.stream / r.trace.streams_per_stage != 0) continue;  // stage 0
-    gathers += task.category == static_cast<int32_t>(TaskCategory::kDpGather) ? 1 : 0;
-    reductions += task.category == static_cast<int32_t>(TaskCategory::kDpReduce) ? 1 : 0;
+    if (task.category == static_cast<int32_t>(TaskCategory::kDpGather)) {
+      ++gathers;
+      CHECK(task.label == 0);
+    }
+    if (task.category == static_cast<int32_t>(TaskCategory::kDpReduce)) {
+      ++reductions;
+      CHECK(task.label == p.micro_batches() - 1);
+    }
   }
-  CHECK(gathers == 1);
-  CHECK(reductions == 1);
+  CHECK(gathers == 2);
+  CHECK(reductions == 2);
   // Memory: the gathered 16-bit weights and the unsharded gradients, accumulated in fp32 (FSDP2's
   // reduce dtype), stay; states are sharded.
   const StageMemory& s = r.memory.stages[0];
@@ -293,7 +301,7 @@ TEST_CASE("HSDP shards the states inside a group and all-reduces each shard's gr
   CHECK(fsdp.memory.stages[0].memory.optimizer_bytes == Approx(12.0 * n / 16.0));
   int64_t reductions = 0;
   for (const auto& task : hsdp.trace.graph.tasks()) reductions += task.category == static_cast<int32_t>(TaskCategory::kDpReduce) ? 1 : 0;
-  CHECK(reductions == 2);  // the micro-batch's reduce-scatter in the group, the all-reduce across groups
+  CHECK(reductions == 3);  // the micro-batch's reduce-scatters in the group (the first layer's backward on, the last's), the all-reduce across groups
   CHECK(hsdp.iteration_time_s == Approx(fsdp.iteration_time_s + 1e-3));  // that all-reduce is exposed here
   CHECK_THAT(validate_plan([&] { ParallelPlan q = p; q.dp_shard = 5; return q; }(), m, "test").items()[0], Catch::Contains("must divide"));
 }
