@@ -76,6 +76,9 @@ Command add_search_command(CLI::App& root) {
             ModelSpec model = o->model.resolve();
             const std::optional<ImportedJob> job = o->from.load(o->model, model, o->request.gpus);
             if (job) o->take_from_import(*job);
+            if (o->given("global-batch-tokens")) {
+              o->request.global_batch = batch_of_tokens(std::stoll(o->global_batch_tokens), model.seq_len);
+            }
             SearchRequest request = o->parsed();
             if (job) request.from_format = o->from.from.front();
             request.export_target = o->export_to;
@@ -87,6 +90,7 @@ Command add_search_command(CLI::App& root) {
             SearchReport report{model, options.objective, request.train_tokens, options.goodput};
             report.restrictions = framework_restrictions(request);
             report.deadline_days = request.deadline_days;
+            report.global_batch = request.global_batch;
             report.budget_usd = request.budget_usd;
             run_searches(*o, model, options, report);
             report.finish(static_cast<size_t>(o->top));

@@ -68,6 +68,10 @@ void SearchCommandOptions::add_to(CLI::App& app) {
                              ->transform(whole_number(1, limits::kMaxGpus, "GPUs"));
   options["global-batch"] = app.add_option("--global-batch", request.global_batch, "sequences per iteration (required unless --from gives it)")
                                   ->transform(whole_number(1, limits::kMaxBatch, "sequences"));
+  options["global-batch-tokens"] = app.add_option("--global-batch-tokens", global_batch_tokens,
+                                                  "tokens per iteration instead of --global-batch (4M = 4 x 2^20; a whole number of sequences)")
+                                       ->transform(token_count())
+                                       ->excludes(options["global-batch"]);
   app.add_option("--objective", request.objective, "rank by time or cost, or by either over goodput (effective-time, effective-cost)")
       ->check(CLI::IsMember({"time", "cost", "effective-time", "effective-cost"}));
   goodput.add_to(app, false);
@@ -101,7 +105,7 @@ void SearchCommandOptions::add_to(CLI::App& app) {
 
 void SearchCommandOptions::take_from_import(const ImportedJob& job) {
   if (!given("gpus") && !given("max-gpus")) request.gpus = job.plan.gpus();
-  if (!given("global-batch")) request.global_batch = job.plan.global_batch;
+  if (!given("global-batch") && !given("global-batch-tokens")) request.global_batch = job.plan.global_batch;
   if (!given("precision")) request.precision = to_string(job.plan.precision);
   if (!given("cp-comm") && job.plan.cp > 1) request.cp_comm = to_string(job.plan.cp_comm);
   if (!given("moe-dispatcher") && !job.plan.experts_like_dense()) request.moe_dispatcher = to_string(job.plan.moe_dispatcher);

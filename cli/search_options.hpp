@@ -28,6 +28,7 @@ struct SearchCommandOptions {
   SearchRequest request;
   int64_t top = 10;
   std::string export_to;
+  std::string global_batch_tokens;  // --global-batch-tokens 4M
   std::map<std::string, CLI::Option*> options;
   void add_to(CLI::App& app);
   bool given(const std::string& name) const;

@@ -236,18 +236,6 @@ void fit_dp_to_gpus(ParallelPlan& p, int64_t gpus, bool dp_free, bool gpus_given
   }
 }
 
-// --global-batch-tokens: whole sequences of the model's length, or an error naming the nearest
-// token counts that are.
-int64_t batch_of_tokens(int64_t tokens, int64_t seq_len) {
-  if (tokens % seq_len == 0) return tokens / seq_len;
-  const int64_t below = tokens / seq_len * seq_len, above = below + seq_len;
-  const std::string text_below = below > 0 ? std::to_string(below) + " (" + std::to_string(below / seq_len) + " sequences) or " : "";
-  throw InputError("--global-batch-tokens: " + std::to_string(tokens) + " tokens must be a whole number of sequences of " +
-                       std::to_string(seq_len) + " tokens (seq len)",
-                   "the nearest that are: " + text_below + std::to_string(above) + " (" + std::to_string(above / seq_len) +
-                       " sequences); or give --global-batch in sequences");
-}
-
 // The global batch when none is stated, and the rule that chose it. With pp > 1 the fewest
 // micro-batches per DP rank that fill the pipeline: pp (1F1B's warm-up holds up to pp micro-batches
 // in flight on the first stage, and Megatron-LM's interleaved schedule needs a multiple of pp:
@@ -260,6 +248,19 @@ std::pair<int64_t, std::string> default_global_batch(const ParallelPlan& p, bool
 }
 
 }  // namespace
+
+// --global-batch-tokens: whole sequences of the model's length, or an error naming the nearest
+// token counts that are.
+int64_t batch_of_tokens(int64_t tokens, int64_t seq_len) {
+  if (tokens % seq_len == 0) return tokens / seq_len;
+  const int64_t below = tokens / seq_len * seq_len, above = below + seq_len;
+  const std::string text_below = below > 0 ? std::to_string(below) + " (" + std::to_string(below / seq_len) + " sequences) or " : "";
+  throw InputError("--global-batch-tokens: " + std::to_string(tokens) + " tokens must be a whole number of sequences of " +
+                       std::to_string(seq_len) + " tokens (seq len)",
+                   "the nearest that are: " + text_below + std::to_string(above) + " (" + std::to_string(above / seq_len) +
+                       " sequences); or give --global-batch in sequences");
+}
+
 
 ParallelPlan PlanOptions::resolve(const ModelSpec& model, const ImportedJob* imported, std::string* global_batch_default) const {
   if (imported != nullptr && given("plan")) {

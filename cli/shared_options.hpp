@@ -72,6 +72,10 @@ struct PlanOptions {
   void apply_flags(ParallelPlan& plan) const;  // the plan flags given, over `plan`
 };
 
+// --global-batch-tokens: the sequences of `seq_len` tokens that make `tokens`; InputError naming
+// the nearest token counts that are whole sequences.
+int64_t batch_of_tokens(int64_t tokens, int64_t seq_len);
+
 // `--gpu --cluster --gpus-per-node --inter-node-gbps --price`; the GPU count comes from the plan.
 struct HardwareOptions {
   std::string gpu, cluster;

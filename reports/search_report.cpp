@@ -143,6 +143,10 @@ nlohmann::ordered_json imported_json(const std::string& file, const ImportedPlan
 
 std::string SearchReport::render() const {
   std::string out = "Search: " + model.name + ", objective " + to_string(objective);
+  if (global_batch > 0) {
+    out += ", global batch " + format_count(global_batch) + " sequences of " + format_count(model.seq_len) + " tokens (" +
+           format_count(global_batch * model.seq_len) + " tokens per iteration)";
+  }
   if (train_tokens > 0) out += ", training " + format_si(train_tokens) + "tokens";
   out += "\n";
   if (goodput) out += "  goodput: " + describe_goodput_inputs(*goodput) + "\n";
@@ -195,6 +199,11 @@ nlohmann::ordered_json SearchReport::to_json() const {
   inputs["model"] = model_to_json(model);
   inputs["objective"] = to_string(objective);
   inputs["train_tokens"] = train_tokens;
+  if (global_batch > 0) {
+    inputs["global_batch"] = global_batch;
+    inputs["seq_len"] = model.seq_len;
+    inputs["tokens_per_iteration"] = global_batch * model.seq_len;
+  }
   if (deadline_days > 0) inputs["deadline_days"] = deadline_days;
   if (budget_usd > 0) inputs["budget_usd"] = budget_usd;
   if (goodput) inputs["goodput"] = goodput_inputs_json(*goodput);

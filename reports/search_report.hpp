@@ -28,6 +28,7 @@ struct SearchReport {
   std::vector<Run> runs;             // one per precision, GPU type and count
   std::vector<std::string> skipped;  // precision and GPU pairs not searched, with the reason
   std::vector<std::string> restrictions;  // what limits the plans to a framework's (framework_restrictions)
+  int64_t global_batch = 0;                 // sequences per iteration, for the header (0: not shown)
   std::vector<RankedPlan> best;      // merged and ranked, the top K
   std::vector<RankedPlan> pareto;    // over every simulated plan
   std::string imported_file;                  // the --from file

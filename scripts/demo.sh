@@ -11,20 +11,20 @@ echo "== Fastest plans: Llama-3-70B, 256 x H100 (DGX H100), global batch 512, 1T
 "$trainsim" search --model llama3-70b --cluster dgx-h100 --gpus 256 --global-batch 512 --train-tokens 1e12 \
   --top 5 --export megatron
 echo
-echo "== Cheapest plans: H100 at \$3.00 or H200 at \$4.00 per GPU-hour (catalog prices), same job"
-"$trainsim" search --model llama3-70b --gpu h100-sxm-80gb,h200-sxm-141gb --inter-node-gbps 400 --gpus 256 \
-  --global-batch 512 --train-tokens 1e12 --objective cost --top 5 | sed -n '1,12p'
+echo "== Cheapest plans: H100 at \$2.50 or H200 at \$3.80 per GPU-hour, same job, 30-day deadline"
+"$trainsim" search --model llama3-70b --gpu h100-sxm-80gb,h200-sxm-141gb --price h100-sxm-80gb=2.50,h200-sxm-141gb=3.80 \
+  --gpus 256 --global-batch 512 --train-tokens 1e12 --deadline-days 30 --objective cost --top 5 | sed -n '1,12p'
 echo
 echo "== A hand-written plan with a trace of its simulated iteration"
 "$trainsim" predict --model llama3-70b --cluster dgx-h100 --gpus 256 --global-batch 512 --tp 8 --pp 4 --vpp 5 \
   --zero 1 --recompute selective --sequence-parallel --trace "$out/llama3-70b-tp8-pp4.trace.json" | tail -n 10
 echo
-echo "== Accuracy on 337 published training runs (those it cannot simulate yet listed with the reason)"
+echo "== Accuracy on the published training runs (those it cannot simulate yet listed with the reason)"
 "$trainsim" validate --runs "$root/tests/data/validation/published-runs.json" --summary || [ $? -eq 3 ]
 echo
 echo "== A report with charts of the above (search, the hand-written plan, the published runs)"
-"$trainsim" search --model llama3-70b --gpu h100-sxm-80gb,h200-sxm-141gb --inter-node-gbps 400 --gpus 256 \
-  --global-batch 512 --train-tokens 1e12 --objective cost --top 10 --format json >"$out/search.json"
+"$trainsim" search --model llama3-70b --gpu h100-sxm-80gb,h200-sxm-141gb --price h100-sxm-80gb=2.50,h200-sxm-141gb=3.80 \
+  --gpus 256 --global-batch 512 --train-tokens 1e12 --deadline-days 30 --objective cost --top 10 --format json >"$out/search.json"
 "$trainsim" predict --model llama3-70b --cluster dgx-h100 --gpus 256 --global-batch 512 --tp 8 --pp 4 --vpp 5 \
   --zero 1 --recompute selective --sequence-parallel --format json >"$out/predict.json"
 "$trainsim" validate --runs "$root/tests/data/validation/published-runs.json" --format json >"$out/validate.json" || [ $? -eq 3 ]

@@ -50,3 +50,11 @@ cli_test("search --format json carries the answer" RC 0
   MATCH "\"answer\": ." "\"best_per_gpu_type\": ." "\"deadline_met\": true" "\"accuracy\": \"datasheet model validated" ARGS
   search --model llama3-8b --gpu h100-sxm-80gb,h200-sxm-141gb --gpus 128 --global-batch 512 --objective cost
          --price h100-sxm-80gb=2.50,h200-sxm-141gb=3.80 --train-tokens 2e12 --deadline-days 30 --top 3 --format json)
+
+# A search's header says the sequence length and tokens per iteration; --global-batch-tokens.
+cli_test("search --global-batch-tokens 4M searches 512 sequences of 8192 and says so" RC 0
+  MATCH "global batch 512 sequences of 8,192 tokens \\(4,194,304 tokens per iteration\\)" ARGS
+  search --model llama3-8b --gpu h100-sxm-80gb --gpus 64 --global-batch-tokens 4M --top 2)
+cli_test("bad: search --global-batch-tokens that is not whole sequences" RC 2
+  MATCH "4000000 tokens must be a whole number of sequences of 8192" "3997696 \\(488 sequences\\)" ARGS
+  search --model llama3-8b --gpu h100-sxm-80gb --gpus 64 --global-batch-tokens 4000000)
