@@ -38,7 +38,7 @@ const EfficiencyConstants& default_efficiency_constants() {
 const char* datasheet_validated_error() {
   // `trainsim validate --summary` (published-runs files of shared/validation) and `--cross-validate`,
   // 2026-11-27: mean |error| of iteration time; memory on the runs that report it.
-  return "datasheet model validated on 332 published training runs: mean |iteration-time error| 8.2% (8.5% on the "
+  return "datasheet model validated on 332 published training runs: mean |iteration-time error| 8.2% (8.4% on the "
          "half the constants were not fitted on, 9.4% leave-one-group-out), memory 3.9% (68 runs); worst on MoE "
          "with expert parallelism and FP8 groups (docs/validation.md)";
 }

@@ -128,7 +128,7 @@ cli_test("search --precision bf16,fp8 searches each precision and skips a GPU wi
 cli_test("bad: search --precision with an unknown member" RC 2 MATCH "bf16,fp9 is not a precision"
   ARGS search --model llama3-8b --gpu h100-sxm-80gb --gpus 16 --global-batch 128 --precision bf16,fp9)
 cli_test("search --moe-dispatcher alltoall,allgather,flex tries each dispatcher on the EP plans" RC 0
-  MATCH "Best plans" "ep[0-9]+:(ag|flex)" "allgather dispatcher|flex dispatcher|alltoall"
+  MATCH "Best plans" "ep[0-9]+:(ag|flex)"
   ARGS search --model qwen3-30b-a3b --gpu h100-sxm-80gb --gpus 64 --global-batch 512 --top 20 --moe-dispatcher alltoall,allgather,flex)
 cli_test("search --zero-bubble zb-1p,zb-v tries Zero Bubble schedules on the pipelined plans" RC 0
   MATCH "Best plans" " zb-v " " zb-1p "
