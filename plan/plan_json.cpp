@@ -158,12 +158,18 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
     p.schedule = Schedule::kInterleaved;  // vpp > 1 means the interleaved schedule
   }
   if (auto v = r.optional_choice("precision", {"bf16", "fp16", "fp32", "fp8"})) p.precision = parse_precision(*v);
+  note_default("attention");
   if (auto v = r.optional_choice("attention", {"flash", "unfused"})) p.attention = parse_attention(*v);
+  note_default("cross_entropy");
   if (auto v = r.optional_choice("cross_entropy", {"fused", "pytorch", "compiled"})) p.cross_entropy = parse_cross_entropy(*v);
+  note_default("norm");
   if (auto v = r.optional_choice("norm", {"fused", "eager"})) p.norm = *v == "eager" ? NormKernel::kEager : NormKernel::kFused;
   if (auto v = r.optional_choice("cp_comm", {"p2p", "all_gather", "a2a"})) p.cp_comm = parse_cp_comm(*v);
+  note_default("dp_overlap");
   p.dp_overlap = r.optional_bool("dp_overlap").value_or(p.dp_overlap);
+  note_default("tp_overlap");
   p.tp_overlap = r.optional_bool("tp_overlap").value_or(p.tp_overlap);
+  note_default("tp_comm_overlap");
   p.tp_comm_overlap = r.optional_bool("tp_comm_overlap").value_or(p.tp_comm_overlap);
   p.fp8_params = r.optional_bool("fp8_params").value_or(p.fp8_params);
   if (auto v = r.optional_choice("fp8_recipe", {"delayed", "rowwise"})) p.fp8_recipe = *v == "rowwise" ? Fp8Recipe::kRowwise : Fp8Recipe::kDelayed;

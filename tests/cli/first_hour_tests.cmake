@@ -58,3 +58,8 @@ cli_test("search --global-batch-tokens 4M searches 512 sequences of 8192 and say
 cli_test("bad: search --global-batch-tokens that is not whole sequences" RC 2
   MATCH "4000000 tokens must be a whole number of sequences of 8192" "3997696 \\(488 sequences\\)" ARGS
   search --model llama3-8b --gpu h100-sxm-80gb --gpus 64 --global-batch-tokens 4000000)
+
+# A plan file that leaves the kernels out gets the framework's (it states only what it holds).
+cli_test("predict --plan FILE --framework megatron-deepspeed: the kernels the file leaves out are the framework's" RC 0
+  MATCH "framework megatron-deepspeed: .*attention unfused" "ZeRO-0, recompute none, bf16, unfused attention" ARGS
+  predict --model gpt3-1.3b --gpu a100-sxm-80gb --plan ${CMAKE_CURRENT_SOURCE_DIR}/data/plans/layout_only.json --framework megatron-deepspeed)
