@@ -1,5 +1,6 @@
 // `trainsim predict --model M <hardware> <plan> [--from FORMAT FILE] [--trace FILE] [--format json]`:
 // one iteration; with --train-tokens (or any goodput option) also goodput, effective days and $.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -68,7 +69,13 @@ Command add_predict_command(CLI::App& root) {
             if (options.keep_trace) {
               std::ofstream out(o->trace_path);
               if (!out) throw InputError("--trace: cannot write " + o->trace_path, "check that the folder exists and is writable");
-              write_perfetto_trace(out, prediction, PerfettoOptions{o->trace_ranks == "all"});
+              try {
+                write_perfetto_trace(out, prediction, PerfettoOptions{o->trace_ranks == "all"});
+              } catch (const InputError&) {  // refused (too many ranks): no empty file left behind
+                out.close();
+                std::filesystem::remove(o->trace_path);
+                throw;
+              }
             }
             o->goodput.check();
             std::optional<GoodputStudy> goodput;

@@ -63,3 +63,8 @@ cli_test("bad: search --global-batch-tokens that is not whole sequences" RC 2
 cli_test("predict --plan FILE --framework megatron-deepspeed: the kernels the file leaves out are the framework's" RC 0
   MATCH "framework megatron-deepspeed: .*attention unfused" "ZeRO-0, recompute none, bf16, unfused attention" ARGS
   predict --model gpt3-1.3b --gpu a100-sxm-80gb --plan ${CMAKE_CURRENT_SOURCE_DIR}/data/plans/layout_only.json --framework megatron-deepspeed)
+
+# A refused --trace-ranks all leaves no empty trace file behind.
+add_test(NAME "cli: a refused --trace-ranks all leaves no trace file"
+  COMMAND bash -c "rm -f \"$1\"; \"$0\" predict --model gpt3-175b --gpu a100-sxm-80gb --gpus 8192 --tp 8 --pp 8 --global-batch 8192 --trace \"$1\" --trace-ranks all; rc=$?; [ $rc -eq 2 ] && [ ! -e \"$1\" ]"
+          $<TARGET_FILE:trainsim> ${CMAKE_CURRENT_BINARY_DIR}/trace_refused.json)
