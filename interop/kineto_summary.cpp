@@ -135,7 +135,7 @@ void summarize_steps(const KinetoTrace& t, TraceSummary& s) {
   for (std::size_t i = 0; i < t.steps.size(); ++i) {
     double end = t.steps[i].ts_us + t.steps[i].dur_us;
     for (const TraceKernel* k : per_step[i]) end = std::max(end, k->ts_us + k->dur_us);
-    s.steps.push_back({t.steps[i].name, end - t.steps[i].ts_us, kernel_set_figures(per_step[i])});
+    s.steps.push_back({t.steps[i].name, end - t.steps[i].ts_us, t.steps[i].dur_us, kernel_set_figures(per_step[i])});
   }
 }
 

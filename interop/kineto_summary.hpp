@@ -40,6 +40,7 @@ KernelSetFigures kernel_set_figures(const std::vector<const TraceKernel*>& kerne
 struct StepFigures {
   std::string name;
   double wall_us = 0;  // step start to max(CPU span end, end of its last kernel)
+  double cpu_us = 0;   // the ProfilerStep#N span on the CPU
   KernelSetFigures k;
 };
 

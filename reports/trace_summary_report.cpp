@@ -13,14 +13,14 @@ std::string ms(double us) { return format_fixed(us / 1000.0, 3); }
 double sec(double us) { return us * 1e-6; }
 
 std::string steps_table(const TraceSummary& s) {
-  TextTable t({{"step", TextTable::Align::kLeft}, {"wall ms"}, {"GPU busy ms"}, {"kernels"}, {"comm ms"},
+  TextTable t({{"step", TextTable::Align::kLeft}, {"wall ms"}, {"CPU ms"}, {"GPU busy ms"}, {"kernels"}, {"comm ms"},
                {"exposed comm ms"}});
   for (const StepFigures& st : s.steps) {
-    t.add_row({st.name, ms(st.wall_us), ms(st.k.busy_us), format_count(st.k.kernels), ms(st.k.comm_us),
+    t.add_row({st.name, ms(st.wall_us), ms(st.cpu_us), ms(st.k.busy_us), format_count(st.k.kernels), ms(st.k.comm_us),
                ms(st.k.exposed_comm_us)});
   }
   t.add_rule();
-  t.add_row({"whole trace", ms(s.span_us), ms(s.all.busy_us), format_count(s.all.kernels), ms(s.all.comm_us),
+  t.add_row({"whole trace (kernels)", ms(s.span_us), "", ms(s.all.busy_us), format_count(s.all.kernels), ms(s.all.comm_us),
              ms(s.all.exposed_comm_us)});
   return t.render();
 }
@@ -86,7 +86,7 @@ nlohmann::ordered_json one_trace_json(const TraceSummary& s, int top_other) {
                            {"exposed_comm_s", sec(s.all.exposed_comm_us)}};
   j["steps"] = nlohmann::ordered_json::array();
   for (const StepFigures& st : s.steps) {
-    nlohmann::ordered_json e{{"name", st.name}, {"wall_s", sec(st.wall_us)}};
+    nlohmann::ordered_json e{{"name", st.name}, {"wall_s", sec(st.wall_us)}, {"cpu_s", sec(st.cpu_us)}};
     e.update(figures(st.k));
     j["steps"].push_back(e);
   }

@@ -62,6 +62,7 @@ TEST_CASE("the two-stream trace: busy is the union, exposed comm is what no comp
     REQUIRE(s.steps.size() == 1);
     CHECK(s.steps[0].k.kernels == 3);  // the flash kernel was launched after the step's CPU span
     CHECK(s.steps[0].k.busy_us == Approx(35));
+    CHECK(s.steps[0].cpu_us == Approx(40));
     CHECK(s.steps[0].wall_us == Approx(45));  // the CPU span (40) extended to its last kernel's end
     CHECK(s.categories.at("gemm").kernels == 1);
     CHECK(s.annotations.at("fwd").count == 2);
