@@ -170,6 +170,10 @@ TraceSummary summarize_trace(const KinetoTrace& t) {
     s.annotations[a.name].time_us += a.dur_us;
     s.annotations[a.name].count += 1;
   }
+  for (const TraceSpan& a : t.cpu_annotations) {
+    s.cpu_annotations[a.name].time_us += a.dur_us;
+    s.cpu_annotations[a.name].count += 1;
+  }
   return s;
 }
 

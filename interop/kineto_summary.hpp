@@ -62,7 +62,8 @@ struct TraceSummary {
   std::vector<StepFigures> steps;
   std::map<std::string, CategoryFigures> categories;
   std::vector<std::pair<std::string, CategoryFigures>> other_kernels;  // by name, most time first
-  std::map<std::string, AnnotationFigures> annotations;
+  std::map<std::string, AnnotationFigures> annotations;      // on the GPU timeline
+  std::map<std::string, AnnotationFigures> cpu_annotations;  // record_function spans on the CPU
 };
 
 TraceSummary summarize_trace(const KinetoTrace& t);

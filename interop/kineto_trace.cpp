@@ -196,8 +196,10 @@ void place_spans(KinetoTrace& t, const KinetoSax& sax) {
     const bool on_gpu = sax.span_cats[i] == "gpu_user_annotation" || gpu_pids.count(s.pid) > 0;
     if (on_gpu && is_annotation_cat(sax.span_cats[i])) {
       t.annotations.push_back(s);
-    } else if (!on_gpu && s.name.rfind("ProfilerStep#", 0) == 0 && seen_steps.insert({s.name, s.ts_us}).second) {
-      t.steps.push_back(s);
+    } else if (!on_gpu && s.name.rfind("ProfilerStep#", 0) == 0) {
+      if (seen_steps.insert({s.name, s.ts_us}).second) t.steps.push_back(s);
+    } else if (!on_gpu && sax.span_cats[i] == "user_annotation") {
+      t.cpu_annotations.push_back(s);
     }
   }
   std::sort(t.steps.begin(), t.steps.end(), [](const TraceSpan& a, const TraceSpan& b) { return a.ts_us < b.ts_us; });

@@ -33,6 +33,7 @@ struct KinetoTrace {
   std::string device_name;  // deviceProperties[0].name; empty when the trace has none
   std::vector<TraceKernel> kernels;
   std::vector<TraceSpan> annotations;  // GPU annotations only (pid of a kernel)
+  std::vector<TraceSpan> cpu_annotations;  // user_annotation (record_function) on a CPU pid, but steps
   std::vector<TraceSpan> steps;        // ProfilerStep#N, sorted by start
   std::unordered_map<int64_t, double> launch_ts_us;  // correlation -> CPU launch time (cuda_runtime)
 };

@@ -47,9 +47,9 @@ std::string other_table(const TraceSummary& s, int top) {
   return t.render();
 }
 
-std::string annotations_table(const TraceSummary& s) {
-  TextTable t({{"GPU annotation", TextTable::Align::kLeft}, {"time ms (sum)"}, {"count"}});
-  for (const auto& [name, f] : s.annotations) t.add_row({name, ms(f.time_us), format_count(f.count)});
+std::string annotations_table(const std::map<std::string, AnnotationFigures>& a, const std::string& title) {
+  TextTable t({{title, TextTable::Align::kLeft}, {"time ms (sum)"}, {"count"}});
+  for (const auto& [name, f] : a) t.add_row({name, ms(f.time_us), format_count(f.count)});
   return t.render();
 }
 
@@ -66,7 +66,8 @@ std::string render_trace_summary(const TraceSummary& s, int top_other) {
     o << "\n" << s.other_kernels.size() << " kernel name(s) in category other; top " << std::min<std::size_t>(top_other, s.other_kernels.size())
       << " by time\n" << other_table(s, top_other);
   }
-  if (!s.annotations.empty()) o << "\n" << annotations_table(s);
+  if (!s.annotations.empty()) o << "\n" << annotations_table(s.annotations, "GPU annotation");
+  if (!s.cpu_annotations.empty()) o << "\n" << annotations_table(s.cpu_annotations, "CPU annotation (record_function)");
   return o.str();
 }
 
@@ -100,6 +101,8 @@ nlohmann::ordered_json one_trace_json(const TraceSummary& s, int top_other) {
   }
   j["annotations"] = nlohmann::ordered_json::object();
   for (const auto& [name, f] : s.annotations) j["annotations"][name] = {{"time_s", sec(f.time_us)}, {"count", f.count}};
+  j["cpu_annotations"] = nlohmann::ordered_json::object();
+  for (const auto& [name, f] : s.cpu_annotations) j["cpu_annotations"][name] = {{"time_s", sec(f.time_us)}, {"count", f.count}};
   return j;
 }
 

@@ -67,6 +67,9 @@ TEST_CASE("the two-stream trace: busy is the union, exposed comm is what no comp
     CHECK(s.categories.at("gemm").kernels == 1);
     CHECK(s.annotations.at("fwd").count == 2);
     CHECK(s.annotations.at("fwd").time_us == Approx(40));  // a sum of spans
+    CHECK(s.annotations.count("attn(F)") == 0);  // on the CPU pid: a CPU annotation
+    CHECK(s.cpu_annotations.at("attn(F)").count == 1);
+    CHECK(s.cpu_annotations.count("ProfilerStep#1") == 0);
   }
 }
 
