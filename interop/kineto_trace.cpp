@@ -205,6 +205,13 @@ void place_spans(KinetoTrace& t, const KinetoSax& sax) {
   std::sort(t.steps.begin(), t.steps.end(), [](const TraceSpan& a, const TraceSpan& b) { return a.ts_us < b.ts_us; });
 }
 
+// zlib's message starts with the path ("PATH: unexpected end of file"); the error names it already.
+std::string damaged_gzip(const std::string& path, const std::string& zerr) {
+  const std::string prefix = path + ": ";
+  const std::string what = zerr.rfind(prefix, 0) == 0 ? zerr.substr(prefix.size()) : zerr;
+  return path + ": the gzip stream is damaged or truncated (" + what + ")";
+}
+
 }  // namespace
 
 KinetoTrace read_kineto_trace(const std::string& path) {
@@ -220,12 +227,12 @@ KinetoTrace read_kineto_trace(const std::string& path) {
   } catch (const InputError&) {
     const std::string zerr = buf.error();
     gzclose(f);
-    if (!zerr.empty()) throw InputError(path + ": the gzip stream is damaged or truncated (" + zerr + ")", kHint);
+    if (!zerr.empty()) throw InputError(damaged_gzip(path, zerr), kHint);
     throw;
   }
   const std::string zerr = buf.error();
   gzclose(f);
-  if (!zerr.empty()) throw InputError(path + ": the gzip stream is damaged or truncated (" + zerr + ")", kHint);
+  if (!zerr.empty()) throw InputError(damaged_gzip(path, zerr), kHint);
   if (!sax.saw_events) throw InputError(path + ": no 'traceEvents' array at the top level", kHint);
   if (t.kernels.empty()) {
     throw InputError(path + ": the trace holds no GPU kernel (no event with cat 'kernel' or 'Kernel')",
