@@ -44,6 +44,7 @@ int run_cli(int argc, char** argv) {
   commands.push_back(add_run_command(root));
   commands.push_back(add_compare_command(root));
   commands.push_back(add_report_command(root));
+  commands.push_back(add_trace_command(root));
 
   try {
     root.parse(argc, argv);

@@ -33,5 +33,6 @@ Command add_calibrate_command(CLI::App& root);
 Command add_run_command(CLI::App& root);
 Command add_compare_command(CLI::App& root);
 Command add_report_command(CLI::App& root);
+Command add_trace_command(CLI::App& root);
 
 }  // namespace trainsim

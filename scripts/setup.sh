@@ -2,7 +2,7 @@
 # apt-get), configures build/ (Ninja, Release) when needed, and builds. Prints only what it does.
 # Environment: TRAINSIM_CUDA=AUTO|ON|OFF (default AUTO), TRAINSIM_BUILD_DIR (default build).
 
-trainsim_packages=(g++ cmake ninja-build libeigen3-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libyaml-cpp-dev catch2 openmpi-bin libopenmpi-dev)
+trainsim_packages=(g++ cmake ninja-build libeigen3-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libyaml-cpp-dev catch2 openmpi-bin libopenmpi-dev zlib1g-dev)
 
 trainsim_missing_packages() {
   local missing=()

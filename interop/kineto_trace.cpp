@@ -1,0 +1,245 @@
+// Streaming Kineto trace reader: zlib (gzread reads plain text too) -> std::streambuf -> nlohmann
+// SAX handler that keeps one pending event's fields at a time.
+#include "interop/kineto_trace.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <istream>
+#include <set>
+#include <streambuf>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "common/errors.hpp"
+
+namespace trainsim {
+namespace {
+
+const char* const kHint = "pass the JSON a PyTorch profiler wrote (torch.profiler ... export_chrome_trace), "
+                          "optionally gzip-compressed; one file per rank";
+
+// A read-only streambuf over a gzFile, 256 KiB at a time; remembers a zlib error (truncated gzip).
+class GzStreamBuf : public std::streambuf {
+ public:
+  explicit GzStreamBuf(gzFile f) : f_(f) {}
+  const std::string& error() const { return error_; }
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    const int n = gzread(f_, buf_.data(), static_cast<unsigned>(buf_.size()));
+    int errnum = Z_OK;
+    const char* msg = gzerror(f_, &errnum);
+    if (n < 0 || (errnum != Z_OK && errnum != Z_STREAM_END)) {
+      if (error_.empty()) error_ = msg ? msg : "zlib error";
+      if (n <= 0) return traits_type::eof();
+    }
+    if (n <= 0) return traits_type::eof();
+    setg(buf_.data(), buf_.data(), buf_.data() + n);
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  gzFile f_;
+  std::array<char, 1 << 18> buf_{};
+  std::string error_;
+};
+
+// The fields of one traceEvents[] entry the summary needs.
+struct PendingEvent {
+  std::string ph, cat, name, pid;
+  bool has_ts = false, has_dur = false;
+  double ts = 0, dur = 0;
+  int64_t tid = -1, stream = -1, correlation = -1;
+};
+
+bool is_kernel_cat(const std::string& c) { return c == "kernel" || c == "Kernel"; }
+bool is_launch_cat(const std::string& c) { return c == "cuda_runtime" || c == "Runtime" || c == "cuda_driver"; }
+bool is_annotation_cat(const std::string& c) { return c == "gpu_user_annotation" || c == "user_annotation"; }
+
+class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  explicit KinetoSax(KinetoTrace& t) : t_(t) {}
+  bool saw_events = false;
+  std::vector<TraceSpan> spans;  // candidate annotations and ProfilerStep spans (pid decides later)
+  std::vector<std::string> span_cats;
+
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t v) override { return number(static_cast<double>(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return number(static_cast<double>(v)); }
+  bool number_float(number_float_t v, const string_t&) override { return number(v); }
+  bool binary(binary_t&) override { return true; }
+  bool string(string_t& s) override;
+  bool key(string_t& k) override;
+  bool start_object(std::size_t) override;
+  bool end_object() override;
+  bool start_array(std::size_t) override;
+  bool end_array() override { --depth_; in_events_ = in_events_ && depth_ >= 2; in_props_ = in_props_ && depth_ >= 2; return true; }
+  bool parse_error(std::size_t pos, const std::string&, const nlohmann::detail::exception& ex) override {
+    throw InputError(t_.file + ": not JSON (byte " + std::to_string(pos) + "): " + ex.what(), kHint);
+  }
+
+ private:
+  bool number(double v);
+  void finish_event();
+  std::string where() const { return t_.file + ": traceEvents[" + std::to_string(index_) + "]"; }
+
+  KinetoTrace& t_;
+  int depth_ = 0;
+  std::string top_key_, field_, arg_;
+  bool in_events_ = false, in_props_ = false, in_args_ = false;
+  int64_t index_ = -1;
+  PendingEvent e_;
+};
+
+bool KinetoSax::key(string_t& k) {
+  if (depth_ == 1) top_key_ = k;
+  else if (in_events_ && depth_ == 3) field_ = k;
+  else if (in_events_ && in_args_ && depth_ == 4) arg_ = k;
+  else if (in_props_ && depth_ == 3) field_ = k;
+  return true;
+}
+
+bool KinetoSax::start_object(std::size_t) {
+  ++depth_;
+  if (in_events_ && depth_ == 3) {
+    e_ = PendingEvent{};
+    ++index_;
+    field_.clear();
+  } else if (in_events_ && depth_ == 4) {
+    in_args_ = field_ == "args";
+    arg_.clear();
+  } else if (in_props_ && depth_ == 3) {
+    field_.clear();
+  }
+  return true;
+}
+
+bool KinetoSax::end_object() {
+  if (in_events_ && depth_ == 3) finish_event();
+  if (in_events_ && depth_ == 4) in_args_ = false;
+  if (in_props_ && depth_ == 3 && !t_.device_name.empty()) in_props_ = false;
+  --depth_;
+  return true;
+}
+
+bool KinetoSax::start_array(std::size_t) {
+  ++depth_;
+  if (depth_ == 2 && top_key_ == "traceEvents") {
+    in_events_ = true;
+    saw_events = true;
+  } else if (depth_ == 2 && top_key_ == "deviceProperties") {
+    in_props_ = true;
+  }
+  return true;
+}
+
+bool KinetoSax::string(string_t& s) {
+  if (in_props_ && depth_ == 3 && field_ == "name" && t_.device_name.empty()) t_.device_name = s;
+  if (!in_events_) return true;
+  if (depth_ == 3) {
+    if (field_ == "ph") e_.ph = s;
+    else if (field_ == "cat") e_.cat = s;
+    else if (field_ == "name") e_.name = s;
+    else if (field_ == "pid") e_.pid = s;
+  }
+  return true;
+}
+
+bool KinetoSax::number(double v) {
+  if (!in_events_) return true;
+  if (depth_ == 3) {
+    if (field_ == "ts") { e_.ts = v; e_.has_ts = true; }
+    else if (field_ == "dur") { e_.dur = v; e_.has_dur = true; }
+    else if (field_ == "pid") e_.pid = std::to_string(static_cast<int64_t>(v));
+    else if (field_ == "tid") e_.tid = static_cast<int64_t>(v);
+  } else if (depth_ == 4 && in_args_) {
+    if (arg_ == "stream") e_.stream = static_cast<int64_t>(v);
+    else if (arg_ == "correlation") e_.correlation = static_cast<int64_t>(v);
+  }
+  return true;
+}
+
+void KinetoSax::finish_event() {
+  if (is_kernel_cat(e_.cat)) {
+    if (!e_.has_ts || !e_.has_dur) {
+      throw InputError(where() + ": kernel '" + e_.name + "' has no " + (e_.has_ts ? "dur" : "ts"),
+                       "a GPU kernel event needs ts and dur (microseconds); was the trace cut or edited?");
+    }
+    if (!(e_.dur >= 0) || !std::isfinite(e_.ts) || !std::isfinite(e_.dur)) {
+      throw InputError(where() + ": kernel '" + e_.name + "' has dur " + std::to_string(e_.dur) + " (must be >= 0)",
+                       "a GPU kernel's duration cannot be negative; the trace is damaged");
+    }
+    t_.kernels.push_back({e_.name, e_.ts, e_.dur, e_.pid, e_.stream >= 0 ? e_.stream : e_.tid, e_.correlation});
+  } else if (is_launch_cat(e_.cat) && e_.correlation >= 0 && e_.has_ts) {
+    t_.launch_ts_us.emplace(e_.correlation, e_.ts);
+  } else if (e_.ph == "X" && e_.has_ts && e_.has_dur &&
+             (is_annotation_cat(e_.cat) || e_.name.rfind("ProfilerStep#", 0) == 0)) {
+    spans.push_back({e_.name, e_.ts, e_.dur, e_.pid});
+    span_cats.push_back(e_.cat);
+  }
+}
+
+// Splits the candidate spans: GPU annotations (on a kernel's pid, or cat gpu_user_annotation) and
+// CPU ProfilerStep#N spans (on any other pid), one per (name, start).
+void place_spans(KinetoTrace& t, const KinetoSax& sax) {
+  std::set<std::string> gpu_pids;
+  for (const TraceKernel& k : t.kernels) gpu_pids.insert(k.pid);
+  std::set<std::pair<std::string, double>> seen_steps;
+  for (std::size_t i = 0; i < sax.spans.size(); ++i) {
+    const TraceSpan& s = sax.spans[i];
+    const bool on_gpu = sax.span_cats[i] == "gpu_user_annotation" || gpu_pids.count(s.pid) > 0;
+    if (on_gpu && is_annotation_cat(sax.span_cats[i])) {
+      t.annotations.push_back(s);
+    } else if (!on_gpu && s.name.rfind("ProfilerStep#", 0) == 0) {
+      if (seen_steps.insert({s.name, s.ts_us}).second) t.steps.push_back(s);
+    } else if (!on_gpu && sax.span_cats[i] == "user_annotation") {
+      t.cpu_annotations.push_back(s);
+    }
+  }
+  std::sort(t.steps.begin(), t.steps.end(), [](const TraceSpan& a, const TraceSpan& b) { return a.ts_us < b.ts_us; });
+}
+
+// zlib's message starts with the path ("PATH: unexpected end of file"); the error names it already.
+std::string damaged_gzip(const std::string& path, const std::string& zerr) {
+  const std::string prefix = path + ": ";
+  const std::string what = zerr.rfind(prefix, 0) == 0 ? zerr.substr(prefix.size()) : zerr;
+  return path + ": the gzip stream is damaged or truncated (" + what + ")";
+}
+
+}  // namespace
+
+KinetoTrace read_kineto_trace(const std::string& path) {
+  KinetoTrace t;
+  t.file = path;
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (f == nullptr) throw InputError(path + ": cannot open the trace file (missing or unreadable)", kHint);
+  GzStreamBuf buf(f);
+  std::istream in(&buf);
+  KinetoSax sax(t);
+  try {
+    nlohmann::json::sax_parse(in, &sax);
+  } catch (const InputError&) {
+    const std::string zerr = buf.error();
+    gzclose(f);
+    if (!zerr.empty()) throw InputError(damaged_gzip(path, zerr), kHint);
+    throw;
+  }
+  const std::string zerr = buf.error();
+  gzclose(f);
+  if (!zerr.empty()) throw InputError(damaged_gzip(path, zerr), kHint);
+  if (!sax.saw_events) throw InputError(path + ": no 'traceEvents' array at the top level", kHint);
+  if (t.kernels.empty()) {
+    throw InputError(path + ": the trace holds no GPU kernel (no event with cat 'kernel' or 'Kernel')",
+                     "profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] so the GPU timeline is recorded");
+  }
+  place_spans(t, sax);
+  return t;
+}
+
+}  // namespace trainsim
