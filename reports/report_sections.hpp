@@ -54,10 +54,14 @@ class Reader {
   const std::string& source_;
 };
 
+// "1.234 s" / "12.3 ms"; a plan object as one line ("DP 8 · TP 2 · ...").
+std::string seconds(double s);
+std::string plan_summary(const json& plan);
+
 ReportSection prediction_section(const Reader& r, const json& doc);
 ReportSection measurement_section(const Reader& r);
 ReportSection comparison_section(const Reader& r);
-ReportSection search_section(const Reader& r);
+ReportSection search_section(const Reader& r);  // search_section.cpp
 ReportSection validation_section(const Reader& r);
 ReportSection model_section(const Reader& r);
 ReportSection profile_section(const Reader& r);
