@@ -17,6 +17,8 @@ enum class OpCategory : int {
   kGemmFc1,        // MLP up (and SwiGLU gate) projection
   kGemmFc2,        // MLP down projection
   kGemmLmHead,     // LM head (logits)
+  kGemmOther,      // measured only: GEMMs whose role the measurement cannot tell (a profiler
+                   // trace without shapes, or with shapes that match no weight of the model)
   kAttentionGemm,  // unfused attention: QK^T and AV per head, and their backward products
   kAttentionFused, // a fused (flash) attention kernel, forward or backward
   kSoftmax,        // the attention softmax (unfused path) and its backward
@@ -40,7 +42,7 @@ inline constexpr size_t kOpCategoryCount = static_cast<size_t>(OpCategory::kOthe
 
 // JSON keys, in the enum's order.
 inline constexpr std::array<std::string_view, kOpCategoryCount> kOpCategoryKeys = {
-    "gemm_qkv", "gemm_proj", "gemm_fc1", "gemm_fc2", "gemm_lm_head", "attention_gemm", "attention_fused", "softmax",
+    "gemm_qkv", "gemm_proj", "gemm_fc1", "gemm_fc2", "gemm_lm_head", "gemm_other", "attention_gemm", "attention_fused", "softmax",
     "norm",     "activation", "residual_bias", "rotary", "embedding", "cross_entropy", "optimizer", "tp_comm",
     "moe_router", "moe_permute", "ep_comm", "fp8_cast", "other"};
 

@@ -106,10 +106,6 @@ KernelSetFigures kernel_set_figures(const std::vector<const TraceKernel*>& kerne
   return f;
 }
 
-namespace {
-
-// The step a kernel belongs to: the one whose CPU span holds its launch (by correlation id), else
-// the one whose [start, next step's start) holds the kernel's start. -1 when none.
 int step_of(const KinetoTrace& t, const TraceKernel& k) {
   const auto launch = k.correlation >= 0 ? t.launch_ts_us.find(k.correlation) : t.launch_ts_us.end();
   const int n = static_cast<int>(t.steps.size());
@@ -125,6 +121,8 @@ int step_of(const KinetoTrace& t, const TraceKernel& k) {
   }
   return -1;
 }
+
+namespace {
 
 void summarize_steps(const KinetoTrace& t, TraceSummary& s) {
   std::vector<std::vector<const TraceKernel*>> per_step(t.steps.size());

@@ -37,6 +37,11 @@ struct KernelSetFigures {
 };
 KernelSetFigures kernel_set_figures(const std::vector<const TraceKernel*>& kernels);
 
+// The step a kernel belongs to (an index into t.steps): the one whose CPU span holds its launch
+// (by correlation id), else the one whose [start, next step's start) holds the kernel's start.
+// -1 when none.
+int step_of(const KinetoTrace& t, const TraceKernel& k);
+
 struct StepFigures {
   std::string name;
   double wall_us = 0;  // step start to max(CPU span end, end of its last kernel)

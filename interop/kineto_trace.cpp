@@ -175,7 +175,7 @@ void KinetoSax::finish_event() {
       throw InputError(where() + ": kernel '" + e_.name + "' has dur " + std::to_string(e_.dur) + " (must be >= 0)",
                        "a GPU kernel's duration cannot be negative; the trace is damaged");
     }
-    t_.kernels.push_back({e_.name, e_.ts, e_.dur, e_.pid, e_.stream >= 0 ? e_.stream : e_.tid, e_.correlation});
+    t_.kernels.push_back({e_.name, e_.ts, e_.dur, e_.pid, e_.stream >= 0 ? e_.stream : e_.tid, e_.correlation, -1});
   } else if (is_launch_cat(e_.cat) && e_.correlation >= 0 && e_.has_ts) {
     t_.launch_ts_us.emplace(e_.correlation, e_.ts);
   } else if (e_.ph == "X" && e_.has_ts && e_.has_dur &&

@@ -19,6 +19,7 @@ struct TraceKernel {
   std::string pid;
   int64_t stream = -1;       // args.stream, else tid
   int64_t correlation = -1;  // args.correlation; -1 when absent
+  int64_t launch_tid = -1;   // the CPU thread of the runtime call that launched it; -1 when unknown
 };
 
 struct TraceSpan {

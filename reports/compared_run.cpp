@@ -98,14 +98,31 @@ ComparedRun load_measured_run(const std::string& path) {
   ComparedRun run;
   run.path = path;
   run.figures = measured_figures(m);
-  run.identity = read_identity(doc, root, &run.model_name);
+  // A profiler trace does not say which model and plan ran: `trace --out` stamps them only with
+  // --inputs-from; without, the identity is left unstated and compare takes the prediction's.
+  const bool stated = m.backend != "trace" || (doc.contains("inputs") && doc["inputs"].is_object() && doc["inputs"].contains("model"));
+  if (stated) {
+    run.identity = read_identity(doc, root, &run.model_name);
+  } else {
+    run.identity_stated = false;
+    root.optional_object("inputs");
+  }
   const int64_t timed = static_cast<int64_t>(m.iterations.size()) - m.warmup_iterations;
   run.op_categories = m.op_categories;
   run.checkpoint_save_s = m.checkpoint_save_s;
   run.checkpoint_load_s = m.checkpoint_load_s;
   run.note = std::to_string(timed > 0 ? timed : 0) + " timed iterations after " + std::to_string(m.warmup_iterations) +
              " warm-up, " + std::to_string(m.ranks) + (m.ranks == 1 ? " rank" : " ranks") + ", " + m.backend + " backend";
-  if (!m.op_categories.empty()) {
+  if (m.backend == "trace") {
+    std::string device;
+    if (doc.contains("trace") && doc["trace"].is_object() && doc["trace"].contains("device") && doc["trace"]["device"].is_string()) {
+      device = doc["trace"]["device"].get<std::string>();
+    }
+    run.note = "profiler trace" + (device.empty() ? std::string() : " of " + device) + ", " + std::to_string(m.iterations.size()) +
+               (m.iterations.size() == 1 ? " step" : " steps") + ", " + std::to_string(m.ranks) + (m.ranks == 1 ? " rank" : " ranks") +
+               (stated ? "" : "; the trace does not say which model and plan ran (trace --out --inputs-from PREDICTION states "
+                              "them): compared as the prediction's");
+  } else if (!m.op_categories.empty()) {
     run.note += "; rank 0 per iteration: " + std::to_string(static_cast<int64_t>(m.page_faults_per_iteration)) +
                 " page faults, " + format_fixed(m.system_s_per_iteration * 1e3, 1) + " ms in the kernel";
   }

@@ -29,6 +29,7 @@ struct ComparedRun {
   std::string model_name;
   IterationFigures figures;
   RunIdentity identity;
+  bool identity_stated = true;  // false: a profiler-trace measurement that names no model or plan
   std::string note;  // a line for the reader ("does not fit: ...", "5 timed iterations on 2 ranks")
   std::vector<OpCategoryTimes> op_categories;  // per pipeline stage; empty when the file has none
   // Checkpoint save and load seconds: predict's goodput.checkpoint, run's checkpoint block (0: none).

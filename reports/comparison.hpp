@@ -44,6 +44,9 @@ struct OpCategoryComparison {
 struct OpStageComparison {
   int64_t stage = 0;
   std::vector<OpCategoryComparison> rows;  // categories that either side has, in the vocabulary's order
+  // Every GEMM role summed (gemm_* and gemm_other), when the measurement has GEMMs it could not
+  // place by role (a profiler trace): then only this row compares GEMM time like for like.
+  std::optional<OpCategoryComparison> gemm_all_roles;
 };
 
 struct Comparison {

@@ -134,7 +134,7 @@ Measurement read_measurement(const nlohmann::json& doc, const std::string& file,
   JsonObjectReader root(doc, file, "", problems);
   Measurement m;
   m.ranks = root.required_int("ranks", 1);
-  m.backend = root.required_choice("backend", {"cpu", "cuda"});
+  m.backend = root.required_choice("backend", {"cpu", "cuda", "trace"});
   m.warmup_iterations = root.required_int("warmup_iterations", 0);
   m.iteration_time_s = root.required_number("iteration_time_s", 0);
   if (m.iteration_time_s == 0 && doc.contains("iteration_time_s") && doc["iteration_time_s"].is_number()) {
@@ -154,6 +154,7 @@ Measurement read_measurement(const nlohmann::json& doc, const std::string& file,
     m.checkpoint_load_s = c->required_number("load_s", 0);
     m.checkpoint_bytes_per_rank = c->required_number("written_per_rank_bytes", 0);
   }
+  if (m.backend == "trace") root.optional_object("trace");  // what `trace --out` adds: device, ranks, notes
   for (JsonObjectReader& element : root.required_object_list("iterations")) {
     m.iterations.push_back(read_iteration(element));
   }

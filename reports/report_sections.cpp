@@ -123,18 +123,22 @@ ReportSection prediction_section(const Reader& r, const json& doc) {
 
 ReportSection measurement_section(const Reader& r) {
   ReportSection s;
-  s.title = "Measured run: " + r.text("/inputs/model/name") + ", " + r.text("/backend") + " backend, " +
-            std::to_string(static_cast<int64_t>(r.number("/ranks"))) + " rank(s)";
-  s.facts.push_back("plan: " + plan_summary(r.at("/inputs/plan")));
+  const bool trace = r.text("/backend") == "trace";  // `trace --out`: a profiler trace of the user's own run
+  const std::string model = r.text("/inputs/model/name", trace ? "model not stated" : "?");
+  s.title = (trace ? "Measured from a profiler trace: " + r.text("/trace/device", "device not named") + ", " + model
+                   : "Measured run: " + model + ", " + r.text("/backend") + " backend") +
+            ", " + std::to_string(static_cast<int64_t>(r.number("/ranks"))) + " rank(s)";
+  if (!trace || r.maybe_number("/inputs/plan/tp")) s.facts.push_back("plan: " + plan_summary(r.at("/inputs/plan")));
   s.facts.push_back("median iteration " + seconds(r.number("/iteration_time_s")) + " after " +
                     std::to_string(static_cast<int64_t>(r.number("/warmup_iterations"))) + " warm-up iteration(s)");
-  s.facts.push_back("memory peak " + format_fixed(r.number("/memory_peak_gib"), 3) + " GiB (the runtime's own allocations)");
+  if (!trace) s.facts.push_back("memory peak " + format_fixed(r.number("/memory_peak_gib"), 3) + " GiB (the runtime's own allocations)");
   svg::Series loss{"loss", {}, true}, time{"iteration time (s)", {}, true};
   const json& iterations = r.array("/iterations");
   for (size_t i = 0; i < iterations.size(); ++i) {
     const std::string at = "/iterations/" + std::to_string(i);
     const double step = r.number(at + "/iteration");
-    loss.points.emplace_back(step, r.number(at + "/loss"));
+    // A loss that was not finite is written as null (and a trace has none): no point for it.
+    if (const std::optional<double> l = r.maybe_number(at + "/loss")) loss.points.emplace_back(step, *l);
     time.points.emplace_back(step, r.number(at + "/time_s"));
   }
   if (!loss.points.empty()) {
@@ -144,8 +148,8 @@ ReportSection measurement_section(const Reader& r) {
   const std::vector<double> phases = phases_of(r, "/breakdown");
   s.table.push_back({"phase", "median time"});
   for (size_t i = 0; i < phases.size(); ++i) s.table.push_back({kPhases[i].label, seconds(phases[i])});
-  s.charts.push_back({"Loss per step", svg::xy_chart({"Training loss", "step", "loss", false, false, false, {loss}})});
-  s.charts.push_back({"Iteration time per step (the first ones are warm-up)",
+  if (!loss.points.empty()) s.charts.push_back({"Loss per step", svg::xy_chart({"Training loss", "step", "loss", false, false, false, {loss}})});
+  s.charts.push_back({trace ? "Iteration time per profiler step" : "Iteration time per step (the first ones are warm-up)",
                       svg::xy_chart({"Iteration time", "step", "seconds", false, false, false, {time}})});
   s.charts.push_back({"Where the median iteration goes", svg::stacked_bars(breakdown_bars("Iteration time", {"measured"}, {phases}))});
   return s;

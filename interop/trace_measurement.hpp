@@ -1,0 +1,58 @@
+// A PyTorch profiler trace as a `trainsim.measurement` (`trace FILE... --out measured.json`), so
+// `compare` lines a prediction up with a real GPU step exactly as it does with trainsim's runtimes.
+//
+// Per profiler step (its kernels as kineto_summary's step_of assigns them) the step's wall time is
+// cut into the measurement's phases by a sweep over the kernel intervals of all streams: a moment
+// when a compute kernel runs is forward, backward or optimizer (by the pass of the kernels running
+// then, shared when passes overlap); a moment with only communication kernels is exposed
+// communication (TP/EP, DP or PP by the collective's kind and the stated plan); a moment with no
+// kernel is waiting (the measurement's bubble: the host, a data loader or another rank). The
+// phases sum to the wall time. Op categories are kernel-time sums (overlapping streams both count).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/measurement.hpp"
+#include "interop/kineto_trace.hpp"
+
+namespace trainsim {
+
+// The parallel groups of the traced run where the user stated its plan (`--inputs-from`): they
+// decide which phase an exposed collective belongs to. All 1 when not stated.
+struct TracePlanGroups {
+  bool stated = false;
+  int64_t tp = 1, cp = 1, ep = 1, dp = 1, pp = 1;
+};
+
+enum class TracePass { kForward, kBackward, kOptimizer };
+
+// The pass a kernel ran in, by what the trace tells, in this order: the optimizer's kernels (by
+// name); a GPU annotation around it naming a pass ("(F)", "(B)", "(W)", "forward", "backward");
+// the thread that launched it (PyTorch's autograd engine launches the backward from its own thread,
+// not the step's main thread); else forward.
+struct PassEvidence {
+  int64_t kernels_by_annotation = 0;
+  int64_t kernels_by_thread = 0;
+  int64_t kernels_by_default = 0;  // no evidence: counted as forward
+};
+
+struct TraceMeasurement {
+  Measurement measurement;
+  std::string device_name;
+  int64_t critical_rank = 0;           // the file (rank) whose median step is longest
+  std::vector<double> rank_median_s;   // each file's median step wall time
+  PassEvidence passes;                 // of the critical rank
+  std::vector<std::string> notes;      // what the reader had to assume, for the user
+};
+
+// The category of a kernel in the measurement's op vocabulary (common/op_category.hpp): GEMMs
+// whose role the trace cannot tell are gemm_other; collectives are tp_comm (TP/CP collectives,
+// when the stated plan says they are TP's) or ep_comm (all-to-all, DeepEP), else none (-1: DP and
+// PP traffic stays in the phases).
+int trace_op_category(const std::string& kernel_name, const TracePlanGroups& groups);
+
+// Throws InputError when `traces` is empty or a trace has no step with a kernel.
+TraceMeasurement measurement_from_traces(const std::vector<KinetoTrace>& traces, const TracePlanGroups& groups);
+
+}  // namespace trainsim
