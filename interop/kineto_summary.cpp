@@ -53,14 +53,20 @@ std::string nccl_category(const std::string& n) {
   return "nccl_other";
 }
 
-// Name patterns per category, tried in this order (the first match wins).
+// Name patterns per category, tried in this order (the first match wins). ROCm names (the PyTorch
+// profiler's traces on MI300X / MI210): hipBLASLt / Tensile GEMMs `Cijk_Alik_Bljk_...`, MIOpen's
+// implicit-GEMM convolutions `igemm_fwd_gtcx*` / `igemm_bwd_*` / `igemm_wrw_*`, Composable Kernel's
+// `ck::...kernel_grouped_conv_fwd_...GridwiseGemm...` (a convolution despite the GEMM in its name)
+// and `ck_tile::FmhaFwdKernel`, the Triton attention `attn_fwd`, MIOpen's `batched_transpose_*` and
+// `SubTensorOp*` tensor ops; RCCL's kernels are `ncclDevKernel_Generic` (nccl_other: the name does
+// not say which collective). docs/trace.md lists where each name was seen.
 const std::vector<std::pair<std::string, std::vector<const char*>>>& patterns() {
   static const std::vector<std::pair<std::string, std::vector<const char*>>> p{
-      {"memcpy", {"memcpy"}},
-      {"memset", {"memset"}},
+      {"gemm", {"cijk_"}},  // Tensile's names hold arbitrary tags; decide them first
+      {"conv", {"igemm_fwd", "igemm_bwd", "igemm_wrw", "grouped_conv", "conv_fwd", "conv_bwd", "im2col", "im2d2col"}},
       {"optimizer", {"adam", "multi_tensor", "sgd_"}},
-      {"attention", {"flash", "fmha", "attn", "attention", "sdpa"}},
-      {"gemm", {"gemm", "cutlass", "cublas", "xmma", "nvjet", "matmul", "wgmma"}},
+      {"attention", {"flash", "fmha", "attn", "attention", "sdpa", "mha_fwd", "mha_bwd", "sage_fwd", "sage_bwd"}},
+      {"gemm", {"gemm", "cutlass", "cublas", "xmma", "nvjet", "matmul", "wgmma", "hipblaslt", "rocblas"}},
       {"conv", {"conv", "wgrad", "dgrad", "winograd"}},
       {"norm", {"layer_norm", "layernorm", "rms", "batch_norm", "batchnorm", "bn_fw", "bn_bw", "norm"}},
       {"moe_route", {"topk", "router", "routing", "gate"}},
@@ -68,7 +74,8 @@ const std::vector<std::pair<std::string, std::vector<const char*>>>& patterns() 
       {"activation", {"gelu", "silu", "swiglu", "relu", "act_and_mul", "activation", "sigmoid", "tanh"}},
       {"softmax", {"softmax"}},
       {"elementwise", {"elementwise", "vectorized", "cast", "transpose", "copy", "fill", "fp8", "reduce_kernel",
-                       "rope", "rotary", "index", "scatter", "gather", "cat_", "embedding"}},
+                       "rope", "rotary", "index", "scatter", "gather", "cat_", "embedding", "memcpy", "memset",
+                       "subtensorop", "quant"}},
   };
   return p;
 }
@@ -90,13 +97,15 @@ std::string kernel_category(const std::string& name) {
 
 bool is_comm_category(const std::string& c) { return c.rfind("nccl_", 0) == 0 || c.rfind("deepep_", 0) == 0; }
 
-KernelSetFigures kernel_set_figures(const std::vector<const TraceKernel*>& kernels) {
+KernelSetFigures kernel_set_figures(const std::vector<const TraceKernel*>& kernels,
+                                    const std::vector<const TraceKernel*>& memory_ops) {
   std::vector<Interval> all, comm, compute;
   for (const TraceKernel* k : kernels) {
     const Interval i{k->ts_us, k->ts_us + k->dur_us};
     all.push_back(i);
     (is_comm_category(kernel_category(k->name)) ? comm : compute).push_back(i);
   }
+  for (const TraceKernel* m : memory_ops) all.push_back({m->ts_us, m->ts_us + m->dur_us});
   KernelSetFigures f;
   f.kernels = static_cast<int64_t>(kernels.size());
   f.busy_us = total_length(merge_intervals(std::move(all)));
@@ -125,15 +134,23 @@ int step_of(const KinetoTrace& t, const TraceKernel& k) {
 namespace {
 
 void summarize_steps(const KinetoTrace& t, TraceSummary& s) {
-  std::vector<std::vector<const TraceKernel*>> per_step(t.steps.size());
+  std::vector<std::vector<const TraceKernel*>> per_step(t.steps.size()), memory_per_step(t.steps.size());
   for (const TraceKernel& k : t.kernels) {
     const int i = step_of(t, k);
     if (i >= 0) per_step[i].push_back(&k);
   }
+  for (const std::vector<TraceKernel>* ops : {&t.memcpys, &t.memsets}) {
+    for (const TraceKernel& m : *ops) {
+      const int i = step_of(t, m);
+      if (i >= 0) memory_per_step[i].push_back(&m);
+    }
+  }
   for (std::size_t i = 0; i < t.steps.size(); ++i) {
     double end = t.steps[i].ts_us + t.steps[i].dur_us;
     for (const TraceKernel* k : per_step[i]) end = std::max(end, k->ts_us + k->dur_us);
-    s.steps.push_back({t.steps[i].name, end - t.steps[i].ts_us, t.steps[i].dur_us, kernel_set_figures(per_step[i])});
+    for (const TraceKernel* m : memory_per_step[i]) end = std::max(end, m->ts_us + m->dur_us);
+    s.steps.push_back({t.steps[i].name, end - t.steps[i].ts_us, t.steps[i].dur_us,
+                       kernel_set_figures(per_step[i], memory_per_step[i])});
   }
 }
 
@@ -158,8 +175,18 @@ TraceSummary summarize_trace(const KinetoTrace& t) {
       other[k.name].kernels += 1;
     }
   }
-  s.span_us = t.kernels.empty() ? 0 : last - first;
-  s.all = kernel_set_figures(all);
+  std::vector<const TraceKernel*> memory;
+  for (const auto& [ops, cat] : {std::pair{&t.memcpys, "memcpy"}, std::pair{&t.memsets, "memset"}}) {
+    for (const TraceKernel& m : *ops) {
+      memory.push_back(&m);
+      first = std::min(first, m.ts_us);
+      last = std::max(last, m.ts_us + m.dur_us);
+      s.categories[cat].time_us += m.dur_us;
+      s.categories[cat].memory_ops += 1;
+    }
+  }
+  s.span_us = all.empty() && memory.empty() ? 0 : last - first;
+  s.all = kernel_set_figures(all, memory);
   summarize_steps(t, s);
   s.other_kernels.assign(other.begin(), other.end());
   std::stable_sort(s.other_kernels.begin(), s.other_kernels.end(),

@@ -58,6 +58,8 @@ struct PendingEvent {
 };
 
 bool is_kernel_cat(const std::string& c) { return c == "kernel" || c == "Kernel"; }
+bool is_memcpy_cat(const std::string& c) { return c == "gpu_memcpy" || c == "Memcpy"; }
+bool is_memset_cat(const std::string& c) { return c == "gpu_memset" || c == "Memset"; }
 bool is_launch_cat(const std::string& c) { return c == "cuda_runtime" || c == "Runtime" || c == "cuda_driver"; }
 bool is_annotation_cat(const std::string& c) { return c == "gpu_user_annotation" || c == "user_annotation"; }
 
@@ -65,6 +67,7 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
  public:
   explicit KinetoSax(KinetoTrace& t) : t_(t) {}
   bool saw_events = false;
+  int64_t last_index() const { return index_; }  // the traceEvents[] entry last begun; -1 before any
   std::vector<TraceSpan> spans;  // candidate annotations and ProfilerStep spans (pid decides later)
   std::vector<std::string> span_cats;
 
@@ -81,7 +84,8 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
   bool start_array(std::size_t) override;
   bool end_array() override { --depth_; in_events_ = in_events_ && depth_ >= 2; in_props_ = in_props_ && depth_ >= 2; return true; }
   bool parse_error(std::size_t pos, const std::string&, const nlohmann::detail::exception& ex) override {
-    throw InputError(t_.file + ": not JSON (byte " + std::to_string(pos) + "): " + ex.what(), kHint);
+    const std::string in_event = in_events_ && depth_ >= 3 ? ", in traceEvents[" + std::to_string(index_) + "]" : "";
+    throw InputError(t_.file + ": not JSON (byte " + std::to_string(pos) + in_event + "): " + ex.what(), kHint);
   }
 
  private:
@@ -166,16 +170,19 @@ bool KinetoSax::number(double v) {
 }
 
 void KinetoSax::finish_event() {
-  if (is_kernel_cat(e_.cat)) {
+  const bool memcpy = is_memcpy_cat(e_.cat), memset = is_memset_cat(e_.cat);
+  if (is_kernel_cat(e_.cat) || memcpy || memset) {
+    const std::string what = memcpy ? "memcpy" : memset ? "memset" : "kernel";
     if (!e_.has_ts || !e_.has_dur) {
-      throw InputError(where() + ": kernel '" + e_.name + "' has no " + (e_.has_ts ? "dur" : "ts"),
-                       "a GPU kernel event needs ts and dur (microseconds); was the trace cut or edited?");
+      throw InputError(where() + ": " + what + " '" + e_.name + "' has no " + (e_.has_ts ? "dur" : "ts"),
+                       "a GPU " + what + " event needs ts and dur (microseconds); was the trace cut or edited?");
     }
     if (!(e_.dur >= 0) || !std::isfinite(e_.ts) || !std::isfinite(e_.dur)) {
-      throw InputError(where() + ": kernel '" + e_.name + "' has dur " + std::to_string(e_.dur) + " (must be >= 0)",
-                       "a GPU kernel's duration cannot be negative; the trace is damaged");
+      throw InputError(where() + ": " + what + " '" + e_.name + "' has dur " + std::to_string(e_.dur) + " (must be >= 0)",
+                       "a GPU " + what + "'s duration cannot be negative; the trace is damaged");
     }
-    t_.kernels.push_back({e_.name, e_.ts, e_.dur, e_.pid, e_.stream >= 0 ? e_.stream : e_.tid, e_.correlation, -1});
+    (memcpy ? t_.memcpys : memset ? t_.memsets : t_.kernels)
+        .push_back({e_.name, e_.ts, e_.dur, e_.pid, e_.stream >= 0 ? e_.stream : e_.tid, e_.correlation, -1});
   } else if (is_launch_cat(e_.cat) && e_.correlation >= 0 && e_.has_ts) {
     t_.launch_ts_us.emplace(e_.correlation, e_.ts);
   } else if (e_.ph == "X" && e_.has_ts && e_.has_dur &&
@@ -206,10 +213,11 @@ void place_spans(KinetoTrace& t, const KinetoSax& sax) {
 }
 
 // zlib's message starts with the path ("PATH: unexpected end of file"); the error names it already.
-std::string damaged_gzip(const std::string& path, const std::string& zerr) {
+std::string damaged_gzip(const std::string& path, const std::string& zerr, int64_t last_index) {
   const std::string prefix = path + ": ";
   const std::string what = zerr.rfind(prefix, 0) == 0 ? zerr.substr(prefix.size()) : zerr;
-  return path + ": the gzip stream is damaged or truncated (" + what + ")";
+  const std::string where = last_index >= 0 ? ", cut in or after traceEvents[" + std::to_string(last_index) + "]" : "";
+  return path + ": the gzip stream is damaged or truncated (" + what + ")" + where;
 }
 
 }  // namespace
@@ -227,12 +235,12 @@ KinetoTrace read_kineto_trace(const std::string& path) {
   } catch (const InputError&) {
     const std::string zerr = buf.error();
     gzclose(f);
-    if (!zerr.empty()) throw InputError(damaged_gzip(path, zerr), kHint);
+    if (!zerr.empty()) throw InputError(damaged_gzip(path, zerr, sax.last_index()), kHint);
     throw;
   }
   const std::string zerr = buf.error();
   gzclose(f);
-  if (!zerr.empty()) throw InputError(damaged_gzip(path, zerr), kHint);
+  if (!zerr.empty()) throw InputError(damaged_gzip(path, zerr, sax.last_index()), kHint);
   if (!sax.saw_events) throw InputError(path + ": no 'traceEvents' array at the top level", kHint);
   if (t.kernels.empty()) {
     throw InputError(path + ": the trace holds no GPU kernel (no event with cat 'kernel' or 'Kernel')",

@@ -1,7 +1,7 @@
 // Reads a PyTorch profiler (Kineto) Chrome-trace JSON file (`.json` or `.json.gz`, one per rank),
 // streaming it through nlohmann's SAX interface from a zlib stream: the document is never held as
 // a tree. Keeps only what the trace summary needs: GPU kernels (cat `kernel` / `Kernel`), GPU
-// annotations (`gpu_user_annotation` / `user_annotation` on a GPU pid), the CPU `ProfilerStep#N`
+// memory copies and sets (`gpu_memcpy` / `Memcpy`, `gpu_memset` / `Memset`), GPU annotations (`gpu_user_annotation` / `user_annotation` on a GPU pid), the CPU `ProfilerStep#N`
 // spans, the launch times of runtime calls by correlation id, and the device name.
 #pragma once
 
@@ -33,6 +33,8 @@ struct KinetoTrace {
   std::string file;
   std::string device_name;  // deviceProperties[0].name; empty when the trace has none
   std::vector<TraceKernel> kernels;
+  std::vector<TraceKernel> memcpys;  // cat gpu_memcpy / Memcpy: device activity, not kernels
+  std::vector<TraceKernel> memsets;  // cat gpu_memset / Memset
   std::vector<TraceSpan> annotations;  // GPU annotations only (pid of a kernel)
   std::vector<TraceSpan> cpu_annotations;  // user_annotation (record_function) on a CPU pid, but steps
   std::vector<TraceSpan> steps;        // ProfilerStep#N, sorted by start
@@ -40,8 +42,8 @@ struct KinetoTrace {
 };
 
 // Throws InputError naming the file (and the event index) when the file is missing, the gzip
-// stream is truncated, the text is not JSON, there is no `traceEvents`, a kernel lacks ts / dur or
-// has a negative dur, or the trace has no GPU kernel.
+// stream is truncated, the text is not JSON, there is no `traceEvents`, a kernel (or memcpy /
+// memset) lacks ts / dur or has a negative dur, or the trace has no GPU kernel.
 KinetoTrace read_kineto_trace(const std::string& path);
 
 }  // namespace trainsim

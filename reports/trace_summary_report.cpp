@@ -32,7 +32,8 @@ std::string categories_table(const TraceSummary& s) {
   for (const auto& r : rows) total += r.second.time_us;
   TextTable t({{"category", TextTable::Align::kLeft}, {"time ms"}, {"share"}, {"kernels"}});
   for (const auto& [name, f] : rows) {
-    t.add_row({name, ms(f.time_us), format_percent(total > 0 ? f.time_us / total : 0), format_count(f.kernels)});
+    const std::string count = f.memory_ops > 0 ? format_count(f.memory_ops) + " " + name + "s" : format_count(f.kernels);
+    t.add_row({name, ms(f.time_us), format_percent(total > 0 ? f.time_us / total : 0), count});
   }
   return t.render();
 }
@@ -59,9 +60,10 @@ std::string render_trace_summary(const TraceSummary& s, int top_other) {
   std::ostringstream o;
   o << s.file << ": " << (s.device_name.empty() ? "device not named in the trace" : s.device_name) << ", "
     << format_count(s.all.kernels) << " kernels, " << s.steps.size() << " profiler step(s)\n"
-    << "GPU busy = union of kernel intervals over all streams; comm = NCCL / DeepEP kernels; exposed comm = comm no "
-       "compute kernel overlaps\n\n"
-    << steps_table(s) << "\nkernel time by category (sum of kernel durations)\n" << categories_table(s);
+    << "GPU busy = union of kernel, memcpy and memset intervals over all streams; comm = NCCL (RCCL) / DeepEP kernels; "
+       "exposed comm = comm no compute kernel overlaps\n\n"
+    << steps_table(s) << "\nkernel time by category (sum of durations; memcpy and memset are not kernels)\n"
+    << categories_table(s);
   if (!s.other_kernels.empty()) {
     o << "\n" << s.other_kernels.size() << " kernel name(s) in category other; top " << std::min<std::size_t>(top_other, s.other_kernels.size())
       << " by time\n" << other_table(s, top_other);
@@ -92,7 +94,10 @@ nlohmann::ordered_json one_trace_json(const TraceSummary& s, int top_other) {
     j["steps"].push_back(e);
   }
   j["categories"] = nlohmann::ordered_json::object();
-  for (const auto& [name, f] : s.categories) j["categories"][name] = {{"time_s", sec(f.time_us)}, {"kernels", f.kernels}};
+  for (const auto& [name, f] : s.categories) {
+    j["categories"][name] = {{"time_s", sec(f.time_us)}, {"kernels", f.kernels}};
+    if (f.memory_ops > 0) j["categories"][name]["memory_ops"] = f.memory_ops;
+  }
   j["other_kernels"] = nlohmann::ordered_json::array();
   const int n = std::min<int>(top_other, static_cast<int>(s.other_kernels.size()));
   for (int i = 0; i < n; ++i) {

@@ -1,7 +1,9 @@
 // The Kineto trace reader and summary: interval union and exposed communication on tiny
 // synthetic traces (tests/data/traces/two_streams.json: a GEMM and an elementwise kernel on
 // stream 7, an NCCL all-reduce on stream 20 half under the GEMM, a flash kernel launched after
-// the step), kernel categories by name, and the reader's refusals.
+// the step; tests/data/traces/rocm_mi300x.json: a two-step MI300X trace written in the ROCm
+// profiler's format, with RCCL, memcpy and memset), kernel categories by name, and the reader's
+// refusals.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -45,6 +47,25 @@ TEST_CASE("kernel_category places kernels by name") {
   CHECK(kernel_category("triton__0d1d2d") == "other");
   CHECK(is_comm_category("nccl_allreduce"));
   CHECK_FALSE(is_comm_category("gemm"));
+  CHECK(kernel_category("void at::native::memcpy_kernel<float>") == "elementwise");  // a kernel, not a memcpy event
+}
+
+TEST_CASE("kernel_category places ROCm kernels: Tensile GEMMs, MIOpen and CK convolutions, CK attention, RCCL") {
+  // Names as the PyTorch profiler records them on MI300X / MI210 (docs/trace.md).
+  CHECK(kernel_category("Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT96x96x128_MI16x16x1_SN_LDSB1_AFC1_AG0") == "gemm");
+  CHECK(kernel_category("Cijk_Ailk_Bljk_BBS_BH_MT128x64x64_MI32x32x8x1_SN_1LDSB0_APM1_AF0EM1_AF1EM1_AMAS3_ASE") == "gemm");
+  CHECK(kernel_category("igemm_fwd_gtcx3_nhwc_bf16_bx0_ex1_bt128x128x32_wt32x32x8") == "conv");
+  CHECK(kernel_category("igemm_wrw_gtcx2_nhwc_bf16_bx0_ex1_bt256x128x16") == "conv");
+  CHECK(kernel_category("_ZN2ck16tensor_operation6device12_GLOBAL__N_139kernel_grouped_conv_fwd_xdl_cshuffle_v3INS_"
+                        "34GridwiseGemmMultiD") == "conv");
+  CHECK(kernel_category("void ck_tile::kentry<256, 1, ck_tile::FmhaFwdKernel<P> >(ck_tile::FmhaFwdKernelArgs)") == "attention");
+  CHECK(kernel_category("attn_fwd") == "attention");
+  CHECK(kernel_category("void ck_tile::kentry<256, 1, ck_tile::Rmsnorm2dFwd<P> >(ck_tile::Rmsnorm2dFwdHostArgs)") == "norm");
+  CHECK(kernel_category("void (anonymous namespace)::groupnorm_kernel_dispatch_up<__hip_bfloat16, 1024u>") == "norm");
+  CHECK(kernel_category("batched_transpose_32x32_half") == "elementwise");
+  CHECK(kernel_category("SubTensorOpWithScalar1d") == "elementwise");
+  CHECK(kernel_category("ncclDevKernel_Generic(ncclDevComm*, unsigned long, ncclWork*)") == "nccl_other");
+  CHECK(kernel_category("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclWorkElem)") == "nccl_sendrecv");
 }
 
 TEST_CASE("the two-stream trace: busy is the union, exposed comm is what no compute covers") {
@@ -71,6 +92,47 @@ TEST_CASE("the two-stream trace: busy is the union, exposed comm is what no comp
     CHECK(s.cpu_annotations.at("attn(F)").count == 1);
     CHECK(s.cpu_annotations.count("ProfilerStep#1") == 0);
   }
+}
+
+TEST_CASE("a ROCm trace: hip launches, Tensile / CK / MIOpen kernels, RCCL on its own stream, memcpy and memset") {
+  const KinetoTrace t = read_kineto_trace(trace_path("rocm_mi300x.json"));
+  CHECK(t.device_name == "AMD Instinct MI300X");
+  REQUIRE(t.kernels.size() == 11);
+  CHECK(t.memcpys.size() == 1);
+  CHECK(t.memsets.size() == 1);
+  REQUIRE(t.steps.size() == 2);  // user_annotation ProfilerStep#N on the CPU pid
+  CHECK(t.launch_ts_us.size() == 13);  // hipLaunchKernel, hipExtModuleLaunchKernel, hipModuleLaunchKernel, hipMemcpyWithStream
+  const TraceSummary s = summarize_trace(t);
+  CHECK(s.all.kernels == 11);  // memcpy and memset are not kernels
+  // [1000,1250]: the GEMM, the CK attention, the RCCL kernel [1150,1250] and the memcpy inside;
+  // [1300,1425]: attn_fwd through the layer norm, then the memset [1420,1425]. Kernels alone: 370.
+  CHECK(s.all.busy_us == Approx(375));
+  CHECK(s.all.comm_us == Approx(100));
+  CHECK(s.all.exposed_comm_us == Approx(80));  // compute covers [1160,1180]; the memcpy is not compute
+  CHECK(s.span_us == Approx(425));
+  REQUIRE(s.steps.size() == 2);
+  CHECK(s.steps[0].name == "ProfilerStep#3");
+  CHECK(s.steps[0].k.kernels == 5);
+  CHECK(s.steps[0].k.busy_us == Approx(250));
+  CHECK(s.steps[1].k.kernels == 6);
+  CHECK(s.steps[1].k.busy_us == Approx(125));  // the memset's 5 us included
+  const auto cat = [&](const char* name) { return s.categories.at(name); };
+  CHECK(cat("gemm").kernels == 2);
+  CHECK(cat("gemm").time_us == Approx(135));
+  CHECK(cat("attention").kernels == 2);
+  CHECK(cat("attention").time_us == Approx(90));
+  CHECK(cat("norm").kernels == 2);
+  CHECK(cat("elementwise").kernels == 2);
+  CHECK(cat("activation").kernels == 1);
+  CHECK(cat("conv").kernels == 1);
+  CHECK(cat("nccl_other").kernels == 1);
+  CHECK(cat("memcpy").kernels == 0);
+  CHECK(cat("memcpy").memory_ops == 1);
+  CHECK(cat("memcpy").time_us == Approx(5));
+  CHECK(cat("memset").memory_ops == 1);
+  CHECK(s.categories.count("other") == 0);
+  CHECK(s.annotations.at("ProfilerStep#3").count == 1);
+  CHECK(s.cpu_annotations.at("attention").count == 1);
 }
 
 TEST_CASE("the reader refuses a missing file, a truncated gzip and a damaged kernel") {

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks `trainsim trace --format json FILE` against an independent count from the raw trace JSON:
-the number of GPU kernels (cat kernel / Kernel) exactly, and the GPU busy time (the union of kernel
-intervals over all streams) within 0.1%. Exit 0 when both agree, 1 otherwise, 77 (skipped) when the
+the number of GPU kernels (cat kernel / Kernel) exactly, the number of memcpy / memset events (cat
+gpu_memcpy / Memcpy, gpu_memset / Memset) exactly, and the GPU busy time (the union of the intervals
+of kernels, memcpys and memsets over all streams) within 0.1%. Exit 0 when both agree, 1 otherwise, 77 (skipped) when the
 trace file is absent; prints both figures."""
 import gzip
 import json
@@ -14,7 +15,10 @@ def raw_figures(path):
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt") as f:
         events = json.load(f)["traceEvents"]
-    spans = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") in ("kernel", "Kernel"))
+    kernels = [e for e in events if e.get("cat") in ("kernel", "Kernel")]
+    memcpys = [e for e in events if e.get("cat") in ("gpu_memcpy", "Memcpy")]
+    memsets = [e for e in events if e.get("cat") in ("gpu_memset", "Memset")]
+    spans = sorted((e["ts"], e["ts"] + e["dur"]) for e in kernels + memcpys + memsets)
     busy, cur_start, cur_end = 0.0, None, None
     for s, e in spans:
         if cur_end is None or s > cur_end:
@@ -25,7 +29,7 @@ def raw_figures(path):
             cur_end = max(cur_end, e)
     if cur_end is not None:
         busy += cur_end - cur_start
-    return len(spans), busy * 1e-6
+    return len(kernels), len(memcpys), len(memsets), busy * 1e-6
 
 
 def main():
@@ -40,10 +44,15 @@ def main():
     doc = json.loads(out.stdout)
     assert doc["schema"] == "trainsim.trace_summary", doc["schema"]
     got = doc["traces"][0]
-    count, busy = raw_figures(trace)
+    count, memcpys, memsets, busy = raw_figures(trace)
+    cats = got["categories"]
+    got_memcpys = cats.get("memcpy", {}).get("memory_ops", 0)
+    got_memsets = cats.get("memset", {}).get("memory_ops", 0)
     print(f"{trace}: kernels trainsim {got['kernels_total']} / raw {count}; "
+          f"memcpy {got_memcpys} / {memcpys}, memset {got_memsets} / {memsets}; "
           f"GPU busy trainsim {got['gpu_busy_s']:.6f} s / raw {busy:.6f} s")
     ok = got["kernels_total"] == count and abs(got["gpu_busy_s"] - busy) <= 1e-3 * busy
+    ok = ok and got_memcpys == memcpys and got_memsets == memsets
     step_kernels = sum(s["kernels"] for s in got["steps"])
     if step_kernels > count:
         print(f"steps hold {step_kernels} kernels, more than the trace's {count}")
