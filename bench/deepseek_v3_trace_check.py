@@ -104,7 +104,10 @@ def union_s(intervals):
 
 
 def run_json(cmd):
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as e:
+        sys.exit(f"error: cannot run {cmd[0]}: {e}\nhint: build trainsim first, or pass --trainsim PATH")
     if out.returncode != 0:
         sys.exit(f"error: {' '.join(cmd)} exited {out.returncode}:\n{out.stderr}")
     return json.loads(out.stdout)
