@@ -73,6 +73,26 @@ TEST_CASE("datasheet figures come through the unit conversions exactly") {
   CHECK(find_gpu("h200-sxm-141gb").memory_bandwidth_bytes_per_s == 4.8e12);
 }
 
+TEST_CASE("the H800 is the H100 SXM's compute with 400 GB/s NVLink, on DeepSeek's node preset") {
+  // NVIDIA H800 datasheet (NVLink 400 GB/s bidirectional); the H800 trace's deviceProperties
+  // (totalGlobalMem 84943110144 B = 81008 MiB, 132 SMs); DeepSeek-V3 report (arXiv 2412.19437):
+  // 8 GPUs per node, one 400 Gb/s InfiniBand NIC per GPU, $2 per GPU-hour.
+  const GpuSpec& h800 = find_gpu("h800-sxm-80gb");
+  const GpuSpec& h100 = find_gpu("h100-sxm-80gb");
+  CHECK(h800.peak_bf16_flops_per_s == h100.peak_bf16_flops_per_s);
+  CHECK(h800.peak_fp8_flops_per_s == 1978.9e12);
+  CHECK(h800.memory_bandwidth_bytes_per_s == 3.35e12);
+  CHECK(h800.nvlink_bandwidth_bytes_per_s == 200e9);
+  CHECK(h800.memory_bytes == 81008.0 * 1024 * 1024);
+  CHECK(h800.sm_count == 132);
+  CHECK(h800.usd_per_gpu_hour == 2.0);
+  CHECK(h800.capabilities.reference_family == h100.capabilities.reference_family);
+  const ClusterSpec& node = find_cluster("deepseek-h800");
+  CHECK(node.gpu == "h800-sxm-80gb");
+  CHECK(node.gpus_per_node == 8);
+  CHECK(node.inter_node_gbps_per_gpu == 400);
+}
+
 TEST_CASE("the peak for a precision is that precision's tensor-core path, with no fp8 fallback") {
   const GpuSpec& h100 = find_gpu("h100-sxm-80gb");
   CHECK(h100.peak_flops_per_s(Precision::kBf16) == h100.peak_bf16_flops_per_s);
