@@ -69,7 +69,12 @@ void write_measurement(const std::vector<KinetoTrace>& traces, const std::string
   trace["pass_evidence"] = {{"kernels_by_annotation", tm.passes.kernels_by_annotation},
                             {"kernels_by_thread", tm.passes.kernels_by_thread},
                             {"kernels_by_default", tm.passes.kernels_by_default}};
+  trace["memory_reserved_peak_gib"] = tm.memory_reserved_peak_gib;
   trace["notes"] = tm.notes;
+  doc["memory_note"] = "memory_peak_gib: the PyTorch caching allocator's peak of bytes allocated to tensors over the profiled "
+                       "window ([memory] events, profile_memory=True; 0 when the trace has none), comparable with predict's "
+                       "memory; trace.memory_reserved_peak_gib: its peak reserved from the device (nvidia-smi shows that plus "
+                       "the CUDA context)";
   doc["trace"] = trace;
   std::ofstream out(out_path);
   if (!out) throw InputError("--out " + out_path + ": cannot open for writing", "name a file in a folder that exists and is writable");

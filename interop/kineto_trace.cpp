@@ -55,6 +55,9 @@ struct PendingEvent {
   bool has_ts = false, has_dur = false;
   double ts = 0, dur = 0;
   int64_t tid = -1, stream = -1, correlation = -1;
+  // [memory] events (profile_memory=True): the allocator's totals after this event, on this device.
+  double total_allocated = -1, total_reserved = -1;
+  int64_t device_type = -1;
 };
 
 bool is_kernel_cat(const std::string& c) { return c == "kernel" || c == "Kernel"; }
@@ -165,6 +168,9 @@ bool KinetoSax::number(double v) {
   } else if (depth_ == 4 && in_args_) {
     if (arg_ == "stream") e_.stream = static_cast<int64_t>(v);
     else if (arg_ == "correlation") e_.correlation = static_cast<int64_t>(v);
+    else if (arg_ == "Total Allocated") e_.total_allocated = v;
+    else if (arg_ == "Total Reserved") e_.total_reserved = v;
+    else if (arg_ == "Device Type") e_.device_type = static_cast<int64_t>(v);
   }
   return true;
 }
@@ -183,6 +189,10 @@ void KinetoSax::finish_event() {
     }
     (memcpy ? t_.memcpys : memset ? t_.memsets : t_.kernels)
         .push_back({e_.name, e_.ts, e_.dur, e_.pid, e_.stream >= 0 ? e_.stream : e_.tid, e_.correlation, -1});
+  } else if (e_.name == "[memory]" && e_.device_type == 1) {  // c10::DeviceType::CUDA (HIP reports as CUDA)
+    t_.memory_events += 1;
+    t_.peak_allocated_bytes = std::max(t_.peak_allocated_bytes, e_.total_allocated);
+    t_.peak_reserved_bytes = std::max(t_.peak_reserved_bytes, e_.total_reserved);
   } else if (is_launch_cat(e_.cat) && e_.correlation >= 0 && e_.has_ts) {
     t_.launch_ts_us.emplace(e_.correlation, e_.ts);
   } else if (e_.ph == "X" && e_.has_ts && e_.has_dur &&

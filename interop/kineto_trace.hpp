@@ -35,6 +35,10 @@ struct KinetoTrace {
   std::vector<TraceKernel> kernels;
   std::vector<TraceKernel> memcpys;  // cat gpu_memcpy / Memcpy: device activity, not kernels
   std::vector<TraceKernel> memsets;  // cat gpu_memset / Memset
+  // The caching allocator's peaks over the trace's GPU [memory] events (profile_memory=True):
+  // bytes allocated to tensors and bytes reserved from the device; -1 when the trace has none.
+  int64_t memory_events = 0;
+  double peak_allocated_bytes = -1, peak_reserved_bytes = -1;
   std::vector<TraceSpan> annotations;  // GPU annotations only (pid of a kernel)
   std::vector<TraceSpan> cpu_annotations;  // user_annotation (record_function) on a CPU pid, but steps
   std::vector<TraceSpan> steps;        // ProfilerStep#N, sorted by start

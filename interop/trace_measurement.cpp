@@ -16,6 +16,8 @@
 namespace trainsim {
 namespace {
 
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
 std::string lower(const std::string& s) {
   std::string n(s.size(), ' ');
   std::transform(s.begin(), s.end(), n.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -75,37 +77,42 @@ RankResult measure_rank(const KinetoTrace& t, const TracePlanGroups& groups) {
   pass_intervals(t.annotations, gpu_fwd, gpu_bwd);
   pass_intervals(t.cpu_annotations, cpu_fwd, cpu_bwd);
 
-  // Kernels per step; a trace without ProfilerStep spans is one step from its first kernel to its last.
+  // Kernels, memcpys and memsets (device activity all), per step; a trace without ProfilerStep spans is one step from its first kernel to its last.
+  std::vector<const TraceKernel*> all;
+  all.reserve(all.size() + t.memcpys.size() + t.memsets.size());
+  for (const std::vector<TraceKernel>* v : {&t.kernels, &t.memcpys, &t.memsets}) {
+    for (const TraceKernel& k : *v) all.push_back(&k);
+  }
   std::vector<TraceSpan> steps = t.steps;
   std::vector<std::vector<size_t>> per_step(steps.size());
   if (steps.empty()) {
     out.steps_from_kernels = true;
     double first = std::numeric_limits<double>::max(), last = std::numeric_limits<double>::lowest();
-    for (const TraceKernel& k : t.kernels) {
-      first = std::min(first, k.ts_us);
-      last = std::max(last, k.ts_us + k.dur_us);
+    for (const TraceKernel* k : all) {
+      first = std::min(first, k->ts_us);
+      last = std::max(last, k->ts_us + k->dur_us);
     }
     steps.push_back({"whole trace", first, last - first, ""});
     per_step.emplace_back();
-    for (size_t i = 0; i < t.kernels.size(); ++i) per_step[0].push_back(i);
+    for (size_t i = 0; i < all.size(); ++i) per_step[0].push_back(i);
   } else {
-    for (size_t i = 0; i < t.kernels.size(); ++i) {
-      const int s = step_of(t, t.kernels[i]);
+    for (size_t i = 0; i < all.size(); ++i) {
+      const int s = step_of(t, (*all[i]));
       if (s >= 0) per_step[static_cast<size_t>(s)].push_back(i);
     }
   }
 
   // Each kernel's lane (pass or collective phase) and, per step, its op categories.
-  std::vector<int> lane(t.kernels.size(), -1);
+  std::vector<int> lane(all.size(), -1);
   std::vector<IterationRecord> recs(steps.size());
   for (size_t s = 0; s < steps.size(); ++s) {
     if (per_step[s].empty()) continue;
     // The step's main thread: the one that launched its first kernel.
     const size_t first = *std::min_element(per_step[s].begin(), per_step[s].end(),
-                                           [&](size_t a, size_t b) { return t.kernels[a].ts_us < t.kernels[b].ts_us; });
-    const int64_t main_tid = t.kernels[first].launch_tid;
+                                           [&](size_t a, size_t b) { return (*all[a]).ts_us < (*all[b]).ts_us; });
+    const int64_t main_tid = (*all[first]).launch_tid;
     for (size_t i : per_step[s]) {
-      const TraceKernel& k = t.kernels[i];
+      const TraceKernel& k = (*all[i]);
       const std::string category = kernel_category(k.name);
       const bool comm = is_comm_category(category);
       TracePass pass = TracePass::kForward;
@@ -155,8 +162,8 @@ RankResult measure_rank(const KinetoTrace& t, const TracePlanGroups& groups) {
     if (per_step[s].empty()) continue;
     double gpu_end = std::numeric_limits<double>::lowest(), gpu_begin = std::numeric_limits<double>::max();
     for (size_t i : per_step[s]) {
-      gpu_end = std::max(gpu_end, t.kernels[i].ts_us + t.kernels[i].dur_us);
-      gpu_begin = std::min(gpu_begin, t.kernels[i].ts_us);
+      gpu_end = std::max(gpu_end, (*all[i]).ts_us + (*all[i]).dur_us);
+      gpu_begin = std::min(gpu_begin, (*all[i]).ts_us);
     }
     const double begin = windows.empty() ? std::min(steps[s].ts_us, gpu_begin) : windows.back().end;
     windows.push_back({s, begin, std::max(gpu_end, begin), {}});
@@ -175,11 +182,11 @@ RankResult measure_rank(const KinetoTrace& t, const TracePlanGroups& groups) {
     int delta;
   };
   std::vector<Edge> edges;
-  edges.reserve(2 * t.kernels.size() + 2 * windows.size());
-  for (size_t i = 0; i < t.kernels.size(); ++i) {
+  edges.reserve(2 * all.size() + 2 * windows.size());
+  for (size_t i = 0; i < all.size(); ++i) {
     if (lane[i] < 0) continue;
-    edges.push_back({t.kernels[i].ts_us, lane[i], +1});
-    edges.push_back({t.kernels[i].ts_us + t.kernels[i].dur_us, lane[i], -1});
+    edges.push_back({(*all[i]).ts_us, lane[i], +1});
+    edges.push_back({(*all[i]).ts_us + (*all[i]).dur_us, lane[i], -1});
   }
   for (const Window& w : windows) edges.push_back({w.end, -1, 0});  // a cut, so no interval spans two windows
   std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.t < b.t || (a.t == b.t && a.delta < b.delta); });
@@ -313,7 +320,22 @@ TraceMeasurement measurement_from_traces(const std::vector<KinetoTrace>& traces,
     tm.notes.push_back("no plan stated (--inputs-from): exposed send/recv counted as PP (an all-to-all NCCL runs as send/recv "
                        "reads the same; with a stated plan of CP and no PP it is TP/CP's)");
   }
-  tm.notes.push_back("memory is not measured from a profiler trace (memory_peak_gib 0: compare shows n/a)");
+  int64_t memory_events = 0;
+  for (const KinetoTrace& t : traces) {
+    memory_events += t.memory_events;
+    if (t.memory_events == 0) continue;
+    m.memory_peak_gib = std::max(m.memory_peak_gib, t.peak_allocated_bytes / kGiB);
+    tm.memory_reserved_peak_gib = std::max(tm.memory_reserved_peak_gib, t.peak_reserved_bytes / kGiB);
+  }
+  if (memory_events == 0) {
+    tm.notes.push_back("the trace holds no GPU memory events (profile with profile_memory=True): memory_peak_gib 0, compare "
+                       "shows n/a");
+  } else {
+    tm.notes.push_back("memory: the caching allocator's peak over the profiled window, largest over ranks: " +
+                       std::to_string(m.memory_peak_gib).substr(0, 6) + " GiB allocated to tensors (memory_peak_gib), " +
+                       std::to_string(tm.memory_reserved_peak_gib).substr(0, 6) +
+                       " GiB reserved from the device; what ran before the window is not seen");
+  }
   return tm;
 }
 

@@ -43,6 +43,7 @@ struct TraceMeasurement {
   int64_t critical_rank = 0;           // the file (rank) whose median step is longest
   std::vector<double> rank_median_s;   // each file's median step wall time
   PassEvidence passes;                 // of the critical rank
+  double memory_reserved_peak_gib = 0; // the caching allocator's reserved peak (0: no memory events)
   std::vector<std::string> notes;      // what the reader had to assume, for the user
 };
 
