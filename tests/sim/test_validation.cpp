@@ -36,9 +36,9 @@ const ErrorSummary& group(const std::string& name) {
 }  // namespace
 
 TEST_CASE("every run of the version-2 file is read; those it cannot simulate are counted, not refused") {
-  REQUIRE(runs().size() == 337);
-  CHECK(result().all.count + result().all.unsupported == 337);
-  CHECK(result().all.count == 337);  // every run predicted (168 before CP, uneven stages, Zero Bubble, EP and FSDP + PP)
+  REQUIRE(runs().size() == 332);  // 337 before the public file's corrections of 2026-11-27 (the NeMo launcher 175B rows removed)
+  CHECK(result().all.count + result().all.unsupported == 332);
+  CHECK(result().all.count == 332);  // every run predicted (168 before CP, uneven stages, Zero Bubble, EP and FSDP + PP)
   for (const RunResult& r : result().runs) {
     INFO(r.run->id);
     CHECK(r.predicted == r.run->supported());
@@ -53,8 +53,8 @@ TEST_CASE("version-1 files are still read") {
 }
 
 TEST_CASE("mean absolute error over the predicted runs: held-out half and all runs") {
-  CHECK(result().held_out_half.mean_abs_error <= 0.103);  // measured 9.2% with ZeRO-3 layer by layer (2026-11-27); 9.3% with attention by shape (session 9); 9.8% with torchtitan's pipeline micro-batches and row-wise Float8; 10.4% before (10.3% before FP8 casts) (2026-11-24 with TP comm overlap, all 337 runs; 7.9% before the 19 MoE and 6 FSDP + PP rows)
-  CHECK(result().all.mean_abs_error <= 0.099);            // measured 8.9% with ZeRO-3 layer by layer (0.0889 -> 0.0886), and with attention by shape; 9.2% in session 8; 9.8% before session 8 (9.6% before FP8 casts) (7.5% on the 312 runs before MoE and FSDP + PP)
+  CHECK(result().held_out_half.mean_abs_error <= 0.103);  // measured 8.4% on the corrected file's 332 runs (2026-11-27); 9.2% with ZeRO-3 layer by layer (2026-11-27); 9.3% with attention by shape (session 9); 9.8% with torchtitan's pipeline micro-batches and row-wise Float8; 10.4% before (10.3% before FP8 casts) (2026-11-24 with TP comm overlap, all 337 runs; 7.9% before the 19 MoE and 6 FSDP + PP rows)
+  CHECK(result().all.mean_abs_error <= 0.099);            // measured 8.2% on the corrected file's 332 runs; 8.9% with ZeRO-3 layer by layer (0.0889 -> 0.0886), and with attention by shape; 9.2% in session 8; 9.8% before session 8 (9.6% before FP8 casts) (7.5% on the 312 runs before MoE and FSDP + PP)
 }
 
 TEST_CASE("A100 Megatron-LM, Korthikanti, MosaicML and BLOOM groups are each within their bounds") {
@@ -87,17 +87,19 @@ TEST_CASE("Korthikanti Table 5: sequence parallel + selective recompute beats fu
   }
 }
 
-TEST_CASE("ten published runs that trained are predicted not to fit in memory") {
+TEST_CASE("eleven published runs that trained are predicted not to fit in memory") {
   // The known misses (docs/cost-model.md "What must fit"): Nemotron-340B (NeMo 24.07, the record
   // states no recompute and no FP8 weights) and GPT-OSS-120B at micro-batch 4 (Megatron-Bridge
   // 25.11: its recompute is not in the record) are over on tensors alone; eight more have tensors
-  // predicted at 78-79 GiB of 79.6, with the CUDA context and NCCL buffers over it.
+  // predicted at 78-79 GiB of 79.6, with the CUDA context and NCCL buffers over it; so is GPT-3 5B on
+  // one DGX A100 node without recompute (79.3 GiB; the record said full recompute until the public
+  // file's correction of 2026-11-27: the row is the same, the miss is now seen).
   const std::set<std::string> known = {"nemo2407-h100-fp8-Nemotron-340B-128", "mbridge-25.11-gpt-oss-120b-bf16-64gpu",
                                        "nemo2407-h100-fp8-GPT3-20B-64", "nemo2407-h100-fp8-GPT3-175B-512",
                                        "dgxc-llama31-405b-v25.04-bf16-512gpu", "dgxc-llama31-405b-v25.04-fp8-512gpu",
                                        "dgxc-llama31-405b-v25.05.01-bf16-512gpu", "dgxc-llama31-405b-v25.05.01-fp8-512gpu",
                                        "mbridge-25.11-qwen3-30b-a3b-fp8-cs-16gpu",
-                                       "mbridge-25.09-qwen3-30b-a3b-tokendrop-unstated-16gpu"};
+                                       "mbridge-25.09-qwen3-30b-a3b-tokendrop-unstated-16gpu", "nemo-a100-gpt3-5b-1n"};
   int64_t not_fitting = 0;
   for (const RunResult& r : result().runs) {
     if (!r.predicted || r.run->measured_oom || r.predicted_fits) continue;
@@ -105,7 +107,7 @@ TEST_CASE("ten published runs that trained are predicted not to fit in memory") 
     CHECK(known.count(r.run->id) == 1);
     ++not_fitting;
   }
-  CHECK(not_fitting <= 10);
+  CHECK(not_fitting <= 11);
 }
 
 TEST_CASE("an interleaved run that does not say vpp takes the fewest chunks that split its layers") {
