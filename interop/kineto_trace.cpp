@@ -10,6 +10,7 @@
 #include <istream>
 #include <set>
 #include <streambuf>
+#include <unordered_set>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -54,10 +55,18 @@ struct PendingEvent {
   std::string ph, cat, name, pid;
   bool has_ts = false, has_dur = false;
   double ts = 0, dur = 0;
-  int64_t tid = -1, stream = -1, correlation = -1;
+  int64_t tid = -1, stream = -1, correlation = -1, external_id = -1;
   // [memory] events (profile_memory=True): the allocator's totals after this event, on this device.
   double total_allocated = -1, total_reserved = -1;
   int64_t device_type = -1;
+  std::vector<std::vector<int64_t>> input_dims;  // args["Input Dims"] (nested arrays)
+  std::vector<std::string> input_types;          // args["Input type"]
+};
+
+// What a runtime/driver launch tells about its kernel (same correlation id).
+struct LaunchLink {
+  int64_t tid = -1;
+  int64_t external_id = -1;
 };
 
 bool is_kernel_cat(const std::string& c) { return c == "kernel" || c == "Kernel"; }
@@ -65,6 +74,7 @@ bool is_memcpy_cat(const std::string& c) { return c == "gpu_memcpy" || c == "Mem
 bool is_memset_cat(const std::string& c) { return c == "gpu_memset" || c == "Memset"; }
 bool is_launch_cat(const std::string& c) { return c == "cuda_runtime" || c == "Runtime" || c == "cuda_driver"; }
 bool is_annotation_cat(const std::string& c) { return c == "gpu_user_annotation" || c == "user_annotation"; }
+bool is_cpu_op_cat(const std::string& c) { return c == "cpu_op" || c == "Operator"; }
 
 class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
  public:
@@ -73,6 +83,7 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
   int64_t last_index() const { return index_; }  // the traceEvents[] entry last begun; -1 before any
   std::vector<TraceSpan> spans;  // candidate annotations and ProfilerStep spans (pid decides later)
   std::vector<std::string> span_cats;
+  std::unordered_map<int64_t, LaunchLink> launches;  // correlation -> the launch's thread and External id
 
   bool null() override { return true; }
   bool boolean(bool) override { return true; }
@@ -86,6 +97,8 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
   bool end_object() override;
   bool start_array(std::size_t) override;
   bool end_array() override { --depth_; in_events_ = in_events_ && depth_ >= 2; in_props_ = in_props_ && depth_ >= 2; return true; }
+  // Depths inside one event: 3 its fields, 4 args' values, 5 the elements of an args array (one
+  // per op input in "Input Dims" / "Input type"), 6 the numbers of one input's dims.
   bool parse_error(std::size_t pos, const std::string&, const nlohmann::detail::exception& ex) override {
     const std::string in_event = in_events_ && depth_ >= 3 ? ", in traceEvents[" + std::to_string(index_) + "]" : "";
     throw InputError(t_.file + ": not JSON (byte " + std::to_string(pos) + in_event + "): " + ex.what(), kHint);
@@ -142,6 +155,8 @@ bool KinetoSax::start_array(std::size_t) {
     saw_events = true;
   } else if (depth_ == 2 && top_key_ == "deviceProperties") {
     in_props_ = true;
+  } else if (in_events_ && in_args_ && depth_ == 6 && arg_ == "Input Dims") {
+    e_.input_dims.emplace_back();  // one input's dims (a tensor list's deeper arrays stay empty)
   }
   return true;
 }
@@ -154,6 +169,8 @@ bool KinetoSax::string(string_t& s) {
     else if (field_ == "cat") e_.cat = s;
     else if (field_ == "name") e_.name = s;
     else if (field_ == "pid") e_.pid = s;
+  } else if (depth_ == 5 && in_args_ && arg_ == "Input type") {
+    e_.input_types.push_back(s);
   }
   return true;
 }
@@ -171,6 +188,9 @@ bool KinetoSax::number(double v) {
     else if (arg_ == "Total Allocated") e_.total_allocated = v;
     else if (arg_ == "Total Reserved") e_.total_reserved = v;
     else if (arg_ == "Device Type") e_.device_type = static_cast<int64_t>(v);
+    else if (arg_ == "External id") e_.external_id = static_cast<int64_t>(v);
+  } else if (depth_ == 6 && in_args_ && arg_ == "Input Dims" && !e_.input_dims.empty()) {
+    e_.input_dims.back().push_back(static_cast<int64_t>(v));
   }
   return true;
 }
@@ -188,13 +208,18 @@ void KinetoSax::finish_event() {
                        "a GPU " + what + "'s duration cannot be negative; the trace is damaged");
     }
     (memcpy ? t_.memcpys : memset ? t_.memsets : t_.kernels)
-        .push_back({e_.name, e_.ts, e_.dur, e_.pid, e_.stream >= 0 ? e_.stream : e_.tid, e_.correlation, -1});
+        .push_back({e_.name, e_.ts, e_.dur, e_.pid, e_.stream >= 0 ? e_.stream : e_.tid, e_.correlation,
+                  e_.external_id, -1});
   } else if (e_.name == "[memory]" && e_.device_type == 1) {  // c10::DeviceType::CUDA (HIP reports as CUDA)
     t_.memory_events += 1;
     t_.peak_allocated_bytes = std::max(t_.peak_allocated_bytes, e_.total_allocated);
     t_.peak_reserved_bytes = std::max(t_.peak_reserved_bytes, e_.total_reserved);
   } else if (is_launch_cat(e_.cat) && e_.correlation >= 0 && e_.has_ts) {
     t_.launch_ts_us.emplace(e_.correlation, e_.ts);
+    launches.emplace(e_.correlation, LaunchLink{e_.tid, e_.external_id});
+  } else if (is_cpu_op_cat(e_.cat) && e_.external_id >= 0 && e_.has_ts && e_.has_dur) {
+    t_.cpu_ops.push_back({std::move(e_.name), e_.ts, e_.dur, e_.tid, e_.external_id, std::move(e_.input_dims),
+                          std::move(e_.input_types)});
   } else if (e_.ph == "X" && e_.has_ts && e_.has_dur &&
              (is_annotation_cat(e_.cat) || e_.name.rfind("ProfilerStep#", 0) == 0)) {
     spans.push_back({e_.name, e_.ts, e_.dur, e_.pid});
@@ -220,6 +245,27 @@ void place_spans(KinetoTrace& t, const KinetoSax& sax) {
     }
   }
   std::sort(t.steps.begin(), t.steps.end(), [](const TraceSpan& a, const TraceSpan& b) { return a.ts_us < b.ts_us; });
+}
+
+// Gives each kernel its launch's thread (and External id where the kernel has none), then keeps
+// only the CPU ops some kernel references and indexes them by External id.
+void link_cpu_ops(KinetoTrace& t, const KinetoSax& sax) {
+  std::unordered_set<int64_t> referenced;
+  for (std::vector<TraceKernel>* v : {&t.kernels, &t.memcpys, &t.memsets}) {  // a cudaMemcpyAsync has a launch too
+    for (TraceKernel& k : *v) {
+      const auto l = k.correlation >= 0 ? sax.launches.find(k.correlation) : sax.launches.end();
+      if (l != sax.launches.end()) {
+        k.launch_tid = l->second.tid;
+        if (k.external_id < 0) k.external_id = l->second.external_id;
+      }
+      if (k.external_id >= 0 && v == &t.kernels) referenced.insert(k.external_id);
+    }
+  }
+  t.cpu_ops.erase(std::remove_if(t.cpu_ops.begin(), t.cpu_ops.end(),
+                                 [&](const TraceCpuOp& op) { return referenced.count(op.external_id) == 0; }),
+                  t.cpu_ops.end());
+  t.cpu_ops.shrink_to_fit();
+  for (std::size_t i = 0; i < t.cpu_ops.size(); ++i) t.cpu_ops_by_external_id[t.cpu_ops[i].external_id].push_back(i);
 }
 
 // zlib's message starts with the path ("PATH: unexpected end of file"); the error names it already.
@@ -257,7 +303,27 @@ KinetoTrace read_kineto_trace(const std::string& path) {
                      "profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] so the GPU timeline is recorded");
   }
   place_spans(t, sax);
+  link_cpu_ops(t, sax);
   return t;
+}
+
+const TraceCpuOp* launching_cpu_op(const KinetoTrace& t, const TraceKernel& k) {
+  if (k.external_id < 0) return nullptr;
+  const auto ops = t.cpu_ops_by_external_id.find(k.external_id);
+  if (ops == t.cpu_ops_by_external_id.end()) return nullptr;
+  const auto launch = k.correlation >= 0 ? t.launch_ts_us.find(k.correlation) : t.launch_ts_us.end();
+  const TraceCpuOp* containing = nullptr;
+  const TraceCpuOp* shortest = nullptr;
+  for (std::size_t i : ops->second) {
+    const TraceCpuOp& op = t.cpu_ops[i];
+    if (shortest == nullptr || op.dur_us < shortest->dur_us) shortest = &op;
+    const bool on_thread = k.launch_tid < 0 || op.tid == k.launch_tid;
+    if (launch != t.launch_ts_us.end() && on_thread && op.ts_us <= launch->second &&
+        launch->second <= op.ts_us + op.dur_us && (containing == nullptr || op.dur_us < containing->dur_us)) {
+      containing = &op;
+    }
+  }
+  return containing != nullptr ? containing : shortest;
 }
 
 }  // namespace trainsim

@@ -2,7 +2,9 @@
 // streaming it through nlohmann's SAX interface from a zlib stream: the document is never held as
 // a tree. Keeps only what the trace summary needs: GPU kernels (cat `kernel` / `Kernel`), GPU
 // memory copies and sets (`gpu_memcpy` / `Memcpy`, `gpu_memset` / `Memset`), GPU annotations (`gpu_user_annotation` / `user_annotation` on a GPU pid), the CPU `ProfilerStep#N`
-// spans, the launch times of runtime calls by correlation id, and the device name.
+// spans, the launch times of runtime calls by correlation id, the device name, and the CPU ops
+// (cat `cpu_op` / `Operator`) that carry an `External id`, with their input shapes and types
+// (`record_shapes=True`), so a kernel can be tied to the ATen op that launched it.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +21,20 @@ struct TraceKernel {
   std::string pid;
   int64_t stream = -1;       // args.stream, else tid
   int64_t correlation = -1;  // args.correlation; -1 when absent
-  int64_t launch_tid = -1;   // the CPU thread of the runtime call that launched it; -1 when unknown
+  int64_t external_id = -1;  // args["External id"], else that of its launch event; -1 when neither has one
+  int64_t launch_tid = -1;   // tid of the runtime/driver launch with the same correlation; -1 when absent
+};
+
+// A CPU op (cat `cpu_op`, or `Operator` in older traces) with an External id. input_dims holds one
+// list per argument (empty for a non-tensor argument; a tensor list's dims are not kept: empty).
+struct TraceCpuOp {
+  std::string name;
+  double ts_us = 0;
+  double dur_us = 0;
+  int64_t tid = -1;
+  int64_t external_id = -1;
+  std::vector<std::vector<int64_t>> input_dims;  // args["Input Dims"]; empty without record_shapes
+  std::vector<std::string> input_types;          // args["Input type"], e.g. "c10::BFloat16", "Scalar"
 };
 
 struct TraceSpan {
@@ -43,7 +58,16 @@ struct KinetoTrace {
   std::vector<TraceSpan> cpu_annotations;  // user_annotation (record_function) on a CPU pid, but steps
   std::vector<TraceSpan> steps;        // ProfilerStep#N, sorted by start
   std::unordered_map<int64_t, double> launch_ts_us;  // correlation -> CPU launch time (cuda_runtime)
+  // CPU ops whose External id some kernel references (others are dropped after reading), in file
+  // order, and their indices by External id (several ops may share one).
+  std::vector<TraceCpuOp> cpu_ops;
+  std::unordered_map<int64_t, std::vector<std::size_t>> cpu_ops_by_external_id;
 };
+
+// The CPU op that launched kernel k: among the ops with k's External id, the innermost (shortest)
+// one whose span contains k's launch time (on the launch's thread where known); without a launch
+// time, the shortest. nullptr when no op carries that External id.
+const TraceCpuOp* launching_cpu_op(const KinetoTrace& t, const TraceKernel& k);
 
 // Throws InputError naming the file (and the event index) when the file is missing, the gzip
 // stream is truncated, the text is not JSON, there is no `traceEvents`, a kernel (or memcpy /

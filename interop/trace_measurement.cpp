@@ -107,10 +107,15 @@ RankResult measure_rank(const KinetoTrace& t, const TracePlanGroups& groups) {
   std::vector<IterationRecord> recs(steps.size());
   for (size_t s = 0; s < steps.size(); ++s) {
     if (per_step[s].empty()) continue;
-    // The step's main thread: the one that launched its first kernel.
-    const size_t first = *std::min_element(per_step[s].begin(), per_step[s].end(),
-                                           [&](size_t a, size_t b) { return (*all[a]).ts_us < (*all[b]).ts_us; });
-    const int64_t main_tid = (*all[first]).launch_tid;
+    // The step's main thread: the one that launched its first kernel (of those whose launch the trace holds).
+    int64_t main_tid = -1;
+    double first_ts = std::numeric_limits<double>::max();
+    for (size_t i : per_step[s]) {
+      if (all[i]->launch_tid >= 0 && all[i]->ts_us < first_ts) {
+        first_ts = all[i]->ts_us;
+        main_tid = all[i]->launch_tid;
+      }
+    }
     for (size_t i : per_step[s]) {
       const TraceKernel& k = (*all[i]);
       const std::string category = kernel_category(k.name);

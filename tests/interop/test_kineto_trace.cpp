@@ -6,7 +6,10 @@
 // refusals.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "common/errors.hpp"
 #include "interop/kineto_summary.hpp"
@@ -139,4 +142,83 @@ TEST_CASE("the reader refuses a missing file, a truncated gzip and a damaged ker
   CHECK_THROWS_AS(read_kineto_trace(trace_path("no_such_trace.json")), InputError);
   CHECK_THROWS_WITH(read_kineto_trace(trace_path("truncated.json.gz")),
                     Catch::Contains("truncated"));
+}
+
+// tests/data/traces/shapes.json: an addmm launched from inside aten::linear (the launch carries the
+// addmm's External id; the kernel has none), an aten::mm nested in an aten::matmul that shares its
+// External id, an aten::cat with a tensor-list input, an older-style `Kernel` with its own External
+// id tied to an `Operator`, a relu no kernel references, and a kernel with no launch at all.
+TEST_CASE("kernels are tied to the CPU op that launched them, with its input shapes") {
+  const KinetoTrace t = read_kineto_trace(trace_path("shapes.json"));
+  REQUIRE(t.kernels.size() == 5);
+  const TraceKernel& gemm = t.kernels[0];
+  CHECK(gemm.external_id == 11);  // from its launch
+  CHECK(gemm.launch_tid == 100);
+  const TraceCpuOp* addmm = launching_cpu_op(t, gemm);
+  REQUIRE(addmm != nullptr);
+  CHECK(addmm->name == "aten::addmm");
+  CHECK(addmm->input_dims == std::vector<std::vector<int64_t>>{{1024}, {8, 64}, {64, 1024}, {}, {}});
+  CHECK(addmm->input_types == std::vector<std::string>{"c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar"});
+
+  const TraceCpuOp* cat = launching_cpu_op(t, t.kernels[1]);
+  REQUIRE(cat != nullptr);
+  CHECK(cat->name == "aten::cat");
+  CHECK(cat->input_dims == std::vector<std::vector<int64_t>>{{}, {}});  // a tensor list's dims are not kept
+
+  const TraceCpuOp* mm = launching_cpu_op(t, t.kernels[2]);  // aten::matmul shares External id 12
+  REQUIRE(mm != nullptr);
+  CHECK(mm->name == "aten::mm");  // the innermost op around the launch
+  CHECK(mm->input_dims == std::vector<std::vector<int64_t>>{{32, 16}, {16, 32}});
+
+  const TraceCpuOp* bmm = launching_cpu_op(t, t.kernels[3]);  // `Kernel` with its own External id, no launch
+  REQUIRE(bmm != nullptr);
+  CHECK(t.kernels[3].launch_tid == -1);
+  CHECK(bmm->name == "aten::bmm");
+  CHECK(bmm->input_types == std::vector<std::string>{"c10::Half", "c10::Half"});
+
+  CHECK(launching_cpu_op(t, t.kernels[4]) == nullptr);  // no launch, no External id
+  CHECK(t.kernels[4].external_id == -1);
+  // Only referenced ops are kept: linear (10) and relu (14) launched nothing.
+  CHECK(t.cpu_ops.size() == 5);  // addmm, cat, matmul, mm, bmm
+  CHECK(t.cpu_ops_by_external_id.count(10) == 0);
+  CHECK(t.cpu_ops_by_external_id.count(14) == 0);
+  CHECK(t.cpu_ops_by_external_id.at(12).size() == 2);
+}
+
+// The public Qwen1.5-0.5B forward on H100 (../shared/traces; the test passes vacuously where that
+// folder is absent): batch 16 x 559 tokens, hidden 1024, FFN 2816. Its first profiler step's
+// launches predate the CPU recording, so only the second step's GEMMs can be tied to an op.
+TEST_CASE("on the Qwen1.5-0.5B H100 trace, GEMM kernels link to aten::mm / addmm with their shapes") {
+  const std::string path = std::string(TRAINSIM_PUBLIC_TRACES) + "/h100-qwen1.5-0.5b-forward.json.gz";
+  if (!std::ifstream(path).good()) {
+    WARN("not found: " << path << " (the public traces); skipped");
+    return;
+  }
+  const KinetoTrace t = read_kineto_trace(path);
+  int gemms = 0, linked = 0;
+  std::map<std::string, int> shapes;  // "op MxK KxN" -> kernels
+  for (const TraceKernel& k : t.kernels) {
+    if (kernel_category(k.name) != "gemm") continue;
+    ++gemms;
+    const TraceCpuOp* op = launching_cpu_op(t, k);
+    if (op == nullptr || op->input_dims.empty()) continue;
+    ++linked;
+    const bool addmm = op->name == "aten::addmm";
+    if (!addmm && op->name != "aten::mm") continue;
+    const auto& a = op->input_dims[addmm ? 1 : 0];
+    const auto& b = op->input_dims[addmm ? 2 : 1];
+    REQUIRE(a.size() == 2);
+    REQUIRE(b.size() == 2);
+    CHECK(a[1] == b[0]);
+    CHECK(op->input_types[addmm ? 1 : 0] == "c10::BFloat16");
+    shapes[op->name + " " + std::to_string(a[0]) + "x" + std::to_string(a[1]) + " " + std::to_string(b[0]) + "x" +
+           std::to_string(b[1])] += 1;
+  }
+  CHECK(gemms == 242);
+  CHECK(linked == 169);  // 168 linear layers (24 x q/k/v, o, gate, up, down) + the rotary bmm
+  CHECK(shapes["aten::addmm 8944x1024 1024x1024"] == 72);  // q, k, v with bias
+  CHECK(shapes["aten::mm 8944x1024 1024x1024"] == 24);     // o_proj
+  CHECK(shapes["aten::mm 8944x1024 1024x2816"] == 48);     // gate, up
+  CHECK(shapes["aten::mm 8944x2816 2816x1024"] == 24);     // down
+  CHECK(t.cpu_ops.size() <= t.kernels.size() * 2);  // only the referenced ops are kept
 }
