@@ -46,6 +46,17 @@ nlohmann::ordered_json inputs_from_prediction(const std::string& path, TracePlan
     }
     *field = plan[key].get<int64_t>();
   }
+  const nlohmann::json& model = (*inputs)["model"];
+  auto width = [&](const char* key) { return model.contains(key) && model[key].is_number_integer() ? model[key].get<int64_t>() : 0; };
+  TraceModelWidths& w = groups.model;
+  w.hidden = width("hidden");
+  w.heads = width("heads");
+  w.kv_heads = model.contains("kv_heads") ? width("kv_heads") : w.heads;
+  w.head_dim = width("head_dim");
+  w.ffn_hidden = width("ffn_hidden");
+  w.vocab = width("vocab");
+  w.gated_ffn = model.contains("ffn_kind") && model["ffn_kind"] == "swiglu";
+  w.stated = w.hidden > 0 && w.heads > 0 && w.ffn_hidden > 0;
   nlohmann::ordered_json out;
   out["model"] = nlohmann::ordered_json::parse((*inputs)["model"].dump());
   out["plan"] = nlohmann::ordered_json::parse(plan.dump());
@@ -70,6 +81,8 @@ void write_measurement(const std::vector<KinetoTrace>& traces, const std::string
                             {"kernels_by_thread", tm.passes.kernels_by_thread},
                             {"kernels_by_default", tm.passes.kernels_by_default}};
   trace["memory_reserved_peak_gib"] = tm.memory_reserved_peak_gib;
+  trace["gemm_kernels"] = tm.gemm_kernels;
+  trace["gemm_kernels_by_role"] = tm.gemm_kernels_by_role;
   trace["notes"] = tm.notes;
   doc["memory_note"] = "memory_peak_gib: the PyTorch caching allocator's peak of bytes allocated to tensors over the profiled "
                        "window ([memory] events, profile_memory=True; 0 when the trace has none), comparable with predict's "

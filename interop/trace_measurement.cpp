@@ -56,6 +56,7 @@ struct RankResult {
   PassEvidence passes;
   bool ambiguous_comm = false;
   bool sendrecv_unstated = false;  // send/recv kernels and no plan: counted as PP
+  int64_t gemm_kernels = 0, gemm_kernels_by_role = 0;
   bool steps_from_kernels = false;
 };
 
@@ -116,6 +117,14 @@ RankResult measure_rank(const KinetoTrace& t, const TracePlanGroups& groups) {
         main_tid = all[i]->launch_tid;
       }
     }
+    // In launch order, so a GEMM's place beside the attention kernel can settle its role.
+    auto launch_time = [&t](const TraceKernel& k) {
+      const auto l = k.correlation >= 0 ? t.launch_ts_us.find(k.correlation) : t.launch_ts_us.end();
+      return l != t.launch_ts_us.end() ? l->second : k.ts_us;
+    };
+    std::stable_sort(per_step[s].begin(), per_step[s].end(),
+                     [&](size_t a, size_t b) { return launch_time(*all[a]) < launch_time(*all[b]); });
+    std::array<bool, 2> attention_since_mlp{};  // per pass (forward, backward)
     for (size_t i : per_step[s]) {
       const TraceKernel& k = (*all[i]);
       const std::string category = kernel_category(k.name);
@@ -149,7 +158,22 @@ RankResult measure_rank(const KinetoTrace& t, const TracePlanGroups& groups) {
       } else {
         lane[i] = pass == TracePass::kOptimizer ? kOpt : pass == TracePass::kBackward ? kBwd : kFwd;
       }
-      const int c = trace_op_category(k.name, groups);
+      int c = trace_op_category(k.name, groups);
+      const size_t b = pass == TracePass::kBackward ? 1 : 0;
+      if (c == static_cast<int>(OpCategory::kGemmOther)) {
+        ++out.gemm_kernels;
+        const TraceCpuOp* op = launching_cpu_op(t, k);
+        bool q_or_proj = false;
+        OpCategory role = op != nullptr ? gemm_role(*op, groups, pass == TracePass::kBackward, &q_or_proj) : OpCategory::kGemmOther;
+        // Query and attention output have the same widths: the query runs before the attention
+        // kernel in the forward and after it in the backward, the output the other way round.
+        if (q_or_proj) role = (pass == TracePass::kBackward) != attention_since_mlp[b] ? OpCategory::kGemmProj : OpCategory::kGemmQkv;
+        if (role == OpCategory::kGemmFc1 || role == OpCategory::kGemmFc2) attention_since_mlp[b] = false;
+        if (role != OpCategory::kGemmOther) ++out.gemm_kernels_by_role;
+        c = static_cast<int>(role);
+      } else if (c == static_cast<int>(OpCategory::kAttentionFused)) {
+        attention_since_mlp[b] = true;
+      }
       if (c >= 0) (pass == TracePass::kBackward ? recs[s].ops.backward_s : recs[s].ops.forward_s)[static_cast<size_t>(c)] += k.dur_us * 1e-6;
     }
   }
@@ -254,6 +278,54 @@ double median_wall(const std::vector<IterationRecord>& records) {
 
 }  // namespace
 
+OpCategory gemm_role(const TraceCpuOp& op, const TracePlanGroups& groups, bool backward, bool* q_or_proj) {
+  *q_or_proj = false;
+  const TraceModelWidths& m = groups.model;
+  if (!m.stated) return OpCategory::kGemmOther;
+  const bool linear = op.name == "aten::linear";
+  if (!(linear || op.name == "aten::mm" || op.name == "aten::addmm" || op.name == "aten::matmul")) return OpCategory::kGemmOther;
+  // The first two arguments with at least two dimensions: the activation (or gradient) and the weight.
+  std::vector<const std::vector<int64_t>*> mats;
+  for (const std::vector<int64_t>& d : op.input_dims) {
+    if (d.size() >= 2) mats.push_back(&d);
+    if (mats.size() == 2) break;
+  }
+  if (mats.size() < 2 || mats[1]->size() != 2) return OpCategory::kGemmOther;
+  const std::vector<int64_t>& a = *mats[0];
+  const std::vector<int64_t>& b = *mats[1];
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < a.size(); ++i) rows *= a[i];
+  const std::array<int64_t, 3> dims = {rows, a.back(), linear ? b[0] : b[1]};
+  // Where (out, in) sit among (M, K, N): the forward is x[M, in] . W^T[in, out] (K = in, N = out;
+  // aten::linear's weight is [out, in]); the input gradient g[M, out] . W[out, in] (K = out, N = in)
+  // and the weight gradient g^T[out, M] . x[M, in] (M = out, N = in).
+  auto fits = [&dims, backward](int64_t out, int64_t in) {
+    if (out <= 0 || in <= 0) return false;
+    const auto [M, K, N] = dims;
+    return backward ? N == in && (K == out || M == out) : K == in && N == out;
+  };
+  const int64_t tp = std::max<int64_t>(groups.tp, 1);
+  const int64_t hd = m.head_dim > 0 ? m.head_dim : (m.heads > 0 ? m.hidden / m.heads : 0);
+  const int64_t q = m.heads * hd, kv = m.kv_heads * hd;
+  bool qkv = false, proj = false, fc1 = false, fc2 = false, head = false;
+  for (const int64_t split : tp > 1 ? std::vector<int64_t>{1, tp} : std::vector<int64_t>{1}) {
+    qkv = qkv || fits(q / split, m.hidden) || fits(kv / split, m.hidden) || fits((q + 2 * kv) / split, m.hidden);
+    proj = proj || fits(m.hidden, q / split);
+    fc1 = fc1 || fits(m.ffn_hidden / split, m.hidden) || (m.gated_ffn && fits(2 * m.ffn_hidden / split, m.hidden));
+    fc2 = fc2 || fits(m.hidden, m.ffn_hidden / split);
+    head = head || fits(m.vocab / split, m.hidden);
+  }
+  const int n = int(qkv) + int(proj) + int(fc1) + int(fc2) + int(head);
+  if (n == 1) {
+    return qkv ? OpCategory::kGemmQkv : proj ? OpCategory::kGemmProj : fc1 ? OpCategory::kGemmFc1 : fc2 ? OpCategory::kGemmFc2 : OpCategory::kGemmLmHead;
+  }
+  if (n == 2 && qkv && proj) {
+    *q_or_proj = true;
+    return OpCategory::kGemmProj;
+  }
+  return OpCategory::kGemmOther;
+}
+
 int trace_op_category(const std::string& kernel_name, const TracePlanGroups& groups) {
   const std::string n = lower(kernel_name);
   const std::string c = kernel_category(kernel_name);
@@ -320,6 +392,14 @@ TraceMeasurement measurement_from_traces(const std::vector<KinetoTrace>& traces,
     tm.notes.push_back(groups.stated ? "the plan has both TP/CP and DP groups and the trace does not say which group a collective "
                                        "ran in: exposed all-reduce / all-gather / reduce-scatter counted as DP"
                                      : "no plan stated (--inputs-from): exposed all-reduce / all-gather / reduce-scatter counted as DP");
+  }
+  tm.gemm_kernels = r.gemm_kernels;
+  tm.gemm_kernels_by_role = r.gemm_kernels_by_role;
+  if (r.gemm_kernels > 0) {
+    tm.notes.push_back(std::to_string(r.gemm_kernels_by_role) + " of " + std::to_string(r.gemm_kernels) +
+                       " GEMM kernels placed by role from their CPU op's shapes; the rest are gemm_other" +
+                       (groups.model.stated ? " (no shapes recorded: record_shapes=True; or widths no layer of the model has)"
+                                            : " (no model stated: --inputs-from)"));
   }
   if (r.sendrecv_unstated) {
     tm.notes.push_back("no plan stated (--inputs-from): exposed send/recv counted as PP (an all-to-all NCCL runs as send/recv "

@@ -18,12 +18,29 @@
 
 namespace trainsim {
 
+// The model's widths where the user stated it (`--inputs-from`): they name a GEMM's role from the
+// shapes its CPU op recorded (`record_shapes=True`).
+struct TraceModelWidths {
+  bool stated = false;
+  int64_t hidden = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn_hidden = 0, vocab = 0;
+  bool gated_ffn = false;  // SwiGLU: the up and gate projections may run as one GEMM of 2 x ffn_hidden
+};
+
 // The parallel groups of the traced run where the user stated its plan (`--inputs-from`): they
 // decide which phase an exposed collective belongs to. All 1 when not stated.
 struct TracePlanGroups {
   bool stated = false;
   int64_t tp = 1, cp = 1, ep = 1, dp = 1, pp = 1;
+  TraceModelWidths model;
 };
+
+// The role of a GEMM from its CPU op's shapes (aten::mm / addmm / linear / matmul with a 2-D
+// weight): the linear layer of the model whose (out, in) widths, split by TP where TP splits them,
+// sit where the pass puts them among the GEMM's (M, K, N): forward K = in, N = out; backward N = in
+// and K = out (input gradient) or M = out (weight gradient). Returns kGemmOther when nothing or more than one layer fits,
+// except that an attention-output vs query ambiguity (equal widths) is returned as kGemmProj with
+// `*q_or_proj` set, for the caller to settle by where the attention kernel ran.
+OpCategory gemm_role(const TraceCpuOp& op, const TracePlanGroups& groups, bool backward, bool* q_or_proj);
 
 enum class TracePass { kForward, kBackward, kOptimizer };
 
@@ -44,6 +61,8 @@ struct TraceMeasurement {
   std::vector<double> rank_median_s;   // each file's median step wall time
   PassEvidence passes;                 // of the critical rank
   double memory_reserved_peak_gib = 0; // the caching allocator's reserved peak (0: no memory events)
+  int64_t gemm_kernels = 0;            // of the critical rank's steps
+  int64_t gemm_kernels_by_role = 0;    // of them, placed in gemm_qkv ... gemm_lm_head by their shapes
   std::vector<std::string> notes;      // what the reader had to assume, for the user
 };
 

@@ -216,7 +216,7 @@ std::string render_comparison_table(const Comparison& c, const ComparedRun& pred
   for (const OpStageComparison& stage : c.op_stages) out += render_op_stage(stage);
   if (!c.op_stages.empty()) {
     if (c.op_stages.front().gemm_all_roles) {
-      out += "  gemm_other: GEMMs the measurement could not place by role (a trace without shapes); compare GEMM time on \"gemm, all roles\"\n";
+      out += "  gemm_other: GEMMs the measurement could not place by role (a trace without shapes or model); \"gemm, all roles\" sums every GEMM row\n";
     }
     out += "  tp_comm: TP collectives holding the compute stream; other: measured compute time outside every timed op\n"
            "  (temporaries, copies, allocation and its page faults; in a profiler trace: kernels of no category), which predict does not price\n";

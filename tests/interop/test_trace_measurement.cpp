@@ -144,3 +144,70 @@ TEST_CASE("trace measurement: a trace whose steps hold no kernel is refused", "[
   CHECK_THROWS_AS(measurement_from_traces({t}, TracePlanGroups{}), InputError);
   CHECK_THROWS_AS(measurement_from_traces({}, TracePlanGroups{}), InputError);
 }
+
+TEST_CASE("trace measurement: a GEMM's role from its CPU op's shapes and the pass", "[trace][measurement]") {
+  TracePlanGroups g;
+  g.stated = true;
+  g.model = {true, 1024, 16, 16, 64, 2816, 151936, true};  // Qwen1.5-0.5B's widths
+  auto role = [&](const char* name, std::vector<std::vector<int64_t>> dims, bool backward, bool* ambiguous) {
+    TraceCpuOp op;
+    op.name = name;
+    op.input_dims = std::move(dims);
+    return gemm_role(op, g, backward, ambiguous);
+  };
+  bool q_or_proj = false;
+  // Forward: x[tokens, in] . W^T[in, out] (addmm with a bias first; linear's weight is [out, in]).
+  CHECK(role("aten::addmm", {{1024}, {8944, 1024}, {1024, 2816}}, false, &q_or_proj) == OpCategory::kGemmFc1);
+  CHECK(role("aten::mm", {{8944, 2816}, {2816, 1024}}, false, &q_or_proj) == OpCategory::kGemmFc2);
+  CHECK(role("aten::linear", {{2, 4472, 1024}, {151936, 1024}, {}}, false, &q_or_proj) == OpCategory::kGemmLmHead);
+  CHECK_FALSE(q_or_proj);
+  // Backward: the input gradient of FC1 g[tokens, 2816] . W[2816, 1024], its weight gradient g^T . x.
+  CHECK(role("aten::mm", {{8944, 2816}, {2816, 1024}}, true, &q_or_proj) == OpCategory::kGemmFc1);
+  CHECK(role("aten::mm", {{2816, 8944}, {8944, 1024}}, true, &q_or_proj) == OpCategory::kGemmFc1);
+  CHECK(role("aten::mm", {{1024, 8944}, {8944, 2816}}, true, &q_or_proj) == OpCategory::kGemmFc2);
+  // Query and attention output have the same widths: flagged for the caller.
+  CHECK(role("aten::mm", {{8944, 1024}, {1024, 1024}}, false, &q_or_proj) == OpCategory::kGemmProj);
+  CHECK(q_or_proj);
+  // Not a linear layer of the model, not a GEMM op it reads, or no model stated.
+  CHECK(role("aten::mm", {{8944, 1000}, {1000, 7}}, false, &q_or_proj) == OpCategory::kGemmOther);
+  CHECK(role("aten::bmm", {{16, 559, 64}, {16, 64, 559}}, false, &q_or_proj) == OpCategory::kGemmOther);
+  g.model.stated = false;
+  CHECK(role("aten::mm", {{8944, 2816}, {2816, 1024}}, false, &q_or_proj) == OpCategory::kGemmOther);
+}
+
+TEST_CASE("trace measurement: query and output GEMMs are told apart by the attention kernel between them", "[trace][measurement]") {
+  KinetoTrace t;
+  t.file = "layer.json";
+  t.steps.push_back({"ProfilerStep#1", 0, 1000, "cpu"});
+  // One forward layer from the main thread: q, attention, o, up, down, each with its CPU op.
+  const std::vector<std::pair<const char*, std::vector<std::vector<int64_t>>>> ops = {
+      {"aten::mm", {{512, 1024}, {1024, 1024}}}, {"", {}}, {"aten::mm", {{512, 1024}, {1024, 1024}}},
+      {"aten::mm", {{512, 1024}, {1024, 2816}}}, {"aten::mm", {{512, 2816}, {2816, 1024}}}};
+  const char* kernels[] = {"sm90_xmma_gemm_q", "flash_fwd_kernel", "sm90_xmma_gemm_o", "sm90_xmma_gemm_up", "sm90_xmma_gemm_down"};
+  for (size_t i = 0; i < ops.size(); ++i) {
+    add_kernel(t, kernels[i], 100.0 * static_cast<double>(i + 1), 50, 7, 1, 10.0 * static_cast<double>(i + 1));
+    t.kernels.back().external_id = static_cast<int64_t>(i) + 100;
+    if (ops[i].first[0] != '\0') {
+      TraceCpuOp op;
+      op.name = ops[i].first;
+      op.ts_us = 10.0 * static_cast<double>(i + 1) - 1;
+      op.dur_us = 5;
+      op.tid = 1;
+      op.external_id = static_cast<int64_t>(i) + 100;
+      op.input_dims = ops[i].second;
+      t.cpu_ops.push_back(op);
+      t.cpu_ops_by_external_id[op.external_id].push_back(t.cpu_ops.size() - 1);
+    }
+  }
+  TracePlanGroups g;
+  g.stated = true;
+  g.model = {true, 1024, 16, 16, 64, 2816, 151936, true};
+  const TraceMeasurement tm = measurement_from_traces({t}, g);
+  const OpCategoryTimes& ops_s = tm.measurement.op_categories[0];
+  CHECK(ops_s.forward_s[static_cast<size_t>(OpCategory::kGemmQkv)] == Approx(50e-6));
+  CHECK(ops_s.forward_s[static_cast<size_t>(OpCategory::kGemmProj)] == Approx(50e-6));
+  CHECK(ops_s.forward_s[static_cast<size_t>(OpCategory::kGemmFc1)] == Approx(50e-6));
+  CHECK(ops_s.forward_s[static_cast<size_t>(OpCategory::kGemmFc2)] == Approx(50e-6));
+  CHECK(tm.gemm_kernels == 4);
+  CHECK(tm.gemm_kernels_by_role == 4);
+}
