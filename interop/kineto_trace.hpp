@@ -1,8 +1,9 @@
 // Reads a PyTorch profiler (Kineto) Chrome-trace JSON file (`.json` or `.json.gz`, one per rank),
 // streaming it through nlohmann's SAX interface from a zlib stream: the document is never held as
 // a tree. Keeps only what the trace summary needs: GPU kernels (cat `kernel` / `Kernel`), GPU
-// memory copies and sets (`gpu_memcpy` / `Memcpy`, `gpu_memset` / `Memset`), GPU annotations (`gpu_user_annotation` / `user_annotation` on a GPU pid), the CPU `ProfilerStep#N`
-// spans, the launch times of runtime calls by correlation id, and the device name.
+// memory copies and sets (`gpu_memcpy` / `Memcpy`, `gpu_memset` / `Memset`), GPU annotations
+// (`gpu_user_annotation` / `user_annotation` on a GPU pid), the CPU `ProfilerStep#N` spans, the
+// launch times of runtime calls by correlation id, and the device name.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +43,8 @@ struct KinetoTrace {
 
 // Throws InputError naming the file (and the event index) when the file is missing, the gzip
 // stream is truncated, the text is not JSON, there is no `traceEvents`, a kernel (or memcpy /
-// memset) lacks ts / dur or has a negative dur, or the trace has no GPU kernel.
+// memset) lacks ts / dur, has a negative dur or an end past a double, an id (pid, tid, stream,
+// correlation) is past int64, or the trace has no GPU kernel.
 KinetoTrace read_kineto_trace(const std::string& path);
 
 }  // namespace trainsim
