@@ -23,6 +23,7 @@ TRAINSIM_DECLARE_FUZZ_TARGET(deepspeed_config)
 TRAINSIM_DECLARE_FUZZ_TARGET(torchtitan_toml)
 TRAINSIM_DECLARE_FUZZ_TARGET(nemo_yaml)
 TRAINSIM_DECLARE_FUZZ_TARGET(checkpoint)
+TRAINSIM_DECLARE_FUZZ_TARGET(kineto_trace)
 #undef TRAINSIM_DECLARE_FUZZ_TARGET
 
 namespace trainsim::fuzz {
@@ -47,6 +48,8 @@ const std::vector<FuzzTarget>& fuzz_targets() {
       {"torchtitan_toml", trainsim_fuzz_torchtitan_toml, {"tests/data/import"}, {".toml"}},
       {"nemo_yaml", trainsim_fuzz_nemo_yaml, {"tests/data/import"}, {".yaml"}},
       {"checkpoint", trainsim_fuzz_checkpoint, {"tests/data/bad_checkpoint"}, {".ckpt"}},
+      // Small traces only: the public ones (1-26 MB of JSON) would make each iteration slow.
+      {"kineto_trace", trainsim_fuzz_kineto_trace, {"tests/data/traces", "fuzz/seeds/kineto_trace"}, {".json", ".json.gz"}},
   };
   return targets;
 }

@@ -57,16 +57,17 @@ std::string nccl_category(const std::string& n) {
 // profiler's traces on MI300X / MI210): hipBLASLt / Tensile GEMMs `Cijk_Alik_Bljk_...`, MIOpen's
 // implicit-GEMM convolutions `igemm_fwd_gtcx*` / `igemm_bwd_*` / `igemm_wrw_*`, Composable Kernel's
 // `ck::...kernel_grouped_conv_fwd_...GridwiseGemm...` (a convolution despite the GEMM in its name)
-// and `ck_tile::FmhaFwdKernel`, the Triton attention `attn_fwd`, MIOpen's `batched_transpose_*` and
-// `SubTensorOp*` tensor ops; RCCL's kernels are `ncclDevKernel_Generic` (nccl_other: the name does
-// not say which collective). docs/trace.md lists where each name was seen.
+// and MIOpen's `Im2d2Col`, the Triton attention `attn_fwd`, SageAttention's `sage_fwd` and
+// `sage_quant_kernel`, MIOpen's `batched_transpose_*` and `SubTensorOp*` tensor ops; RCCL's kernels
+// are `ncclDevKernel_Generic` (nccl_other: the name does not say which collective).
+// docs/trace.md lists where each name was seen.
 const std::vector<std::pair<std::string, std::vector<const char*>>>& patterns() {
   static const std::vector<std::pair<std::string, std::vector<const char*>>> p{
       {"gemm", {"cijk_"}},  // Tensile's names hold arbitrary tags; decide them first
-      {"conv", {"igemm_fwd", "igemm_bwd", "igemm_wrw", "grouped_conv", "conv_fwd", "conv_bwd", "im2col", "im2d2col"}},
+      {"conv", {"igemm_fwd", "igemm_bwd", "igemm_wrw", "grouped_conv", "im2col", "im2d2col"}},
       {"optimizer", {"adam", "multi_tensor", "sgd_"}},
-      {"attention", {"flash", "fmha", "attn", "attention", "sdpa", "mha_fwd", "mha_bwd", "sage_fwd", "sage_bwd"}},
-      {"gemm", {"gemm", "cutlass", "cublas", "xmma", "nvjet", "matmul", "wgmma", "hipblaslt", "rocblas"}},
+      {"attention", {"flash", "fmha", "attn", "attention", "sdpa", "sage_fwd"}},
+      {"gemm", {"gemm", "cutlass", "cublas", "xmma", "nvjet", "matmul", "wgmma"}},
       {"conv", {"conv", "wgrad", "dgrad", "winograd"}},
       {"norm", {"layer_norm", "layernorm", "rms", "batch_norm", "batchnorm", "bn_fw", "bn_bw", "norm"}},
       {"moe_route", {"topk", "router", "routing", "gate"}},

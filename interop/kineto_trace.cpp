@@ -106,6 +106,7 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
 
  private:
   bool number(double v);
+  int64_t id(double v, const char* key) const;
   void finish_event();
   std::string where() const { return t_.file + ": traceEvents[" + std::to_string(index_) + "]"; }
 
@@ -175,22 +176,33 @@ bool KinetoSax::string(string_t& s) {
   return true;
 }
 
+// An id (pid, tid, stream, correlation) as an integer; a value past int64 (1e300, 2^64) would make
+// the conversion undefined, so it is refused.
+int64_t KinetoSax::id(double v, const char* key) const {
+  constexpr double kLimit = 9.2e18;  // just under 2^63 = 9.223e18, the int64 range
+  if (!(v > -kLimit && v < kLimit)) {
+    throw InputError(where() + ": " + key + " " + nlohmann::json(v).dump() + " is not an integer id (|id| < 9.2e18)",
+                     "ids in a profiler trace are small integers; the trace is damaged");
+  }
+  return static_cast<int64_t>(v);
+}
+
 bool KinetoSax::number(double v) {
   if (!in_events_) return true;
   if (depth_ == 3) {
     if (field_ == "ts") { e_.ts = v; e_.has_ts = true; }
     else if (field_ == "dur") { e_.dur = v; e_.has_dur = true; }
-    else if (field_ == "pid") e_.pid = std::to_string(static_cast<int64_t>(v));
-    else if (field_ == "tid") e_.tid = static_cast<int64_t>(v);
+    else if (field_ == "pid") e_.pid = std::to_string(id(v, "pid"));
+    else if (field_ == "tid") e_.tid = id(v, "tid");
   } else if (depth_ == 4 && in_args_) {
-    if (arg_ == "stream") e_.stream = static_cast<int64_t>(v);
-    else if (arg_ == "correlation") e_.correlation = static_cast<int64_t>(v);
+    if (arg_ == "stream") e_.stream = id(v, "args.stream");
+    else if (arg_ == "correlation") e_.correlation = id(v, "args.correlation");
     else if (arg_ == "Total Allocated") e_.total_allocated = v;
     else if (arg_ == "Total Reserved") e_.total_reserved = v;
-    else if (arg_ == "Device Type") e_.device_type = static_cast<int64_t>(v);
-    else if (arg_ == "External id") e_.external_id = static_cast<int64_t>(v);
+    else if (arg_ == "Device Type") e_.device_type = id(v, "args.Device Type");
+    else if (arg_ == "External id") e_.external_id = id(v, "args.External id");
   } else if (depth_ == 6 && in_args_ && arg_ == "Input Dims" && !e_.input_dims.empty()) {
-    e_.input_dims.back().push_back(static_cast<int64_t>(v));
+    e_.input_dims.back().push_back(id(v, "args.Input Dims"));
   }
   return true;
 }
@@ -203,9 +215,14 @@ void KinetoSax::finish_event() {
       throw InputError(where() + ": " + what + " '" + e_.name + "' has no " + (e_.has_ts ? "dur" : "ts"),
                        "a GPU " + what + " event needs ts and dur (microseconds); was the trace cut or edited?");
     }
-    if (!(e_.dur >= 0) || !std::isfinite(e_.ts) || !std::isfinite(e_.dur)) {
+    if (!(e_.dur >= 0)) {
       throw InputError(where() + ": " + what + " '" + e_.name + "' has dur " + std::to_string(e_.dur) + " (must be >= 0)",
                        "a GPU " + what + "'s duration cannot be negative; the trace is damaged");
+    }
+    if (!std::isfinite(e_.ts + e_.dur)) {  // 1e308 + 1e308: an end no double holds
+      throw InputError(where() + ": " + what + " '" + e_.name + "' ends at ts " + nlohmann::json(e_.ts).dump() + " + dur " +
+                           nlohmann::json(e_.dur).dump() + ", past the largest time a double holds",
+                       "timestamps in a profiler trace are microseconds since an epoch (about 1e12 to 1e15); the trace is damaged");
     }
     (memcpy ? t_.memcpys : memset ? t_.memsets : t_.kernels)
         .push_back({e_.name, e_.ts, e_.dur, e_.pid, e_.stream >= 0 ? e_.stream : e_.tid, e_.correlation,

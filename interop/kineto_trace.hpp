@@ -1,10 +1,11 @@
 // Reads a PyTorch profiler (Kineto) Chrome-trace JSON file (`.json` or `.json.gz`, one per rank),
 // streaming it through nlohmann's SAX interface from a zlib stream: the document is never held as
 // a tree. Keeps only what the trace summary needs: GPU kernels (cat `kernel` / `Kernel`), GPU
-// memory copies and sets (`gpu_memcpy` / `Memcpy`, `gpu_memset` / `Memset`), GPU annotations (`gpu_user_annotation` / `user_annotation` on a GPU pid), the CPU `ProfilerStep#N`
-// spans, the launch times of runtime calls by correlation id, the device name, and the CPU ops
-// (cat `cpu_op` / `Operator`) that carry an `External id`, with their input shapes and types
-// (`record_shapes=True`), so a kernel can be tied to the ATen op that launched it.
+// memory copies and sets (`gpu_memcpy` / `Memcpy`, `gpu_memset` / `Memset`), GPU annotations
+// (`gpu_user_annotation` / `user_annotation` on a GPU pid), the CPU `ProfilerStep#N` spans, the
+// launch times of runtime calls by correlation id, the device name, the allocator's `[memory]`
+// peaks, and the CPU ops (cat `cpu_op` / `Operator`) that carry an `External id`, with their input
+// shapes and types (`record_shapes=True`), so a kernel can be tied to the ATen op that launched it.
 #pragma once
 
 #include <cstdint>
@@ -71,7 +72,8 @@ const TraceCpuOp* launching_cpu_op(const KinetoTrace& t, const TraceKernel& k);
 
 // Throws InputError naming the file (and the event index) when the file is missing, the gzip
 // stream is truncated, the text is not JSON, there is no `traceEvents`, a kernel (or memcpy /
-// memset) lacks ts / dur or has a negative dur, or the trace has no GPU kernel.
+// memset) lacks ts / dur, has a negative dur or an end past a double, an id (pid, tid, stream,
+// correlation) is past int64, or the trace has no GPU kernel.
 KinetoTrace read_kineto_trace(const std::string& path);
 
 }  // namespace trainsim

@@ -2,8 +2,8 @@
 """Checks `trainsim trace --format json FILE` against an independent count from the raw trace JSON:
 the number of GPU kernels (cat kernel / Kernel) exactly, the number of memcpy / memset events (cat
 gpu_memcpy / Memcpy, gpu_memset / Memset) exactly, and the GPU busy time (the union of the intervals
-of kernels, memcpys and memsets over all streams) within 0.1%. Exit 0 when both agree, 1 otherwise, 77 (skipped) when the
-trace file is absent; prints both figures."""
+of kernels, memcpys and memsets over all streams) within 0.1%. Exit 0 when all agree, 1 otherwise,
+77 (skipped) when the trace file is absent; prints both sides' figures."""
 import gzip
 import json
 import os
