@@ -139,11 +139,13 @@ Command add_trace_command(CLI::App& root) {
               summaries.push_back(summarize_trace(traces.back()));
             }
             if (!o->out.empty()) write_measurement(traces, o->out, o->inputs_from);
+            std::vector<TraceMeasurement> passes;  // each file alone, its plan unstated
+            for (const KinetoTrace& t : traces) passes.push_back(measurement_from_traces({t}, TracePlanGroups{}));
             if (o->format.value() == OutputFormat::kJson) {
-              write_json(std::cout, trace_summary_json(summaries, o->top));
+              write_json(std::cout, trace_summary_json(summaries, passes, o->top));
             } else {
               for (std::size_t i = 0; i < summaries.size(); ++i) {
-                std::cout << (i ? "\n" : "") << render_trace_summary(summaries[i], o->top);
+                std::cout << (i ? "\n" : "") << render_trace_summary(summaries[i], passes[i], o->top);
               }
             }
             return 0;

@@ -31,6 +31,7 @@ bool has(const std::string& s, const char* p) { return s.find(p) != std::string:
 std::optional<TracePass> annotation_pass(const std::string& name) {
   const std::string n = lower(name);
   if (has(n, "(b)") || has(n, "(w)") || has(n, "backward") || has(n, "bwd")) return TracePass::kBackward;
+  if (has(n, "optimizer")) return TracePass::kOptimizer;  // "## optimizer ##", "Optimizer.step#AdamW.step"
   if (has(n, "(f)") || has(n, "forward") || has(n, "fwd")) return TracePass::kForward;
   return std::nullopt;
 }
@@ -61,22 +62,27 @@ struct RankResult {
 };
 
 // Merged intervals of the annotations whose names tell a pass.
-void pass_intervals(const std::vector<TraceSpan>& spans, std::vector<Interval>& fwd, std::vector<Interval>& bwd) {
+struct PassIntervals {
+  std::vector<Interval> fwd, bwd, opt;
+};
+
+PassIntervals pass_intervals(const std::vector<TraceSpan>& spans) {
+  PassIntervals p;
   for (const TraceSpan& a : spans) {
-    if (const std::optional<TracePass> p = annotation_pass(a.name)) {
-      (*p == TracePass::kBackward ? bwd : fwd).push_back({a.ts_us, a.ts_us + a.dur_us});
+    if (const std::optional<TracePass> pass = annotation_pass(a.name)) {
+      (*pass == TracePass::kBackward ? p.bwd : *pass == TracePass::kOptimizer ? p.opt : p.fwd).push_back({a.ts_us, a.ts_us + a.dur_us});
     }
   }
-  fwd = merge_intervals(std::move(fwd));
-  bwd = merge_intervals(std::move(bwd));
+  p.fwd = merge_intervals(std::move(p.fwd));
+  p.bwd = merge_intervals(std::move(p.bwd));
+  p.opt = merge_intervals(std::move(p.opt));
+  return p;
 }
 
 RankResult measure_rank(const KinetoTrace& t, const TracePlanGroups& groups) {
   RankResult out;
   // Pass annotations on the GPU timeline (cover a kernel's run) and on the CPU (cover its launch).
-  std::vector<Interval> gpu_fwd, gpu_bwd, cpu_fwd, cpu_bwd;
-  pass_intervals(t.annotations, gpu_fwd, gpu_bwd);
-  pass_intervals(t.cpu_annotations, cpu_fwd, cpu_bwd);
+  const PassIntervals gpu = pass_intervals(t.annotations), cpu = pass_intervals(t.cpu_annotations);
 
   // Kernels, memcpys and memsets (device activity all), per step; a trace without ProfilerStep spans is one step from its first kernel to its last.
   std::vector<const TraceKernel*> all;
@@ -137,10 +143,13 @@ RankResult measure_rank(const KinetoTrace& t, const TracePlanGroups& groups) {
         const auto launch = k.correlation >= 0 ? t.launch_ts_us.find(k.correlation) : t.launch_ts_us.end();
         const bool launched = launch != t.launch_ts_us.end();
         int64_t* evidence = &out.passes.kernels_by_default;
-        if (covers(gpu_bwd, mid) || (launched && covers(cpu_bwd, launch->second))) {
+        if (covers(gpu.bwd, mid) || (launched && covers(cpu.bwd, launch->second))) {
           pass = TracePass::kBackward;
           evidence = &out.passes.kernels_by_annotation;
-        } else if (covers(gpu_fwd, mid) || (launched && covers(cpu_fwd, launch->second))) {
+        } else if (covers(gpu.opt, mid) || (launched && covers(cpu.opt, launch->second))) {
+          pass = TracePass::kOptimizer;
+          evidence = &out.passes.kernels_by_annotation;
+        } else if (covers(gpu.fwd, mid) || (launched && covers(cpu.fwd, launch->second))) {
           evidence = &out.passes.kernels_by_annotation;
         } else if (k.launch_tid >= 0 && main_tid >= 0) {
           if (k.launch_tid != main_tid) pass = TracePass::kBackward;
@@ -159,6 +168,7 @@ RankResult measure_rank(const KinetoTrace& t, const TracePlanGroups& groups) {
         lane[i] = pass == TracePass::kOptimizer ? kOpt : pass == TracePass::kBackward ? kBwd : kFwd;
       }
       int c = trace_op_category(k.name, groups);
+      if (pass == TracePass::kOptimizer && !comm) c = static_cast<int>(OpCategory::kOptimizer);  // the step's own kernels
       const size_t b = pass == TracePass::kBackward ? 1 : 0;
       if (c == static_cast<int>(OpCategory::kGemmOther)) {
         ++out.gemm_kernels;

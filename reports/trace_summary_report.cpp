@@ -48,6 +48,39 @@ std::string other_table(const TraceSummary& s, int top) {
   return t.render();
 }
 
+// The median step by phase and the op categories by pass, as `trace --out` measures them.
+std::string passes_table(const TraceMeasurement& m) {
+  const Measurement& me = m.measurement;
+  const PhaseBreakdown& b = me.breakdown;
+  std::ostringstream o;
+  o << "median step by phase (as trace --out measures it; over all steps " << m.passes.kernels_by_annotation << " kernels placed by annotation, "
+    << m.passes.kernels_by_thread << " by launching thread, " << m.passes.kernels_by_default << " by neither: forward)\n";
+  TextTable p({{"phase", TextTable::Align::kLeft}, {"ms"}, {"share"}});
+  const double total = me.iteration_time_s;
+  for (const auto& [label, v] : std::vector<std::pair<const char*, double>>{{"forward", b.forward_s},
+                                                                            {"backward", b.backward_s},
+                                                                            {"optimizer", b.optimizer_s},
+                                                                            {"exposed TP / CP / EP communication", b.tp_comm_exposed_s},
+                                                                            {"exposed DP communication", b.dp_comm_exposed_s},
+                                                                            {"exposed PP communication", b.pp_comm_exposed_s},
+                                                                            {"waiting (nothing on the GPU)", b.bubble_s}}) {
+    p.add_row({label, format_fixed(v * 1e3, 3), format_percent(total > 0 ? v / total : 0)});
+  }
+  p.add_rule();
+  p.add_row({"step", format_fixed(total * 1e3, 3), ""});
+  o << p.render();
+  if (me.op_categories.empty()) return o.str();
+  const OpCategoryTimes& ops = me.op_categories.front();
+  o << "\nkernel time by trainsim op category and pass (median step; over all steps " << m.gemm_kernels_by_role << " of " << m.gemm_kernels
+    << " GEMMs placed by role)\n";
+  TextTable t({{"op category", TextTable::Align::kLeft}, {"forward ms"}, {"backward ms"}});
+  for (size_t c = 0; c < kOpCategoryCount; ++c) {
+    if (ops.forward_s[c] == 0 && ops.backward_s[c] == 0) continue;
+    t.add_row({std::string(kOpCategoryKeys[c]), format_fixed(ops.forward_s[c] * 1e3, 3), format_fixed(ops.backward_s[c] * 1e3, 3)});
+  }
+  return o.str() + t.render();
+}
+
 std::string annotations_table(const std::map<std::string, AnnotationFigures>& a, const std::string& title) {
   TextTable t({{title, TextTable::Align::kLeft}, {"time ms (sum)"}, {"count"}});
   for (const auto& [name, f] : a) t.add_row({name, ms(f.time_us), format_count(f.count)});
@@ -56,7 +89,7 @@ std::string annotations_table(const std::map<std::string, AnnotationFigures>& a,
 
 }  // namespace
 
-std::string render_trace_summary(const TraceSummary& s, int top_other) {
+std::string render_trace_summary(const TraceSummary& s, const TraceMeasurement& passes, int top_other) {
   std::ostringstream o;
   o << s.file << ": " << (s.device_name.empty() ? "device not named in the trace" : s.device_name) << ", "
     << format_count(s.all.kernels) << " kernels, " << s.steps.size() << " profiler step(s)\n"
@@ -68,6 +101,7 @@ std::string render_trace_summary(const TraceSummary& s, int top_other) {
     o << "\n" << s.other_kernels.size() << " kernel name(s) in category other; top " << std::min<std::size_t>(top_other, s.other_kernels.size())
       << " by time\n" << other_table(s, top_other);
   }
+  o << "\n" << passes_table(passes);
   if (!s.annotations.empty()) o << "\n" << annotations_table(s.annotations, "GPU annotation");
   if (!s.cpu_annotations.empty()) o << "\n" << annotations_table(s.cpu_annotations, "CPU annotation (record_function)");
   return o.str();
@@ -75,7 +109,7 @@ std::string render_trace_summary(const TraceSummary& s, int top_other) {
 
 namespace {
 
-nlohmann::ordered_json one_trace_json(const TraceSummary& s, int top_other) {
+nlohmann::ordered_json one_trace_json(const TraceSummary& s, const TraceMeasurement& m, int top_other) {
   auto figures = [](const KernelSetFigures& k) {
     return nlohmann::ordered_json{{"kernels", k.kernels}, {"gpu_busy_s", sec(k.busy_us)}, {"comm_s", sec(k.comm_us)},
                                   {"exposed_comm_s", sec(k.exposed_comm_us)}};
@@ -108,17 +142,41 @@ nlohmann::ordered_json one_trace_json(const TraceSummary& s, int top_other) {
   for (const auto& [name, f] : s.annotations) j["annotations"][name] = {{"time_s", sec(f.time_us)}, {"count", f.count}};
   j["cpu_annotations"] = nlohmann::ordered_json::object();
   for (const auto& [name, f] : s.cpu_annotations) j["cpu_annotations"][name] = {{"time_s", sec(f.time_us)}, {"count", f.count}};
+  // The file as trace --out measures it: the median step by phase and the op categories by pass.
+  const Measurement& me = m.measurement;
+  const PhaseBreakdown& b = me.breakdown;
+  nlohmann::ordered_json passes{{"median_step_s", me.iteration_time_s},
+                                {"forward_s", b.forward_s},
+                                {"backward_s", b.backward_s},
+                                {"optimizer_s", b.optimizer_s},
+                                {"tp_comm_exposed_s", b.tp_comm_exposed_s},
+                                {"dp_comm_exposed_s", b.dp_comm_exposed_s},
+                                {"pp_comm_exposed_s", b.pp_comm_exposed_s},
+                                {"waiting_s", b.bubble_s},
+                                {"kernels_by_annotation", m.passes.kernels_by_annotation},
+                                {"kernels_by_thread", m.passes.kernels_by_thread},
+                                {"kernels_by_default", m.passes.kernels_by_default}};
+  passes["op_categories"] = nlohmann::ordered_json::object();
+  if (!me.op_categories.empty()) {
+    const OpCategoryTimes& ops = me.op_categories.front();
+    for (size_t c = 0; c < kOpCategoryCount; ++c) {
+      if (ops.forward_s[c] == 0 && ops.backward_s[c] == 0) continue;
+      passes["op_categories"][std::string(kOpCategoryKeys[c])] = {{"forward_s", ops.forward_s[c]}, {"backward_s", ops.backward_s[c]}};
+    }
+  }
+  j["passes"] = passes;
   return j;
 }
 
 }  // namespace
 
-nlohmann::ordered_json trace_summary_json(const std::vector<TraceSummary>& traces, int top_other) {
+nlohmann::ordered_json trace_summary_json(const std::vector<TraceSummary>& traces, const std::vector<TraceMeasurement>& passes,
+                                          int top_other) {
   nlohmann::ordered_json files = nlohmann::ordered_json::array();
   for (const TraceSummary& s : traces) files.push_back(s.file);
   nlohmann::ordered_json doc = json_envelope("trainsim.trace_summary", {{"files", files}, {"top_other", top_other}});
   doc["traces"] = nlohmann::ordered_json::array();
-  for (const TraceSummary& s : traces) doc["traces"].push_back(one_trace_json(s, top_other));
+  for (size_t i = 0; i < traces.size(); ++i) doc["traces"].push_back(one_trace_json(traces[i], passes[i], top_other));
   return doc;
 }
 
