@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/errors.hpp"
+#include "interop/kineto_calibration.hpp"
 #include "interop/kineto_summary.hpp"
 #include "interop/kineto_trace.hpp"
 
@@ -159,4 +160,43 @@ TEST_CASE("on the Qwen1.5-0.5B H100 trace, GEMM kernels link to aten::mm / addmm
   CHECK(shapes["aten::mm 8944x1024 1024x2816"] == 48);     // gate, up
   CHECK(shapes["aten::mm 8944x2816 2816x1024"] == 24);     // down
   CHECK(t.cpu_ops.size() <= t.kernels.size() * 2);  // only the referenced ops are kept
+}
+
+TEST_CASE("gemm_shape_of reads (m, n, k) and the dtype off a GEMM op's input dims") {
+  OpGemmShape s;
+  TraceCpuOp addmm{"aten::addmm", 0, 1, 1, 1, {{1024}, {8944, 1024}, {1024, 2816}, {}, {}}, {"c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar"}};
+  REQUIRE(gemm_shape_of(addmm, s));
+  CHECK((s.m == 8944 && s.n == 2816 && s.k == 1024 && s.dtype == "bf16"));
+  TraceCpuOp bmm{"aten::bmm", 0, 1, 1, 2, {{4, 32, 64}, {4, 64, 16}}, {"c10::Half", "c10::Half"}};
+  REQUIRE(gemm_shape_of(bmm, s));
+  CHECK((s.m == 128 && s.n == 16 && s.k == 64 && s.dtype == "fp16"));
+  TraceCpuOp linear{"aten::linear", 0, 1, 1, 3, {{2, 8, 64}, {256, 64}, {256}}, {"float", "float", "float"}};
+  REQUIRE(gemm_shape_of(linear, s));
+  CHECK((s.m == 16 && s.n == 256 && s.k == 64 && s.dtype == "fp32"));
+  TraceCpuOp mismatched{"aten::mm", 0, 1, 1, 4, {{8, 64}, {32, 16}}, {"float", "float"}};
+  CHECK_FALSE(gemm_shape_of(mismatched, s));
+  TraceCpuOp relu{"aten::relu", 0, 1, 1, 5, {{8, 64}}, {"float"}};
+  CHECK_FALSE(gemm_shape_of(relu, s));
+  TraceCpuOp no_shapes{"aten::mm", 0, 1, 1, 6, {}, {}};
+  CHECK_FALSE(gemm_shape_of(no_shapes, s));
+}
+
+TEST_CASE("calibrate_from_traces: a partial profile of the measured GEMM shapes, with the trace's hash") {
+  const TraceCalibration c = calibrate_from_traces({trace_path("shapes.json")});
+  CHECK(c.profile.partial);
+  CHECK(c.profile.provenance.device == "Test GPU");
+  REQUIRE(c.profile.provenance.traces.size() == 1);
+  CHECK(c.profile.provenance.traces[0].fnv1a64.size() == 16);
+  CHECK(c.gemm_kernels == 3);             // the bf16 addmm's, the fp32 mm's, the fp16 bmm's
+  CHECK(c.gemm_kernels_with_shape == 3);
+  REQUIRE(c.profile.gemm_shapes.size() == 3);  // one table per dtype
+  for (const GemmShapeTable& t : c.profile.gemm_shapes) {
+    REQUIRE(t.points.size() == 1);
+    const GemmShapePoint& p = t.points[0];
+    if (t.dtype == "bf16") CHECK((p.m == 8 && p.n == 1024 && p.k == 64 && p.timing.median_s == Approx(30e-6)));
+    else if (t.dtype == "fp32") CHECK((p.m == 32 && p.n == 32 && p.k == 16 && p.timing.median_s == Approx(10e-6)));
+    else CHECK((t.dtype == "fp16" && p.m == 8 && p.n == 4 && p.k == 8 && p.timing.median_s == Approx(5e-6)));
+  }
+  // A trace without shapes: refused (the hint asks for record_shapes=True).
+  CHECK_THROWS_WITH(calibrate_from_traces({trace_path("two_streams.json")}), Catch::Contains("no GEMM kernel could be tied to an input shape"));
 }
