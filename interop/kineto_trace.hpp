@@ -56,11 +56,15 @@ struct KinetoTrace {
   // order, and their indices by External id (several ops may share one).
   std::vector<TraceCpuOp> cpu_ops;
   std::unordered_map<int64_t, std::vector<std::size_t>> cpu_ops_by_external_id;
+  // Launches tied to an op by nesting (correlation -> index into cpu_ops): where no op with the
+  // kernel's External id holds the launch (older traces number launches and ops apart).
+  std::unordered_map<int64_t, std::size_t> cpu_op_by_correlation;
 };
 
 // The CPU op that launched kernel k: among the ops with k's External id, the innermost (shortest)
-// one whose span contains k's launch time (on the launch's thread where known); without a launch
-// time, the shortest. nullptr when no op carries that External id.
+// one whose span contains k's launch time (on the launch's thread where known); else the innermost
+// op on the launch's thread that holds the launch; without a launch time, the shortest op with
+// that External id. nullptr when none.
 const TraceCpuOp* launching_cpu_op(const KinetoTrace& t, const TraceKernel& k);
 
 // Throws InputError naming the file (and the event index) when the file is missing, the gzip

@@ -86,10 +86,11 @@ TEST_CASE("the reader refuses a missing file, a truncated gzip and a damaged ker
 // tests/data/traces/shapes.json: an addmm launched from inside aten::linear (the launch carries the
 // addmm's External id; the kernel has none), an aten::mm nested in an aten::matmul that shares its
 // External id, an aten::cat with a tensor-list input, an older-style `Kernel` with its own External
-// id tied to an `Operator`, a relu no kernel references, and a kernel with no launch at all.
+// id tied to an `Operator`, a relu no kernel references, a kernel with no launch at all, and an
+// addmm whose launch numbers its External id as its correlation (older traces): tied by nesting.
 TEST_CASE("kernels are tied to the CPU op that launched them, with its input shapes") {
   const KinetoTrace t = read_kineto_trace(trace_path("shapes.json"));
-  REQUIRE(t.kernels.size() == 5);
+  REQUIRE(t.kernels.size() == 6);
   const TraceKernel& gemm = t.kernels[0];
   CHECK(gemm.external_id == 11);  // from its launch
   CHECK(gemm.launch_tid == 100);
@@ -117,8 +118,14 @@ TEST_CASE("kernels are tied to the CPU op that launched them, with its input sha
 
   CHECK(launching_cpu_op(t, t.kernels[4]) == nullptr);  // no launch, no External id
   CHECK(t.kernels[4].external_id == -1);
+  const TraceKernel& sgemm = t.kernels[5];  // External id 20: no op has it; the addmm around its launch
+  CHECK(sgemm.external_id == 20);
+  const TraceCpuOp* nested = launching_cpu_op(t, sgemm);
+  REQUIRE(nested != nullptr);
+  CHECK(nested->external_id == 16);
+  CHECK(nested->input_dims == std::vector<std::vector<int64_t>>{{16}, {4, 8}, {8, 16}, {}, {}});
   // Only referenced ops are kept: linear (10) and relu (14) launched nothing.
-  CHECK(t.cpu_ops.size() == 5);  // addmm, cat, matmul, mm, bmm
+  CHECK(t.cpu_ops.size() == 6);  // addmm, cat, matmul, mm, bmm, addmm
   CHECK(t.cpu_ops_by_external_id.count(10) == 0);
   CHECK(t.cpu_ops_by_external_id.count(14) == 0);
   CHECK(t.cpu_ops_by_external_id.at(12).size() == 2);
@@ -187,12 +194,12 @@ TEST_CASE("calibrate_from_traces: a partial profile of the measured GEMM shapes,
   CHECK(c.profile.provenance.device == "Test GPU");
   REQUIRE(c.profile.provenance.traces.size() == 1);
   CHECK(c.profile.provenance.traces[0].fnv1a64.size() == 16);
-  CHECK(c.gemm_kernels == 3);             // the bf16 addmm's, the fp32 mm's, the fp16 bmm's
-  CHECK(c.gemm_kernels_with_shape == 3);
+  CHECK(c.gemm_kernels == 4);  // the bf16 addmm's, the fp32 mm's and addmm's, the fp16 bmm's
+  CHECK(c.gemm_kernels_with_shape == 4);
   REQUIRE(c.profile.gemm_shapes.size() == 3);  // one table per dtype
   for (const GemmShapeTable& t : c.profile.gemm_shapes) {
-    REQUIRE(t.points.size() == 1);
-    const GemmShapePoint& p = t.points[0];
+    REQUIRE(t.points.size() == (t.dtype == "fp32" ? 2u : 1u));  // fp32: 4x16x8 (nested launch), 32x32x16
+    const GemmShapePoint& p = t.points.back();
     if (t.dtype == "bf16") CHECK((p.m == 8 && p.n == 1024 && p.k == 64 && p.timing.median_s == Approx(30e-6)));
     else if (t.dtype == "fp32") CHECK((p.m == 32 && p.n == 32 && p.k == 16 && p.timing.median_s == Approx(10e-6)));
     else CHECK((t.dtype == "fp16" && p.m == 8 && p.n == 4 && p.k == 8 && p.timing.median_s == Approx(5e-6)));
