@@ -62,6 +62,26 @@ bool gemm_shape_of(const TraceCpuOp& op, OpGemmShape& s) {
   return false;
 }
 
+bool attention_shape_of(const TraceCpuOp& op, OpAttentionShape& s) {
+  size_t q = 0, causal = 0;
+  bool bshd = true;  // q's layout: [b, s, h, d], else [b, h, s, d]
+  if (op.name == "aten::_flash_attention_forward") causal = 8;
+  else if (op.name == "aten::_flash_attention_backward") q = 1, causal = 11;
+  else if (op.name == "aten::_scaled_dot_product_flash_attention") causal = 4, bshd = false;
+  else return false;
+  if (op.input_dims.size() <= q || op.input_dims[q].size() != 4 || op.concrete_inputs.size() <= causal) return false;
+  const auto& d = op.input_dims[q];
+  const std::string& c = op.concrete_inputs[causal];
+  if (c != "True" && c != "False") return false;
+  s.batch_heads = d[0] * (bshd ? d[2] : d[1]);
+  s.seq = bshd ? d[1] : d[2];
+  s.head_dim = d[3];
+  s.causal = c == "True";
+  s.backward = op.name == "aten::_flash_attention_backward";
+  s.dtype = op.input_types.size() > q ? dtype_of(op.input_types[q]) : "";
+  return s.batch_heads > 0 && s.seq > 0 && s.head_dim > 0 && !s.dtype.empty();
+}
+
 std::string file_fnv1a64(const std::string& path, int64_t& bytes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot open the trace file (missing or unreadable)", "give the path of a trace");
@@ -90,6 +110,8 @@ TraceCalibration calibrate_from_traces(const std::vector<std::string>& paths) {
   // (dtype, m, n, k) -> seconds of each launching op instance, and the op's name.
   std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, std::vector<double>> times;
   std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, std::string> op_names;
+  // (dtype, batch x heads, seq, head_dim, causal, backward) -> seconds of each launching op instance.
+  std::map<std::tuple<std::string, int64_t, int64_t, int64_t, bool, bool>, std::vector<double>> attention_times;
   for (const std::string& path : paths) {
     const KinetoTrace t = read_kineto_trace(path);
     if (t.device_name.empty()) {
@@ -106,7 +128,17 @@ TraceCalibration calibrate_from_traces(const std::vector<std::string>& paths) {
     f.fnv1a64 = file_fnv1a64(path, f.bytes);
     pv.traces.push_back(f);
     std::map<const TraceCpuOp*, double> per_op;  // GEMM kernel time of each launching op instance (split-K: several kernels)
+    std::map<const TraceCpuOp*, double> per_attention_op;
     for (const TraceKernel& k : t.kernels) {
+      if (kernel_category(k.name) == "attention") {
+        c.attention_kernels += 1;
+        const TraceCpuOp* op = launching_cpu_op(t, k);
+        OpAttentionShape a;
+        if (op == nullptr || !attention_shape_of(*op, a)) continue;
+        c.attention_kernels_with_shape += 1;
+        per_attention_op[op] += k.dur_us * 1e-6;
+        continue;
+      }
       if (kernel_category(k.name) != "gemm") continue;
       c.gemm_kernels += 1;
       c.gemm_kernel_s += k.dur_us * 1e-6;
@@ -125,8 +157,13 @@ TraceCalibration calibrate_from_traces(const std::vector<std::string>& paths) {
       std::string& names = op_names[key];  // the ops that ran this shape, in order of first sight
       if (("," + names + ",").find("," + op->name + ",") == std::string::npos) names += (names.empty() ? "" : ",") + op->name;
     }
+    for (const auto& [op, seconds] : per_attention_op) {
+      OpAttentionShape a;
+      attention_shape_of(*op, a);
+      attention_times[std::make_tuple(a.dtype, a.batch_heads, a.seq, a.head_dim, a.causal, a.backward)].push_back(seconds);
+    }
   }
-  if (times.empty()) {
+  if (times.empty()) {  // attention alone is no profile: predictions are mostly GEMMs
     throw InputError(paths.front() + (paths.size() > 1 ? " (and the other traces)" : "") + ": no GEMM kernel could be tied to an input shape (" +
                          std::to_string(c.gemm_kernels) + " GEMM kernels, none launched by an aten::mm / addmm / bmm / matmul / linear op with Input Dims)",
                      "profile with torch.profiler.profile(..., record_shapes=True) so each CPU op records its input shapes");
@@ -143,6 +180,18 @@ TraceCalibration calibrate_from_traces(const std::vector<std::string>& paths) {
     }
     table->points.push_back({m, n, k, op_names[key], summarize_samples(seconds)});
   }
+  for (const auto& [key, seconds] : attention_times) {
+    const auto& [dtype, batch_heads, seq, head_dim, causal, backward] = key;
+    AttentionTable* table = nullptr;
+    for (AttentionTable& a : c.profile.attention) {
+      if (a.dtype == dtype) table = &a;
+    }
+    if (table == nullptr) {
+      c.profile.attention.push_back({dtype, "flash (profiler trace)", {}});
+      table = &c.profile.attention.back();
+    }
+    table->points.push_back({batch_heads, seq, head_dim, causal, backward, summarize_samples(seconds)});
+  }
   c.profile.partial = true;
   pv.method = "PyTorch profiler trace(s): the GPU time of each GEMM kernel (by name), tied to the CPU op that launched it "
               "(External id / correlation) and that op's Input Dims; per launching op the sum of its GEMM kernels, the median "
@@ -152,7 +201,10 @@ TraceCalibration calibrate_from_traces(const std::vector<std::string>& paths) {
                 static_cast<long long>(c.gemm_kernels_with_shape), static_cast<long long>(c.gemm_kernels),
                 c.gemm_kernel_with_shape_s * 1e3, c.gemm_kernel_s * 1e3);
   c.profile.notes.push_back(line);
-  c.profile.notes.push_back("partial profile: attention, memory-bound kernels, collectives and the optimizer are not measured "
+  std::snprintf(line, sizeof line, "attention kernels with a shape: %lld of %lld",
+                static_cast<long long>(c.attention_kernels_with_shape), static_cast<long long>(c.attention_kernels));
+  c.profile.notes.push_back(line);
+  c.profile.notes.push_back("partial profile: attention shapes the traces did not run, memory-bound kernels, collectives and the optimizer are not measured "
                             "(predict prices them with the datasheet + reference model and lists them); GEMM shapes not in "
                             "gemm_shapes are priced at the FLOP rate of the nearest measured shape in log (m, n, k), listed");
   return c;

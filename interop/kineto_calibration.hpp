@@ -24,12 +24,23 @@ struct OpGemmShape {
 // another op or dims that do not make a GEMM.
 bool gemm_shape_of(const TraceCpuOp& op, OpGemmShape& shape);
 
+// The fused attention a CPU op runs: aten::_flash_attention_forward / _backward (q [b, s, h, d])
+// and aten::_scaled_dot_product_flash_attention (q [b, h, s, d]), with is_causal from its
+// Concrete Inputs; false for another op or missing dims / is_causal.
+struct OpAttentionShape {
+  int64_t batch_heads = 0, seq = 0, head_dim = 0;
+  bool causal = false, backward = false;
+  std::string dtype;
+};
+bool attention_shape_of(const TraceCpuOp& op, OpAttentionShape& shape);
+
 struct TraceCalibration {
   HardwareProfile profile;  // partial; provenance's run part (host, date, version) left to the caller
   int64_t gemm_kernels = 0;             // kernels whose name makes them GEMMs, over all traces
   int64_t gemm_kernels_with_shape = 0;  // of which tied to a CPU op with a GEMM shape
   double gemm_kernel_s = 0;             // their time
   double gemm_kernel_with_shape_s = 0;
+  int64_t attention_kernels = 0, attention_kernels_with_shape = 0;  // flash / fmha kernels (by name)
 };
 
 // Throws InputError (exit 2) when a trace cannot be read, the traces name different GPUs or none,

@@ -58,6 +58,7 @@ struct PendingEvent {
   int64_t tid = -1, stream = -1, correlation = -1, external_id = -1;
   std::vector<std::vector<int64_t>> input_dims;  // args["Input Dims"] (nested arrays)
   std::vector<std::string> input_types;          // args["Input type"]
+  std::vector<std::string> concrete_inputs;      // args["Concrete Inputs"]
 };
 
 // What a runtime/driver launch tells about its kernel (same correlation id).
@@ -164,6 +165,8 @@ bool KinetoSax::string(string_t& s) {
     else if (field_ == "pid") e_.pid = s;
   } else if (depth_ == 5 && in_args_ && arg_ == "Input type") {
     e_.input_types.push_back(s);
+  } else if (depth_ == 5 && in_args_ && arg_ == "Concrete Inputs") {
+    e_.concrete_inputs.push_back(s);
   }
   return true;
 }
@@ -202,7 +205,7 @@ void KinetoSax::finish_event() {
     launches.emplace(e_.correlation, LaunchLink{e_.tid, e_.external_id});
   } else if (is_cpu_op_cat(e_.cat) && e_.external_id >= 0 && e_.has_ts && e_.has_dur) {
     t_.cpu_ops.push_back({std::move(e_.name), e_.ts, e_.dur, e_.tid, e_.external_id, std::move(e_.input_dims),
-                          std::move(e_.input_types)});
+                          std::move(e_.input_types), std::move(e_.concrete_inputs)});
   } else if (e_.ph == "X" && e_.has_ts && e_.has_dur &&
              (is_annotation_cat(e_.cat) || e_.name.rfind("ProfilerStep#", 0) == 0)) {
     spans.push_back({e_.name, e_.ts, e_.dur, e_.pid});

@@ -35,6 +35,7 @@ struct TraceCpuOp {
   int64_t external_id = -1;
   std::vector<std::vector<int64_t>> input_dims;  // args["Input Dims"]; empty without record_shapes
   std::vector<std::string> input_types;          // args["Input type"], e.g. "c10::BFloat16", "Scalar"
+  std::vector<std::string> concrete_inputs;      // args["Concrete Inputs"]: scalars' values ("True", "0.125"), "" for tensors
 };
 
 struct TraceSpan {

@@ -243,8 +243,11 @@ double ProfiledCostModel::attention_s(const Op& op) const {
     const std::string what = "attention head_dim " + std::to_string(op.attention_head_dim) + " seq " +
                              std::to_string(op.attention_seq) + (op.backward ? " backward" : " forward") +
                              " is outside the measured attention table";
-    if (!allow_extrapolation_ || s2.empty()) {
-      if (!allow_extrapolation_) refuse(what);
+    // A partial profile (traces) measured the attention shapes its run had: others, like a
+    // training step's backward from an inference trace, are priced as with extrapolation, listed.
+    const bool allow = allow_extrapolation_ || profile_.partial;
+    if (!allow || s2.empty()) {
+      if (!allow) refuse(what);
       note(what + " (datasheet formula)");
       return fallback_.attention_s(op);
     }

@@ -207,3 +207,20 @@ TEST_CASE("calibrate_from_traces: a partial profile of the measured GEMM shapes,
   // A trace without shapes: refused (the hint asks for record_shapes=True).
   CHECK_THROWS_WITH(calibrate_from_traces({trace_path("two_streams.json")}), Catch::Contains("no GEMM kernel could be tied to an input shape"));
 }
+
+TEST_CASE("attention_shape_of reads batch x heads, sequence, head dim and is_causal off a flash op") {
+  OpAttentionShape a;
+  TraceCpuOp fwd{"aten::_flash_attention_forward", 0, 1, 1, 1,
+                 {{16, 559, 16, 64}, {16, 559, 16, 64}, {16, 559, 16, 64}, {}, {}, {}, {}, {}, {}, {}, {}},
+                 {"c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "", "", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar"},
+                 {"", "", "", "", "", "559", "559", "0.", "True", "False", "0.125"}};
+  REQUIRE(attention_shape_of(fwd, a));
+  CHECK((a.batch_heads == 256 && a.seq == 559 && a.head_dim == 64 && a.causal && !a.backward && a.dtype == "bf16"));
+  TraceCpuOp sdpa{"aten::_scaled_dot_product_flash_attention", 0, 1, 1, 2, {{2, 8, 1024, 128}, {2, 8, 1024, 128}, {2, 8, 1024, 128}, {}, {}},
+                  {"c10::Half", "c10::Half", "c10::Half", "Scalar", "Scalar"}, {"", "", "", "0.", "False"}};
+  REQUIRE(attention_shape_of(sdpa, a));
+  CHECK((a.batch_heads == 16 && a.seq == 1024 && a.head_dim == 128 && !a.causal && a.dtype == "fp16"));
+  TraceCpuOp no_concrete = fwd;
+  no_concrete.concrete_inputs.clear();  // is_causal unknown: no point rather than a guess
+  CHECK_FALSE(attention_shape_of(no_concrete, a));
+}

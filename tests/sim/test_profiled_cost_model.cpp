@@ -155,3 +155,24 @@ TEST_CASE("a trace profile's measured shapes, partial flag and source files read
   CHECK(again.provenance.traces[0].fnv1a64 == "a1828f8c857bf9ae");
   CHECK(profile_to_json(again).dump() == profile_to_json(p).dump());
 }
+
+TEST_CASE("a partial profile's attention: its measured forward point exactly, the backward it lacks from the datasheet, listed") {
+  HardwareProfile p = trace_profile();
+  Timing t;
+  t.median_s = t.p10_s = t.p90_s = 100e-6;
+  t.samples = 24;
+  p.attention.push_back({"bf16", "flash (profiler trace)", {{256, 559, 64, true, false, t}}});
+  const ProfiledCostModel cost(p, "trace.json", h100(8), Precision::kBf16, false, EfficiencyConstants{});
+  const DatasheetCostModel datasheet(h100(8), Precision::kBf16, EfficiencyConstants{});
+  Op op;
+  op.kind = OpKind::kAttention;
+  op.attention_batch_heads = 256;
+  op.attention_seq = 559;
+  op.attention_head_dim = 64;
+  CHECK(cost.attention_s(op) == Approx(100e-6));
+  CHECK(cost.extrapolated().empty());
+  op.backward = true;
+  CHECK(cost.attention_s(op) == Approx(datasheet.attention_s(op)));  // not refused: the profile is partial
+  REQUIRE(cost.extrapolated().size() == 1);
+  CHECK(cost.extrapolated().begin()->find("backward is outside the measured attention table") != std::string::npos);
+}

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`calibrate trace` -> `predict --profile` on the public Qwen1.5-0.5B forward trace (H100): the
-prediction's forward GEMM time must reproduce the trace's within 5%. That tests the reader's
+prediction's forward GEMM time and fused-attention time must each reproduce the trace's within 5%. That tests the reader's
 kernel -> op -> shape links and the profile's GEMM lookup, not the model's accuracy.
 
 The trace's figure is computed here from the raw JSON, independently of trainsim: the GPU time of
@@ -10,7 +10,8 @@ recorded. Batch and sequence come from the input ids' shape (aten::embedding's s
 M of every GEMM must equal their product. The traced forward has no LM-head GEMM (no GEMM with
 N = vocab), so the prediction's gemm_lm_head is left out of the sum; backward GEMMs were not
 measured and must be listed as priced from the nearest measured shape, as must the categories the
-trace does not measure (attention, memory-bound kernels).
+trace does not measure (the attention backward, memory-bound kernels). The trace's attention time
+is that of its flash kernels launched by an aten::_flash_attention_forward with Input Dims.
 
 Usage: check_trace_calibration.py TRAINSIM TRACE WORKDIR. Exit 0 within 5%, 1 otherwise, 77
 (skipped) when the trace is absent; prints both figures."""
@@ -45,7 +46,14 @@ def trace_figures(path):
         elif e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in args:
             launches[args["correlation"]] = args.get("External id")
     gemm_us, kernels, ms, ns = 0.0, 0, set(), set()
+    attention_us, attention_kernels = 0.0, 0
     for e in events:
+        if e.get("cat") == "kernel" and "flash" in e["name"]:
+            op = ops.get(launches.get(e["args"].get("correlation")))
+            if op is not None and op["name"] == "aten::_flash_attention_forward" and op["args"].get("Input Dims"):
+                attention_us += e["dur"]
+                attention_kernels += 1
+            continue
         if e.get("cat") != "kernel" or not is_gemm_kernel(e["name"]):
             continue
         op = ops.get(launches.get(e["args"].get("correlation")))
@@ -59,7 +67,7 @@ def trace_figures(path):
         kernels += 1
         ms.add(a[0])
         ns.add((dims[2] if op["name"] == "aten::addmm" else dims[1])[1])
-    return gemm_us * 1e-6, kernels, tokens, ms, ns
+    return gemm_us * 1e-6, kernels, tokens, ms, ns, attention_us * 1e-6, attention_kernels
 
 
 def main():
@@ -68,7 +76,7 @@ def main():
         print(f"{trace}: not here (the public traces live in ../shared/traces); skipped")
         return 77
     os.makedirs(work, exist_ok=True)
-    trace_s, kernels, tokens, ms, ns = trace_figures(trace)
+    trace_s, kernels, tokens, ms, ns, attention_s, attention_kernels = trace_figures(trace)
     batch, seq = tokens
     if ms != {batch * seq}:
         print(f"FAIL: GEMM M values {sorted(ms)} are not batch x seq = {batch} x {seq}")
@@ -96,7 +104,14 @@ def main():
     err = predicted_s / trace_s - 1
     print(f"difference: {err * 100:+.2f}% (limit 5%)")
     ok = abs(err) <= 0.05
-    for needle in ("attention: not measured", "memory-bound kernels: not measured", f"x1024x{batch * seq} was not measured"):
+    predicted_attention_s = forward["attention_fused"]
+    print(f"trace: {attention_kernels} flash kernels of aten::_flash_attention_forward: {attention_s * 1e3:.3f} ms")
+    print(f"predict --profile: forward attention_fused = {predicted_attention_s * 1e3:.3f} ms")
+    attention_err = predicted_attention_s / attention_s - 1
+    print(f"difference: {attention_err * 100:+.2f}% (limit 5%)")
+    ok = ok and abs(attention_err) <= 0.05
+    for needle in (f"seq {seq} backward is outside the measured attention table", "memory-bound kernels: not measured",
+                   f"x1024x{batch * seq} was not measured"):
         if not any(needle in line for line in listed):
             print(f"FAIL: predict does not list '{needle}' among inputs.extrapolated: {listed}")
             ok = False
