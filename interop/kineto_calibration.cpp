@@ -118,7 +118,11 @@ TraceCalibration calibrate_from_traces(const std::vector<std::string>& paths) {
       throw InputError(path + ": the trace has no deviceProperties[].name, so the GPU it measured is unknown",
                        "calibrate from a trace written by torch.profiler with CUDA activity (PyTorch >= 1.10 writes deviceProperties)");
     }
-    if (pv.device.empty()) pv.device = t.device_name;
+    if (pv.device.empty()) {
+      pv.device = t.device_name;
+      pv.sm_count = t.device_sm_count;
+      pv.memory_bytes = t.device_memory_bytes;
+    }
     if (pv.device != t.device_name) {
       throw InputError(path + ": measured on " + t.device_name + ", the earlier traces on " + pv.device,
                        "a profile describes one GPU type: calibrate from the traces of one GPU type at a time");

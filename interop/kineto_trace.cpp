@@ -172,6 +172,8 @@ bool KinetoSax::string(string_t& s) {
 }
 
 bool KinetoSax::number(double v) {
+  if (in_props_ && depth_ == 3 && field_ == "numSms" && t_.device_sm_count == 0) t_.device_sm_count = static_cast<int64_t>(v);
+  if (in_props_ && depth_ == 3 && field_ == "totalGlobalMem" && t_.device_memory_bytes == 0) t_.device_memory_bytes = v;
   if (!in_events_) return true;
   if (depth_ == 3) {
     if (field_ == "ts") { e_.ts = v; e_.has_ts = true; }

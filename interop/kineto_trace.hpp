@@ -48,6 +48,8 @@ struct TraceSpan {
 struct KinetoTrace {
   std::string file;
   std::string device_name;  // deviceProperties[0].name; empty when the trace has none
+  int64_t device_sm_count = 0;     // deviceProperties[0].numSms; 0 when absent
+  double device_memory_bytes = 0;  // deviceProperties[0].totalGlobalMem; 0 when absent
   std::vector<TraceKernel> kernels;
   std::vector<TraceSpan> annotations;  // GPU annotations only (pid of a kernel)
   std::vector<TraceSpan> cpu_annotations;  // user_annotation (record_function) on a CPU pid, but steps

@@ -192,6 +192,7 @@ TEST_CASE("calibrate_from_traces: a partial profile of the measured GEMM shapes,
   const TraceCalibration c = calibrate_from_traces({trace_path("shapes.json")});
   CHECK(c.profile.partial);
   CHECK(c.profile.provenance.device == "Test GPU");
+  CHECK(c.profile.provenance.sm_count == 132);  // deviceProperties[0].numSms
   REQUIRE(c.profile.provenance.traces.size() == 1);
   CHECK(c.profile.provenance.traces[0].fnv1a64.size() == 16);
   CHECK(c.gemm_kernels == 4);  // the bf16 addmm's, the fp32 mm's and addmm's, the fp16 bmm's
