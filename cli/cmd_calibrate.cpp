@@ -13,10 +13,12 @@
 #include <CLI/CLI.hpp>
 
 #include "calibrate/cpu_calibrator.hpp"
+#include "calibrate/profile_stamp.hpp"
 #include "cli/app.hpp"
 #include "cli/cuda_module_loader.hpp"
 #include "common/errors.hpp"
 #include "common/profile_json.hpp"
+#include "interop/kineto_calibration.hpp"
 #include "reports/profile_report.hpp"
 
 namespace trainsim {
@@ -71,22 +73,49 @@ int calibrate_cpu_command(const std::string& out_path, bool quick, const std::st
   return status;
 }
 
+// `calibrate trace FILE...`: a partial profile from what PyTorch profiler traces measured.
+int calibrate_trace_command(const std::vector<std::string>& traces, const std::string& out_path) {
+  TraceCalibration c = calibrate_from_traces(traces);
+  stamp_provenance(c.profile.provenance);
+  write_profile(c.profile, out_path);
+  std::cout << render_profile_summary(c.profile) << "profile written to " << out_path << "\n";
+  return 0;
+}
+
 }  // namespace
 
 Command add_calibrate_command(CLI::App& root) {
   struct Options {
     std::string device, out, checkpoint_dir;
+    std::vector<std::string> traces;
     bool quick = false;
   };
   auto o = std::make_shared<Options>();
-  CLI::App* app = root.add_subcommand("calibrate", "measure a hardware profile (GPU or CPU)");
-  app->add_option("device", o->device, "gpu or cpu")->required()->check(CLI::IsMember({"gpu", "cpu"}));
+  CLI::App* app = root.add_subcommand("calibrate", "measure a hardware profile (GPU or CPU), or derive one from profiler traces");
+  app->add_option("device", o->device, "gpu, cpu, or trace (a partial GPU profile from PyTorch profiler traces)")
+      ->required()
+      ->check(CLI::IsMember({"gpu", "cpu", "trace"}));
+  app->add_option("traces", o->traces, "trace: the PyTorch profiler (Kineto) trace files, .json or .json.gz, recorded with record_shapes=True");
   app->add_option("--out", o->out, "profile JSON to write")->required();
   app->add_flag("--quick", o->quick, "a smaller sweep (CPU: < 1 min; GPU: < 2 min)");
   app->add_option("--checkpoint-dir", o->checkpoint_dir, "cpu: measure checkpoint write / read rates in this folder "
                                                          "(run --checkpoint-dir; predict --profile then prices checkpoints)");
   return {app, [o]() {
             check_out_path(o->out);
+            if (o->device == "trace") {
+              if (o->traces.empty()) {
+                throw InputError("calibrate trace: no trace file given", "trainsim calibrate trace TRACE.json.gz... --out PROFILE.json");
+              }
+              if (o->quick || !o->checkpoint_dir.empty()) {
+                throw InputError(std::string("calibrate trace: ") + (o->quick ? "--quick" : "--checkpoint-dir") + " applies to a sweep, not to traces",
+                                 "leave it out: calibrate trace only reads the traces");
+              }
+              return calibrate_trace_command(o->traces, o->out);
+            }
+            if (!o->traces.empty()) {
+              throw InputError("calibrate " + o->device + ": unexpected argument " + o->traces.front(),
+                               "trace files go with calibrate trace FILE... --out PROFILE.json");
+            }
             if (!o->checkpoint_dir.empty() && !std::filesystem::is_directory(o->checkpoint_dir)) {
               throw InputError("--checkpoint-dir: " + o->checkpoint_dir + " is not a folder", "create it first (mkdir -p), or point at where run --checkpoint-dir writes");
             }

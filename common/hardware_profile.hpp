@@ -27,6 +27,20 @@ struct GemmTable {
   std::vector<GemmPoint> points;
 };
 
+// GEMM shapes as a profiler trace measured them (`calibrate trace`): scattered (m, n, k), not a
+// grid. m includes a batched GEMM's batch (as the grid is looked up); time per launching op, the
+// median over its repeats in the traces.
+struct GemmShapePoint {
+  int64_t m = 0, n = 0, k = 0;  // (m x k) . (k x n)
+  std::string op;               // the launching CPU op(s), e.g. "aten::addmm,aten::mm" (for people reading the file)
+  Timing timing;
+};
+
+struct GemmShapeTable {
+  std::string dtype;  // bf16, fp16, fp32, fp8
+  std::vector<GemmShapePoint> points;
+};
+
 struct AttentionPoint {
   int64_t batch_heads = 0, seq = 0, head_dim = 0;
   bool causal = true;
@@ -87,16 +101,27 @@ struct ProfileProvenance {
   std::string clocks;       // e.g. "sm 1980 MHz, mem 2619 MHz"
   std::string host, date_utc, tool_version, git_revision;
   std::string method;       // how samples were taken
+  // The files a profile was read from (`calibrate trace`): path, FNV-1a 64 of its bytes, size.
+  struct SourceFile {
+    std::string path, fnv1a64;
+    int64_t bytes = 0;
+  };
+  std::vector<SourceFile> traces;
 };
 
 struct HardwareProfile {
   ProfileProvenance provenance;
   std::vector<GemmTable> gemm;
+  std::vector<GemmShapeTable> gemm_shapes;  // measured shapes from profiler traces
   std::vector<AttentionTable> attention;
   std::vector<MemoryBoundTable> memory_bound;
   std::vector<CollectiveTable> collectives;
   std::vector<OverlapPoint> overlap;
   std::vector<std::string> notes;  // what was not measured and why
+  // A partial profile (from profiler traces) measured only some op kinds: what it lacks (a copy
+  // table, attention, collectives, the optimizer) is priced by the datasheet + reference model
+  // and listed by predict, instead of refused.
+  bool partial = false;
 };
 
 // Percentiles of raw samples (seconds); samples need not be sorted.

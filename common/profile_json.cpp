@@ -136,6 +136,12 @@ nlohmann::ordered_json profile_to_json(const HardwareProfile& p) {
                      {"mpi", v.mpi},                 {"eigen", v.eigen},     {"clocks", v.clocks},
                      {"host", v.host},               {"date_utc", v.date_utc}, {"tool_version", v.tool_version},
                      {"git_revision", v.git_revision}, {"method", v.method}};
+  if (!v.traces.empty()) {
+    nlohmann::ordered_json traces = nlohmann::ordered_json::array();
+    for (const auto& f : v.traces) traces.push_back({{"path", f.path}, {"fnv1a64", f.fnv1a64}, {"bytes", f.bytes}});
+    j["provenance"]["traces"] = traces;
+  }
+  if (p.partial) j["partial"] = true;
   nlohmann::ordered_json gemm = nlohmann::ordered_json::array();
   for (const GemmTable& t : p.gemm) {
     nlohmann::ordered_json points = nlohmann::ordered_json::array();
@@ -146,6 +152,18 @@ nlohmann::ordered_json profile_to_json(const HardwareProfile& p) {
     gemm.push_back({{"dtype", t.dtype}, {"m_values", t.m_values}, {"n_values", t.n_values}, {"k_values", t.k_values}, {"points", points}});
   }
   j["gemm"] = gemm;
+  if (!p.gemm_shapes.empty()) {
+    nlohmann::ordered_json shapes = nlohmann::ordered_json::array();
+    for (const GemmShapeTable& t : p.gemm_shapes) {
+      nlohmann::ordered_json points = nlohmann::ordered_json::array();
+      for (const GemmShapePoint& g : t.points) {
+        const double tflops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k) / g.timing.median_s / 1e12;
+        points.push_back({{"m", g.m}, {"n", g.n}, {"k", g.k}, {"op", g.op}, {"timing", timing_json(g.timing)}, {"tflops", tflops}});
+      }
+      shapes.push_back({{"dtype", t.dtype}, {"points", points}});
+    }
+    j["gemm_shapes"] = shapes;
+  }
   nlohmann::ordered_json attention = nlohmann::ordered_json::array();
   for (const AttentionTable& t : p.attention) {
     nlohmann::ordered_json points = nlohmann::ordered_json::array();
@@ -188,7 +206,7 @@ nlohmann::ordered_json profile_to_json(const HardwareProfile& p) {
 
 namespace {
 
-void read_provenance(JsonObjectReader& r, ProfileProvenance& pv) {
+void read_provenance(JsonObjectReader& r, const nlohmann::json& doc, ProfileProvenance& pv) {
   auto v = r.optional_object("provenance");
   if (!v) {
     r.add_problem("provenance", "missing: a profile must say what it measured");
@@ -205,6 +223,15 @@ void read_provenance(JsonObjectReader& r, ProfileProvenance& pv) {
                             {"date_utc", &pv.date_utc}, {"tool_version", &pv.tool_version},
                             {"git_revision", &pv.git_revision}, {"method", &pv.method}}) {
     *field = v->optional_string(key).value_or("");
+  }
+  if (v->has("traces")) {
+    pv.traces = read_array<ProfileProvenance::SourceFile>(*v, doc["provenance"], "traces", [](JsonObjectReader& q, const nlohmann::json&) {
+      ProfileProvenance::SourceFile f;
+      f.path = q.required_string("path");
+      f.fnv1a64 = q.required_string("fnv1a64");
+      f.bytes = q.required_int("bytes", 0);
+      return f;
+    });
   }
   v->reject_unknown_keys();
 }
@@ -293,8 +320,25 @@ HardwareProfile read_profile(const nlohmann::json& doc, const std::string& sourc
     r.add_problem("schema_version", "version " + doc["schema_version"].dump() + " is not supported (this trainsim reads 1)");
   }
   r.accept("schema_version");
-  read_provenance(r, p.provenance);
+  read_provenance(r, doc, p.provenance);
   p.gemm = read_array<GemmTable>(r, doc, "gemm", read_gemm);
+  p.gemm_shapes = read_array<GemmShapeTable>(r, doc, "gemm_shapes", [](JsonObjectReader& t, const nlohmann::json& row) {
+    GemmShapeTable g;
+    g.dtype = t.required_choice("dtype", {"bf16", "fp16", "tf32", "fp32", "fp8"});
+    g.points = read_array<GemmShapePoint>(t, row, "points", [](JsonObjectReader& p, const nlohmann::json&) {
+      GemmShapePoint pt;
+      pt.m = p.required_int("m", 1);
+      pt.n = p.required_int("n", 1);
+      pt.k = p.required_int("k", 1);
+      pt.op = p.optional_string("op").value_or("");
+      p.accept("tflops");  // derived from the timing, for people reading the file
+      pt.timing = read_timing_of(p);
+      return pt;
+    });
+    if (g.points.empty()) t.add_problem("points", "a measured-shapes table needs at least one point");
+    return g;
+  });
+  p.partial = r.optional_bool("partial").value_or(false);
   p.attention = read_array<AttentionTable>(r, doc, "attention", read_attention);
   p.memory_bound = read_array<MemoryBoundTable>(r, doc, "memory_bound", read_memory_bound);
   p.collectives = read_array<CollectiveTable>(r, doc, "collectives", read_collective);

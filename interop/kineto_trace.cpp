@@ -61,6 +61,7 @@ struct PendingEvent {
   int64_t device_type = -1;
   std::vector<std::vector<int64_t>> input_dims;  // args["Input Dims"] (nested arrays)
   std::vector<std::string> input_types;          // args["Input type"]
+  std::vector<std::string> concrete_inputs;      // args["Concrete Inputs"]
 };
 
 // What a runtime/driver launch tells about its kernel (same correlation id).
@@ -172,6 +173,8 @@ bool KinetoSax::string(string_t& s) {
     else if (field_ == "pid") e_.pid = s;
   } else if (depth_ == 5 && in_args_ && arg_ == "Input type") {
     e_.input_types.push_back(s);
+  } else if (depth_ == 5 && in_args_ && arg_ == "Concrete Inputs") {
+    e_.concrete_inputs.push_back(s);
   }
   return true;
 }
@@ -188,6 +191,8 @@ int64_t KinetoSax::id(double v, const char* key) const {
 }
 
 bool KinetoSax::number(double v) {
+  if (in_props_ && depth_ == 3 && field_ == "numSms" && t_.device_sm_count == 0) t_.device_sm_count = static_cast<int64_t>(v);
+  if (in_props_ && depth_ == 3 && field_ == "totalGlobalMem" && t_.device_memory_bytes == 0) t_.device_memory_bytes = v;
   if (!in_events_) return true;
   if (depth_ == 3) {
     if (field_ == "ts") { e_.ts = v; e_.has_ts = true; }
@@ -236,7 +241,7 @@ void KinetoSax::finish_event() {
     launches.emplace(e_.correlation, LaunchLink{e_.tid, e_.external_id});
   } else if (is_cpu_op_cat(e_.cat) && e_.external_id >= 0 && e_.has_ts && e_.has_dur) {
     t_.cpu_ops.push_back({std::move(e_.name), e_.ts, e_.dur, e_.tid, e_.external_id, std::move(e_.input_dims),
-                          std::move(e_.input_types)});
+                          std::move(e_.input_types), std::move(e_.concrete_inputs)});
   } else if (e_.ph == "X" && e_.has_ts && e_.has_dur &&
              (is_annotation_cat(e_.cat) || e_.name.rfind("ProfilerStep#", 0) == 0)) {
     spans.push_back({e_.name, e_.ts, e_.dur, e_.pid});
@@ -264,25 +269,76 @@ void place_spans(KinetoTrace& t, const KinetoSax& sax) {
   std::sort(t.steps.begin(), t.steps.end(), [](const TraceSpan& a, const TraceSpan& b) { return a.ts_us < b.ts_us; });
 }
 
-// Gives each kernel its launch's thread (and External id where the kernel has none), then keeps
-// only the CPU ops some kernel references and indexes them by External id.
+// Gives each kernel its launch's thread (and External id where the kernel has none). A kernel
+// whose External id names an op whose span holds the launch is tied by it; otherwise (older
+// traces number launches and ops apart: the launch's External id is its correlation) to the
+// innermost op on the launch's thread whose span holds the launch. Then keeps only the CPU ops
+// some kernel is tied to, indexed by External id and by the correlation tied by nesting.
 void link_cpu_ops(KinetoTrace& t, const KinetoSax& sax) {
-  std::unordered_set<int64_t> referenced;
-  for (std::vector<TraceKernel>* v : {&t.kernels, &t.memcpys, &t.memsets}) {  // a cudaMemcpyAsync has a launch too
+  for (std::vector<TraceKernel>* v : {&t.memcpys, &t.memsets}) {  // a cudaMemcpyAsync has a launch (and its thread) too
     for (TraceKernel& k : *v) {
       const auto l = k.correlation >= 0 ? sax.launches.find(k.correlation) : sax.launches.end();
-      if (l != sax.launches.end()) {
-        k.launch_tid = l->second.tid;
-        if (k.external_id < 0) k.external_id = l->second.external_id;
-      }
-      if (k.external_id >= 0 && v == &t.kernels) referenced.insert(k.external_id);
+      if (l != sax.launches.end()) k.launch_tid = l->second.tid;
     }
   }
-  t.cpu_ops.erase(std::remove_if(t.cpu_ops.begin(), t.cpu_ops.end(),
-                                 [&](const TraceCpuOp& op) { return referenced.count(op.external_id) == 0; }),
-                  t.cpu_ops.end());
+  std::unordered_map<int64_t, std::vector<std::size_t>> by_external_id;
+  for (std::size_t i = 0; i < t.cpu_ops.size(); ++i) by_external_id[t.cpu_ops[i].external_id].push_back(i);
+  std::unordered_map<int64_t, std::vector<std::size_t>> by_tid;  // built on first need, sorted by start
+  std::vector<char> keep(t.cpu_ops.size(), 0);
+  std::unordered_map<int64_t, std::size_t> nested;  // correlation -> op index (before pruning)
+  for (TraceKernel& k : t.kernels) {
+    const auto l = k.correlation >= 0 ? sax.launches.find(k.correlation) : sax.launches.end();
+    if (l != sax.launches.end()) {
+      k.launch_tid = l->second.tid;
+      if (k.external_id < 0) k.external_id = l->second.external_id;
+    }
+    const auto launch = k.correlation >= 0 ? t.launch_ts_us.find(k.correlation) : t.launch_ts_us.end();
+    const auto ops = k.external_id >= 0 ? by_external_id.find(k.external_id) : by_external_id.end();
+    bool tied = false;
+    if (ops != by_external_id.end()) {
+      for (std::size_t i : ops->second) {
+        const TraceCpuOp& op = t.cpu_ops[i];
+        const bool holds = launch == t.launch_ts_us.end() ||
+                           (op.ts_us <= launch->second && launch->second <= op.ts_us + op.dur_us);
+        if (holds) tied = true;
+        keep[i] = keep[i] || holds;
+      }
+    }
+    if (tied || launch == t.launch_ts_us.end() || k.launch_tid < 0) continue;
+    if (by_tid.empty()) {
+      for (std::size_t i = 0; i < t.cpu_ops.size(); ++i) by_tid[t.cpu_ops[i].tid].push_back(i);
+      for (auto& [tid, v] : by_tid) {
+        std::sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) { return t.cpu_ops[a].ts_us < t.cpu_ops[b].ts_us; });
+      }
+    }
+    const auto thread = by_tid.find(k.launch_tid);
+    if (thread == by_tid.end()) continue;
+    const std::vector<std::size_t>& v = thread->second;
+    // The latest-starting op that holds the launch is the innermost (ops on a thread nest).
+    auto it = std::upper_bound(v.begin(), v.end(), launch->second,
+                               [&](double ts, std::size_t i) { return ts < t.cpu_ops[i].ts_us; });
+    while (it != v.begin()) {
+      --it;
+      const TraceCpuOp& op = t.cpu_ops[*it];
+      if (launch->second <= op.ts_us + op.dur_us) {
+        nested[k.correlation] = *it;
+        keep[*it] = 1;
+        break;
+      }
+    }
+  }
+  std::vector<std::size_t> new_index(t.cpu_ops.size(), 0);
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < t.cpu_ops.size(); ++i) {
+    if (!keep[i]) continue;
+    new_index[i] = kept;
+    if (kept != i) t.cpu_ops[kept] = std::move(t.cpu_ops[i]);
+    ++kept;
+  }
+  t.cpu_ops.resize(kept);
   t.cpu_ops.shrink_to_fit();
   for (std::size_t i = 0; i < t.cpu_ops.size(); ++i) t.cpu_ops_by_external_id[t.cpu_ops[i].external_id].push_back(i);
+  for (const auto& [correlation, i] : nested) t.cpu_op_by_correlation[correlation] = new_index[i];
 }
 
 // zlib's message starts with the path ("PATH: unexpected end of file"); the error names it already.
@@ -325,22 +381,25 @@ KinetoTrace read_kineto_trace(const std::string& path) {
 }
 
 const TraceCpuOp* launching_cpu_op(const KinetoTrace& t, const TraceKernel& k) {
-  if (k.external_id < 0) return nullptr;
-  const auto ops = t.cpu_ops_by_external_id.find(k.external_id);
-  if (ops == t.cpu_ops_by_external_id.end()) return nullptr;
   const auto launch = k.correlation >= 0 ? t.launch_ts_us.find(k.correlation) : t.launch_ts_us.end();
   const TraceCpuOp* containing = nullptr;
   const TraceCpuOp* shortest = nullptr;
-  for (std::size_t i : ops->second) {
-    const TraceCpuOp& op = t.cpu_ops[i];
-    if (shortest == nullptr || op.dur_us < shortest->dur_us) shortest = &op;
-    const bool on_thread = k.launch_tid < 0 || op.tid == k.launch_tid;
-    if (launch != t.launch_ts_us.end() && on_thread && op.ts_us <= launch->second &&
-        launch->second <= op.ts_us + op.dur_us && (containing == nullptr || op.dur_us < containing->dur_us)) {
-      containing = &op;
+  const auto ops = k.external_id >= 0 ? t.cpu_ops_by_external_id.find(k.external_id) : t.cpu_ops_by_external_id.end();
+  if (ops != t.cpu_ops_by_external_id.end()) {
+    for (std::size_t i : ops->second) {
+      const TraceCpuOp& op = t.cpu_ops[i];
+      if (shortest == nullptr || op.dur_us < shortest->dur_us) shortest = &op;
+      const bool on_thread = k.launch_tid < 0 || op.tid == k.launch_tid;
+      if (launch != t.launch_ts_us.end() && on_thread && op.ts_us <= launch->second &&
+          launch->second <= op.ts_us + op.dur_us && (containing == nullptr || op.dur_us < containing->dur_us)) {
+        containing = &op;
+      }
     }
   }
-  return containing != nullptr ? containing : shortest;
+  if (containing != nullptr) return containing;
+  const auto nested = k.correlation >= 0 ? t.cpu_op_by_correlation.find(k.correlation) : t.cpu_op_by_correlation.end();
+  if (nested != t.cpu_op_by_correlation.end()) return &t.cpu_ops[nested->second];
+  return launch == t.launch_ts_us.end() ? shortest : nullptr;
 }
 
 }  // namespace trainsim

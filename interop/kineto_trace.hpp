@@ -36,6 +36,7 @@ struct TraceCpuOp {
   int64_t external_id = -1;
   std::vector<std::vector<int64_t>> input_dims;  // args["Input Dims"]; empty without record_shapes
   std::vector<std::string> input_types;          // args["Input type"], e.g. "c10::BFloat16", "Scalar"
+  std::vector<std::string> concrete_inputs;      // args["Concrete Inputs"]: scalars' values ("True", "0.125"), "" for tensors
 };
 
 struct TraceSpan {
@@ -48,6 +49,8 @@ struct TraceSpan {
 struct KinetoTrace {
   std::string file;
   std::string device_name;  // deviceProperties[0].name; empty when the trace has none
+  int64_t device_sm_count = 0;     // deviceProperties[0].numSms; 0 when absent
+  double device_memory_bytes = 0;  // deviceProperties[0].totalGlobalMem; 0 when absent
   std::vector<TraceKernel> kernels;
   std::vector<TraceKernel> memcpys;  // cat gpu_memcpy / Memcpy: device activity, not kernels
   std::vector<TraceKernel> memsets;  // cat gpu_memset / Memset
@@ -63,11 +66,15 @@ struct KinetoTrace {
   // order, and their indices by External id (several ops may share one).
   std::vector<TraceCpuOp> cpu_ops;
   std::unordered_map<int64_t, std::vector<std::size_t>> cpu_ops_by_external_id;
+  // Launches tied to an op by nesting (correlation -> index into cpu_ops): where no op with the
+  // kernel's External id holds the launch (older traces number launches and ops apart).
+  std::unordered_map<int64_t, std::size_t> cpu_op_by_correlation;
 };
 
 // The CPU op that launched kernel k: among the ops with k's External id, the innermost (shortest)
-// one whose span contains k's launch time (on the launch's thread where known); without a launch
-// time, the shortest. nullptr when no op carries that External id.
+// one whose span contains k's launch time (on the launch's thread where known); else the innermost
+// op on the launch's thread that holds the launch; without a launch time, the shortest op with
+// that External id. nullptr when none.
 const TraceCpuOp* launching_cpu_op(const KinetoTrace& t, const TraceKernel& k);
 
 // Throws InputError naming the file (and the event index) when the file is missing, the gzip

@@ -21,6 +21,15 @@ std::string render_profile_summary(const HardwareProfile& p) {
     t.add_row({"GEMM " + g.dtype, std::to_string(g.points.size()), format_si(rates.back()) + "FLOP/s",
                format_si(rates[rates.size() / 2]) + "FLOP/s"});
   }
+  for (const GemmShapeTable& g : p.gemm_shapes) {  // measured shapes (a trace): not a grid
+    std::vector<double> rates;
+    for (const GemmShapePoint& pt : g.points) {
+      rates.push_back(2.0 * static_cast<double>(pt.m) * static_cast<double>(pt.n) * static_cast<double>(pt.k) / pt.timing.median_s);
+    }
+    std::sort(rates.begin(), rates.end());
+    t.add_row({"GEMM " + g.dtype + " shapes", std::to_string(g.points.size()), format_si(rates.back()) + "FLOP/s",
+               format_si(rates[rates.size() / 2]) + "FLOP/s"});
+  }
   for (const MemoryBoundTable& m : p.memory_bound) {
     double best = 0;
     for (const MemoryBoundPoint& pt : m.points) best = std::max(best, pt.bytes / pt.timing.median_s);

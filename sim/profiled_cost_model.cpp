@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "common/errors.hpp"
 #include "sim/collectives.hpp"
@@ -85,17 +86,23 @@ ProfiledCostModel::ProfiledCostModel(const HardwareProfile& profile, std::string
     : profile_(profile), source_(std::move(source)), allow_extrapolation_(allow_extrapolation),
       fallback_(hardware, precision, fallback) {
   const std::string dtype = gemm_dtype_for(precision, profile);
+  dtype_ = dtype;
   for (const GemmTable& t : profile.gemm) {
     if (t.dtype == dtype) gemm_ = &t;
   }
-  if (gemm_ == nullptr) {
+  for (const GemmShapeTable& t : profile.gemm_shapes) {
+    if (t.dtype == dtype) gemm_shapes_ = &t;
+  }
+  if (gemm_ == nullptr && gemm_shapes_ == nullptr) {
     throw InputError(source_ + ": no GEMM table for " + dtype + " (the plan's precision)",
                      "calibrate with that dtype, or predict with a --precision the profile has");
   }
   for (const MemoryBoundTable& t : profile.memory_bound) {
     if (t.kernel == "copy") copy_ = &t;
   }
-  if (copy_ == nullptr) throw InputError(source_ + ": no memory_bound table for kernel \"copy\"", "re-run trainsim calibrate");
+  if (copy_ == nullptr && !profile.partial) {
+    throw InputError(source_ + ": no memory_bound table for kernel \"copy\"", "re-run trainsim calibrate");
+  }
   // Fused attention ops are priced from a fused kernel's table (the unfused path is GEMMs + softmax).
   for (const AttentionTable& t : profile.attention) {
     if (t.dtype == dtype && t.kernel.find("flash") != std::string::npos && attention_ == nullptr) attention_ = &t;
@@ -112,6 +119,15 @@ void ProfiledCostModel::note(const std::string& what) const {
   extrapolated_.insert(what);
 }
 
+void ProfiledCostModel::not_measured(const std::string& category, const std::string& what) const {
+  if (!profile_.partial) {
+    if (!allow_extrapolation_) refuse(what);
+    note(what + " (datasheet formula)");
+    return;
+  }
+  note(category + ": not measured by this partial profile (" + what + "): datasheet + reference model");
+}
+
 std::set<std::string> ProfiledCostModel::extrapolated() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return extrapolated_;
@@ -122,6 +138,12 @@ double ProfiledCostModel::gemm_s(int64_t m, int64_t n, int64_t k, int64_t batch)
   // The CPU runtime runs a batch of products (attention's QK^T and AV per sequence and head) one
   // product at a time, each at its own size's efficiency; a GPU runs them as one batched kernel.
   if (batch > 1 && profile_.provenance.device_kind == "cpu") return static_cast<double>(batch) * gemm_s(m, n, k, 1);
+  if (gemm_ == nullptr) return gemm_from_shapes(m, n, k, batch);
+  if (gemm_shapes_ != nullptr) {  // a shape measured exactly (a trace) before the grid's interpolation
+    for (const GemmShapePoint& p : gemm_shapes_->points) {
+      if (p.m == m * batch && p.n == n && p.k == k) return p.timing.median_s;
+    }
+  }
   const std::vector<double> ms = as_doubles(gemm_->m_values), ns = as_doubles(gemm_->n_values), ks = as_doubles(gemm_->k_values);
   const double q[3] = {static_cast<double>(m * batch), static_cast<double>(n), static_cast<double>(k)};
   const std::vector<double>* axes[3] = {&ms, &ns, &ks};
@@ -166,11 +188,33 @@ double ProfiledCostModel::gemm_s(int64_t m, int64_t n, int64_t k, int64_t batch)
   return std::exp(log_t) * (q[0] * q[1] * q[2]) / (c[0] * c[1] * c[2]);
 }
 
+// The measured shape itself, else the nearest measured shape in log (m, n, k) at its FLOP rate.
+double ProfiledCostModel::gemm_from_shapes(int64_t m, int64_t n, int64_t k, int64_t batch) const {
+  const double q[3] = {static_cast<double>(m * batch), static_cast<double>(n), static_cast<double>(k)};
+  const GemmShapePoint* nearest = nullptr;
+  double best = 0;
+  for (const GemmShapePoint& p : gemm_shapes_->points) {
+    if (p.m == m * batch && p.n == n && p.k == k) return p.timing.median_s;
+    const double d = std::pow(std::log(q[0] / static_cast<double>(p.m)), 2) + std::pow(std::log(q[1] / static_cast<double>(p.n)), 2) +
+                     std::pow(std::log(q[2] / static_cast<double>(p.k)), 2);
+    if (nearest == nullptr || d < best) {
+      nearest = &p;
+      best = d;
+    }
+  }
+  const double p_flops = static_cast<double>(nearest->m) * static_cast<double>(nearest->n) * static_cast<double>(nearest->k);
+  const double tflops = 2.0 * p_flops / nearest->timing.median_s / 1e12;
+  char rate[32];
+  std::snprintf(rate, sizeof rate, "%.0f", tflops);
+  note("GEMM " + dtype_ + " " + std::to_string(m * batch) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+       " was not measured: priced at the FLOP rate of the nearest measured shape " + std::to_string(nearest->m) + "x" +
+       std::to_string(nearest->n) + "x" + std::to_string(nearest->k) + " (" + rate + " TFLOP/s)");
+  return nearest->timing.median_s * (q[0] * q[1] * q[2]) / p_flops;
+}
+
 double ProfiledCostModel::attention_s(const Op& op) const {
   if (attention_ == nullptr) {
-    const std::string what = "no attention table for " + gemm_->dtype + " (fused attention priced by the datasheet formula)";
-    if (!allow_extrapolation_) refuse(what);
-    note(what);
+    not_measured("attention", "no attention table for " + dtype_ + " (fused attention)");
     return fallback_.attention_s(op);
   }
   std::vector<double> seqs, seconds;
@@ -199,8 +243,11 @@ double ProfiledCostModel::attention_s(const Op& op) const {
     const std::string what = "attention head_dim " + std::to_string(op.attention_head_dim) + " seq " +
                              std::to_string(op.attention_seq) + (op.backward ? " backward" : " forward") +
                              " is outside the measured attention table";
-    if (!allow_extrapolation_ || s2.empty()) {
-      if (!allow_extrapolation_) refuse(what);
+    // A partial profile (traces) measured the attention shapes its run had: others, like a
+    // training step's backward from an inference trace, are priced as with extrapolation, listed.
+    const bool allow = allow_extrapolation_ || profile_.partial;
+    if (!allow || s2.empty()) {
+      if (!allow) refuse(what);
       note(what + " (datasheet formula)");
       return fallback_.attention_s(op);
     }
@@ -229,7 +276,13 @@ double ProfiledCostModel::interpolate_table(const MemoryBoundTable& table, doubl
   return *interpolate_bytes(b, t, nearest) * bytes / nearest;
 }
 
-double ProfiledCostModel::memory_bound_s(double bytes) const { return interpolate_table(*copy_, bytes); }
+double ProfiledCostModel::memory_bound_s(double bytes) const {
+  if (copy_ == nullptr) {  // a partial profile (the constructor refuses a full one without it)
+    not_measured("memory-bound kernels", "no memory-bound table");
+    return fallback_.memory_bound_s(bytes);
+  }
+  return interpolate_table(*copy_, bytes);
+}
 
 double ProfiledCostModel::memory_bound_op_s(const Op& op) const {
   const std::string name = op.name;
@@ -243,6 +296,10 @@ double ProfiledCostModel::memory_bound_op_s(const Op& op) const {
         (name.rfind("rotary", 0) == 0 && t.kernel == "rotary")) {
       return interpolate_table(t, op.bytes);
     }
+  }
+  if (copy_ == nullptr) {  // a partial profile: no memory-bound table at all
+    not_measured("memory-bound kernels", "no memory-bound table");
+    return fallback_.memory_bound_op_s(op);
   }
   std::string kernel;
   if (name.rfind("norm", 0) == 0 || name.rfind("final_norm", 0) == 0) kernel = "layernorm";
@@ -268,6 +325,10 @@ double ProfiledCostModel::optimizer_s(double params) const {
   for (const MemoryBoundTable& t : profile_.memory_bound) {
     if (t.kernel == "adam") return interpolate_table(t, params * 28.0);
   }
+  if (copy_ == nullptr) {
+    not_measured("optimizer", "no adam table");
+    return fallback_.optimizer_s(params);
+  }
   return CostModel::optimizer_s(params);
 }
 
@@ -288,10 +349,8 @@ double ProfiledCostModel::collective_s(CollectiveKind kind, double bytes, const 
     note(name + " over " + std::to_string(scope.size) + " ranks beyond the measured sizes (alpha-beta fit)");
     return t.fit.alpha_s + t.fit.beta_s_per_byte * bytes;
   }
-  const std::string what = "no " + name + " table for " + std::to_string(scope.size) + " ranks on " +
-                           std::to_string(scope.nodes) + " node(s)";
-  if (!allow_extrapolation_) refuse(what);
-  note(what + " (datasheet formula)");
+  not_measured("collectives", "no " + name + " table for " + std::to_string(scope.size) + " ranks on " +
+                                  std::to_string(scope.nodes) + " node(s)");
   return fallback_.collective_s(kind, bytes, scope);
 }
 

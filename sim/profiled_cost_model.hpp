@@ -5,6 +5,11 @@
 // nearest measured point at constant efficiency (collectives: the table's alpha-beta fit; a
 // collective scope with no table: the datasheet formula) and records every such op, which the
 // outputs list. Measured data are never replaced by zeros.
+// A table of measured GEMM shapes (a profile from profiler traces) prices a shape it holds from its
+// own median, and any other shape from the measured shape nearest in log (m, n, k) at that shape's
+// FLOP rate, listed as extrapolated. A partial profile (from traces) has what it did not measure
+// (memory-bound kernels, attention, collectives, the optimizer) priced by the datasheet +
+// reference model, each category listed, instead of refused.
 #pragma once
 
 #include <mutex>
@@ -39,10 +44,15 @@ class ProfiledCostModel final : public CostModel {
   [[noreturn]] void refuse(const std::string& what) const;
   double interpolate_table(const MemoryBoundTable& table, double bytes) const;
   void note(const std::string& what) const;
+  double gemm_from_shapes(int64_t m, int64_t n, int64_t k, int64_t batch) const;
+  // A partial profile lacks `what`: the datasheet prices it, listed; a full profile refuses.
+  void not_measured(const std::string& category, const std::string& what) const;
 
   const HardwareProfile& profile_;
   std::string source_;
   const GemmTable* gemm_ = nullptr;
+  const GemmShapeTable* gemm_shapes_ = nullptr;
+  std::string dtype_;
   const MemoryBoundTable* copy_ = nullptr;
   const AttentionTable* attention_ = nullptr;
   bool allow_extrapolation_;

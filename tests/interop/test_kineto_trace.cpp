@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/errors.hpp"
+#include "interop/kineto_calibration.hpp"
 #include "interop/kineto_summary.hpp"
 #include "interop/kineto_trace.hpp"
 
@@ -147,10 +148,11 @@ TEST_CASE("the reader refuses a missing file, a truncated gzip and a damaged ker
 // tests/data/traces/shapes.json: an addmm launched from inside aten::linear (the launch carries the
 // addmm's External id; the kernel has none), an aten::mm nested in an aten::matmul that shares its
 // External id, an aten::cat with a tensor-list input, an older-style `Kernel` with its own External
-// id tied to an `Operator`, a relu no kernel references, and a kernel with no launch at all.
+// id tied to an `Operator`, a relu no kernel references, a kernel with no launch at all, and an
+// addmm whose launch numbers its External id as its correlation (older traces): tied by nesting.
 TEST_CASE("kernels are tied to the CPU op that launched them, with its input shapes") {
   const KinetoTrace t = read_kineto_trace(trace_path("shapes.json"));
-  REQUIRE(t.kernels.size() == 5);
+  REQUIRE(t.kernels.size() == 6);
   const TraceKernel& gemm = t.kernels[0];
   CHECK(gemm.external_id == 11);  // from its launch
   CHECK(gemm.launch_tid == 100);
@@ -178,8 +180,14 @@ TEST_CASE("kernels are tied to the CPU op that launched them, with its input sha
 
   CHECK(launching_cpu_op(t, t.kernels[4]) == nullptr);  // no launch, no External id
   CHECK(t.kernels[4].external_id == -1);
+  const TraceKernel& sgemm = t.kernels[5];  // External id 20: no op has it; the addmm around its launch
+  CHECK(sgemm.external_id == 20);
+  const TraceCpuOp* nested = launching_cpu_op(t, sgemm);
+  REQUIRE(nested != nullptr);
+  CHECK(nested->external_id == 16);
+  CHECK(nested->input_dims == std::vector<std::vector<int64_t>>{{16}, {4, 8}, {8, 16}, {}, {}});
   // Only referenced ops are kept: linear (10) and relu (14) launched nothing.
-  CHECK(t.cpu_ops.size() == 5);  // addmm, cat, matmul, mm, bmm
+  CHECK(t.cpu_ops.size() == 6);  // addmm, cat, matmul, mm, bmm, addmm
   CHECK(t.cpu_ops_by_external_id.count(10) == 0);
   CHECK(t.cpu_ops_by_external_id.count(14) == 0);
   CHECK(t.cpu_ops_by_external_id.at(12).size() == 2);
@@ -221,4 +229,61 @@ TEST_CASE("on the Qwen1.5-0.5B H100 trace, GEMM kernels link to aten::mm / addmm
   CHECK(shapes["aten::mm 8944x1024 1024x2816"] == 48);     // gate, up
   CHECK(shapes["aten::mm 8944x2816 2816x1024"] == 24);     // down
   CHECK(t.cpu_ops.size() <= t.kernels.size() * 2);  // only the referenced ops are kept
+}
+
+TEST_CASE("gemm_shape_of reads (m, n, k) and the dtype off a GEMM op's input dims") {
+  OpGemmShape s;
+  TraceCpuOp addmm{"aten::addmm", 0, 1, 1, 1, {{1024}, {8944, 1024}, {1024, 2816}, {}, {}}, {"c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar"}};
+  REQUIRE(gemm_shape_of(addmm, s));
+  CHECK((s.m == 8944 && s.n == 2816 && s.k == 1024 && s.dtype == "bf16"));
+  TraceCpuOp bmm{"aten::bmm", 0, 1, 1, 2, {{4, 32, 64}, {4, 64, 16}}, {"c10::Half", "c10::Half"}};
+  REQUIRE(gemm_shape_of(bmm, s));
+  CHECK((s.m == 128 && s.n == 16 && s.k == 64 && s.dtype == "fp16"));
+  TraceCpuOp linear{"aten::linear", 0, 1, 1, 3, {{2, 8, 64}, {256, 64}, {256}}, {"float", "float", "float"}};
+  REQUIRE(gemm_shape_of(linear, s));
+  CHECK((s.m == 16 && s.n == 256 && s.k == 64 && s.dtype == "fp32"));
+  TraceCpuOp mismatched{"aten::mm", 0, 1, 1, 4, {{8, 64}, {32, 16}}, {"float", "float"}};
+  CHECK_FALSE(gemm_shape_of(mismatched, s));
+  TraceCpuOp relu{"aten::relu", 0, 1, 1, 5, {{8, 64}}, {"float"}};
+  CHECK_FALSE(gemm_shape_of(relu, s));
+  TraceCpuOp no_shapes{"aten::mm", 0, 1, 1, 6, {}, {}};
+  CHECK_FALSE(gemm_shape_of(no_shapes, s));
+}
+
+TEST_CASE("calibrate_from_traces: a partial profile of the measured GEMM shapes, with the trace's hash") {
+  const TraceCalibration c = calibrate_from_traces({trace_path("shapes.json")});
+  CHECK(c.profile.partial);
+  CHECK(c.profile.provenance.device == "Test GPU");
+  CHECK(c.profile.provenance.sm_count == 132);  // deviceProperties[0].numSms
+  REQUIRE(c.profile.provenance.traces.size() == 1);
+  CHECK(c.profile.provenance.traces[0].fnv1a64.size() == 16);
+  CHECK(c.gemm_kernels == 4);  // the bf16 addmm's, the fp32 mm's and addmm's, the fp16 bmm's
+  CHECK(c.gemm_kernels_with_shape == 4);
+  REQUIRE(c.profile.gemm_shapes.size() == 3);  // one table per dtype
+  for (const GemmShapeTable& t : c.profile.gemm_shapes) {
+    REQUIRE(t.points.size() == (t.dtype == "fp32" ? 2u : 1u));  // fp32: 4x16x8 (nested launch), 32x32x16
+    const GemmShapePoint& p = t.points.back();
+    if (t.dtype == "bf16") CHECK((p.m == 8 && p.n == 1024 && p.k == 64 && p.timing.median_s == Approx(30e-6)));
+    else if (t.dtype == "fp32") CHECK((p.m == 32 && p.n == 32 && p.k == 16 && p.timing.median_s == Approx(10e-6)));
+    else CHECK((t.dtype == "fp16" && p.m == 8 && p.n == 4 && p.k == 8 && p.timing.median_s == Approx(5e-6)));
+  }
+  // A trace without shapes: refused (the hint asks for record_shapes=True).
+  CHECK_THROWS_WITH(calibrate_from_traces({trace_path("two_streams.json")}), Catch::Contains("no GEMM kernel could be tied to an input shape"));
+}
+
+TEST_CASE("attention_shape_of reads batch x heads, sequence, head dim and is_causal off a flash op") {
+  OpAttentionShape a;
+  TraceCpuOp fwd{"aten::_flash_attention_forward", 0, 1, 1, 1,
+                 {{16, 559, 16, 64}, {16, 559, 16, 64}, {16, 559, 16, 64}, {}, {}, {}, {}, {}, {}, {}, {}},
+                 {"c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "", "", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar"},
+                 {"", "", "", "", "", "559", "559", "0.", "True", "False", "0.125"}};
+  REQUIRE(attention_shape_of(fwd, a));
+  CHECK((a.batch_heads == 256 && a.seq == 559 && a.head_dim == 64 && a.causal && !a.backward && a.dtype == "bf16"));
+  TraceCpuOp sdpa{"aten::_scaled_dot_product_flash_attention", 0, 1, 1, 2, {{2, 8, 1024, 128}, {2, 8, 1024, 128}, {2, 8, 1024, 128}, {}, {}},
+                  {"c10::Half", "c10::Half", "c10::Half", "Scalar", "Scalar"}, {"", "", "", "0.", "False"}};
+  REQUIRE(attention_shape_of(sdpa, a));
+  CHECK((a.batch_heads == 16 && a.seq == 1024 && a.head_dim == 128 && !a.causal && a.dtype == "fp16"));
+  TraceCpuOp no_concrete = fwd;
+  no_concrete.concrete_inputs.clear();  // is_causal unknown: no point rather than a guess
+  CHECK_FALSE(attention_shape_of(no_concrete, a));
 }
