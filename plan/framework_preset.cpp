@@ -29,18 +29,19 @@ const std::vector<FrameworkPreset>& presets() {
     nemo.name = "megatron-bridge";
     p.push_back(nemo);
     // DeepSpeed's zero_optimization.stage defaults to 0; Megatron-DeepSpeed takes it from there.
-    // Its engine all-reduces gradients after the backward (stage 0; overlap_comm is off below
-    // stage 3), and Megatron-DeepSpeed's attention is the unfused core attention unless
+    // Its engine all-reduces gradients after the backward below stage 3: overlap_comm defaults to
+    // (stage == 3) (deepspeed/runtime/zero/config.py, overlap_comm_valid); and Megatron-DeepSpeed's attention is the unfused core attention unless
     // --use-flash-attn is given (megatron/arguments.py); vTrain's replayed layer is that one
     // (VIA-Research/vTrain@f8dda84 src/model/gpt_modeling.py: baddbmm, FusedScaleMaskSoftmax, bmm).
-    const char* ds = "DeepSpeed config defaults (zero_optimization.stage 0, overlap_comm off), Megatron-DeepSpeed "
-                     "arguments.py (--use-flash-attn off)";
+    const char* ds = "DeepSpeed config defaults (zero_optimization.stage 0, overlap_comm on only at stage 3), "
+                     "Megatron-DeepSpeed arguments.py (--use-flash-attn off)";
     FrameworkPreset mds{"megatron-deepspeed", true, 0, false, false, ds};
     mds.fused_attention = false;
     mds.dp_overlap = false;
+    mds.dp_overlap_only_at_zero3 = true;
     p.push_back(mds);
     mds.name = "deepspeed";
-    mds.source = "DeepSpeed config defaults (zero_optimization.stage 0, overlap_comm off below stage 3)";
+    mds.source = "DeepSpeed config defaults (zero_optimization.stage 0, overlap_comm on only at stage 3)";
     mds.fused_attention = true;  // a DeepSpeed model brings its own attention; flash-style today
     p.push_back(mds);
     // torchtitan: FSDP2 fully_shard (reshard after forward: ZeRO-3) on the data-parallel mesh,
@@ -144,7 +145,10 @@ std::vector<PresetSetting> apply_framework_preset(const FrameworkPreset& preset,
     p.recompute = Recompute::kSelectiveOp;  // the framework's only selective checkpointing
     set.push_back({"recompute", "selective_op", "per-op checkpointing"});
   }
-  if (!preset.dp_overlap && !stated.has("dp_overlap")) {
+  if (preset.dp_overlap_only_at_zero3 && !stated.has("dp_overlap")) {
+    p.dp_overlap = p.zero_stage == 3;
+    set.push_back({"dp_overlap", p.dp_overlap ? "true" : "false", p.dp_overlap ? "overlap_comm's default at stage 3" : ""});
+  } else if (!preset.dp_overlap && !stated.has("dp_overlap")) {
     p.dp_overlap = false;
     set.push_back({"dp_overlap", "false", ""});
   }

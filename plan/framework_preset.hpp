@@ -33,6 +33,9 @@ struct FrameworkPreset {
   // Data-parallel gradient reduction overlaps the backward unless stated; false: it runs after
   // the backward.
   bool dp_overlap = true;
+  // DeepSpeed: zero_optimization.overlap_comm defaults to (stage == 3) (deepspeed/runtime/zero/
+  // config.py, overlap_comm_valid), so the gradient reduction overlaps the backward only at ZeRO-3.
+  bool dp_overlap_only_at_zero3 = false;
   // The loss is PyTorch's cross_entropy on the fp32-cast logits (LossKernel::kPytorch).
   bool pytorch_cross_entropy = false;
   // "Selective" recompute means per-op checkpointing (Recompute::kSelectiveOp).

@@ -305,6 +305,9 @@ cli_test("bad: resume without a checkpoint" RC 2 MATCH "latest is missing or unr
 cli_test("predict --framework nemo: distributed optimizer and SP with TP, said so" RC 0
   MATCH "framework nemo: zero_stage 1, sequence_parallel on" "ZeRO-1, recompute none, SP"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --tp 2 --global-batch 64 --framework nemo)
+cli_test("predict --framework deepspeed --zero 3 overlaps the gradient reduce-scatter (overlap_comm's stage-3 default)" RC 0
+  MATCH "framework deepspeed: sequence_parallel off, dp_overlap on .overlap_comm's default at stage 3." ARGS
+  predict --model llama3-8b --gpu h100-sxm-80gb --gpus 64 --framework deepspeed --zero 3 --global-batch 256)
 cli_test("predict --framework megatron-deepspeed: unfused attention, gradient all-reduce after the backward" RC 0
   MATCH "framework megatron-deepspeed: zero_stage 0, sequence_parallel off, attention unfused, dp_overlap off"
   ARGS predict --model gpt2-355m --gpu a100-sxm-80gb --gpus 8 --tp 2 --global-batch 64 --framework megatron-deepspeed)

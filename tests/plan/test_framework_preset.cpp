@@ -94,3 +94,29 @@ TEST_CASE("Megatron-Core recipes overlap TP communication with SP; Megatron-Deep
   CHECK_FALSE(q.dp_overlap);
   CHECK(q.tp_overlap);
 }
+
+TEST_CASE("DeepSpeed overlaps the gradient reduction with the backward only at ZeRO-3 (overlap_comm's default)") {
+  for (const char* framework : {"deepspeed", "megatron-deepspeed"}) {
+    INFO(framework);
+    for (int64_t stage : {0, 1, 2, 3}) {
+      INFO("zero stage " << stage);
+      ParallelPlan p = tp2_plan();
+      p.zero_stage = stage;
+      StatedKnobs stated;
+      stated.keys = {"zero_stage"};
+      apply_framework_preset(framework_preset(framework), p, stated);
+      CHECK(p.dp_overlap == (stage == 3));
+    }
+    ParallelPlan q = tp2_plan();  // stage not stated: the config's default stage 0
+    apply_framework_preset(framework_preset(framework), q, StatedKnobs{});
+    CHECK(q.zero_stage == 0);
+    CHECK_FALSE(q.dp_overlap);
+    ParallelPlan r = tp2_plan();  // an explicit overlap_comm wins
+    r.zero_stage = 3;
+    r.dp_overlap = false;
+    StatedKnobs both;
+    both.keys = {"zero_stage", "dp_overlap"};
+    apply_framework_preset(framework_preset(framework), r, both);
+    CHECK_FALSE(r.dp_overlap);
+  }
+}
