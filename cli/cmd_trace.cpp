@@ -135,12 +135,12 @@ Command add_trace_command(CLI::App& root) {
             std::vector<KinetoTrace> traces;
             std::vector<TraceSummary> summaries;
             for (const std::string& f : o->files) {
-              traces.push_back(read_kineto_trace(f));
+              traces.push_back(read_kineto_trace(f, !o->out.empty()));  // CPU ops (shapes): only --out's GEMM roles need them
               summaries.push_back(summarize_trace(traces.back()));
             }
             if (!o->out.empty()) write_measurement(traces, o->out, o->inputs_from);
             std::vector<TraceMeasurement> passes;  // each file alone, its plan unstated
-            for (const KinetoTrace& t : traces) passes.push_back(measurement_from_traces({t}, TracePlanGroups{}));
+            for (const KinetoTrace& t : traces) passes.push_back(measurement_from_trace(t, TracePlanGroups{}));
             if (o->format.value() == OutputFormat::kJson) {
               write_json(std::cout, trace_summary_json(summaries, passes, o->top));
             } else {

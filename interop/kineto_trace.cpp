@@ -79,7 +79,7 @@ bool is_cpu_op_cat(const std::string& c) { return c == "cpu_op" || c == "Operato
 
 class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
  public:
-  explicit KinetoSax(KinetoTrace& t) : t_(t) {}
+  KinetoSax(KinetoTrace& t, bool keep_cpu_ops) : t_(t), keep_cpu_ops_(keep_cpu_ops) {}
   bool saw_events = false;
   int64_t last_index() const { return index_; }  // the traceEvents[] entry last begun; -1 before any
   std::vector<TraceSpan> spans;  // candidate annotations and ProfilerStep spans (pid decides later)
@@ -112,6 +112,7 @@ class KinetoSax : public nlohmann::json_sax<nlohmann::json> {
   std::string where() const { return t_.file + ": traceEvents[" + std::to_string(index_) + "]"; }
 
   KinetoTrace& t_;
+  bool keep_cpu_ops_ = true;
   int depth_ = 0;
   std::string top_key_, field_, arg_;
   bool in_events_ = false, in_props_ = false, in_args_ = false;
@@ -239,7 +240,7 @@ void KinetoSax::finish_event() {
   } else if (is_launch_cat(e_.cat) && e_.correlation >= 0 && e_.has_ts) {
     t_.launch_ts_us.emplace(e_.correlation, e_.ts);
     launches.emplace(e_.correlation, LaunchLink{e_.tid, e_.external_id});
-  } else if (is_cpu_op_cat(e_.cat) && e_.external_id >= 0 && e_.has_ts && e_.has_dur) {
+  } else if (keep_cpu_ops_ && is_cpu_op_cat(e_.cat) && e_.external_id >= 0 && e_.has_ts && e_.has_dur) {
     t_.cpu_ops.push_back({std::move(e_.name), e_.ts, e_.dur, e_.tid, e_.external_id, std::move(e_.input_dims),
                           std::move(e_.input_types), std::move(e_.concrete_inputs)});
   } else if (e_.ph == "X" && e_.has_ts && e_.has_dur &&
@@ -351,14 +352,14 @@ std::string damaged_gzip(const std::string& path, const std::string& zerr, int64
 
 }  // namespace
 
-KinetoTrace read_kineto_trace(const std::string& path) {
+KinetoTrace read_kineto_trace(const std::string& path, bool keep_cpu_ops) {
   KinetoTrace t;
   t.file = path;
   gzFile f = gzopen(path.c_str(), "rb");
   if (f == nullptr) throw InputError(path + ": cannot open the trace file (missing or unreadable)", kHint);
   GzStreamBuf buf(f);
   std::istream in(&buf);
-  KinetoSax sax(t);
+  KinetoSax sax(t, keep_cpu_ops);
   try {
     nlohmann::json::sax_parse(in, &sax);
   } catch (const InputError&) {

@@ -81,6 +81,8 @@ const TraceCpuOp* launching_cpu_op(const KinetoTrace& t, const TraceKernel& k);
 // stream is truncated, the text is not JSON, there is no `traceEvents`, a kernel (or memcpy /
 // memset) lacks ts / dur, has a negative dur or an end past a double, an id (pid, tid, stream,
 // correlation) is past int64, or the trace has no GPU kernel.
-KinetoTrace read_kineto_trace(const std::string& path);
+// keep_cpu_ops: also keep the CPU ops with their shapes (cpu_ops; what `calibrate trace` and the
+// GEMM roles of `trace --out` need); false keeps memory near the kernels' alone (the summary).
+KinetoTrace read_kineto_trace(const std::string& path, bool keep_cpu_ops = true);
 
 }  // namespace trainsim

@@ -363,27 +363,43 @@ int trace_op_category(const std::string& kernel_name, const TracePlanGroups& gro
   return id(OpCategory::kOther);
 }
 
+namespace {
+
+TraceMeasurement measure(const std::vector<const KinetoTrace*>& ptrs, const TracePlanGroups& groups);
+
+}  // namespace
+
 TraceMeasurement measurement_from_traces(const std::vector<KinetoTrace>& traces, const TracePlanGroups& groups) {
-  if (traces.empty()) throw InputError("trace --out: no trace file given", "pass one Kineto trace per rank");
+  std::vector<const KinetoTrace*> ptrs;
+  for (const KinetoTrace& t : traces) ptrs.push_back(&t);
+  return measure(ptrs, groups);
+}
+
+TraceMeasurement measurement_from_trace(const KinetoTrace& trace, const TracePlanGroups& groups) { return measure({&trace}, groups); }
+
+namespace {
+
+TraceMeasurement measure(const std::vector<const KinetoTrace*>& ptrs, const TracePlanGroups& groups) {
+  if (ptrs.empty()) throw InputError("trace --out: no trace file given", "pass one Kineto trace per rank");
   TraceMeasurement tm;
   std::vector<RankResult> ranks;
-  for (const KinetoTrace& t : traces) {
-    ranks.push_back(measure_rank(t, groups));
+  for (const KinetoTrace* t : ptrs) {
+    ranks.push_back(measure_rank(*t, groups));
     tm.rank_median_s.push_back(median_wall(ranks.back().records));
   }
   tm.critical_rank = std::max_element(tm.rank_median_s.begin(), tm.rank_median_s.end()) - tm.rank_median_s.begin();
   const RankResult& r = ranks[static_cast<size_t>(tm.critical_rank)];
-  tm.device_name = traces[static_cast<size_t>(tm.critical_rank)].device_name;
+  tm.device_name = ptrs[static_cast<size_t>(tm.critical_rank)]->device_name;
   tm.passes = r.passes;
   Measurement& m = tm.measurement;
   m.iterations = r.records;
   m.warmup_iterations = 0;  // the profiler's warm-up steps are not in the trace
   summarize_iterations(m);
   m.op_categories = {median_op_categories(r.records, 0)};
-  m.ranks = static_cast<int64_t>(traces.size());
+  m.ranks = static_cast<int64_t>(ptrs.size());
   m.backend = "trace";
-  const std::string& file = traces[static_cast<size_t>(tm.critical_rank)].file;
-  if (traces.size() > 1) {
+  const std::string& file = ptrs[static_cast<size_t>(tm.critical_rank)]->file;
+  if (ptrs.size() > 1) {
     tm.notes.push_back("the measurement is the rank with the longest median step: " + file + " (rank " +
                        std::to_string(tm.critical_rank) + " of the files given)");
   }
@@ -416,11 +432,11 @@ TraceMeasurement measurement_from_traces(const std::vector<KinetoTrace>& traces,
                        "reads the same; with a stated plan of CP and no PP it is TP/CP's)");
   }
   int64_t memory_events = 0;
-  for (const KinetoTrace& t : traces) {
-    memory_events += t.memory_events;
-    if (t.memory_events == 0) continue;
-    m.memory_peak_gib = std::max(m.memory_peak_gib, t.peak_allocated_bytes / kGiB);
-    tm.memory_reserved_peak_gib = std::max(tm.memory_reserved_peak_gib, t.peak_reserved_bytes / kGiB);
+  for (const KinetoTrace* t : ptrs) {
+    memory_events += t->memory_events;
+    if (t->memory_events == 0) continue;
+    m.memory_peak_gib = std::max(m.memory_peak_gib, t->peak_allocated_bytes / kGiB);
+    tm.memory_reserved_peak_gib = std::max(tm.memory_reserved_peak_gib, t->peak_reserved_bytes / kGiB);
   }
   if (memory_events == 0) {
     tm.notes.push_back("the trace holds no GPU memory events (profile with profile_memory=True): memory_peak_gib 0, compare "
@@ -433,5 +449,7 @@ TraceMeasurement measurement_from_traces(const std::vector<KinetoTrace>& traces,
   }
   return tm;
 }
+
+}  // namespace
 
 }  // namespace trainsim

@@ -74,5 +74,7 @@ int trace_op_category(const std::string& kernel_name, const TracePlanGroups& gro
 
 // Throws InputError when `traces` is empty or a trace has no step with a kernel.
 TraceMeasurement measurement_from_traces(const std::vector<KinetoTrace>& traces, const TracePlanGroups& groups);
+// One file alone (no copy of the trace).
+TraceMeasurement measurement_from_trace(const KinetoTrace& trace, const TracePlanGroups& groups);
 
 }  // namespace trainsim
