@@ -16,7 +16,8 @@
 namespace trainsim {
 
 void HardwareOptions::add_to(CLI::App& app) {
-  options["gpu"] = app.add_option("--gpu", gpu, "GPU type (trainsim catalog lists them)");
+  options["gpu"] = app.add_option("--gpu", gpu, "GPU type (trainsim catalog lists them), or FILE.json: your own GPU, one entry in "
+                                                "the catalog's schema (docs/cost-model.md)");
   options["cluster"] = app.add_option("--cluster", cluster, "cluster preset: GPU type, GPUs per node, network");
   options["gpus-per-node"] = app.add_option("--gpus-per-node", gpus_per_node, "GPUs per node (default 8)")
                                  ->transform(whole_number(1, limits::kMaxGpusPerNode, "GPUs"));
@@ -122,7 +123,7 @@ Hardware HardwareOptions::resolve(const ParallelPlan& plan) const {
     }
     hw.network_source = "cluster " + c.name;
   } else if (given("gpu")) {
-    hw.gpu = find_gpu(gpu);
+    hw.gpu = names_gpu_file(gpu) ? load_gpu_file(gpu) : find_gpu(gpu);
     // The NIC rate of the GPU's reference server (DGX A100: 200, DGX H100/H200: 400 Gb/s per GPU).
     if (hw.gpu.capabilities.reference_node_nic_gbps_per_gpu > 0) {
       hw.inter_node_gbps_per_gpu = static_cast<double>(hw.gpu.capabilities.reference_node_nic_gbps_per_gpu);

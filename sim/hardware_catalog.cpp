@@ -5,7 +5,9 @@
 #include "sim/hardware_catalog.hpp"
 
 #include <algorithm>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -259,6 +261,32 @@ const GpuSpec& find_gpu(const std::string& name) {
   const std::vector<std::string> names = builtin_gpu_names();
   throw InputError("--gpu: unknown GPU \"" + name + "\"" + did_you_mean_any(name, names),
                    "built-in GPUs: " + join_names(names) + " (`trainsim catalog` lists their figures)");
+}
+
+bool names_gpu_file(const std::string& gpu) { return gpu.size() > 5 && gpu.compare(gpu.size() - 5, 5, ".json") == 0; }
+
+GpuSpec load_gpu_file(const std::string& path) {
+  const char* const hint = "--gpu FILE.json takes one GPU entry in the schema of configs/hardware.json's \"gpus\" (name, "
+                           "peaks, memory, NVLink, capabilities with a generation trainsim has records for): "
+                           "`trainsim catalog --format json` prints every built-in entry to start from";
+  std::ifstream in(path);
+  if (!in) throw InputError("--gpu " + path + ": cannot read the file (missing or unreadable)", hint);
+  std::stringstream text;
+  text << in.rdbuf();
+  const nlohmann::json doc = parse_json_text(text.str(), path);
+  if (!doc.is_object()) throw InputError(path + ": expected a JSON object (one GPU entry), got " + std::string(doc.type_name()), hint);
+  if (doc.contains("gpus")) {  // a whole catalog file: it must hold exactly one GPU
+    HardwareCatalog c = parse_hardware_catalog(text.str(), path);
+    if (c.gpus.size() != 1) {
+      throw InputError(path + ": holds " + std::to_string(c.gpus.size()) + " GPUs; --gpu FILE.json takes exactly one", hint);
+    }
+    return c.gpus.front();
+  }
+  ProblemList problems;  // one entry, read and checked as the catalog reads each of its GPUs
+  JsonObjectReader r(doc, path, "", problems);
+  GpuSpec g = read_gpu(r);
+  problems.throw_if_any(hint);
+  return g;
 }
 
 bool gpu_in_catalog(const std::string& name) {

@@ -115,6 +115,11 @@ std::vector<std::string> builtin_cluster_names();
 // Throws InputError naming the unknown GPU, the nearest known one and the full list.
 const GpuSpec& find_gpu(const std::string& name);
 bool gpu_in_catalog(const std::string& name);
+// `--gpu FILE.json`: a GPU a user describes, one entry in the catalog's schema (the object a
+// `gpus[]` element of configs/hardware.json holds, checked by the same rules), or a whole catalog
+// file with exactly one GPU. Throws InputError naming the file and every problem.
+bool names_gpu_file(const std::string& gpu);  // ends in .json
+GpuSpec load_gpu_file(const std::string& path);
 const ClusterSpec& find_cluster(const std::string& name);
 
 }  // namespace trainsim
