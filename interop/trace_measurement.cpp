@@ -79,132 +79,151 @@ PassIntervals pass_intervals(const std::vector<TraceSpan>& spans) {
   return p;
 }
 
-RankResult measure_rank(const KinetoTrace& t, const TracePlanGroups& groups) {
-  RankResult out;
-  // Pass annotations on the GPU timeline (cover a kernel's run) and on the CPU (cover its launch).
-  const PassIntervals gpu = pass_intervals(t.annotations), cpu = pass_intervals(t.cpu_annotations);
-
-  // Kernels, memcpys and memsets (device activity all), per step; a trace without ProfilerStep spans is one step from its first kernel to its last.
+// A rank's device activity (kernels, memcpys, memsets) and the steps it falls in; a trace without
+// ProfilerStep spans is one step from its first kernel to its last.
+struct RankActivity {
   std::vector<const TraceKernel*> all;
-  all.reserve(all.size() + t.memcpys.size() + t.memsets.size());
+  std::vector<TraceSpan> steps;
+  std::vector<std::vector<size_t>> per_step;  // indices into all
+};
+
+RankActivity gather_activity(const KinetoTrace& t, RankResult& out) {
+  RankActivity r;
+  r.all.reserve(t.kernels.size() + t.memcpys.size() + t.memsets.size());
   for (const std::vector<TraceKernel>* v : {&t.kernels, &t.memcpys, &t.memsets}) {
-    for (const TraceKernel& k : *v) all.push_back(&k);
+    for (const TraceKernel& k : *v) r.all.push_back(&k);
   }
-  std::vector<TraceSpan> steps = t.steps;
-  std::vector<std::vector<size_t>> per_step(steps.size());
-  if (steps.empty()) {
-    out.steps_from_kernels = true;
-    double first = std::numeric_limits<double>::max(), last = std::numeric_limits<double>::lowest();
-    for (const TraceKernel* k : all) {
-      first = std::min(first, k->ts_us);
-      last = std::max(last, k->ts_us + k->dur_us);
+  r.steps = t.steps;
+  r.per_step.resize(r.steps.size());
+  if (!r.steps.empty()) {
+    for (size_t i = 0; i < r.all.size(); ++i) {
+      const int s = step_of(t, *r.all[i]);
+      if (s >= 0) r.per_step[static_cast<size_t>(s)].push_back(i);
     }
-    steps.push_back({"whole trace", first, last - first, ""});
-    per_step.emplace_back();
-    for (size_t i = 0; i < all.size(); ++i) per_step[0].push_back(i);
-  } else {
-    for (size_t i = 0; i < all.size(); ++i) {
-      const int s = step_of(t, (*all[i]));
-      if (s >= 0) per_step[static_cast<size_t>(s)].push_back(i);
-    }
+    return r;
   }
+  out.steps_from_kernels = true;
+  double first = std::numeric_limits<double>::max(), last = std::numeric_limits<double>::lowest();
+  for (const TraceKernel* k : r.all) {
+    first = std::min(first, k->ts_us);
+    last = std::max(last, k->ts_us + k->dur_us);
+  }
+  r.steps.push_back({"whole trace", first, last - first, ""});
+  r.per_step.emplace_back();
+  for (size_t i = 0; i < r.all.size(); ++i) r.per_step[0].push_back(i);
+  return r;
+}
 
-  // Each kernel's lane (pass or collective phase) and, per step, its op categories.
-  std::vector<int> lane(all.size(), -1);
-  std::vector<IterationRecord> recs(steps.size());
-  for (size_t s = 0; s < steps.size(); ++s) {
-    if (per_step[s].empty()) continue;
-    // The step's main thread: the one that launched its first kernel (of those whose launch the trace holds).
-    int64_t main_tid = -1;
-    double first_ts = std::numeric_limits<double>::max();
-    for (size_t i : per_step[s]) {
-      if (all[i]->launch_tid >= 0 && all[i]->ts_us < first_ts) {
-        first_ts = all[i]->ts_us;
-        main_tid = all[i]->launch_tid;
-      }
-    }
-    // In launch order, so a GEMM's place beside the attention kernel can settle its role.
-    auto launch_time = [&t](const TraceKernel& k) {
-      const auto l = k.correlation >= 0 ? t.launch_ts_us.find(k.correlation) : t.launch_ts_us.end();
-      return l != t.launch_ts_us.end() ? l->second : k.ts_us;
-    };
-    std::stable_sort(per_step[s].begin(), per_step[s].end(),
-                     [&](size_t a, size_t b) { return launch_time(*all[a]) < launch_time(*all[b]); });
-    std::array<bool, 2> attention_since_mlp{};  // per pass (forward, backward)
-    for (size_t i : per_step[s]) {
-      const TraceKernel& k = (*all[i]);
-      const std::string category = kernel_category(k.name);
-      const bool comm = is_comm_category(category);
-      TracePass pass = TracePass::kForward;
-      if (category == "optimizer") {
-        pass = TracePass::kOptimizer;
-      } else {
-        const double mid = k.ts_us + 0.5 * k.dur_us;
-        const auto launch = k.correlation >= 0 ? t.launch_ts_us.find(k.correlation) : t.launch_ts_us.end();
-        const bool launched = launch != t.launch_ts_us.end();
-        int64_t* evidence = &out.passes.kernels_by_default;
-        if (covers(gpu.bwd, mid) || (launched && covers(cpu.bwd, launch->second))) {
-          pass = TracePass::kBackward;
-          evidence = &out.passes.kernels_by_annotation;
-        } else if (covers(gpu.opt, mid) || (launched && covers(cpu.opt, launch->second))) {
-          pass = TracePass::kOptimizer;
-          evidence = &out.passes.kernels_by_annotation;
-        } else if (covers(gpu.fwd, mid) || (launched && covers(cpu.fwd, launch->second))) {
-          evidence = &out.passes.kernels_by_annotation;
-        } else if (k.launch_tid >= 0 && main_tid >= 0) {
-          if (k.launch_tid != main_tid) pass = TracePass::kBackward;
-          evidence = &out.passes.kernels_by_thread;
-        }
-        if (!comm) ++*evidence;  // the evidence counts compute kernels (their pass splits compute)
-      }
-      if (comm) {
-        lane[i] = comm_lane(category, groups);
-        if (category == "nccl_sendrecv" && !groups.stated) out.sendrecv_unstated = true;
-        if (category != "nccl_alltoall" && category.rfind("deepep_", 0) != 0 && category != "nccl_sendrecv" &&
-            (!groups.stated || ((groups.tp > 1 || groups.cp > 1) && groups.dp > 1))) {
-          out.ambiguous_comm = true;
-        }
-      } else {
-        lane[i] = pass == TracePass::kOptimizer ? kOpt : pass == TracePass::kBackward ? kBwd : kFwd;
-      }
-      int c = trace_op_category(k.name, groups);
-      if (pass == TracePass::kOptimizer && !comm) c = static_cast<int>(OpCategory::kOptimizer);  // the step's own kernels
-      const size_t b = pass == TracePass::kBackward ? 1 : 0;
-      if (c == static_cast<int>(OpCategory::kGemmOther)) {
-        ++out.gemm_kernels;
-        const TraceCpuOp* op = launching_cpu_op(t, k);
-        bool q_or_proj = false;
-        OpCategory role = op != nullptr ? gemm_role(*op, groups, pass == TracePass::kBackward, &q_or_proj) : OpCategory::kGemmOther;
-        // Query and attention output have the same widths: the query runs before the attention
-        // kernel in the forward and after it in the backward, the output the other way round.
-        if (q_or_proj) role = (pass == TracePass::kBackward) != attention_since_mlp[b] ? OpCategory::kGemmProj : OpCategory::kGemmQkv;
-        if (role == OpCategory::kGemmFc1 || role == OpCategory::kGemmFc2) attention_since_mlp[b] = false;
-        if (role != OpCategory::kGemmOther) ++out.gemm_kernels_by_role;
-        c = static_cast<int>(role);
-      } else if (c == static_cast<int>(OpCategory::kAttentionFused)) {
-        attention_since_mlp[b] = true;
-      }
-      if (c >= 0) (pass == TracePass::kBackward ? recs[s].ops.backward_s : recs[s].ops.forward_s)[static_cast<size_t>(c)] += k.dur_us * 1e-6;
-    }
-  }
+// What tells a kernel's pass (see the header), in order; counts the evidence used for compute kernels.
+struct PassEvidenceSources {
+  PassIntervals gpu, cpu;  // annotations covering a kernel's run, CPU ranges covering its launch
+};
 
-  // The steps' windows partition the GPU timeline: a step runs from the end of the previous step's
-  // last kernel (the first: from its CPU span's start) to the end of its own last kernel, so a GPU
-  // that lags its host and a host that makes the GPU wait both read as they ran.
-  struct Window {
-    size_t step;
-    double begin, end;
-    std::array<double, kLanes> lane_us{};
+TracePass kernel_pass(const KinetoTrace& t, const PassEvidenceSources& src, const TraceKernel& k, int64_t main_tid,
+                      bool counted, PassEvidence& evidence) {
+  const double mid = k.ts_us + 0.5 * k.dur_us;
+  const auto launch = k.correlation >= 0 ? t.launch_ts_us.find(k.correlation) : t.launch_ts_us.end();
+  const bool launched = launch != t.launch_ts_us.end();
+  auto in = [&](const std::vector<Interval>& gpu, const std::vector<Interval>& cpu) {
+    return covers(gpu, mid) || (launched && covers(cpu, launch->second));
   };
-  std::vector<Window> windows;
-  for (size_t s = 0; s < steps.size(); ++s) {
-    if (per_step[s].empty()) continue;
-    double gpu_end = std::numeric_limits<double>::lowest(), gpu_begin = std::numeric_limits<double>::max();
-    for (size_t i : per_step[s]) {
-      gpu_end = std::max(gpu_end, (*all[i]).ts_us + (*all[i]).dur_us);
-      gpu_begin = std::min(gpu_begin, (*all[i]).ts_us);
+  TracePass pass = TracePass::kForward;
+  int64_t* counter = &evidence.kernels_by_default;
+  if (in(src.gpu.bwd, src.cpu.bwd)) {
+    pass = TracePass::kBackward;
+    counter = &evidence.kernels_by_annotation;
+  } else if (in(src.gpu.opt, src.cpu.opt)) {
+    pass = TracePass::kOptimizer;
+    counter = &evidence.kernels_by_annotation;
+  } else if (in(src.gpu.fwd, src.cpu.fwd)) {
+    counter = &evidence.kernels_by_annotation;
+  } else if (k.launch_tid >= 0 && main_tid >= 0) {
+    if (k.launch_tid != main_tid) pass = TracePass::kBackward;
+    counter = &evidence.kernels_by_thread;
+  }
+  if (counted) ++*counter;
+  return pass;
+}
+
+// The step's main thread: the one that launched its first kernel (of those whose launch the trace holds).
+int64_t main_thread(const RankActivity& r, const std::vector<size_t>& step) {
+  int64_t tid = -1;
+  double first_ts = std::numeric_limits<double>::max();
+  for (size_t i : step) {
+    if (r.all[i]->launch_tid >= 0 && r.all[i]->ts_us < first_ts) {
+      first_ts = r.all[i]->ts_us;
+      tid = r.all[i]->launch_tid;
     }
-    const double begin = windows.empty() ? std::min(steps[s].ts_us, gpu_begin) : windows.back().end;
+  }
+  return tid;
+}
+
+// One step: each kernel's lane (pass or collective phase) and the step's op categories. Kernels
+// go in launch order, so a GEMM's place beside the attention kernel can settle its role.
+void classify_step(const KinetoTrace& t, const PassEvidenceSources& src, const RankActivity& r, std::vector<size_t> step,
+                   const TracePlanGroups& groups, std::vector<int>& lane, IterationRecord& rec, RankResult& out) {
+  const int64_t main_tid = main_thread(r, step);
+  auto launch_time = [&t](const TraceKernel& k) {
+    const auto l = k.correlation >= 0 ? t.launch_ts_us.find(k.correlation) : t.launch_ts_us.end();
+    return l != t.launch_ts_us.end() ? l->second : k.ts_us;
+  };
+  std::stable_sort(step.begin(), step.end(), [&](size_t a, size_t b) { return launch_time(*r.all[a]) < launch_time(*r.all[b]); });
+  std::array<bool, 2> attention_since_mlp{};  // per pass (forward, backward)
+  for (size_t i : step) {
+    const TraceKernel& k = *r.all[i];
+    const std::string category = kernel_category(k.name);
+    const bool comm = is_comm_category(category);
+    const TracePass pass = category == "optimizer" ? TracePass::kOptimizer : kernel_pass(t, src, k, main_tid, !comm, out.passes);
+    if (comm) {
+      lane[i] = comm_lane(category, groups);
+      if (category == "nccl_sendrecv" && !groups.stated) out.sendrecv_unstated = true;
+      if (category != "nccl_alltoall" && category.rfind("deepep_", 0) != 0 && category != "nccl_sendrecv" &&
+          (!groups.stated || ((groups.tp > 1 || groups.cp > 1) && groups.dp > 1))) {
+        out.ambiguous_comm = true;
+      }
+    } else {
+      lane[i] = pass == TracePass::kOptimizer ? kOpt : pass == TracePass::kBackward ? kBwd : kFwd;
+    }
+    int c = trace_op_category(k.name, groups);
+    if (pass == TracePass::kOptimizer && !comm) c = static_cast<int>(OpCategory::kOptimizer);  // the step's own kernels
+    const size_t b = pass == TracePass::kBackward ? 1 : 0;
+    if (c == static_cast<int>(OpCategory::kGemmOther)) {
+      ++out.gemm_kernels;
+      const TraceCpuOp* op = launching_cpu_op(t, k);
+      bool q_or_proj = false;
+      OpCategory role = op != nullptr ? gemm_role(*op, groups, pass == TracePass::kBackward, &q_or_proj) : OpCategory::kGemmOther;
+      // Query and attention output have the same widths: the query runs before the attention
+      // kernel in the forward and after it in the backward, the output the other way round.
+      if (q_or_proj) role = (pass == TracePass::kBackward) != attention_since_mlp[b] ? OpCategory::kGemmProj : OpCategory::kGemmQkv;
+      if (role == OpCategory::kGemmFc1 || role == OpCategory::kGemmFc2) attention_since_mlp[b] = false;
+      if (role != OpCategory::kGemmOther) ++out.gemm_kernels_by_role;
+      c = static_cast<int>(role);
+    } else if (c == static_cast<int>(OpCategory::kAttentionFused)) {
+      attention_since_mlp[b] = true;
+    }
+    if (c >= 0) (pass == TracePass::kBackward ? rec.ops.backward_s : rec.ops.forward_s)[static_cast<size_t>(c)] += k.dur_us * 1e-6;
+  }
+}
+
+// The steps' windows partition the GPU timeline: a step runs from the end of the previous step's
+// last kernel (the first: from its CPU span's start) to the end of its own last kernel, so a GPU
+// that lags its host and a host that makes the GPU wait both read as they ran.
+struct Window {
+  size_t step;
+  double begin, end;
+  std::array<double, kLanes> lane_us{};
+};
+
+std::vector<Window> step_windows(const KinetoTrace& t, const RankActivity& r) {
+  std::vector<Window> windows;
+  for (size_t s = 0; s < r.steps.size(); ++s) {
+    if (r.per_step[s].empty()) continue;
+    double gpu_end = std::numeric_limits<double>::lowest(), gpu_begin = std::numeric_limits<double>::max();
+    for (size_t i : r.per_step[s]) {
+      gpu_end = std::max(gpu_end, r.all[i]->ts_us + r.all[i]->dur_us);
+      gpu_begin = std::min(gpu_begin, r.all[i]->ts_us);
+    }
+    const double begin = windows.empty() ? std::min(r.steps[s].ts_us, gpu_begin) : windows.back().end;
     windows.push_back({s, begin, std::max(gpu_end, begin), {}});
   }
   if (windows.empty()) {
@@ -212,20 +231,23 @@ RankResult measure_rank(const KinetoTrace& t, const TracePlanGroups& groups) {
                          std::to_string(t.kernels.size()) + " kernels)",
                      "profile at least one active step (torch.profiler schedule active >= 1) with CUDA activity");
   }
+  return windows;
+}
 
-  // One sweep over every placed kernel: each moment goes to the lanes running then (compute before
-  // communication), and to the window that holds it.
+// One sweep over every placed kernel: each moment goes to the lanes running then (compute before
+// communication, shared in proportion among them), and to the window that holds it.
+void sweep(const RankActivity& r, const std::vector<int>& lane, std::vector<Window>& windows) {
   struct Edge {
     double t;
     int lane;
     int delta;
   };
   std::vector<Edge> edges;
-  edges.reserve(2 * all.size() + 2 * windows.size());
-  for (size_t i = 0; i < all.size(); ++i) {
+  edges.reserve(2 * r.all.size() + windows.size());
+  for (size_t i = 0; i < r.all.size(); ++i) {
     if (lane[i] < 0) continue;
-    edges.push_back({(*all[i]).ts_us, lane[i], +1});
-    edges.push_back({(*all[i]).ts_us + (*all[i]).dur_us, lane[i], -1});
+    edges.push_back({r.all[i]->ts_us, lane[i], +1});
+    edges.push_back({r.all[i]->ts_us + r.all[i]->dur_us, lane[i], -1});
   }
   for (const Window& w : windows) edges.push_back({w.end, -1, 0});  // a cut, so no interval spans two windows
   std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.t < b.t || (a.t == b.t && a.delta < b.delta); });
@@ -235,9 +257,7 @@ RankResult measure_rank(const KinetoTrace& t, const TracePlanGroups& groups) {
     const int comm = active[kCommTp] + active[kCommDp] + active[kCommPp];
     const int first_lane = compute > 0 ? kFwd : kCommTp, last_lane = compute > 0 ? kOpt : kCommPp;
     const int n = compute > 0 ? compute : comm;
-    for (int l = first_lane; n > 0 && l <= last_lane; ++l) {
-      win.lane_us[static_cast<size_t>(l)] += dt * active[static_cast<size_t>(l)] / n;
-    }
+    for (int l = first_lane; n > 0 && l <= last_lane; ++l) win.lane_us[static_cast<size_t>(l)] += dt * active[static_cast<size_t>(l)] / n;
   };
   size_t w = 0;
   double prev = edges.front().t;
@@ -256,25 +276,37 @@ RankResult measure_rank(const KinetoTrace& t, const TracePlanGroups& groups) {
     if (e.lane >= 0) active[static_cast<size_t>(e.lane)] += e.delta;
     prev = e.t;
   }
+}
 
-  for (const Window& win : windows) {
-    IterationRecord rec = recs[win.step];
-    const double wall_us = win.end - win.begin;
-    PhaseBreakdown& p = rec.phases;
-    p.forward_s = win.lane_us[kFwd] * 1e-6;
-    p.backward_s = win.lane_us[kBwd] * 1e-6;
-    p.optimizer_s = win.lane_us[kOpt] * 1e-6;
-    p.tp_comm_exposed_s = win.lane_us[kCommTp] * 1e-6;
-    p.dp_comm_exposed_s = win.lane_us[kCommDp] * 1e-6;
-    p.pp_comm_exposed_s = win.lane_us[kCommPp] * 1e-6;
-    p.close(wall_us * 1e-6);
-    const std::string& name = steps[win.step].name;
-    const size_t hash = name.find('#');
-    rec.iteration = hash != std::string::npos ? std::atoll(name.c_str() + hash + 1) : static_cast<int64_t>(win.step);
-    rec.loss = std::numeric_limits<double>::quiet_NaN();
-    rec.time_s = wall_us * 1e-6;
-    out.records.push_back(rec);
+IterationRecord window_record(const Window& win, const std::string& step_name, IterationRecord rec) {
+  const double wall_us = win.end - win.begin;
+  PhaseBreakdown& p = rec.phases;
+  p.forward_s = win.lane_us[kFwd] * 1e-6;
+  p.backward_s = win.lane_us[kBwd] * 1e-6;
+  p.optimizer_s = win.lane_us[kOpt] * 1e-6;
+  p.tp_comm_exposed_s = win.lane_us[kCommTp] * 1e-6;
+  p.dp_comm_exposed_s = win.lane_us[kCommDp] * 1e-6;
+  p.pp_comm_exposed_s = win.lane_us[kCommPp] * 1e-6;
+  p.close(wall_us * 1e-6);
+  const size_t hash = step_name.find('#');
+  rec.iteration = hash != std::string::npos ? std::atoll(step_name.c_str() + hash + 1) : static_cast<int64_t>(win.step);
+  rec.loss = std::numeric_limits<double>::quiet_NaN();
+  rec.time_s = wall_us * 1e-6;
+  return rec;
+}
+
+RankResult measure_rank(const KinetoTrace& t, const TracePlanGroups& groups) {
+  RankResult out;
+  const PassEvidenceSources src{pass_intervals(t.annotations), pass_intervals(t.cpu_annotations)};
+  const RankActivity r = gather_activity(t, out);
+  std::vector<int> lane(r.all.size(), -1);
+  std::vector<IterationRecord> recs(r.steps.size());
+  for (size_t s = 0; s < r.steps.size(); ++s) {
+    if (!r.per_step[s].empty()) classify_step(t, src, r, r.per_step[s], groups, lane, recs[s], out);
   }
+  std::vector<Window> windows = step_windows(t, r);
+  sweep(r, lane, windows);
+  for (const Window& win : windows) out.records.push_back(window_record(win, r.steps[win.step].name, recs[win.step]));
   return out;
 }
 
@@ -287,81 +319,6 @@ double median_wall(const std::vector<IterationRecord>& records) {
 }
 
 }  // namespace
-
-OpCategory gemm_role(const TraceCpuOp& op, const TracePlanGroups& groups, bool backward, bool* q_or_proj) {
-  *q_or_proj = false;
-  const TraceModelWidths& m = groups.model;
-  if (!m.stated) return OpCategory::kGemmOther;
-  const bool linear = op.name == "aten::linear";
-  if (!(linear || op.name == "aten::mm" || op.name == "aten::addmm" || op.name == "aten::matmul")) return OpCategory::kGemmOther;
-  // The first two arguments with at least two dimensions: the activation (or gradient) and the weight.
-  std::vector<const std::vector<int64_t>*> mats;
-  for (const std::vector<int64_t>& d : op.input_dims) {
-    if (d.size() >= 2) mats.push_back(&d);
-    if (mats.size() == 2) break;
-  }
-  if (mats.size() < 2 || mats[1]->size() != 2) return OpCategory::kGemmOther;
-  const std::vector<int64_t>& a = *mats[0];
-  const std::vector<int64_t>& b = *mats[1];
-  int64_t rows = 1;
-  for (size_t i = 0; i + 1 < a.size(); ++i) rows *= a[i];
-  const std::array<int64_t, 3> dims = {rows, a.back(), linear ? b[0] : b[1]};
-  // Where (out, in) sit among (M, K, N): the forward is x[M, in] . W^T[in, out] (K = in, N = out;
-  // aten::linear's weight is [out, in]); the input gradient g[M, out] . W[out, in] (K = out, N = in)
-  // and the weight gradient g^T[out, M] . x[M, in] (M = out, N = in).
-  auto fits = [&dims, backward](int64_t out, int64_t in) {
-    if (out <= 0 || in <= 0) return false;
-    const auto [M, K, N] = dims;
-    return backward ? N == in && (K == out || M == out) : K == in && N == out;
-  };
-  const int64_t tp = std::max<int64_t>(groups.tp, 1);
-  const int64_t hd = m.head_dim > 0 ? m.head_dim : (m.heads > 0 ? m.hidden / m.heads : 0);
-  const int64_t q = m.heads * hd, kv = m.kv_heads * hd;
-  bool qkv = false, proj = false, fc1 = false, fc2 = false, head = false;
-  for (const int64_t split : tp > 1 ? std::vector<int64_t>{1, tp} : std::vector<int64_t>{1}) {
-    qkv = qkv || fits(q / split, m.hidden) || fits(kv / split, m.hidden) || fits((q + 2 * kv) / split, m.hidden);
-    proj = proj || fits(m.hidden, q / split);
-    fc1 = fc1 || fits(m.ffn_hidden / split, m.hidden) || (m.gated_ffn && fits(2 * m.ffn_hidden / split, m.hidden));
-    fc2 = fc2 || fits(m.hidden, m.ffn_hidden / split);
-    head = head || fits(m.vocab / split, m.hidden);
-  }
-  const int n = int(qkv) + int(proj) + int(fc1) + int(fc2) + int(head);
-  if (n == 1) {
-    return qkv ? OpCategory::kGemmQkv : proj ? OpCategory::kGemmProj : fc1 ? OpCategory::kGemmFc1 : fc2 ? OpCategory::kGemmFc2 : OpCategory::kGemmLmHead;
-  }
-  if (n == 2 && qkv && proj) {
-    *q_or_proj = true;
-    return OpCategory::kGemmProj;
-  }
-  return OpCategory::kGemmOther;
-}
-
-int trace_op_category(const std::string& kernel_name, const TracePlanGroups& groups) {
-  const std::string n = lower(kernel_name);
-  const std::string c = kernel_category(kernel_name);
-  auto id = [](OpCategory x) { return static_cast<int>(x); };
-  if (is_comm_category(c)) {
-    if (c == "nccl_alltoall" || c.rfind("deepep_", 0) == 0) return id(OpCategory::kEpComm);
-    if (c != "nccl_sendrecv" && groups.stated && (groups.tp > 1 || groups.cp > 1) && groups.dp == 1) return id(OpCategory::kTpComm);
-    return -1;
-  }
-  if (has(n, "cross_entropy") || has(n, "nll_loss") || has(n, "log_softmax")) return id(OpCategory::kCrossEntropy);
-  if (c == "gemm") return id(OpCategory::kGemmOther);
-  if (c == "attention") return id(OpCategory::kAttentionFused);
-  if (c == "softmax") return id(OpCategory::kSoftmax);
-  if (c == "norm") return id(OpCategory::kNorm);
-  if (c == "activation") return id(OpCategory::kActivation);
-  if (c == "optimizer") return id(OpCategory::kOptimizer);
-  if (c == "moe_route") return id(OpCategory::kMoeRouter);
-  if (c == "moe_permute") return id(OpCategory::kMoePermute);
-  if (c == "elementwise") {
-    if (has(n, "rope") || has(n, "rotary")) return id(OpCategory::kRotary);
-    if (has(n, "embedding")) return id(OpCategory::kEmbedding);
-    if (has(n, "fp8") || has(n, "quantiz") || has(n, "amax") || has(n, "cast_transpose")) return id(OpCategory::kFp8Cast);
-    if (has(n, "add") || has(n, "bias") || has(n, "dropout")) return id(OpCategory::kResidualBias);
-  }
-  return id(OpCategory::kOther);
-}
 
 namespace {
 
