@@ -158,6 +158,8 @@ nlohmann::ordered_json constants_json(const EfficiencyConstants& c) {
           {"nvlink_bandwidth_fraction", c.nvlink_bandwidth_fraction},
           {"network_bandwidth_fraction", c.network_bandwidth_fraction},
           {"kernel_overhead_s", c.kernel_overhead_s},
+          {"gemm_wave_s", c.gemm_wave_s},
+          {"gemm_kernel_s", c.gemm_kernel_s},
           {"host_dispatch_s", c.host_dispatch_s},
           {"collective_step_intra_s", c.collective_step_intra_s},
           {"collective_step_inter_s", c.collective_step_inter_s},

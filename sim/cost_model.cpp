@@ -92,18 +92,22 @@ double DatasheetCostModel::gemm_16bit_s(int64_t m, int64_t n, int64_t k, int64_t
 double DatasheetCostModel::gemm_at(int64_t m, int64_t n, int64_t k, int64_t batch, double flops_per_s, double bytes_per_value) const {
   if (m <= 0 || n <= 0 || k <= 0) return 0.0;
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
-  // Wave quantization: output tiles run in waves of one tile per SM; a partial last wave idles SMs.
+  // Wave quantization: output tiles run in waves of one tile per SM; a partial last wave idles SMs;
+  // each wave pays its fill and epilogue, the kernel its ramp and tail (EfficiencyConstants).
   const double tiles = std::ceil(static_cast<double>(m) / static_cast<double>(c_.gemm_tile_m)) *
                        std::ceil(static_cast<double>(n) / static_cast<double>(c_.gemm_tile_n)) * static_cast<double>(batch);
   const double sms = static_cast<double>(hardware_.gpu.sm_count);
   const double waves = std::ceil(tiles / sms);
   const double wave_efficiency = tiles / (waves * sms);
-  const double compute_s = flops / (flops_per_s * wave_efficiency);
+  // A tile narrower than 128 (a skinny GEMM: the router's few experts) writes as much less.
+  const double tile_share = std::min(1.0, static_cast<double>(m) / static_cast<double>(c_.gemm_tile_m)) *
+                            std::min(1.0, static_cast<double>(n) / static_cast<double>(c_.gemm_tile_n));
+  const double compute_s = flops / (flops_per_s * wave_efficiency) + waves * c_.gemm_wave_s * tile_share;
   // Roofline: operands and result must stream through HBM at least once.
   const double bytes = (static_cast<double>(m) * static_cast<double>(k) + static_cast<double>(k) * static_cast<double>(n) +
                         static_cast<double>(m) * static_cast<double>(n)) * bytes_per_value * static_cast<double>(batch);
   const double memory_s = bytes / (hardware_.gpu.memory_bandwidth_bytes_per_s * c_.memory_bandwidth_fraction);
-  return std::max(compute_s, memory_s) + c_.kernel_overhead_s;
+  return std::max(compute_s, memory_s) + c_.gemm_kernel_s + c_.kernel_overhead_s;
 }
 
 double DatasheetCostModel::attention_s(const Op& op) const {

@@ -42,6 +42,14 @@ struct EfficiencyConstants {
   // measurement (shared/reference/microbench.md §5b); the shipped value is a fit.
   double allocator_reserve_fraction = 0.0;
   int64_t gemm_tile_m = 128, gemm_tile_n = 128;  // output tile per thread block
+  // A GEMM kernel's fixed costs beside its FLOPs: each wave of output tiles pays its pipeline fill
+  // and epilogue (gemm_wave_s), each kernel its ramp and tail (gemm_kernel_s). Fitted by
+  // bench/gemm_shape_fit.py on the measured H100 BF16 GEMM table of shared/reference/microbench.json
+  // (XLA's sm_90 table, 45 shapes with m, n >= 1024 and k 256-4096): 1.2 us and 4.5 us take its
+  // rms log error from 55% to 8.3%; the B200 table gives 1.0 and 4.5 us. They are why a GEMM with
+  // a short k (an MoE expert's 768-wide down projection) runs well below the large-GEMM rate.
+  double gemm_wave_s = 1.2e-6;
+  double gemm_kernel_s = 4.5e-6;
   std::string provenance;                   // how these values were obtained
 };
 

@@ -21,6 +21,8 @@ Hardware a100_cluster() {
 EfficiencyConstants no_latency() {
   EfficiencyConstants c;
   c.kernel_overhead_s = 0;
+  c.gemm_wave_s = 0;
+  c.gemm_kernel_s = 0;
   c.collective_step_intra_s = 0;
   c.collective_step_inter_s = 0;
   return c;
@@ -75,6 +77,22 @@ TEST_CASE("large GEMMs run at the fitted fraction of peak, small ones lose to wa
   const double skinny = cost.gemm_s(1 << 20, 8, 8, 1);
   CHECK(skinny == Approx((double(1 << 20) * 8 * 2 + 64) * 2 /
                          (hw.gpu.memory_bandwidth_bytes_per_s * c.memory_bandwidth_fraction)));
+}
+
+TEST_CASE("each wave of a GEMM pays its fill and epilogue, each kernel its ramp: a short k runs slower") {
+  const Hardware hw = a100_cluster();
+  EfficiencyConstants c = no_latency();
+  c.gemm_wave_s = 1.2e-6;
+  c.gemm_kernel_s = 4.5e-6;
+  const DatasheetCostModel cost(hw, Precision::kBf16, c), plain(hw, Precision::kBf16, no_latency());
+  // 8192 x 13824: 64 full waves on 108 SMs, whatever k is.
+  CHECK(cost.gemm_s(8192, 13824, 8192, 1) == Approx(plain.gemm_s(8192, 13824, 8192, 1) + 64 * 1.2e-6 + 4.5e-6));
+  // The same 64 waves cost as much at k 256 as at k 8192: the short GEMM loses a larger share.
+  const double long_rate = 8192.0 / cost.gemm_s(8192, 13824, 8192, 1), short_rate = 256.0 / cost.gemm_s(8192, 13824, 256, 1);
+  CHECK(short_rate < 0.85 * long_rate);
+  CHECK(short_rate > 0.6 * long_rate);
+  // Memory-bound shapes keep the kernel's fixed cost only.
+  CHECK(cost.gemm_s(1 << 20, 8, 8, 1) == Approx(plain.gemm_s(1 << 20, 8, 8, 1) + 4.5e-6));
 }
 
 TEST_CASE("the device idles while the host issues ops that run faster than they are issued") {
