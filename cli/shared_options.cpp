@@ -108,6 +108,10 @@ const std::vector<ChoiceFlag>& choice_flags() {
        "how CP ranks share K and V: p2p (a ring overlapped with attention, default), all_gather (Llama 3's) or a2a "
        "(Ulysses' head split)",
        {"p2p", "all_gather", "a2a"}},
+      {"zero3-collectives", &PlanOptions::zero3_collectives,
+       "with --zero 3: per_layer (FSDP units: one all-gather and one reduce-scatter per layer, default) or deepspeed "
+       "(DeepSpeed stage 3: an all-gather per prefetch bucket of modules, forward and backward; gradients in 5e8-element buckets)",
+       {"per_layer", "deepspeed"}},
       {"norm", &PlanOptions::norm,
        "RMSNorm kernel: fused (default; Megatron/TE, torch.compile) or eager (PyTorch's composite, an uncompiled torchtitan)",
        {"fused", "eager"}},
@@ -176,7 +180,7 @@ const std::pair<const char*, const char*> kPresetKeyFlags[] = {
     {"zero_stage", "zero"},           {"sequence_parallel", "sequence-parallel"}, {"tp_comm_overlap", "tp-comm-overlap"},
     {"attention", "attention"},       {"cross_entropy", "cross-entropy"},         {"norm", "norm"},
     {"dp_overlap", "no-dp-overlap"},  {"tp_overlap", "no-tp-overlap"},           {"micro_batch", "micro-batch"},
-    {"global_batch", "global-batch"}};
+    {"global_batch", "global-batch"}, {"zero3_collectives", "zero3-collectives"}};
 
 // How stderr says what a preset set: "sequence_parallel on", "micro_batch 4 (the local batch at once)".
 std::string setting_text(const PresetSetting& s) {
@@ -330,6 +334,9 @@ void PlanOptions::apply_flags(ParallelPlan& p) const {
   if (given("cross-entropy")) p.cross_entropy = parse_cross_entropy(cross_entropy);
   if (given("norm")) p.norm = norm == "eager" ? NormKernel::kEager : NormKernel::kFused;
   if (given("cp-comm")) p.cp_comm = parse_cp_comm(cp_comm);
+  if (given("zero3-collectives")) {
+    p.zero3_collectives = zero3_collectives == "deepspeed" ? Zero3Collectives::kDeepSpeed : Zero3Collectives::kPerLayer;
+  }
   if (given("no-dp-overlap")) p.dp_overlap = !no_dp_overlap;
   if (given("no-tp-overlap")) p.tp_overlap = !no_tp_overlap;
   if (given("tp-comm-overlap")) p.tp_comm_overlap = tp_comm_overlap;

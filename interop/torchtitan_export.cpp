@@ -10,6 +10,7 @@
 
 #include "common/errors.hpp"
 #include "model/model_catalog.hpp"
+#include "plan/rank_memory.hpp"
 #include "plan/recompute_span.hpp"
 
 namespace trainsim {
@@ -54,8 +55,9 @@ std::string s(int64_t v) { return std::to_string(v); }
 std::vector<std::string> refusals(const ParallelPlan& p) {
   std::vector<std::string> out;
   const std::string e = "export --to torchtitan: ";
-  if (p.zero_stage == 1 || p.zero_stage == 2) {
-    out.push_back(e + "zero_stage " + s(p.zero_stage) + ": torchtitan has no ZeRO-1/2 (FSDP2 is ZeRO-3, DDP is ZeRO-0); use zero_stage 3 or 0");
+  if (p.zero_stage == 1 || (p.zero_stage == 2 && p.pp == 1)) {
+    out.push_back(e + "zero_stage " + s(p.zero_stage) + ": torchtitan has no ZeRO-1, and its ZeRO-2 (FSDP2 not resharded after forward) is "
+                      "modeled with a pipeline only (FSDP2 is ZeRO-3, DDP is ZeRO-0); use zero_stage 3 or 0");
   }
   if (p.zero_stage == 0 && p.dp > 1 && p.tp * p.pp * p.cp > 1) {
     out.push_back(e + "zero_stage 0 with dp " + s(p.dp) + " and tp x pp x cp " + s(p.tp * p.pp * p.cp) +
@@ -158,7 +160,7 @@ void write_model_and_training(std::ostream& o, const ModelSpec& m, const Paralle
 }
 
 void write_parallelism(std::ostream& o, const ModelSpec& m, const ParallelPlan& p) {
-  const bool fsdp = p.zero_stage == 3;
+  const bool fsdp = fsdp_layer_by_layer(p);  // ZeRO-3, or ZeRO-2 with a pipeline (FSDP2 not resharded after forward)
   // HSDP: torchtitan's shard degree leaves out the CP ranks it folds into the FSDP mesh.
   const int64_t replicate = fsdp ? p.shard_replicas() : p.dp, shard = fsdp ? p.shard_ranks() / p.cp : 1;
   o << "\n[parallelism]\ndata_parallel_replicate_degree = " << replicate << "\ndata_parallel_shard_degree = " << shard << "\n";

@@ -39,6 +39,8 @@ const std::vector<FrameworkPreset>& presets() {
     mds.fused_attention = false;
     mds.dp_overlap = false;
     mds.dp_overlap_only_at_zero3 = true;
+    // Stage 3 fetches parameters module by module (partitioned_param_coordinator.py).
+    mds.deepspeed_zero3_collectives = true;
     p.push_back(mds);
     mds.name = "deepspeed";
     mds.source = "DeepSpeed config defaults (zero_optimization.stage 0, overlap_comm on only at stage 3)";
@@ -155,6 +157,10 @@ std::vector<PresetSetting> apply_framework_preset(const FrameworkPreset& preset,
   if (!preset.tp_overlap && !stated.has("tp_overlap")) {
     p.tp_overlap = false;
     set.push_back({"tp_overlap", "false", ""});
+  }
+  if (preset.deepspeed_zero3_collectives && !stated.has("zero3_collectives")) {
+    p.zero3_collectives = Zero3Collectives::kDeepSpeed;
+    if (p.zero_stage == 3) set.push_back({"zero3_collectives", "deepspeed", "a gather per module bucket"});
   }
   fill_micro_batch(preset, p, stated, set);
   return set;

@@ -56,6 +56,8 @@ struct FrameworkPreset {
   // With a pipeline, a micro-batch not stated is the local batch over the pipeline ranks (as many
   // micro-batches as ranks: torchtitan before PR #1073, 2025-04-07); false: 1.
   bool local_batch_over_pp = false;
+  // ZeRO-3's collectives as DeepSpeed issues them (Zero3Collectives::kDeepSpeed) unless stated.
+  bool deepspeed_zero3_collectives = false;
 };
 
 // What a plan's source states (flags, a plan file, a run's record, an imported file): the knobs a

@@ -49,7 +49,8 @@ const char* deepspeed(const ParallelPlan& p) {
 // torchtitan's Llama 3 trainer: the torchtitan export's refusals (interop/torchtitan_export.cpp
 // names the source of each).
 const char* torchtitan(const ParallelPlan& p) {
-  if (p.zero_stage == 1 || p.zero_stage == 2) return "torchtitan has no ZeRO-1/2 (FSDP2 or DDP)";
+  if (p.zero_stage == 1) return "torchtitan has no ZeRO-1 (FSDP2 or DDP)";
+  if (p.zero_stage == 2 && p.pp == 1) return "torchtitan's ZeRO-2 (fsdp_reshard_after_forward never) is modeled with a pipeline only";
   if (p.zero_stage == 0 && p.dp > 1 && p.tp * p.pp * p.cp > 1) return "torchtitan's DDP runs only alone";
   if (p.zero_stage == 0 && p.cp > 1) return "torchtitan shards over CP with FSDP";
   if (p.zero_stage == 3 && p.dp_shard > 0 && p.dp_shard % p.cp != 0) return "torchtitan's FSDP mesh spans the CP ranks";

@@ -111,10 +111,6 @@ void check_expert_parallel(const ParallelPlan& p, const ModelSpec& m, const std:
 template <typename Add>
 void check_zero(const ParallelPlan& p, Add& add) {
   if (p.zero_stage < 0 || p.zero_stage > 3) add("zero_stage", "zero stage (" + s(p.zero_stage) + ") must be 0, 1, 2 or 3");
-  if (p.zero_stage == 2 && p.pp > 1) {
-    add("zero_stage", "ZeRO-2 with pipeline parallelism (pp " + s(p.pp) +
-                          ") is not supported by Megatron-LM or DeepSpeed; use ZeRO-1 (distributed optimizer) or ZeRO-3 (FSDP, as torchtitan composes it with pipelines)");
-  }
   if (p.dp_shard < 0) add("dp_shard", "dp_shard (" + s(p.dp_shard) + ") must be >= 1 (leave it out to shard over every dp x cp rank)");
   if (p.dp_shard > 0 && ((p.dp * p.cp) % p.dp_shard != 0 || p.zero_stage == 0)) {
     add("dp_shard", "dp_shard (" + s(p.dp_shard) + ") shards ZeRO states over part of the dp x cp (" + s(p.dp * p.cp) +
@@ -351,6 +347,8 @@ const char* to_string(Fp8Recipe r) { return r == Fp8Recipe::kRowwise ? "rowwise"
 const char* to_string(MoeDispatcher d) {
   return d == MoeDispatcher::kAllGather ? "allgather" : d == MoeDispatcher::kFlex ? "flex" : "alltoall";
 }
+
+const char* to_string(Zero3Collectives z) { return z == Zero3Collectives::kDeepSpeed ? "deepspeed" : "per_layer"; }
 
 const char* to_string(CpComm c) { return c == CpComm::kAllGather ? "all_gather" : c == CpComm::kA2a ? "a2a" : "p2p"; }
 

@@ -69,6 +69,15 @@ enum class Fp8Recipe { kDelayed, kRowwise };
 // dispatcher with DeepEP or HybridEP) sends a token once to each other node holding one of its
 // experts and forwards the copies over NVLink inside the node (the combine the reverse).
 enum class MoeDispatcher { kAllToAll, kAllGather, kFlex };
+// How ZeRO-3 issues its data-parallel collectives. kPerLayer: one all-gather of a layer's weights
+// (before its forward, and again before its backward without a pipeline) and one reduce-scatter
+// of its gradients, as FSDP units wrapping each block do (PyTorch FSDP1/FSDP2, torchtitan, LLM
+// Foundry). kDeepSpeed: as DeepSpeed's stage 3 does (deepspeed/runtime/zero/
+// partitioned_param_coordinator.py, stage3.py): one all-gather per fetch of parameter modules,
+// packed up to stage3_prefetch_bucket_size (5e7 elements), in the forward and again in the
+// backward, and the gradients reduce-scattered in reduce_bucket_size buckets (5e8 elements) after
+// every micro-batch's backward; each call pays the ring's latency (plan/zero3_collectives.hpp).
+enum class Zero3Collectives { kPerLayer, kDeepSpeed };
 
 struct ParallelPlan {
   int64_t dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1;
@@ -121,6 +130,7 @@ struct ParallelPlan {
   // beside another's backward, layer by layer, each one's dispatch and combine under the other's
   // attention and expert GEMMs).
   bool ep_comm_overlap = false;
+  Zero3Collectives zero3_collectives = Zero3Collectives::kPerLayer;  // with zero_stage 3
   // Copies the busiest expert-parallel rank processes over the mean.
   double moe_load() const { return moe_capacity_factor > 0 ? std::min(moe_imbalance, moe_capacity_factor) : moe_imbalance; }
   // Token copies the busiest rank's experts process over the balanced mean: moe_load() with EP;
@@ -185,6 +195,7 @@ const char* to_string(Schedule schedule);
 const char* to_string(Precision precision);
 const char* to_string(NormKernel norm);
 const char* to_string(CpComm cp_comm);
+const char* to_string(Zero3Collectives z);
 const char* to_string(RecomputeMethod method);
 const char* to_string(Fp8Recipe recipe);
 const char* to_string(MoeDispatcher dispatcher);

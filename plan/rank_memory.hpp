@@ -48,7 +48,12 @@ StateBytes state_bytes_per_param(Precision precision);
 // backward and accumulates unsharded fp32 gradients, reducing them once (torchtitan's default:
 // fsdp_reshard_after_forward "default" = false with pipeline parallelism; torch.distributed.
 // pipelining syncs gradients on the last micro-batch only). Without a pipeline FSDP reshards.
-inline bool keeps_gathered_weights(const ParallelPlan& plan) { return plan.zero_stage >= 3 && plan.pp > 1; }
+// ZeRO-2 with a pipeline is the same thing said the other way round: Llama 3's "FSDP without
+// resharding after forward" with PP (Llama 3 paper §3.3.2), FSDP2's reshard_after_forward=False:
+// the weights gathered once, gradients accumulated unsharded and reduce-scattered after the last
+// micro-batch, optimizer states sharded.
+inline bool fsdp_layer_by_layer(const ParallelPlan& plan) { return plan.zero_stage >= 3 || (plan.zero_stage == 2 && plan.pp > 1); }
+inline bool keeps_gathered_weights(const ParallelPlan& plan) { return fsdp_layer_by_layer(plan) && plan.pp > 1; }
 
 // The plan must be valid for the model (validate_plan).
 RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan);

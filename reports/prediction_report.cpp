@@ -101,6 +101,8 @@ std::string render_prediction_table(const Prediction& p, const BatchEcho* batch)
          (plan.cp > 1 ? " x cp " + std::to_string(plan.cp) : "") + (plan.vpp > 1 ? " (vpp " + std::to_string(plan.vpp) + ")" : "") + (plan.ep > 1 ? ", ep " + std::to_string(plan.ep) : "") + (p.model.moe && !plan.experts_like_dense() && plan.expert_tp_size() > 1 ? " x expert tp " + std::to_string(plan.expert_tp_size()) : "") + ", micro-batch " + std::to_string(plan.micro_batch) +
          " (" + count_micro_batches(plan.micro_batches()) + " per DP rank), " +
          to_string(plan.schedule) + ", ZeRO-" + std::to_string(plan.zero_stage) +
+         (plan.zero_stage == 3 && plan.zero3_collectives == Zero3Collectives::kDeepSpeed ? " (DeepSpeed's per-module gathers)" : "") +
+         (plan.zero_stage == 2 && plan.pp > 1 ? " (FSDP not resharded after forward, as ZeRO-3 with a pipeline)" : "") +
          (plan.shard_replicas() > 1 ? " sharded over " + std::to_string(plan.shard_ranks()) + " x " + std::to_string(plan.shard_replicas()) + " replicas" : "") + ", recompute " + describe_recompute(plan) +
          (plan.sequence_parallel ? ", SP" : "") + (plan.tp_comm_overlap ? ", TP comm overlap" : "") +
          (p.model.moe && plan.ep > 1 ? std::string(", ") + to_string(plan.moe_dispatcher) + " dispatcher" : "") +

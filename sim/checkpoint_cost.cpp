@@ -15,7 +15,7 @@ namespace {
 // copy rank_memory counts is a working buffer, not state).
 double held_bytes(const StageMemory& s, const ParallelPlan& plan) {
   const StateBytes b = state_bytes_per_param(plan.precision);
-  const double weights = plan.zero_stage >= 3 ? s.memory.optimizer_bytes * b.weights / b.optimizer : s.memory.weights_bytes;
+  const double weights = fsdp_layer_by_layer(plan) ? s.memory.optimizer_bytes * b.weights / b.optimizer : s.memory.weights_bytes;
   return weights + s.memory.optimizer_bytes;
 }
 

@@ -144,7 +144,7 @@ int64_t enumerate_knobs(const ModelSpec& m, const PlanSpaceOptions& o, ParallelP
       const std::vector<RecomputeChoice> recomputes = recompute_choices(m, o, chunked);
       for (int zero = 0; zero <= 3; ++zero) {
         if (zero > 0 && base.dp * base.cp == 1) continue;  // nothing to shard
-        if (zero == 2 && base.pp > 1) continue;           // not supported with pipelines
+        if (zero == 2 && base.pp > 1) continue;           // with a pipeline ZeRO-2 runs as ZeRO-3 does: searched once, as 3
         for (const RecomputeChoice& r : recomputes) {
           for (int sp = 0; sp <= (base.tp > 1 ? 1 : 0); ++sp) {
             if (sp == 1 && (m.seq_len / base.cp) % base.tp != 0) continue;
@@ -208,6 +208,7 @@ int64_t enumerate_plans(const ModelSpec& m, const PlanSpaceOptions& o,
               base.attention = o.attention;
               base.cross_entropy = o.cross_entropy;
               base.norm = o.norm;
+              base.zero3_collectives = o.zero3_collectives;
               for (MoeDispatcher d : dispatcher_choices(m, o, base)) {
                 base.moe_dispatcher = d;
                 count += enumerate_knobs(m, o, base, visit);

@@ -6,6 +6,7 @@
 
 #include "plan/lowering.hpp"
 #include "plan/rank_grid.hpp"
+#include "plan/zero3_collectives.hpp"
 #include "sim/device_memory.hpp"
 #include "sim/step_cost.hpp"
 
@@ -32,7 +33,7 @@ struct StepTimes {
   double slowest, last_backward, micro_batches, first_forward;
 };
 double exposed_dp_s(const IterationWork& work, const ParallelPlan& plan, const CostModel& cost, const DpScopes& dp,
-                    const StepTimes& t, double& pipeline) {
+                    const StepTimes& t, const Zero3Calls& calls, double& pipeline) {
   const double m = t.micro_batches, slowest = t.slowest, last_backward = t.last_backward;
   const int64_t v = plan.vpp;
   const double params = work.stages[0].params, experts = work.stages[0].expert_params;
@@ -40,14 +41,14 @@ double exposed_dp_s(const IterationWork& work, const ParallelPlan& plan, const C
     return dp_collective_s(cost, kind, params * share, experts * share, bytes_per_param, dp);
   };
   double dp_exposed = 0;
-  if (plan.dp * plan.cp > 1 && plan.zero_stage >= 3) {
+  if (plan.dp * plan.cp > 1 && fsdp_layer_by_layer(plan)) {
     // FSDP layer by layer (the simulator's add_layered): each layer's gather issued as the layer
     // before starts, so a layer starts every max(c, g); each layer's reduce-scatter after its
     // backward, the last one exposed (and the ones the layers outpace).
     const double k = static_cast<double>(std::max<int64_t>(1, work.stages[0].chunk_layers[0]));
     const double share = 1.0 / (static_cast<double>(v) * k);
-    const double g = dp_s(CollectiveKind::kAllGather, share, work.weight_bytes_per_param);
-    const double r = dp_s(CollectiveKind::kReduceScatter, share, work.grad_bytes_per_param);
+    const double g = calls.gathers_per_layer * dp_s(CollectiveKind::kAllGather, share / calls.gathers_per_layer, work.weight_bytes_per_param);
+    const double r = calls.reduces_per_layer * dp_s(CollectiveKind::kReduceScatter, share / calls.reduces_per_layer, work.grad_bytes_per_param);
     const double f = t.first_forward / k, b = last_backward / k;
     const double reduce_tail = r + (k - 1.0) * std::max(0.0, r - std::max(b, g));
     if (keeps_gathered_weights(plan)) {
@@ -111,7 +112,7 @@ ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, con
   pipeline += 2.0 * static_cast<double>(p - 1) * p2p * (work.v_placement ? 2.0 : 1.0);  // the V crosses the ranks twice
 
   const DpScopes dp = dp_scopes(plan, hw.gpus_per_node);
-  const double dp_exposed = exposed_dp_s(work, plan, cost, dp, {slowest, last_backward, m, steps[0].total()}, pipeline);
+  const double dp_exposed = exposed_dp_s(work, plan, cost, dp, {slowest, last_backward, m, steps[0].total()}, zero3_calls(model, plan), pipeline);
   const double sharded = optimizer_params(work.stages[0].params, work.stages[0].expert_params, plan.zero_stage, dp);
   const double optimizer = cost.optimizer_s(sharded) + weight_cast_s(cost, work, work.stages[0]);
 

@@ -13,6 +13,7 @@
 #include "plan/lowering.hpp"
 #include "plan/pipeline_schedule.hpp"
 #include "plan/rank_grid.hpp"
+#include "plan/zero3_collectives.hpp"
 #include "plan/recompute_span.hpp"
 #include "plan/zero_bubble_schedule.hpp"
 #include "sim/op_category_times.hpp"
@@ -37,6 +38,7 @@ struct Builder {
   DpScopes dp;
   double p2p_s = 0;
   double bucket_params = 40e6;
+  Zero3Calls zero3_per_layer;  // ZeRO-3's collective calls per layer (plan/zero3_collectives.hpp)
   TaskGraph graph;
   std::vector<StepCost> parts;  // compute/TP split of each task (zero for non-compute tasks)
   std::vector<std::vector<TaskId>> forward_first, forward, backward_first, backward_last;  // [virtual stage][micro-batch]
@@ -77,6 +79,13 @@ struct Builder {
     return dp_collective_s(cost, kind, chunk_params(stage) * share, chunk_expert_params(stage) * share, bytes_per_param, dp);
   }
 
+  // The same share of a chunk's parameters moved in `calls` collective calls (each paying its
+  // latency): ZeRO-3's calls per layer, fewer than one when a call spans layers.
+  double chunk_dp_calls_s(CollectiveKind kind, int64_t stage, double share, double bytes_per_param, double calls) const {
+    if (calls <= 0) return chunk_dp_s(kind, stage, share, bytes_per_param);
+    return calls * chunk_dp_s(kind, stage, share / calls, bytes_per_param);
+  }
+
   // Gradient reduction of one chunk's parameters in buckets; each bucket waits on `ready[i]`.
   void add_reductions(int64_t stage, const std::vector<TaskId>& ready) {
     const double share = 1.0 / static_cast<double>(ready.size());
@@ -89,7 +98,7 @@ struct Builder {
     }
   }
 
-  bool zero3() const { return plan.zero_stage >= 3 && plan.dp * plan.cp > 1; }
+  bool zero3() const { return fsdp_layer_by_layer(plan) && plan.dp * plan.cp > 1; }
   int64_t chunk_layers(int64_t stage, int64_t chunk) const {
     return std::max<int64_t>(1, work.stages[static_cast<size_t>(stage)].chunk_layers[static_cast<size_t>(chunk)]);
   }
@@ -137,7 +146,7 @@ struct Builder {
   LayeredStep add_layered(int64_t stage, const PipelineStep& step, const StepCost& c, bool gather, bool reduce, TaskCategory category) {
     const int64_t k = chunk_layers(stage, step.chunk);
     const double layers = static_cast<double>(k), share = 1.0 / layers;
-    const double g = gather ? chunk_dp_s(CollectiveKind::kAllGather, stage, share, work.weight_bytes_per_param) : 0.0;
+    const double g = gather ? chunk_dp_calls_s(CollectiveKind::kAllGather, stage, share, work.weight_bytes_per_param, zero3_per_layer.gathers_per_layer) : 0.0;
     const StepCost one = c.scaled(share);
     const double period = std::max(one.total(), g);
     const size_t s = static_cast<size_t>(stage);
@@ -155,7 +164,7 @@ struct Builder {
       l.last = add(stage, kCompute, one.total(), category, step.micro_batch, one);
     }
     prefetch_point[s] = k > 1 ? l.mid : before;  // the next step's first gather is issued when this last layer starts
-    const double r = reduce ? chunk_dp_s(CollectiveKind::kReduceScatter, stage, share, work.grad_bytes_per_param) : 0.0;
+    const double r = reduce ? chunk_dp_calls_s(CollectiveKind::kReduceScatter, stage, share, work.grad_bytes_per_param, zero3_per_layer.reduces_per_layer) : 0.0;
     if (reduce && k > 1) {
       l.reduce_body = add(stage, kDpReduce, r * (layers - 1.0), TaskCategory::kDpReduce, step.micro_batch);
       graph.add_dep(l.reduce_body, l.first);
@@ -262,7 +271,7 @@ struct Builder {
   }
 
   void add_optimizer(int64_t stage, TaskId last_compute) {
-    if (plan.dp * plan.cp > 1 && plan.zero_stage < 3 && !plan.dp_overlap) {
+    if (plan.dp * plan.cp > 1 && !zero3() && !plan.dp_overlap) {
       for (int64_t c = 0; c < schedule.chunks; ++c) add_reductions(stage, {last_compute});
     }
     const StageWork& w = work.stages[static_cast<size_t>(stage)];
@@ -282,7 +291,7 @@ struct Builder {
     TaskDetail d;
     d.params = sharded;
     record.set(opt, d);
-    if (plan.dp * plan.cp > 1 && (plan.zero_stage == 1 || plan.zero_stage == 2)) {
+    if (plan.dp * plan.cp > 1 && !zero3() && (plan.zero_stage == 1 || plan.zero_stage == 2)) {
       // The distributed optimizer all-gathers the updated 16-bit weights.
       const TaskId gather = add(stage, kDpGather,
                                 dp_collective_s(cost, CollectiveKind::kAllGather, w.params, w.expert_params, work.weight_bytes_per_param, dp),
@@ -417,6 +426,7 @@ Prediction predict_iteration(const ModelSpec& model, const ParallelPlan& plan, c
   Builder b(plan, cost, work, schedule, group_scope(plan, GroupKind::kTp, hardware.gpus_per_node),
             dp_scopes(plan, hardware.gpus_per_node));
   b.bucket_params = options.dp_bucket_params;
+  b.zero3_per_layer = zero3_calls(model, plan);
   b.p2p_s = p2p_s;
   const size_t vstages = static_cast<size_t>(b.virtual_stages()), m = static_cast<size_t>(schedule.micro_batches);
   b.forward.assign(vstages, std::vector<TaskId>(m, -1));

@@ -282,6 +282,47 @@ TEST_CASE("FSDP with a pipeline gathers each chunk's weights once and reduce-sca
   CHECK(s.memory.optimizer_bytes == Approx(12.0 * n / 2.0));
 }
 
+TEST_CASE("ZeRO-2 with a pipeline (FSDP not resharded after forward, Llama 3's layout) runs as ZeRO-3 with one") {
+  const ModelSpec m = resolve_model("gpt3-1.3b");
+  GemmOnlyCost cost(1e-3);
+  cost.vocab_ = m.vocab;
+  ParallelPlan p;
+  p.dp = 2;
+  p.pp = 2;
+  p.zero_stage = 2;
+  p.global_batch = 16;
+  REQUIRE(validate_plan(p, m, "test").empty());  // refused before: "ZeRO-2 with pipeline parallelism is not supported"
+  const Prediction two = predict_iteration(m, p, cluster(4), cost);
+  p.zero_stage = 3;
+  const Prediction three = predict_iteration(m, p, cluster(4), cost);
+  CHECK(two.iteration_time_s == Approx(three.iteration_time_s).epsilon(1e-12));
+  CHECK(two.memory.stages[0].memory.total_bytes() == Approx(three.memory.stages[0].memory.total_bytes()));
+}
+
+TEST_CASE("DeepSpeed's ZeRO-3 gathers a layer in as many calls as its module buckets") {
+  const ModelSpec m = resolve_model("gpt3-13b");  // 3 gathers per layer (tests/plan/test_zero3_collectives.cpp)
+  GemmOnlyCost cost(1e-3);                        // every call 1 ms
+  cost.vocab_ = m.vocab;
+  ParallelPlan p;
+  p.dp = 4;
+  p.zero_stage = 3;
+  p.global_batch = 4;
+  SimulationOptions keep;
+  keep.keep_trace = true;
+  const auto gathered_s = [&](Zero3Collectives z) {
+    p.zero3_collectives = z;
+    const Prediction r = predict_iteration(m, p, cluster(4), cost, keep);
+    double s = 0;
+    for (size_t i = 0; i < r.trace.graph.tasks().size(); ++i) {
+      if (r.trace.graph.tasks()[i].category == static_cast<int32_t>(TaskCategory::kDpGather)) s += r.trace.timing[i].end_s - r.trace.timing[i].start_s;
+    }
+    return s;
+  };
+  const double fsdp = gathered_s(Zero3Collectives::kPerLayer), deepspeed = gathered_s(Zero3Collectives::kDeepSpeed);
+  CHECK(fsdp > 0);
+  CHECK(deepspeed == Approx(3.0 * fsdp));
+}
+
 TEST_CASE("HSDP shards the states inside a group and all-reduces each shard's gradients across the groups") {
   const ModelSpec m = resolve_model("gpt3-1.3b");
   GemmOnlyCost cost(1e-3);  // every collective 1 ms
