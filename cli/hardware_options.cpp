@@ -116,6 +116,13 @@ Hardware HardwareOptions::resolve(const ParallelPlan& plan) const {
       throw InputError("--gpu cpu needs --profile of a CPU (from `trainsim calibrate cpu`)",
                        "the host has no datasheet: its figures come from its measured profile");
     }
+    for (const char* what_if : {"peak-tflops", "hbm-gb-per-s", "memory-gib", "nvlink-gb-per-s", "nvlink-domain"}) {
+      if (given(what_if)) {
+        throw InputError("--" + std::string(what_if) + " changes a datasheet figure, and --gpu cpu has no datasheet",
+                         "the host's figures are its --profile's measurements; the what-ifs apply to catalog GPUs and "
+                         "--gpu FILE.json");
+      }
+    }
     hw.cluster = "host";
     hw.gpu = device_from_cpu_profile(*c.profile);
     hw.gpus_per_node = given("gpus-per-node") ? gpus_per_node : std::max<int64_t>(plan.gpus(), c.profile->provenance.devices);

@@ -205,6 +205,11 @@ add_test(NAME "cli: predict on the host with its measured profile"
           --gpu cpu --profile ${CMAKE_CURRENT_BINARY_DIR}/cpu-quick.json --gpus 1 --micro-batch 2 --global-batch 2
           --attention unfused --precision fp32)
 set_tests_properties("cli: predict on the host with its measured profile" PROPERTIES FIXTURES_REQUIRED cpu_profile)
+add_test(NAME "cli: bad: a what-if on the host, which has no datasheet"
+  COMMAND ${cli_expect} 2 "--peak-tflops changes a datasheet figure, and --gpu cpu has no datasheet" -- $<TARGET_FILE:trainsim>
+          predict --model gpt-tiny --gpu cpu --profile ${CMAKE_CURRENT_BINARY_DIR}/cpu-quick.json --gpus 1 --micro-batch 2
+          --global-batch 2 --attention unfused --precision fp32 --peak-tflops 10)
+set_tests_properties("cli: bad: a what-if on the host, which has no datasheet" PROPERTIES FIXTURES_REQUIRED cpu_profile)
 cli_test("predict with a profile lists what it extrapolated" RC 0 MATCH "EXTRAPOLATED: no all-reduce table for 64 ranks"
   ARGS predict --model gpt3-1.3b --gpu h100-sxm-80gb --gpus 64 --profile ${profiles}/synthetic-gpu.json --allow-extrapolation
        --attention unfused)
