@@ -118,3 +118,23 @@ TEST_CASE("an NVL72 rack is one NVLink domain: 72-GPU groups on NVLink, the NIC 
   nodes.nodes = 9;
   CHECK(cost.collective_s(CollectiveKind::kAllReduce, 1e9, nodes) > cost.collective_s(CollectiveKind::kAllReduce, 1e9, rack));
 }
+
+TEST_CASE("NVLink 5 all-reduce against the nccl-tests records (NVLS off), with the shared NVLink fraction") {
+  // busbw = S x 2(n-1)/n / t at 8 GiB. Records: 8 x B200-SXM (AWS p6-b200), NVLS off 682.2 GB/s
+  // (shared/reference/microbench.json, stas00/ml-engineering@744d01e network/README.md); one GB200
+  // NVL72 rack, 72 GPUs, NVLS disabled, 834.57 GB/s out of place (microbench-moe-blackwell-amd.json,
+  // coreweave/nccl-tests@cb86553 README.md). The model gives 694 GB/s (+2%) and 682 GB/s (-18%:
+  // NVLink 5 x 232/300, and the 72-GPU ring's 142 latency steps); docs/cost-model.md "Blackwell".
+  const double bytes = 8.0 * 1024 * 1024 * 1024;
+  const auto busbw = [&](const char* gpu, int64_t ranks) {
+    Hardware hw;
+    hw.gpu = find_gpu(gpu);
+    hw.gpus_per_node = ranks;
+    const DatasheetCostModel cost(hw, Precision::kBf16, EfficiencyConstants{});
+    GroupScope scope;
+    scope.size = scope.ranks_per_node = ranks;
+    return bytes * 2.0 * (ranks - 1) / ranks / cost.collective_s(CollectiveKind::kAllReduce, bytes, scope);
+  };
+  CHECK(busbw("b200-sxm-180gb", 8) == Approx(682.2e9).epsilon(0.05));
+  CHECK(busbw("gb200-nvl72", 72) == Approx(834.57e9).epsilon(0.20));
+}
