@@ -10,6 +10,7 @@
 #include "common/errors.hpp"
 #include "common/limits.hpp"
 #include "common/profile_json.hpp"
+#include "common/units.hpp"
 #include "sim/hardware_catalog.hpp"
 #include "sim/profiled_cost_model.hpp"
 
@@ -28,6 +29,18 @@ void HardwareOptions::add_to(CLI::App& app) {
   options["nvlink-gb-per-s"] = app.add_option("--nvlink-gb-per-s", nvlink_gb_per_s,
                                               "what-if: NVLink bandwidth per GPU per direction, GB/s (default: the GPU's)")
                                    ->check(real_number(0, 1e6, "GB/s per GPU"));
+  options["peak-tflops"] = app.add_option("--peak-tflops", peak_tflops,
+                                          "what-if: dense 16-bit (BF16/FP16) tensor-core peak, TFLOP/s; the GPU's other tensor "
+                                          "peaks (FP8, TF32) scale with it (default: the GPU's)")
+                               ->check(real_number(0, 1e6, "TFLOP/s"));
+  options["hbm-gb-per-s"] = app.add_option("--hbm-gb-per-s", hbm_gb_per_s, "what-if: HBM bandwidth, GB/s (default: the GPU's)")
+                                ->check(real_number(0, 1e6, "GB/s"));
+  options["memory-gib"] = app.add_option("--memory-gib", memory_gib, "what-if: device memory, GiB (default: the GPU's)")
+                              ->check(real_number(0, 1e6, "GiB"));
+  options["nvlink-domain"] = app.add_option("--nvlink-domain", nvlink_domain,
+                                            "what-if: GPUs one NVLink domain joins (8 on HGX boards, 72 in an NVL72 rack); "
+                                            "collectives inside it run on NVLink, beyond it on the NIC (default: the GPU's)")
+                                 ->transform(whole_number(1, limits::kMaxGpusPerNode, "GPUs"));
   options["profile"] = app.add_option("--profile", profile_path, "a measured hardware profile (trainsim calibrate); "
                                       "datasheet mode without it");
   options["allow-extrapolation"] = app.add_flag("--allow-extrapolation", allow_extrapolation,
@@ -103,6 +116,13 @@ Hardware HardwareOptions::resolve(const ParallelPlan& plan) const {
       throw InputError("--gpu cpu needs --profile of a CPU (from `trainsim calibrate cpu`)",
                        "the host has no datasheet: its figures come from its measured profile");
     }
+    for (const char* what_if : {"peak-tflops", "hbm-gb-per-s", "memory-gib", "nvlink-gb-per-s", "nvlink-domain"}) {
+      if (given(what_if)) {
+        throw InputError("--" + std::string(what_if) + " changes a datasheet figure, and --gpu cpu has no datasheet",
+                         "the host's figures are its --profile's measurements; the what-ifs apply to catalog GPUs and "
+                         "--gpu FILE.json");
+      }
+    }
     hw.cluster = "host";
     hw.gpu = device_from_cpu_profile(*c.profile);
     hw.gpus_per_node = given("gpus-per-node") ? gpus_per_node : std::max<int64_t>(plan.gpus(), c.profile->provenance.devices);
@@ -124,6 +144,8 @@ Hardware HardwareOptions::resolve(const ParallelPlan& plan) const {
     hw.network_source = "cluster " + c.name;
   } else if (given("gpu")) {
     hw.gpu = names_gpu_file(gpu) ? load_gpu_file(gpu) : find_gpu(gpu);
+    // A node is the GPU's NVLink domain: 8 on HGX boards, the rack of an NVL72.
+    if (hw.gpu.capabilities.nvlink_domain_gpus > 0) hw.gpus_per_node = hw.gpu.capabilities.nvlink_domain_gpus;
     // The NIC rate of the GPU's reference server (DGX A100: 200, DGX H100/H200: 400 Gb/s per GPU).
     if (hw.gpu.capabilities.reference_node_nic_gbps_per_gpu > 0) {
       hw.inter_node_gbps_per_gpu = static_cast<double>(hw.gpu.capabilities.reference_node_nic_gbps_per_gpu);
@@ -138,7 +160,7 @@ Hardware HardwareOptions::resolve(const ParallelPlan& plan) const {
     hw.inter_node_gbps_per_gpu = inter_node_gbps;
     hw.network_source = "--inter-node-gbps";
   }
-  if (given("nvlink-gb-per-s")) hw.gpu.nvlink_bandwidth_bytes_per_s = nvlink_gb_per_s * 1e9;
+  apply_what_ifs(hw);
   const std::optional<double> usd = given("price") ? price_for(parse_gpu_prices(price), hw.gpu.name, compared_gpus_.empty() ? gpu_names() : compared_gpus_) : std::nullopt;
   hw.usd_per_gpu_hour = usd.value_or(hw.gpu.usd_per_gpu_hour);
   hw.gpus = plan.gpus();
@@ -148,6 +170,48 @@ Hardware HardwareOptions::resolve(const ParallelPlan& plan) const {
                      "use bf16 or fp16 on this GPU");
   }
   return hw;
+}
+
+void HardwareOptions::apply_what_ifs(Hardware& hw) const {
+  GpuSpec& g = hw.gpu;
+  std::string changed;
+  const auto note = [&](const std::string& option, double from, double to) {
+    changed += (changed.empty() ? "" : ", ") + option + " " + option_number_text(to) + " (the GPU's: " + option_number_text(from) + ")";
+  };
+  if (given("peak-tflops")) {
+    // Every tensor-core peak scales by one factor, so the GPU's FP8 : BF16 : TF32 ratios stay
+    // (FP8 at twice the 16-bit peak on Hopper and Blackwell); the CUDA-core FP32 peak is kept.
+    const double scale = tflops_to_flops_per_s(peak_tflops) / g.peak_bf16_flops_per_s;
+    note("--peak-tflops", flops_per_s_to_tflops(g.peak_bf16_flops_per_s), peak_tflops);
+    g.peak_bf16_flops_per_s *= scale;
+    g.peak_fp16_flops_per_s *= scale;
+    g.peak_tf32_flops_per_s *= scale;
+    g.peak_fp8_flops_per_s *= scale;
+  }
+  if (given("hbm-gb-per-s")) {
+    note("--hbm-gb-per-s", bytes_per_s_to_gb_per_s(g.memory_bandwidth_bytes_per_s), hbm_gb_per_s);
+    g.memory_bandwidth_bytes_per_s = gb_per_s_to_bytes_per_s(hbm_gb_per_s);
+  }
+  if (given("memory-gib")) {
+    note("--memory-gib", bytes_to_gib(g.memory_bytes), memory_gib);
+    g.memory_bytes = gib_to_bytes(memory_gib);
+  }
+  if (given("nvlink-gb-per-s")) {
+    note("--nvlink-gb-per-s", bytes_per_s_to_gb_per_s(g.nvlink_bandwidth_bytes_per_s), nvlink_gb_per_s);
+    g.nvlink_bandwidth_bytes_per_s = gb_per_s_to_bytes_per_s(nvlink_gb_per_s);
+  }
+  if (given("nvlink-domain")) {
+    // The cost model takes a node's GPUs as one NVLink domain: the domain is the node.
+    if (given("gpus-per-node") && gpus_per_node != nvlink_domain) {
+      throw InputError("--nvlink-domain " + std::to_string(nvlink_domain) + " contradicts --gpus-per-node " +
+                           std::to_string(gpus_per_node) + ": trainsim takes a node's GPUs as one NVLink domain",
+                       "give one of them (both set the GPUs that reach each other over NVLink)");
+    }
+    note("--nvlink-domain", static_cast<double>(g.capabilities.nvlink_domain_gpus), static_cast<double>(nvlink_domain));
+    g.capabilities.nvlink_domain_gpus = nvlink_domain;
+    hw.gpus_per_node = nvlink_domain;
+  }
+  if (!changed.empty()) g.source += "; what-if: " + changed;
 }
 
 void FormatOption::add_to(CLI::App& app) {

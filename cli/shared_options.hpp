@@ -76,11 +76,14 @@ struct PlanOptions {
 // the nearest token counts that are whole sequences.
 int64_t batch_of_tokens(int64_t tokens, int64_t seq_len);
 
-// `--gpu --cluster --gpus-per-node --inter-node-gbps --price`; the GPU count comes from the plan.
+// `--gpu --cluster --gpus-per-node --inter-node-gbps --price` and the what-ifs on the GPU's figures
+// (`--peak-tflops --hbm-gb-per-s --memory-gib --nvlink-gb-per-s --nvlink-domain`); the GPU count
+// comes from the plan.
 struct HardwareOptions {
   std::string gpu, cluster;
-  int64_t gpus_per_node = 8;
+  int64_t gpus_per_node = 8, nvlink_domain = 0;
   double inter_node_gbps = 0, nvlink_gb_per_s = 0;
+  double peak_tflops = 0, hbm_gb_per_s = 0, memory_gib = 0;
   std::string price;  // --price: one USD per GPU-hour, or GPU=USD per type (cli/gpu_prices.hpp)
   std::string profile_path;
   bool allow_extrapolation = false;
@@ -95,6 +98,8 @@ struct HardwareOptions {
   const CostModelChoice& costs() const;
 
  private:
+  // The what-if options applied to `hw` (its GPU's figures and, for --nvlink-domain, its node).
+  void apply_what_ifs(Hardware& hw) const;
   mutable std::optional<CostModelChoice> costs_;
   std::vector<std::string> compared_gpus_;  // resolve_gpu's: every --gpu type, which --price must match
 };

@@ -29,6 +29,16 @@ constexpr Curve kHopperFlash2 = {2, {6, 7, 0}, {Row{141, 192, 232, 257, 273, 284
 constexpr Curve kHopperCudnn = {3, {6, 7, 8}, {Row{225, 288, 334, 363, 379, 388}, Row{315, 410, 484, 518, 529, 539},
                                                Row{308, 391, 450, 483, 497, 509}}};
 
+// Blackwell, head dim 128 only (the one width measured), causal, forward + backward as
+// 3.5 / (1/fwd + 2.5/bwd) per sequence 512 .. 16k (NVIDIA/cudnn-frontend@0b1577c
+// benchmark/sdpa_benchmark_training B200 CSVs, Llama-3.1-405B GQA shape, batch 1;
+// shared/reference/microbench-moe-blackwell-amd.json): cuDNN SDPA called directly, fwd 244.1 /
+// 561.3 / 907.5 / 1141.1 / 1384.2 / 1475.3 and bwd 200.6 / 376.9 / 545.1 / 832.9 / 994.9 / 1151.7
+// TFLOP/s; FlashAttention-2 2.7.4.post1, fwd 63.9 / 154.4 / 254.4 / 343.0 / 399.9 / 425.1 and bwd
+// 81.4 / 104.9 / 198.8 / 273.5 / 318.0 / 336.6.
+constexpr Curve kBlackwellCudnn = {1, {7, 0, 0}, {Row{211.4, 416.0, 615.3, 902.6, 1081.8, 1228.7}, Row{}, Row{}}};
+constexpr Curve kBlackwellFlash2 = {1, {7, 0, 0}, {Row{75.5, 115.4, 212.1, 290.3, 337.8, 357.9}, Row{}, Row{}}};
+
 double along_seq(const Row& row, double log2_seq) {
   const double x = std::clamp(log2_seq - kFirstLog2Seq, 0.0, static_cast<double>(kSeqs - 1));
   const int i = std::min(static_cast<int>(x), kSeqs - 2);
@@ -37,6 +47,7 @@ double along_seq(const Row& row, double log2_seq) {
 }
 
 double tflops(const Curve& c, double log2_head, double log2_seq) {
+  if (c.widths == 1) return along_seq(c.tflops[0], log2_seq);  // one width measured: every head size alike
   const double h = std::clamp(log2_head, c.log2_head[0], c.log2_head[c.widths - 1]);
   int i = 0;
   while (i + 2 < c.widths && h > c.log2_head[i + 1]) ++i;
@@ -50,6 +61,8 @@ double attention_shape_factor(AttentionCurve curve, int64_t head_dim, double seq
   const Curve* c = curve == AttentionCurve::kA100Flash2     ? &kA100Flash2
                    : curve == AttentionCurve::kHopperFlash2 ? &kHopperFlash2
                    : curve == AttentionCurve::kHopperCudnn  ? &kHopperCudnn
+                   : curve == AttentionCurve::kBlackwellCudnn  ? &kBlackwellCudnn
+                   : curve == AttentionCurve::kBlackwellFlash2 ? &kBlackwellFlash2
                                                             : nullptr;
   if (c == nullptr || head_dim <= 0 || !(seq > 0)) return 1.0;
   return tflops(*c, std::log2(static_cast<double>(head_dim)), std::log2(seq)) / tflops(*c, 7.0, 12.0);

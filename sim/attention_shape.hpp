@@ -15,6 +15,8 @@ enum class AttentionCurve {
   kA100Flash2,     // FlashAttention-2 fwd+bwd on A100-SXM4-80GB
   kHopperFlash2,   // FlashAttention-2 fwd+bwd on H100-SXM5 (PyTorch SDPA frameworks)
   kHopperCudnn,    // cuDNN fused attention forward on H100-SXM5 (Transformer Engine frameworks)
+  kBlackwellCudnn,   // cuDNN fused attention fwd+bwd on B200-SXM (every Blackwell part)
+  kBlackwellFlash2,  // FlashAttention-2 fwd+bwd on B200-SXM (PyTorch SDPA frameworks)
 };
 
 // TFLOP/s of causal attention at (head_dim, seq) over TFLOP/s at (128, 4096) on `curve`: linear in

@@ -48,7 +48,8 @@ struct GenerationName {
   GpuGeneration generation;
   const char* name;
 };
-constexpr GenerationName kGenerations[] = {{GpuGeneration::kAmpere, "ampere"}, {GpuGeneration::kHopper, "hopper"}};
+constexpr GenerationName kGenerations[] = {
+    {GpuGeneration::kAmpere, "ampere"}, {GpuGeneration::kHopper, "hopper"}, {GpuGeneration::kBlackwell, "blackwell"}};
 
 struct FamilyName {
   ReferenceFamily family;
@@ -57,7 +58,11 @@ struct FamilyName {
 };
 constexpr FamilyName kFamilies[] = {{ReferenceFamily::kA100, "a100", GpuGeneration::kAmpere},
                                     {ReferenceFamily::kH100, "h100", GpuGeneration::kHopper},
-                                    {ReferenceFamily::kH200, "h200", GpuGeneration::kHopper}};
+                                    {ReferenceFamily::kH200, "h200", GpuGeneration::kHopper},
+                                    {ReferenceFamily::kB200, "b200", GpuGeneration::kBlackwell},
+                                    {ReferenceFamily::kGB200, "gb200", GpuGeneration::kBlackwell},
+                                    {ReferenceFamily::kB300, "b300", GpuGeneration::kBlackwell},
+                                    {ReferenceFamily::kGB300, "gb300", GpuGeneration::kBlackwell}};
 
 template <typename Entry>
 std::vector<std::string> names_of(const Entry& entries) {

@@ -13,29 +13,31 @@
 
 namespace trainsim {
 
-// A GPU's silicon generation (CUDA compute capability: Ampere sm_80, Hopper sm_90). kNone: not a
-// catalog GPU (the CPU host a CPU profile measured).
-enum class GpuGeneration { kNone, kAmpere, kHopper };
+// A GPU's silicon generation (CUDA compute capability: Ampere sm_80, Hopper sm_90, Blackwell
+// sm_100 / sm_103). kNone: not a catalog GPU (the CPU host a CPU profile measured).
+enum class GpuGeneration { kNone, kAmpere, kHopper, kBlackwell };
 // The reference record set a GPU's GEMM and attention efficiencies rest on (MAMF, attention
 // ratios and curve; sim/reference_efficiency.cpp). kNone: no datasheet reference (the CPU host,
 // whose measured profile prices its ops): ratios 1.
-enum class ReferenceFamily { kNone, kA100, kH100, kH200 };
+enum class ReferenceFamily { kNone, kA100, kH100, kH200, kB200, kGB200, kB300, kGB300 };
 const char* to_string(GpuGeneration generation);
 const char* to_string(ReferenceFamily family);
 
 // What the cost model keys on, per GPU (configs/hardware.json "capabilities"; the catalog's
 // "note" gives each key's source). FP8 support is GpuSpec::peak_fp8_flops_per_s > 0.
 struct GpuCapabilities {
-  GpuGeneration generation = GpuGeneration::kNone;  // "ampere", "hopper"
-  ReferenceFamily reference_family = ReferenceFamily::kNone;  // key "reference_efficiency": "a100", "h100", "h200"
-  // NVLink generation: 3 on A100, 4 on H100/H200 (NVIDIA A100 / H100 datasheets).
+  GpuGeneration generation = GpuGeneration::kNone;  // "ampere", "hopper", "blackwell"
+  // key "reference_efficiency": "a100", "h100", "h200", "b200", "gb200", "b300", "gb300"
+  ReferenceFamily reference_family = ReferenceFamily::kNone;
+  // NVLink generation: 3 on A100, 4 on H100/H200, 5 on Blackwell (NVIDIA datasheets).
   int64_t nvlink_generation = 0;
-  // GPUs one NVSwitch fabric joins: 8 on HGX A100 / H100 / H200 boards (NVIDIA HGX datasheets). The
-  // catalog checks that no cluster preset puts more GPUs in a node; the cost model takes a node's
-  // GPUs as one NVLink domain.
+  // GPUs one NVSwitch fabric joins: 8 on HGX A100 / H100 / H200 / B200 boards (NVIDIA HGX
+  // datasheets), 72 in a GB200 / GB300 NVL72 rack (its NVLink switch trays). The catalog checks
+  // that no cluster preset puts more GPUs in a node; the cost model takes a node's GPUs as one
+  // NVLink domain (a 72-GPU "node" is the rack).
   int64_t nvlink_domain_gpus = 0;
   // NCCL's LL-protocol bus-bandwidth cap inside one node, bytes/s (llMaxBws, NVIDIA/nccl@5067397c
-  // src/graph/tuning.cc: Ampere 87.7, Hopper 141 GB/s); 0: LL uncapped (the CPU host).
+  // src/graph/tuning.cc: Ampere 87.7, Hopper 141, Blackwell 282 GB/s); 0: LL uncapped (the CPU host).
   double nccl_ll_max_bus_bytes_per_s = 0;
   // cuBLASLt workspace PyTorch >= 2.3 allocates per handle, bytes: 32 MiB on Hopper and newer,
   // 4 MiB on Ampere parts with >= 24 GB (pytorch PR #120925).

@@ -1,4 +1,5 @@
-// Reference efficiencies of the catalog GPUs (shared/reference/microbench.json records).
+// Reference efficiencies of the catalog GPUs (shared/reference/microbench.json and
+// microbench-moe-blackwell-amd.json records).
 #include "sim/reference_efficiency.hpp"
 
 #include "common/errors.hpp"
@@ -26,6 +27,31 @@ constexpr double kA100Attention = 173.0 / 312.0;
 constexpr double kHopperAttention = 294.0 * 518.0 / 319.0 / 989.0;
 constexpr double kHopperFlash2Attention = 294.0 / 989.0;
 
+// Blackwell (shared/reference/microbench-moe-blackwell-amd.json, "MAMF" and "attention" records;
+// microbench.json for the B200's MAMF), each over the dense peak of its `spec` record:
+// MAMF (mamf-finder, stas00/ml-engineering@744d01e compute/accelerator/README.md): B200-SXM BF16
+// 1745.0 / 2250, FP8 3432.5 / 4500; GB200 BF16 1822.0 / 2500, FP8 3615.6 / 5000;
+// B300-SXM FP8 3353.3 / 4500. No B300 BF16 and no GB300 MAMF record exists: those stand-ins are
+// named in the output (kB300, kGB300 below).
+constexpr double kB200MamfBf16 = 1745.0 / 2250.0;
+constexpr double kB200MamfFp8 = 3432.5 / 4500.0;
+constexpr double kGB200MamfBf16 = 1822.0 / 2500.0;
+constexpr double kGB200MamfFp8 = 3615.6 / 5000.0;
+constexpr double kB300MamfFp8 = 3353.3 / 4500.0;
+// Causal attention, head dim 128, sequence 4096, BF16, forward + backward (backward FLOPs 2.5 x the
+// forward's in both CSVs' conventions, so fwd+bwd TFLOP/s = 3.5 / (1/fwd + 2.5/bwd)):
+// cuDNN SDPA called directly, B200-SXM (NVIDIA/cudnn-frontend@0b1577c benchmark/
+// sdpa_benchmark_training, Llama-3.1-405B GQA shape, batch 1): fwd 1141.14, bwd 832.907 TFLOP/s;
+// cuDNN SDPA, Llama-3.1 GQA (64 q / 8 kv heads, batch 2; NVIDIA/cudnn-frontend@3929da2 results
+// llama3.1/gb200 and gb300): GB200 fwd 1408, bwd 1148; GB300 fwd 1703, bwd 1248 TFLOP/s.
+// FlashAttention-2 (flash_attn 2.7.4.post1, the PyTorch-SDPA frameworks' kernel) on B200-SXM, same
+// CSV as the B200 cuDNN rows: fwd 342.99, bwd 273.484 (it has no Blackwell kernels).
+constexpr double fwd_bwd_tflops(double fwd, double bwd) { return 3.5 / (1.0 / fwd + 2.5 / bwd); }
+constexpr double kB200Attention = fwd_bwd_tflops(1141.14, 832.907) / 2250.0;
+constexpr double kGB200Attention = fwd_bwd_tflops(1408.0, 1148.0) / 2500.0;
+constexpr double kGB300Attention = fwd_bwd_tflops(1703.0, 1248.0) / 2500.0;
+constexpr double kB200Flash2Attention = fwd_bwd_tflops(342.99, 273.484) / 2250.0;
+
 // One reference set: what was measured on that GPU (GpuCapabilities::reference_family picks it).
 struct ReferenceRecords {
   const char* gpu;               // "H100": the GPU the records were measured on
@@ -35,15 +61,36 @@ struct ReferenceRecords {
   double attention;              // the framework's fused attention (cuDNN on Hopper, FlashAttention-2 on the A100) / peak
   double attention_flash2;       // FlashAttention-2 (PyTorch SDPA) / peak
   AttentionCurve curve, curve_flash2;
+  const char* attention_label;   // how `attention` was obtained, for the output
+  // The figures of this set that are another GPU's ratio applied to this GPU's datasheet peaks
+  // (datasheet extrapolations), named in the output; "" when every figure was measured on it.
+  const char* stand_ins;
 };
 
+constexpr const char* kCudnnDerived = "cuDNN fused attention (derived)";
+constexpr const char* kCudnnMeasured = "cuDNN fused attention";
+
 constexpr ReferenceRecords kA100{"A100", true, kA100Mamf, 0.0, kA100Attention, kA100Attention,
-                                 AttentionCurve::kA100Flash2, AttentionCurve::kA100Flash2};
+                                 AttentionCurve::kA100Flash2, AttentionCurve::kA100Flash2, "", ""};
 constexpr ReferenceRecords kH100{"H100", false, kH100MamfBf16, kH100MamfFp8, kHopperAttention, kHopperFlash2Attention,
-                                 AttentionCurve::kHopperCudnn, AttentionCurve::kHopperFlash2};
+                                 AttentionCurve::kHopperCudnn, AttentionCurve::kHopperFlash2, kCudnnDerived, ""};
 // H200 BF16 and attention: the H100's records (the same GH100 die and clocks).
 constexpr ReferenceRecords kH200{"H200", false, kH100MamfBf16, kH200MamfFp8, kHopperAttention, kHopperFlash2Attention,
-                                 AttentionCurve::kHopperCudnn, AttentionCurve::kHopperFlash2};
+                                 AttentionCurve::kHopperCudnn, AttentionCurve::kHopperFlash2, kCudnnDerived, ""};
+// Blackwell: the attention curves (how the rate moves with sequence) are the B200's for every part.
+constexpr ReferenceRecords kB200{"B200", false, kB200MamfBf16, kB200MamfFp8, kB200Attention, kB200Flash2Attention,
+                                 AttentionCurve::kBlackwellCudnn, AttentionCurve::kBlackwellFlash2, kCudnnMeasured, ""};
+constexpr ReferenceRecords kGB200{"GB200", false, kGB200MamfBf16, kGB200MamfFp8, kGB200Attention, kB200Flash2Attention,
+                                  AttentionCurve::kBlackwellCudnn, AttentionCurve::kBlackwellFlash2, kCudnnMeasured,
+                                  "FlashAttention-2 is the B200's ratio (no GB200 fwd+bwd record)"};
+constexpr ReferenceRecords kB300{"B300", false, kB200MamfBf16, kB300MamfFp8, kGB300Attention, kB200Flash2Attention,
+                                 AttentionCurve::kBlackwellCudnn, AttentionCurve::kBlackwellFlash2, kCudnnMeasured,
+                                 "no B300 BF16 MAMF or attention record: BF16 MAMF is the B200's ratio, cuDNN attention "
+                                 "the GB300's, FlashAttention-2 the B200's"};
+constexpr ReferenceRecords kGB300{"GB300", false, kGB200MamfBf16, kGB200MamfFp8, kGB300Attention, kB200Flash2Attention,
+                                  AttentionCurve::kBlackwellCudnn, AttentionCurve::kBlackwellFlash2, kCudnnMeasured,
+                                  "no GB300 MAMF record: BF16 and FP8 MAMF are the GB200's ratios, FlashAttention-2 the "
+                                  "B200's"};
 
 const ReferenceRecords* records_of(ReferenceFamily family) {
   switch (family) {
@@ -51,6 +98,10 @@ const ReferenceRecords* records_of(ReferenceFamily family) {
     case ReferenceFamily::kA100: return &kA100;
     case ReferenceFamily::kH100: return &kH100;
     case ReferenceFamily::kH200: return &kH200;
+    case ReferenceFamily::kB200: return &kB200;
+    case ReferenceFamily::kGB200: return &kGB200;
+    case ReferenceFamily::kB300: return &kB300;
+    case ReferenceFamily::kGB300: return &kGB300;
   }
   TRAINSIM_ASSERT(false, "unhandled reference family");
   return nullptr;
@@ -74,7 +125,8 @@ ReferenceEfficiency reference_efficiency(const GpuSpec& gpu, Precision precision
   r.attention_curve = flash2_attention ? records->curve_flash2 : records->curve;
   r.source = std::string(records->gpu) + " reference: MAMF " +
              (precision == Precision::kFp8 && records->mamf_fp8 > 0 ? "FP8" : tensor16 ? "BF16" : "none for this precision") +
-             (flash2_attention ? ", FlashAttention-2 (PyTorch SDPA)" : ", cuDNN fused attention (derived)");
+             (flash2_attention ? ", FlashAttention-2 (PyTorch SDPA)" : std::string(", ") + records->attention_label) +
+             (*records->stand_ins != '\0' ? std::string("; datasheet extrapolation: ") + records->stand_ins : "");
   return r;
 }
 

@@ -21,6 +21,9 @@ cli_test("model reads a Hugging Face model folder through its config.json" RC 0
 cli_test("catalog lists the built-in models" RC 0 MATCH "llama3-405b" "mixtral-8x7b" "gpt-tiny" ARGS catalog)
 cli_test("catalog lists the built-in GPUs and clusters" RC 0
   MATCH "h200-sxm-141gb" "a100-sxm-40gb" "dgx-h100" "989\\.4" ARGS catalog)
+cli_test("catalog lists the Blackwell GPUs and the NVL72 rack as one 72-GPU NVLink domain" RC 0
+  MATCH "b200-sxm-180gb +blackwell +2250\\.0 +4500\\.0" "gb300-nvl72 +blackwell" "dgx-b200 +b200-sxm-180gb +8 +400"
+        "gb200-nvl72 +gb200-nvl72 +72 +400" ARGS catalog)
 cli_test("catalog --format json" RC 0 MATCH "\"schema\": \"trainsim.catalog\"" "\"gpus\": " "\"clusters\": "
   "\"peak_bf16_tflops\": 989\\.4" "\"inter_node_gbps_per_gpu\": 400" "\"generation\": \"hopper\"" "\"reference_efficiency\": \"h200\""
   ARGS catalog --format json)
@@ -92,8 +95,12 @@ cli_test("validate reports per-group and held-out errors" RC 0
   MATCH "korthikanti_2022_table5" "held-out half" "megatron-sc21-t1-1008.0B" ARGS validate --runs ${runs} --tolerance 0.2)
 cli_test("validate predicts every published run" RC 0 MATCH "all runs  *332  *0" ARGS validate --runs ${runs} --summary --tolerance 0.2)
 cli_test("validate lists the runs it cannot simulate with their reason and goes on" RC 0
-  MATCH "unsupported runs, by reason" "GPU b200-sxm-180gb is not in the catalog" "all runs  *0  *1"
+  MATCH "unsupported runs, by reason" "GPU mi300x is not in the catalog" "all runs  *0  *1"
   ARGS validate --runs ${CMAKE_CURRENT_SOURCE_DIR}/data/validation/unsupported-only.json --summary --tolerance 0.2)
+cli_test("validate reads MXFP8 and NVFP4 runs, lists them unsupported with the reason and predicts the rest" RC 0
+  MATCH "1 x  b200-1.5b-8gpu-mxfp8-test: precision mxfp8: MXFP8/NVFP4 not modeled yet"
+        "1 x  b200-1.5b-8gpu-nvfp4-test: precision nvfp4" "all runs  *1  *2"
+  ARGS validate --runs ${CMAKE_CURRENT_SOURCE_DIR}/data/validation/block-scaled-precisions.json --summary --tolerance 10)
 cli_test("validate --format json has the documented keys" RC 0
   MATCH "\"schema\": \"trainsim.validation\"" "\"predicted_tokens_per_s_per_gpu\"" "\"measured_tokens_per_s_per_gpu\""
         "\"error\"" "\"predicted_memory_peak_gib\"" "\"predicted_memory_reserved_gib\"" "\"memory_error\"" "\"predicted_fits\""
@@ -198,6 +205,11 @@ add_test(NAME "cli: predict on the host with its measured profile"
           --gpu cpu --profile ${CMAKE_CURRENT_BINARY_DIR}/cpu-quick.json --gpus 1 --micro-batch 2 --global-batch 2
           --attention unfused --precision fp32)
 set_tests_properties("cli: predict on the host with its measured profile" PROPERTIES FIXTURES_REQUIRED cpu_profile)
+add_test(NAME "cli: bad: a what-if on the host, which has no datasheet"
+  COMMAND ${cli_expect} 2 "--peak-tflops changes a datasheet figure, and --gpu cpu has no datasheet" -- $<TARGET_FILE:trainsim>
+          predict --model gpt-tiny --gpu cpu --profile ${CMAKE_CURRENT_BINARY_DIR}/cpu-quick.json --gpus 1 --micro-batch 2
+          --global-batch 2 --attention unfused --precision fp32 --peak-tflops 10)
+set_tests_properties("cli: bad: a what-if on the host, which has no datasheet" PROPERTIES FIXTURES_REQUIRED cpu_profile)
 cli_test("predict with a profile lists what it extrapolated" RC 0 MATCH "EXTRAPOLATED: no all-reduce table for 64 ranks"
   ARGS predict --model gpt3-1.3b --gpu h100-sxm-80gb --gpus 64 --profile ${profiles}/synthetic-gpu.json --allow-extrapolation
        --attention unfused)
