@@ -17,7 +17,7 @@ not the range's CPU span and not its wall time on the GPU, which the overlapped 
 `trainsim trace --format json` gives the device, kernel count, GPU busy time and the CPU ranges;
 the per-phase attribution is done here from the raw JSON (trace does not tie kernels to CPU ranges).
 
-Predicted: the built-in deepseek-v3-shaped model with 4 and with 8 layers, predicted the same way;
+Predicted: the built-in deepseek-v3 model (multi-head latent attention) with 4 and with 8 MoE layers, predicted the same way;
 their difference per op category is exactly 4 layers' ops (no embedding, LM head, final norm, loss).
 """
 import argparse
@@ -119,10 +119,11 @@ def predicted_layers(trainsim, workdir):
     second micro-batch's), and the prediction's JSON."""
     with open(os.path.join(ROOT, "configs", "models.json")) as f:
         models = json.load(f)["models"]
-    base = next(m for m in models if m["name"] == "deepseek-v3-shaped")
+    base = next(m for m in models if m["name"] == "deepseek-v3")
     cats = {}
     for layers in (LAYERS, 2 * LAYERS):
-        model = dict(base, name=f"deepseek-v3-shaped-{layers}-layers", layers=layers)
+        # The trace's layers are MoE layers: none of the model's dense first layers.
+        model = dict(base, name=f"deepseek-v3-{layers}-layers", layers=layers, moe=dict(base["moe"], dense_layers=0))
         path = os.path.join(workdir, f"model-{layers}.json")
         with open(path, "w") as f:
             json.dump(model, f)
@@ -189,7 +190,7 @@ def main():
           f"{summary['gpu_busy_s'] * 1e3:.1f} ms (comm {summary['comm_s'] * 1e3:.1f}, exposed "
           f"{summary['exposed_comm_s'] * 1e3:.1f}), step wall {summary['steps'][0]['wall_s'] * 1e3:.1f} ms")
     print(f"predicted on: {gpu['name']} ({gpu['display_name']}), cluster {doc['inputs']['hardware']['cluster']}; "
-          f"deepseek-v3-shaped, {LAYERS} layers (8-layer minus 4-layer prediction), one micro-batch; "
+          f"deepseek-v3, {LAYERS} layers (8-layer minus 4-layer prediction), one micro-batch; "
           f"{' '.join(PREDICT_FLAGS)} --global-batch 64 (128: the weight casts apart)")
     print()
     print("| phase | pass | measured ms (kernel sum; W part) | predicted ms | predicted / measured |")

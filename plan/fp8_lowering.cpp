@@ -41,6 +41,8 @@ LinearKind linear_kind(const std::string& name, bool moe) {
   if (name == "qkv" || (name == "fc1" && !moe)) return LinearKind::kNormFused;
   if (name == "fc1" || name == "shared_fc1") return LinearKind::kColumn;
   if (name == "proj" || name == "fc2" || name == "shared_fc2") return LinearKind::kRow;
+  // MLA's down and up projections (plan/mla_lowering.cpp), each a linear with its own input cast.
+  if (name.starts_with("qkv_")) return LinearKind::kColumn;
   return LinearKind::kOther;  // the MoE router stays in higher precision
 }
 

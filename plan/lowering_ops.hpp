@@ -67,6 +67,11 @@ int32_t index_of(const std::vector<Op>& ops, const std::string& name, int32_t oc
 void pair_backward_overlaps(std::vector<Op>& backward);
 void pair_tp_comm_overlaps(LayerWork& w, const ParallelPlan& p, bool dense_ffn);
 
+// Multi-head latent attention from the pre-attention norm's output to the attention core's Q, K
+// and V: down projections, latent norms (at the given traffic factors), the TP region's entry on
+// the latents, up projections and the fused RoPE (plan/mla_lowering.cpp).
+void add_mla_projections(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s, double norm_forward, double norm_backward);
+
 // The op names of an FFN's two linears (string literals: ops keep the pointer).
 struct FfnNames {
   const char *up, *up_dgrad, *up_wgrad, *down, *down_dgrad, *down_wgrad;

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <limits>
 #include <map>
+#include <utility>
 
 #include "common/json_reader.hpp"
 #include "common/limits.hpp"
@@ -45,6 +46,29 @@ struct Filler {
   }
 };
 
+// Published models whose architecture the format cannot state, by the name the sources give them
+// (lower case) -> the catalog entry that is that architecture.
+constexpr std::pair<const char*, const char*> kArchitectureNames[] = {
+    {"deepseek-v3-671b", "deepseek-v3"},
+};
+
+// Multi-head latent attention and the dense first layers of a catalog model (DeepSeek-V3), where
+// the run's model block does not state them; each filled field is recorded with what it is.
+void fill_known_architecture(json& model, Filler& fill, const ModelSpec& known) {
+  if (known.mla && is_null(model, "mla")) {
+    const MlaSpec& a = *known.mla;
+    fill(model, "model.", "mla",
+         json{{"q_lora_rank", a.q_lora_rank}, {"kv_lora_rank", a.kv_lora_rank}, {"qk_nope_head_dim", a.qk_nope_head_dim},
+              {"qk_rope_head_dim", a.qk_rope_head_dim}, {"v_head_dim", a.v_head_dim}});
+    fill.used.back() += " (multi-head latent attention of the catalog's " + known.name + ", known by name: the format cannot state it)";
+  }
+  if (known.moe && known.moe->dense_layers > 0 && model.contains("moe") && model["moe"].is_object()) {
+    const size_t before = fill.used.size();
+    fill(model["moe"], "model.moe.", "dense_layers", known.moe->dense_layers);
+    if (fill.used.size() > before) fill.used.back() += " (the catalog's " + known.name + ": its first layers have a dense FFN of ffn_hidden)";
+  }
+}
+
 // Model fields GPT-3-like sources leave out (Zero Bubble's table): GELU, 4 x hidden, GPT-2's BPE.
 void fill_model(json& model, Filler& fill, std::string& unsupported) {
   if (!model.is_object()) return;
@@ -63,12 +87,17 @@ void fill_model(json& model, Filler& fill, std::string& unsupported) {
     }
   }
   fill(model, "model.", "vocab", 50257);
-  // The format has no head_dim and no sliding window: a model the catalog knows by the same name,
-  // with the same layers, hidden width and heads, takes the catalog's (its Hugging Face config's);
-  // else hidden / heads and full attention.
+  // The format has no head_dim, no sliding window, no multi-head latent attention and no dense
+  // first layers of an MoE model: a model the catalog knows by the same name (or by a name of
+  // kArchitectureNames), with the same layers, hidden width and heads, takes the catalog's (its
+  // Hugging Face config's); else hidden / heads, full attention, Q, K and V projections, every
+  // layer MoE.
   if (!model.contains("name") || !model["name"].is_string()) return;
   std::string name = model["name"].get<std::string>();
   std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const auto& [run_name, catalog_name] : kArchitectureNames) {
+    if (name == run_name) name = catalog_name;
+  }
   for (const ModelSpec& known : builtin_models()) {
     if (known.name != name || known.layers != int_or(model, "layers", 0) || known.hidden != int_or(model, "hidden", 0) ||
         known.heads != int_or(model, "heads", 0)) {
@@ -79,6 +108,7 @@ void fill_model(json& model, Filler& fill, std::string& unsupported) {
       fill(model, "model.", "sliding_window", known.sliding_window);
       fill(model, "model.", "sliding_window_layers", known.sliding_window_layers);
     }
+    fill_known_architecture(model, fill, known);
   }
 }
 
