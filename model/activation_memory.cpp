@@ -90,6 +90,7 @@ double activation_bytes_per_layer(const ModelSpec& m, const ActivationLayout& l)
     // rank's tokens, before the sequence-parallel gather.
     const double qk = d(m.heads * m.qk_head_dim());
     split = sb * e * (2 * qk + 2 * q) + routed * sb * e * ffn_values;
+    if (recomputes(l, kRecomputeMlaUpProj)) split -= sb * e * (2 * qk + q);  // Q, K and V rebuilt from the latents
     const MlaSpec& a = *m.mla;
     replicated += sb * e * d(2 * a.q_lora_rank + 2 * a.kv_lora_rank + a.qk_rope_head_dim);
   }

@@ -19,6 +19,12 @@ double selective_rerun(const ModelSpec& m, const FlopsPerToken& f, RecomputeModu
   double rerun = (modules & kRecomputeCoreAttn) != 0 ? f.forward_attention : 0.0;
   if (!m.moe && (modules & kRecomputeMlp) != 0) rerun += 2.0 * layers * static_cast<double>(params.per_layer.mlp);
   if (m.moe && (modules & kRecomputeMlp) != 0) rerun += 2.0 * static_cast<double>(m.moe->dense_layers * params.dense_layer.mlp);
+  if (m.mla && (modules & kRecomputeMlaUpProj) != 0) {  // MLA's up projections, in every layer
+    const MlaSpec& a = *m.mla;
+    const double q_up = static_cast<double>(a.q_lora_rank > 0 ? a.q_lora_rank : m.hidden) * static_cast<double>(m.heads * a.qk_head_dim());
+    const double kv_up = static_cast<double>(a.kv_lora_rank) * static_cast<double>(m.heads * (a.qk_nope_head_dim + a.v_head_dim));
+    rerun += 2.0 * static_cast<double>(m.layers) * (q_up + kv_up);
+  }
   const double shared = 2.0 * layers * static_cast<double>(params.per_layer.shared);
   if (m.moe && (modules & kRecomputeMoe) != 0) {
     rerun += 2.0 * layers * (static_cast<double>(params.per_layer.mlp) * routed / experts + static_cast<double>(params.per_layer.router)) + shared;
