@@ -35,9 +35,11 @@ GPU = "h800-sxm-80gb"
 # DeepSeek-V3's pretraining layout for one micro-batch of one sequence (4096 tokens: DeepEP's
 # docs/legacy.md, "the DeepSeek-V3/R1 pretraining setting (4096 tokens per batch ...)"): EP64 over
 # 64 GPUs, TP1, no PP (the trace leaves PP communication out), FP8 GEMMs, DeepEP's dispatcher.
+# DeepSeek recomputes MLA's up projections in the backward (DeepSeek-V3 report, arXiv 2412.19437
+# section 3.2.3, "Recomputation of RMSNorm and MLA Up-Projection"): Megatron-Core's mla_up_proj module.
 PREDICT_FLAGS = ["--cluster", "deepseek-h800", "--gpus", "64", "--ep", "64", "--tp", "1", "--pp", "1",
                  "--micro-batch", "1", "--seq-len", "4096", "--precision", "fp8",
-                 "--moe-dispatcher", "flex"]
+                 "--moe-dispatcher", "flex", "--recompute", "selective", "--recompute-modules", "mla_up_proj"]
 
 # Phase -> trainsim op categories (common/op_category.hpp). DeepSeek's attn phase runs the
 # pre-attention and pre-MLP norms, the attention block and the MoE gate (top-k): it ends where the
