@@ -77,7 +77,7 @@ using namespace lowering;
 // the steps' bytes, overlapped with the attention op just before it: only what is longer shows.
 void add_cp_ring(std::vector<Op>& ops, const Shapes& s, int64_t cp, bool backward) {
   if (cp <= 1) return;
-  const double kv_block = 2.0 * static_cast<double>(s.tokens) * static_cast<double>(s.kv / s.t) * s.e;
+  const double kv_block = static_cast<double>(s.tokens) * static_cast<double>((s.k_core + s.kv) / s.t) * s.e;  // K and V
   Op ring = collective(backward ? "cp_ring_kv_bwd" : "cp_ring_kv", CollectiveKind::kSendRecv, GroupKind::kCp,
                        static_cast<double>(cp - 1) * kv_block * (backward ? 2.0 : 1.0));
   ring.overlaps_op = static_cast<int32_t>(ops.size()) - 1;  // the attention op
@@ -93,7 +93,7 @@ void add_cp_ring(std::vector<Op>& ops, const Shapes& s, int64_t cp, bool backwar
 void add_cp_exchange(std::vector<Op>& ops, const Shapes& s, const ParallelPlan& p, bool backward, bool after = false) {
   if (p.cp <= 1) return;
   const double tokens = static_cast<double>(s.tokens), e = s.e;
-  const double kv_block = 2.0 * tokens * static_cast<double>(s.kv / s.t) * e;
+  const double kv_block = tokens * static_cast<double>((s.k_core + s.kv) / s.t) * e;  // K and V (MLA: 192- and 128-wide heads)
   const double cp = static_cast<double>(p.cp);
   switch (p.cp_comm) {
     case CpComm::kP2p:
@@ -104,7 +104,7 @@ void add_cp_exchange(std::vector<Op>& ops, const Shapes& s, const ParallelPlan& 
       if (!after) ops.push_back(collective(backward ? "cp_allgather_kv_bwd" : "cp_allgather_kv", CollectiveKind::kAllGather, GroupKind::kCp, cp * kv_block));
       return;
     case CpComm::kA2a: {
-      const double qkv = tokens * static_cast<double>((s.q + 2 * s.kv) / s.t) * e, out = tokens * static_cast<double>(s.q / s.t) * e;
+      const double qkv = tokens * static_cast<double>((s.q_core + s.k_core + s.kv) / s.t) * e, out = tokens * static_cast<double>(s.q / s.t) * e;
       if (!after) ops.push_back(collective(backward ? "cp_a2a_out_bwd" : "cp_a2a_qkv", CollectiveKind::kAllToAll, GroupKind::kCp, backward ? out : qkv));
       if (after) ops.push_back(collective(backward ? "cp_a2a_qkv_bwd" : "cp_a2a_out", CollectiveKind::kAllToAll, GroupKind::kCp, backward ? qkv : out));
       return;
@@ -341,6 +341,8 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
   s.h = m.hidden;
   s.q = m.attention_width();
   s.kv = m.kv_width();
+  s.q_core = m.heads * m.qk_head_dim();
+  s.k_core = m.kv_heads * m.qk_head_dim();
   s.f = m.moe ? m.moe->expert_ffn_hidden : m.ffn_hidden;
   s.t = p.tp;
   s.heads_per_rank = m.heads / p.tp;

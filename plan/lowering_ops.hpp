@@ -52,6 +52,8 @@ inline void add_linear(LayerWork& w, const char* name, const char* dgrad, const 
 
 struct Shapes {
   int64_t tokens, h, q, kv, f, heads_per_rank, t;
+  // Widths of the attention core's Q and K (all heads): q and kv, or with MLA heads x qk_head_dim.
+  int64_t q_core, k_core;
   double e;           // bytes per activation value
   double sp_tokens;   // tokens held by one rank outside the TP region (tokens / t with SP)
 };

@@ -100,3 +100,13 @@ TEST_CASE("a TP rank holds MLA's down projections whole and its up projections s
   const int64_t vocab_half = c.token_embedding - c.token_embedding / 2 + c.lm_head - c.lm_head / 2;
   CHECK(one - two == m.layers * (split_per_layer - split_per_layer / 2) + vocab_half);
 }
+
+TEST_CASE("context parallelism's ring passes MLA's 192-wide K and 128-wide V heads", "[mla]") {
+  ParallelPlan p = mla_plan(1, false);
+  p.cp = 2;
+  const LayerWork w = lower_iteration(resolve_model("deepseek-v3"), p).layer;
+  const Op* ring = find_op(w.forward, "cp_ring_kv");
+  REQUIRE(ring != nullptr);
+  // One step of the ring: this rank's 2048 tokens of K (128 x 192) and V (128 x 128), bf16.
+  CHECK(ring->bytes == Approx(2048.0 * (128 * 192 + 128 * 128) * 2));
+}
