@@ -5,19 +5,17 @@
 #include "sim/published_runs.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <limits>
 #include <map>
-#include <utility>
 
 #include "common/json_reader.hpp"
 #include "common/limits.hpp"
-#include "model/model_catalog.hpp"
 #include "model/model_json.hpp"
 #include "plan/framework_preset.hpp"
 #include "plan/plan_json.hpp"
 #include "sim/hardware_catalog.hpp"
 #include "sim/published_run_era.hpp"
+#include "sim/published_run_models.hpp"
 
 namespace trainsim {
 
@@ -45,30 +43,6 @@ struct Filler {
     used.push_back(std::string(section) + key + "=" + (value.is_string() ? value.get<std::string>() : value.dump()));
   }
 };
-
-// Published models whose architecture the format cannot state, by the name the sources give them
-// (lower case) -> the catalog entry that is that architecture.
-constexpr std::pair<const char*, const char*> kArchitectureNames[] = {
-    {"deepseek-v3-671b", "deepseek-v3"},
-};
-
-// The catalog model a run's model block names (in any case, or by kArchitectureNames) with the same
-// layers, hidden width and heads; nullptr if none.
-const ModelSpec* catalog_model_of(const json& model) {
-  if (!model.is_object() || !model.contains("name") || !model["name"].is_string()) return nullptr;
-  std::string name = model["name"].get<std::string>();
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-  for (const auto& [run_name, catalog_name] : kArchitectureNames) {
-    if (name == run_name) name = catalog_name;
-  }
-  for (const ModelSpec& known : builtin_models()) {
-    if (known.name == name && known.layers == int_or(model, "layers", 0) && known.hidden == int_or(model, "hidden", 0) &&
-        known.heads == int_or(model, "heads", 0)) {
-      return &known;
-    }
-  }
-  return nullptr;
-}
 
 // Multi-head latent attention and the dense first layers of a catalog model (DeepSeek-V3), where
 // the run's model block does not state them; each filled field is recorded with what it is.
@@ -120,38 +94,24 @@ void fill_model(json& model, Filler& fill, std::string& unsupported) {
   fill_known_architecture(model, fill, *known);
 }
 
-// What a framework's recipe for a model sets that a run's plan does not state (its `recompute`
-// null): the recipe the run's source measured, read from the framework's code.
-struct RecipePlan {
-  const char* model;      // catalog name
-  const char* framework;  // the run's framework
-  const char* gpu;        // catalog GPU
-  const char* recompute_modules[3];
-  const char* source;
-};
-// Megatron-Bridge's DeepSeek-V3 performance configs of 25.09 (NVIDIA-NeMo/Megatron-Bridge@f37f883,
-// 2025-09-24, "dsv3 2509", scripts/performance): on H100 recompute_modules [mla_up_proj, mlp] with
-// selective recomputation; still so in perf_recipes/deepseek/h100/deepseek_v3.py at 067f987.
-constexpr RecipePlan kRecipePlans[] = {
-    {"deepseek-v3", "megatron-bridge", "h100-sxm-80gb", {"mla_up_proj", "mlp", nullptr},
-     "Megatron-Bridge's DeepSeek-V3 H100 recipe (25.09+: recompute_modules mla_up_proj, mlp)"},
-};
-
+// A framework recipe's recompute for a run that states none (sim/published_run_models.hpp).
 void fill_recipe_plan(json& j, Filler& fill) {
-  if (!j.is_object() || !j.contains("model") || !j.contains("plan") || !j["plan"].is_object() || !j.contains("hardware") || !j["hardware"].is_object()) return;
+  if (!j.is_object() || !j.contains("model") || !j.contains("plan") || !j["plan"].is_object() || !j.contains("hardware") ||
+      !j["hardware"].is_object() || !j.contains("framework") || !j["hardware"].contains("gpu")) {
+    return;
+  }
   const ModelSpec* known = catalog_model_of(j["model"]);
   const json& hw = j["hardware"];
-  if (known == nullptr || !j.contains("framework") || !hw.contains("gpu")) return;
-  for (const RecipePlan& recipe : kRecipePlans) {
-    if (known->name != recipe.model || j["framework"] != recipe.framework || hw["gpu"] != recipe.gpu || !is_null(j["plan"], "recompute")) continue;
-    json modules = json::array();
-    for (const char* module : recipe.recompute_modules) {
-      if (module != nullptr) modules.push_back(module);
-    }
-    fill(j["plan"], "plan.", "recompute", "selective");
-    fill(j["plan"], "plan.", "recompute_modules", modules);
-    fill.used.back() += std::string(" (") + recipe.source + ")";
+  if (known == nullptr || !is_null(j["plan"], "recompute") || !j["framework"].is_string() || !hw["gpu"].is_string()) return;
+  const RecipePlan* recipe = recipe_plan(known->name, j["framework"].get<std::string>(), hw["gpu"].get<std::string>());
+  if (recipe == nullptr) return;
+  json modules = json::array();
+  for (const char* module : recipe->recompute_modules) {
+    if (module != nullptr) modules.push_back(module);
   }
+  fill(j["plan"], "plan.", "recompute", "selective");
+  fill(j["plan"], "plan.", "recompute_modules", modules);
+  fill.used.back() += std::string(" (") + recipe->source + ")";
 }
 
 // GPU-dependent network: its reference server's NIC rate, a catalog capability (DGX A100 200 Gb/s, H100/H200 400).
