@@ -17,7 +17,7 @@ not the range's CPU span and not its wall time on the GPU, which the overlapped 
 `trainsim trace --format json` gives the device, kernel count, GPU busy time and the CPU ranges;
 the per-phase attribution is done here from the raw JSON (trace does not tie kernels to CPU ranges).
 
-Predicted: the built-in deepseek-v3-shaped model with 4 and with 8 layers, predicted the same way;
+Predicted: the built-in deepseek-v3 model (multi-head latent attention) with 4 and with 8 MoE layers, predicted the same way;
 their difference per op category is exactly 4 layers' ops (no embedding, LM head, final norm, loss).
 """
 import argparse
@@ -35,9 +35,11 @@ GPU = "h800-sxm-80gb"
 # DeepSeek-V3's pretraining layout for one micro-batch of one sequence (4096 tokens: DeepEP's
 # docs/legacy.md, "the DeepSeek-V3/R1 pretraining setting (4096 tokens per batch ...)"): EP64 over
 # 64 GPUs, TP1, no PP (the trace leaves PP communication out), FP8 GEMMs, DeepEP's dispatcher.
+# DeepSeek recomputes MLA's up projections in the backward (DeepSeek-V3 report, arXiv 2412.19437
+# section 3.2.3, "Recomputation of RMSNorm and MLA Up-Projection"): Megatron-Core's mla_up_proj module.
 PREDICT_FLAGS = ["--cluster", "deepseek-h800", "--gpus", "64", "--ep", "64", "--tp", "1", "--pp", "1",
                  "--micro-batch", "1", "--seq-len", "4096", "--precision", "fp8",
-                 "--moe-dispatcher", "flex"]
+                 "--moe-dispatcher", "flex", "--recompute", "selective", "--recompute-modules", "mla_up_proj"]
 
 # Phase -> trainsim op categories (common/op_category.hpp). DeepSeek's attn phase runs the
 # pre-attention and pre-MLP norms, the attention block and the MoE gate (top-k): it ends where the
@@ -119,10 +121,11 @@ def predicted_layers(trainsim, workdir):
     second micro-batch's), and the prediction's JSON."""
     with open(os.path.join(ROOT, "configs", "models.json")) as f:
         models = json.load(f)["models"]
-    base = next(m for m in models if m["name"] == "deepseek-v3-shaped")
+    base = next(m for m in models if m["name"] == "deepseek-v3")
     cats = {}
     for layers in (LAYERS, 2 * LAYERS):
-        model = dict(base, name=f"deepseek-v3-shaped-{layers}-layers", layers=layers)
+        # The trace's layers are MoE layers: none of the model's dense first layers.
+        model = dict(base, name=f"deepseek-v3-{layers}-layers", layers=layers, moe=dict(base["moe"], dense_layers=0))
         path = os.path.join(workdir, f"model-{layers}.json")
         with open(path, "w") as f:
             json.dump(model, f)
@@ -189,7 +192,7 @@ def main():
           f"{summary['gpu_busy_s'] * 1e3:.1f} ms (comm {summary['comm_s'] * 1e3:.1f}, exposed "
           f"{summary['exposed_comm_s'] * 1e3:.1f}), step wall {summary['steps'][0]['wall_s'] * 1e3:.1f} ms")
     print(f"predicted on: {gpu['name']} ({gpu['display_name']}), cluster {doc['inputs']['hardware']['cluster']}; "
-          f"deepseek-v3-shaped, {LAYERS} layers (8-layer minus 4-layer prediction), one micro-batch; "
+          f"deepseek-v3, {LAYERS} layers (8-layer minus 4-layer prediction), one micro-batch; "
           f"{' '.join(PREDICT_FLAGS)} --global-batch 64 (128: the weight casts apart)")
     print()
     print("| phase | pass | measured ms (kernel sum; W part) | predicted ms | predicted / measured |")

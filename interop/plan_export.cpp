@@ -62,6 +62,14 @@ std::string model_args(const ModelSpec& m, int64_t tp) {
     a << " \\\n  --num-experts " << m.moe->experts << " --moe-router-topk " << m.moe->top_k << " --moe-ffn-hidden-size "
       << m.moe->expert_ffn_hidden << " --moe-grouped-gemm";
     if (m.moe->shared_experts > 0) a << " --moe-shared-expert-intermediate-size " << m.moe->shared_experts * m.moe->expert_ffn_hidden;
+    // Megatron-LM's per-layer pattern: 0 a dense layer, 1 an MoE one.
+    if (m.moe->dense_layers > 0) a << " --moe-layer-freq '([0]*" << m.moe->dense_layers << "+[1]*" << m.moe_layers() << ")'";
+  }
+  if (m.mla) {
+    a << " \\\n  --multi-latent-attention";
+    if (m.mla->q_lora_rank > 0) a << " --q-lora-rank " << m.mla->q_lora_rank;
+    a << " --kv-lora-rank " << m.mla->kv_lora_rank << " --qk-head-dim " << m.mla->qk_nope_head_dim << " --qk-pos-emb-head-dim "
+      << m.mla->qk_rope_head_dim << " --v-head-dim " << m.mla->v_head_dim;
   }
   a << " \\\n  ";
   return a.str();

@@ -74,7 +74,7 @@ double activation_bytes_per_layer(const ModelSpec& m, const ActivationLayout& l)
 
   // Outside the tensor-parallel region (split only by sequence parallelism): both norm inputs,
   // the QKV and MLP input (norm outputs), the two dropout masks.  Korthikanti: 10 sbh.
-  const double replicated = sb * h * (2 * e + e + e + 2 * mask);
+  double replicated = sb * h * (2 * e + e + e + 2 * mask);
 
   // Inside it (split by t): Q, K, V, the output projection's input, the FFN's inner tensors.
   const double q = d(m.attention_width()), kv = d(m.kv_width());
@@ -83,6 +83,17 @@ double activation_bytes_per_layer(const ModelSpec& m, const ActivationLayout& l)
   // GELU: its input and output (2f); SwiGLU: gate and up outputs and their product (3f).
   const double ffn_values = m.ffn_kind == FfnKind::kGelu ? 2 * f : 3 * f;
   double split = sb * e * (q + 2 * kv + q) + routed * sb * e * ffn_values;
+  if (m.mla) {
+    // MLA (Megatron-Core MLASelfAttention): Q and K are qk_head_dim wide per head (K's rope part
+    // copied to every head), V and the output projection's input head_dim; the down projections'
+    // outputs (the latent norms' inputs) and the norms' outputs (the up projections' inputs) on the
+    // rank's tokens, before the sequence-parallel gather.
+    const double qk = d(m.heads * m.qk_head_dim());
+    split = sb * e * (2 * qk + 2 * q) + routed * sb * e * ffn_values;
+    if (recomputes(l, kRecomputeMlaUpProj)) split -= sb * e * (2 * qk + q);  // Q, K and V rebuilt from the latents
+    const MlaSpec& a = *m.mla;
+    replicated += sb * e * d(2 * a.q_lora_rank + 2 * a.kv_lora_rank + a.qk_rope_head_dim);
+  }
   if (m.moe) split += (routed - 1.0) * sb * e * h;  // each extra routed copy of a token's FFN input
 
   // Attention core: unfused keeps the softmax output (+ dropout mask and output) over a*s^2;

@@ -13,10 +13,18 @@ namespace {
 // layernorm and moe_act re-run elementwise ops only.
 double selective_rerun(const ModelSpec& m, const FlopsPerToken& f, RecomputeModules modules) {
   const ParamCounts params = count_params(m);
-  const double layers = static_cast<double>(m.layers), routed = m.moe ? static_cast<double>(m.moe->top_k) : 1.0;
+  // MoE modules re-run in the MoE layers; a dense first layer's MLP is the mlp module.
+  const double layers = static_cast<double>(m.moe ? m.moe_layers() : m.layers), routed = m.moe ? static_cast<double>(m.moe->top_k) : 1.0;
   const double experts = m.moe ? static_cast<double>(m.moe->experts) : 1.0;
   double rerun = (modules & kRecomputeCoreAttn) != 0 ? f.forward_attention : 0.0;
   if (!m.moe && (modules & kRecomputeMlp) != 0) rerun += 2.0 * layers * static_cast<double>(params.per_layer.mlp);
+  if (m.moe && (modules & kRecomputeMlp) != 0) rerun += 2.0 * static_cast<double>(m.moe->dense_layers * params.dense_layer.mlp);
+  if (m.mla && (modules & kRecomputeMlaUpProj) != 0) {  // MLA's up projections, in every layer
+    const MlaSpec& a = *m.mla;
+    const double q_up = static_cast<double>(a.q_lora_rank > 0 ? a.q_lora_rank : m.hidden) * static_cast<double>(m.heads * a.qk_head_dim());
+    const double kv_up = static_cast<double>(a.kv_lora_rank) * static_cast<double>(m.heads * (a.qk_nope_head_dim + a.v_head_dim));
+    rerun += 2.0 * static_cast<double>(m.layers) * (q_up + kv_up);
+  }
   const double shared = 2.0 * layers * static_cast<double>(params.per_layer.shared);
   if (m.moe && (modules & kRecomputeMoe) != 0) {
     rerun += 2.0 * layers * (static_cast<double>(params.per_layer.mlp) * routed / experts + static_cast<double>(params.per_layer.router)) + shared;
@@ -33,10 +41,11 @@ FlopsPerToken flops_per_token(const ModelSpec& m, Recompute recompute, int64_t r
   f.forward_matmul = 2.0 * static_cast<double>(params.matmul_active);
   f.forward_lm_head = 2.0 * static_cast<double>(m.vocab) * static_cast<double>(m.hidden);
   // Each query against seq_len keys (the usual MFU convention, causal masking not discounted); a
-  // windowed layer's query against sliding_window keys.
+  // windowed layer's query against sliding_window keys. QK^T is 2 keys qk_head_dim FLOPs per head,
+  // AV 2 keys head_dim: 4 keys head_dim, or with MLA's 192-wide QK and 128-wide V heads 2 keys (192 + 128).
   const double windowed = static_cast<double>(m.windowed_layers());
   const double keys = (static_cast<double>(m.layers) - windowed) * static_cast<double>(m.seq_len) + windowed * static_cast<double>(m.sliding_window);
-  f.forward_attention = 4.0 * keys * static_cast<double>(m.attention_width());
+  f.forward_attention = 2.0 * keys * static_cast<double>(m.heads) * static_cast<double>(m.qk_head_dim() + m.head_dim);
   f.model = 3.0 * f.forward();
   switch (recompute) {
     case Recompute::kNone: f.hardware = f.model; break;

@@ -1,5 +1,5 @@
 // Field mapping from Hugging Face configs (transformers' LlamaConfig, MistralConfig, Qwen2Config,
-// MixtralConfig, Qwen2MoeConfig, Qwen3MoeConfig, GptOssConfig, GPT2Config, GPTNeoXConfig) to ModelSpec. HF configs carry many keys we do not
+// MixtralConfig, Qwen2MoeConfig, Qwen3MoeConfig, GptOssConfig, DeepseekV2Config, DeepseekV3Config, GPT2Config, GPTNeoXConfig) to ModelSpec. HF configs carry many keys we do not
 // need, so unknown keys are not errors here; missing keys we need are.
 #include "model/hf_config.hpp"
 
@@ -23,12 +23,13 @@ const std::map<std::string, std::string>& architecture_to_type() {
       {"LlamaForCausalLM", "llama"},     {"MistralForCausalLM", "mistral"}, {"Qwen2ForCausalLM", "qwen2"},
       {"MixtralForCausalLM", "mixtral"}, {"GPT2LMHeadModel", "gpt2"},       {"GPTNeoXForCausalLM", "gpt_neox"},
       {"Qwen2MoeForCausalLM", "qwen2_moe"}, {"Qwen3MoeForCausalLM", "qwen3_moe"}, {"GptOssForCausalLM", "gpt_oss"},
+      {"DeepseekV2ForCausalLM", "deepseek_v2"}, {"DeepseekV3ForCausalLM", "deepseek_v3"},
   };
   return table;
 }
 
-const std::vector<std::string> kSupportedTypes = {"llama",     "mistral",   "qwen2",   "mixtral", "qwen2_moe",
-                                                  "qwen3_moe", "gpt_oss",   "gpt2",    "gpt_neox"};
+const std::vector<std::string> kSupportedTypes = {"llama",   "mistral", "qwen2",       "mixtral",     "qwen2_moe", "qwen3_moe",
+                                                  "gpt_oss", "gpt2",    "deepseek_v2", "deepseek_v3", "gpt_neox"};
 
 std::string model_type_of(const nlohmann::json& doc, const std::string& path) {
   if (doc.contains("model_type") && doc["model_type"].is_string()) return doc["model_type"].get<std::string>();
@@ -39,7 +40,8 @@ std::string model_type_of(const nlohmann::json& doc, const std::string& path) {
     if (it != architecture_to_type().end()) return it->second;
     throw InputError(path + ": /architectures/0: \"" + arch + "\" is not a supported architecture; supported: " +
                          "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, MixtralForCausalLM, " +
-                         "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM, GPT2LMHeadModel, GPTNeoXForCausalLM",
+                         "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM, DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, " +
+                         "GPT2LMHeadModel, GPTNeoXForCausalLM",
                      "describe the model in trainsim's model JSON instead (docs/model-json.md)");
   }
   throw InputError(path + ": /model_type: missing (a Hugging Face config names its \"model_type\")",
@@ -59,6 +61,7 @@ std::string model_name(const nlohmann::json& doc, const std::string& path, const
 // SwiGLU/RMSNorm/RoPE layout.
 void read_qwen_moe(JsonObjectReader& r, ModelSpec& m);
 void read_gpt_oss_moe(JsonObjectReader& r, ModelSpec& m);
+void read_deepseek(JsonObjectReader& r, ModelSpec& m);
 
 void read_llama_family(JsonObjectReader& r, const std::string& type, ModelSpec& m) {
   m.hidden = r.required_int("hidden_size", 1);
@@ -96,6 +99,35 @@ void read_llama_family(JsonObjectReader& r, const std::string& type, ModelSpec& 
   }
   if (type == "qwen2_moe" || type == "qwen3_moe") read_qwen_moe(r, m);
   if (type == "gpt_oss") read_gpt_oss_moe(r, m);
+  if (type == "deepseek_v2" || type == "deepseek_v3") read_deepseek(r, m);
+}
+
+// DeepSeek-V2 / V3 (transformers' DeepseekV2Config, DeepseekV3Config; deepseek-ai's config.json):
+// multi-head latent attention (q_lora_rank null: Q projected from h, DeepSeek-V2-Lite), the first
+// first_k_dense_replace layers dense (intermediate_size), the others n_routed_experts of
+// moe_intermediate_size, top num_experts_per_tok, n_shared_experts beside them. The group-limited
+// routing (n_group, topk_group) and the multi-token-prediction module (num_nextn_predict_layers)
+// are not modeled; YaRN rope_scaling changes no work.
+void read_deepseek(JsonObjectReader& r, ModelSpec& m) {
+  MlaSpec mla;
+  mla.q_lora_rank = r.optional_int("q_lora_rank", 1).value_or(0);  // null in DeepSeek-V2-Lite: no Q compression
+  mla.kv_lora_rank = r.required_int("kv_lora_rank", 1);
+  mla.qk_nope_head_dim = r.required_int("qk_nope_head_dim", 1);
+  mla.qk_rope_head_dim = r.required_int("qk_rope_head_dim", 1);
+  mla.v_head_dim = r.required_int("v_head_dim", 1);
+  m.mla = mla;
+  m.head_dim = mla.v_head_dim;  // transformers' head_dim key (the rope width) is not the V head width
+  m.kv_heads = m.heads;
+  MoeSpec moe;
+  moe.experts = r.required_int("n_routed_experts", 1);
+  moe.top_k = r.required_int("num_experts_per_tok", 1);
+  moe.expert_ffn_hidden = r.required_int("moe_intermediate_size", 1);
+  moe.shared_experts = r.optional_int("n_shared_experts", 0).value_or(0);
+  moe.dense_layers = r.optional_int("first_k_dense_replace", 0).value_or(0);
+  if (r.optional_int("moe_layer_freq", 1).value_or(1) != 1) {
+    r.add_problem("moe_layer_freq", "dense layers between MoE layers are not modeled (moe_layer_freq must be 1)");
+  }
+  m.moe = moe;
 }
 
 // GPT-OSS (transformers' GptOssConfig): every layer's FFN is num_local_experts experts of

@@ -39,8 +39,20 @@ ModelSpec read_model(JsonObjectReader& r) {
   m.seq_len = r.required_int("seq_len", 1);
   apply_family_defaults(m);
 
+  if (auto mla = r.optional_object("mla")) {
+    MlaSpec spec;
+    spec.q_lora_rank = mla->optional_int("q_lora_rank", 0).value_or(0);
+    spec.kv_lora_rank = mla->required_int("kv_lora_rank", 1);
+    spec.qk_nope_head_dim = mla->required_int("qk_nope_head_dim", 1);
+    spec.qk_rope_head_dim = mla->required_int("qk_rope_head_dim", 1);
+    spec.v_head_dim = mla->required_int("v_head_dim", 1);
+    mla->reject_unknown_keys();
+    m.mla = spec;
+  }
   if (auto head_dim = r.optional_int("head_dim", 1)) {
     m.head_dim = *head_dim;
+  } else if (m.mla) {
+    m.head_dim = m.mla->v_head_dim;  // MLA: head_dim is the V head width
   } else if (shape_read && m.heads > 0 && m.hidden % m.heads != 0) {
     r.add_problem("head_dim", "hidden (" + std::to_string(m.hidden) + ") is not a multiple of heads (" +
                                   std::to_string(m.heads) + "), so head_dim must be given");
@@ -65,6 +77,7 @@ ModelSpec read_model(JsonObjectReader& r) {
     spec.top_k = moe->required_int("top_k", 1);
     spec.expert_ffn_hidden = moe->optional_int("expert_ffn_hidden", 1).value_or(m.ffn_hidden);
     spec.shared_experts = moe->optional_int("shared_experts", 0).value_or(0);
+    spec.dense_layers = moe->optional_int("dense_layers", 0).value_or(0);
     moe->reject_unknown_keys();
     m.moe = spec;
   }
@@ -113,6 +126,11 @@ nlohmann::ordered_json model_to_json(const ModelSpec& m) {
   if (m.moe) {
     j["moe"] = {{"experts", m.moe->experts}, {"top_k", m.moe->top_k}, {"expert_ffn_hidden", m.moe->expert_ffn_hidden},
                 {"shared_experts", m.moe->shared_experts}};
+    if (m.moe->dense_layers > 0) j["moe"]["dense_layers"] = m.moe->dense_layers;
+  }
+  if (m.mla) {
+    j["mla"] = {{"q_lora_rank", m.mla->q_lora_rank}, {"kv_lora_rank", m.mla->kv_lora_rank}, {"qk_nope_head_dim", m.mla->qk_nope_head_dim},
+                {"qk_rope_head_dim", m.mla->qk_rope_head_dim}, {"v_head_dim", m.mla->v_head_dim}};
   }
   if (m.sliding_window > 0) {
     j["sliding_window"] = m.sliding_window;

@@ -21,7 +21,12 @@ void require_size(ProblemList& problems, const std::string& where, const char* k
 // model too large for int64 byte counts is refused before anything counts it exactly.
 double parameter_bound(const ModelSpec& m) {
   const double h = static_cast<double>(m.hidden);
-  const double attention = 2.0 * h * static_cast<double>(m.heads * m.head_dim) + 2.0 * h * static_cast<double>(m.kv_heads * m.head_dim);
+  double attention = 2.0 * h * static_cast<double>(m.heads * m.head_dim) + 2.0 * h * static_cast<double>(m.kv_heads * m.head_dim);
+  if (m.mla) {  // every projection as if from h (an over-estimate: the up-projections read the narrower latents)
+    const double heads = static_cast<double>(m.heads);
+    attention += h * (static_cast<double>(m.mla->q_lora_rank + m.mla->kv_lora_rank + m.mla->qk_rope_head_dim) +
+                      heads * static_cast<double>(2 * m.mla->qk_head_dim() + m.mla->v_head_dim));
+  }
   const double ffns = m.moe ? static_cast<double>(m.moe->experts + m.moe->shared_experts) : 1.0;
   const double ffn_width = static_cast<double>(m.moe ? m.moe->expert_ffn_hidden : m.ffn_hidden);
   return static_cast<double>(m.layers) * (attention + ffns * 3.0 * h * ffn_width) + 2.0 * static_cast<double>(m.vocab) * h;
@@ -56,6 +61,20 @@ ProblemList validate_model(const ModelSpec& m, const std::string& where) {
             std::to_string(limits::kMaxExperts));
     }
   }
+  if (m.moe && (m.moe->dense_layers < 0 || m.moe->dense_layers >= m.layers)) {
+    p.add(where + ": /moe/dense_layers: dense_layers (" + std::to_string(m.moe->dense_layers) + ") must be from 0 to layers - 1 (" +
+          std::to_string(m.layers - 1) + "): the first layers with a dense FFN, at least one MoE layer after them");
+  }
+  if (m.mla) {
+    if (m.mla->q_lora_rank < 0 || m.mla->q_lora_rank > limits::kMaxWidth) {
+      p.add(where + ": /mla/q_lora_rank: q_lora_rank (" + std::to_string(m.mla->q_lora_rank) + ") must be from 0 (no Q compression) to " +
+            std::to_string(limits::kMaxWidth));
+    }
+    require_size(p, where, "mla/kv_lora_rank", m.mla->kv_lora_rank, limits::kMaxWidth);
+    require_size(p, where, "mla/qk_nope_head_dim", m.mla->qk_nope_head_dim, limits::kMaxWidth);
+    require_size(p, where, "mla/qk_rope_head_dim", m.mla->qk_rope_head_dim, limits::kMaxWidth);
+    require_size(p, where, "mla/v_head_dim", m.mla->v_head_dim, limits::kMaxWidth);
+  }
   if (m.sliding_window != 0 || m.sliding_window_layers != 0) {
     require_size(p, where, "sliding_window", m.sliding_window, limits::kMaxSeqLen);
     if (m.sliding_window_layers < 0 || m.sliding_window_layers > m.layers) {
@@ -68,6 +87,23 @@ ProblemList validate_model(const ModelSpec& m, const std::string& where) {
   if (m.heads % m.kv_heads != 0) {
     p.add(where + ": /kv_heads: kv_heads (" + std::to_string(m.kv_heads) + ") must divide heads (" +
           std::to_string(m.heads) + ") of model \"" + m.name + "\" (each KV head serves a whole group of query heads)");
+  }
+  if (m.mla) {
+    const std::string of = " of model \"" + m.name + "\" (multi-head latent attention";
+    if (m.kv_heads != m.heads) {
+      p.add(where + ": /kv_heads: kv_heads (" + std::to_string(m.kv_heads) + ") must equal heads (" + std::to_string(m.heads) + ")" + of +
+            " gives every head its own K and V)");
+    }
+    if (m.head_dim != m.mla->v_head_dim) {
+      p.add(where + ": /head_dim: head_dim (" + std::to_string(m.head_dim) + ") must equal mla/v_head_dim (" + std::to_string(m.mla->v_head_dim) +
+            ")" + of + ": head_dim is the V head width; leave it out to take v_head_dim)");
+    }
+    if (m.position != PositionKind::kRope) p.add(where + ": /position: position \"" + std::string(to_string(m.position)) + "\" must be \"rope\"" + of + " rotates qk_rope_head_dim of each head)");
+    if (m.mla->qk_rope_head_dim % 2 != 0) {
+      p.add(where + ": /mla/qk_rope_head_dim: qk_rope_head_dim (" + std::to_string(m.mla->qk_rope_head_dim) + ") must be even (RoPE turns pairs of dimensions)");
+    }
+    if (m.sliding_window > 0) p.add(where + ": /sliding_window: a sliding window" + of + ") is not modeled");
+    if (m.linear_bias || m.qkv_bias) p.add(where + ": /linear_bias: biases" + of + " has none) are not modeled");
   }
   if (m.position == PositionKind::kLearned && m.max_positions < m.seq_len) {
     p.add(where + ": /seq_len: seq_len (" + std::to_string(m.seq_len) + ") exceeds the learned position table (" +

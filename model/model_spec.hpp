@@ -20,6 +20,24 @@ struct MoeSpec {
   int64_t top_k = 0;              // experts each token is routed to
   int64_t expert_ffn_hidden = 0;  // FFN width of one expert
   int64_t shared_experts = 0;     // experts every token also passes through (DeepSeek, Qwen2-MoE)
+  // The first `dense_layers` layers have a dense FFN of the model's ffn_hidden instead (DeepSeek-V3:
+  // 3, HF first_k_dense_replace). Counted exactly in parameters and FLOPs; the lowering and the
+  // rank memory price every layer as an MoE layer (docs/model-math.md "Multi-head latent attention").
+  int64_t dense_layers = 0;
+};
+
+// Multi-head latent attention (DeepSeek-V2/V3; Megatron-Core's MLASelfAttention): Q through a
+// low-rank bottleneck (h -> q_lora_rank -> heads x (nope + rope)), K and V from one shared latent
+// (h -> kv_lora_rank + rope; kv_lora_rank -> heads x (nope + v)), RMSNorms on both latents, and a
+// rope-wide key part shared by every head. QK heads are nope + rope wide, V heads v wide; the
+// output projection maps heads x v -> h. Field names as in Hugging Face's DeepseekV3Config.
+struct MlaSpec {
+  int64_t q_lora_rank = 0;       // 0: Q projected directly from h (DeepSeek-V2-Lite)
+  int64_t kv_lora_rank = 0;      // the compressed K/V latent
+  int64_t qk_nope_head_dim = 0;  // per-head Q/K width without rotary embedding
+  int64_t qk_rope_head_dim = 0;  // per-head Q width (and the shared K part) with rotary embedding
+  int64_t v_head_dim = 0;        // per-head V width (== ModelSpec::head_dim)
+  int64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
 };
 
 struct ModelSpec {
@@ -42,6 +60,8 @@ struct ModelSpec {
   bool qkv_bias = false;        // only Q, K, V have biases (Qwen2); implied by linear_bias
   bool dropout = true;          // dropout after attention and MLP (stores 1-byte masks)
   std::optional<MoeSpec> moe;   // every layer's FFN is a mixture of experts when set
+  std::optional<MlaSpec> mla;   // multi-head latent attention instead of Q, K, V projections; then
+                                // kv_heads == heads and head_dim == mla->v_head_dim
   // Sliding-window (local) attention: a query attends to the last `sliding_window` positions
   // (itself included) in `sliding_window_layers` of the layers, the others see the whole causal
   // prefix (Mistral: every layer; Gemma 2, GPT-OSS: every other layer). 0: no window.
@@ -50,8 +70,12 @@ struct ModelSpec {
   std::optional<double> params_b_stated;  // a parameter count the source stated, for reference
   std::string source;                     // where the architecture comes from
 
-  int64_t attention_width() const { return heads * head_dim; }  // width of Q and of the output proj
+  int64_t attention_width() const { return heads * head_dim; }  // width of Q and of the output proj (MLA: of V)
   int64_t kv_width() const { return kv_heads * head_dim; }
+  // Width of the QK^T heads: head_dim, or MLA's nope + rope (192 for DeepSeek-V3).
+  int64_t qk_head_dim() const { return mla ? mla->qk_head_dim() : head_dim; }
+  // Layers whose FFN is a mixture of experts (the others dense).
+  int64_t moe_layers() const { return moe ? layers - moe->dense_layers : 0; }
   bool is_moe() const { return moe.has_value(); }
   // Layers whose attention is windowed (0 without a window, or when the window covers the sequence).
   int64_t windowed_layers() const { return sliding_window > 0 && sliding_window < seq_len ? sliding_window_layers : 0; }

@@ -9,7 +9,10 @@
 namespace trainsim {
 
 struct LayerParams {
-  int64_t attention = 0;  // Q, K, V, output projection (+ biases)
+  int64_t attention = 0;  // Q, K, V, output projection (+ biases); MLA: its five projections and two norms
+  // Part of `attention` whole on every TP rank: MLA's down projections and latent norms (Megatron-Core
+  // builds linear_q_down_proj and linear_kv_down_proj duplicated, not split over TP).
+  int64_t attention_replicated = 0;
   int64_t mlp = 0;        // dense FFN, or all routed experts of an MoE layer
   int64_t shared = 0;     // MoE: the shared experts every token passes through (a dense FFN)
   int64_t router = 0;     // MoE gate (hidden x experts)
@@ -18,8 +21,9 @@ struct LayerParams {
 };
 
 struct ParamCounts {
-  LayerParams per_layer;          // one transformer block
-  int64_t layers_total = 0;       // per_layer.total() * layers
+  LayerParams per_layer;          // one transformer block (MoE models: an MoE one)
+  LayerParams dense_layer;        // MoE models with dense first layers: one of those (else zeros)
+  int64_t layers_total = 0;       // per_layer.total() * MoE layers + dense_layer.total() * dense layers
   int64_t token_embedding = 0;    // vocab x hidden
   int64_t position_embedding = 0; // learned positions only
   int64_t final_norm = 0;
@@ -35,5 +39,8 @@ ParamCounts count_params(const ModelSpec& model);
 
 // Parameters of one dense FFN / one expert of width `ffn` (weights and biases).
 int64_t ffn_params(const ModelSpec& model, int64_t ffn);
+
+// Weights of the attention block's GEMMs (every projection; MLA's five), no biases or norms.
+int64_t attention_matmul_params(const ModelSpec& model);
 
 }  // namespace trainsim

@@ -11,7 +11,8 @@ struct ModuleNames {
 };
 constexpr ModuleNames kModuleNames[] = {{kRecomputeCoreAttn, "core_attn"}, {kRecomputeMoeAct, "moe_act"},
                                         {kRecomputeLayernorm, "layernorm"}, {kRecomputeMlp, "mlp"},
-                                        {kRecomputeMoe, "moe"}, {kRecomputeSharedExperts, "shared_experts"}};
+                                        {kRecomputeMoe, "moe"}, {kRecomputeSharedExperts, "shared_experts"},
+                                        {kRecomputeMlaUpProj, "mla_up_proj"}};
 }  // namespace
 
 std::string recompute_modules_text(RecomputeModules modules) {
@@ -29,7 +30,7 @@ RecomputeModules recompute_module_flag(const std::string& name) {
   return 0;
 }
 
-const char* recompute_module_names() { return "core_attn, moe_act, layernorm, mlp, moe, shared_experts"; }
+const char* recompute_module_names() { return "core_attn, moe_act, layernorm, mlp, moe, shared_experts, mla_up_proj"; }
 
 const char* to_string(Recompute r) {
   switch (r) {

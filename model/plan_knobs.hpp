@@ -25,6 +25,9 @@ enum RecomputeModule : uint32_t {
   kRecomputeMlp = 1u << 3,
   kRecomputeMoe = 1u << 4,
   kRecomputeSharedExperts = 1u << 5,
+  // mla_up_proj: multi-head latent attention's up projections and RoPE (their Q, K and V discarded,
+  // rebuilt from the kept latents before the attention backward); no effect without MLA.
+  kRecomputeMlaUpProj = 1u << 6,
 };
 using RecomputeModules = uint32_t;
 inline constexpr RecomputeModules kDefaultRecomputeModules = kRecomputeCoreAttn;

@@ -41,6 +41,8 @@ LinearKind linear_kind(const std::string& name, bool moe) {
   if (name == "qkv" || (name == "fc1" && !moe)) return LinearKind::kNormFused;
   if (name == "fc1" || name == "shared_fc1") return LinearKind::kColumn;
   if (name == "proj" || name == "fc2" || name == "shared_fc2") return LinearKind::kRow;
+  // MLA's down and up projections (plan/mla_lowering.cpp), each a linear with its own input cast.
+  if (name.starts_with("qkv_")) return LinearKind::kColumn;
   return LinearKind::kOther;  // the MoE router stays in higher precision
 }
 
@@ -128,9 +130,11 @@ void add_fp8_amax_reductions(IterationWork& work, const ModelSpec& m, const Para
   if (p.precision != Precision::kFp8 || p.fp8_recipe == Fp8Recipe::kRowwise) return;
   // One fp32 amax per FP8 tensor: a linear's input, weight and output gradient.
   constexpr double kAmaxesPerLinear = 3.0;
-  // QKV and the projection; FC1 and FC2 of the dense FFN, or of each local and shared expert.
+  // QKV and the projection (MLA: its down and up projections and the projection); FC1 and FC2 of
+  // the dense FFN, or of each local and shared expert.
   const double ffns = m.moe ? static_cast<double>(m.moe->experts / p.ep + m.moe->shared_experts) : 1.0;
-  const double linears = 2.0 + 2.0 * ffns;
+  const double attention_linears = !m.mla ? 2.0 : m.mla->q_lora_rank > 0 ? 5.0 : 4.0;
+  const double linears = attention_linears + 2.0 * ffns;
   const int64_t chunks = p.pp * (p.schedule == Schedule::kInterleaved ? p.vpp : 1);
   const int64_t chunk_layers = (m.layers + chunks - 1) / chunks;  // the largest chunk's, evenly split
   const double bytes = kAmaxesPerLinear * linears * 4.0 * static_cast<double>(chunk_layers);

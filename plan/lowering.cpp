@@ -22,10 +22,11 @@ double Op::attention_window_share() const {
 double Op::flops() const {
   if (kind == OpKind::kGemm) return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
   if (kind == OpKind::kAttention) {
-    // QK^T and AV: 4 s^2 d per head; a causal kernel computes half (a window its band); backward =
-    // 2.5x (five GEMMs).
+    // QK^T and AV: 2 s^2 (d_qk + d_v) per head (4 s^2 d with equal widths); a causal kernel computes
+    // half (a window its band); backward = 2.5x (five GEMMs).
     const double s = static_cast<double>(attention_seq);
-    const double forward = 4.0 * static_cast<double>(attention_batch_heads) * s * s * static_cast<double>(attention_head_dim) * 0.5 /
+    const double widths = static_cast<double>(attention_head_dim + (attention_v_head_dim > 0 ? attention_v_head_dim : attention_head_dim));
+    const double forward = 2.0 * static_cast<double>(attention_batch_heads) * s * s * widths * 0.5 /
                            static_cast<double>(attention_cp) * attention_window_share();
     return backward ? 2.5 * forward : forward;
   }
@@ -76,7 +77,7 @@ using namespace lowering;
 // the steps' bytes, overlapped with the attention op just before it: only what is longer shows.
 void add_cp_ring(std::vector<Op>& ops, const Shapes& s, int64_t cp, bool backward) {
   if (cp <= 1) return;
-  const double kv_block = 2.0 * static_cast<double>(s.tokens) * static_cast<double>(s.kv / s.t) * s.e;
+  const double kv_block = static_cast<double>(s.tokens) * static_cast<double>((s.k_core + s.kv) / s.t) * s.e;  // K and V
   Op ring = collective(backward ? "cp_ring_kv_bwd" : "cp_ring_kv", CollectiveKind::kSendRecv, GroupKind::kCp,
                        static_cast<double>(cp - 1) * kv_block * (backward ? 2.0 : 1.0));
   ring.overlaps_op = static_cast<int32_t>(ops.size()) - 1;  // the attention op
@@ -92,7 +93,7 @@ void add_cp_ring(std::vector<Op>& ops, const Shapes& s, int64_t cp, bool backwar
 void add_cp_exchange(std::vector<Op>& ops, const Shapes& s, const ParallelPlan& p, bool backward, bool after = false) {
   if (p.cp <= 1) return;
   const double tokens = static_cast<double>(s.tokens), e = s.e;
-  const double kv_block = 2.0 * tokens * static_cast<double>(s.kv / s.t) * e;
+  const double kv_block = tokens * static_cast<double>((s.k_core + s.kv) / s.t) * e;  // K and V (MLA: 192- and 128-wide heads)
   const double cp = static_cast<double>(p.cp);
   switch (p.cp_comm) {
     case CpComm::kP2p:
@@ -103,7 +104,7 @@ void add_cp_exchange(std::vector<Op>& ops, const Shapes& s, const ParallelPlan& 
       if (!after) ops.push_back(collective(backward ? "cp_allgather_kv_bwd" : "cp_allgather_kv", CollectiveKind::kAllGather, GroupKind::kCp, cp * kv_block));
       return;
     case CpComm::kA2a: {
-      const double qkv = tokens * static_cast<double>((s.q + 2 * s.kv) / s.t) * e, out = tokens * static_cast<double>(s.q / s.t) * e;
+      const double qkv = tokens * static_cast<double>((s.q_core + s.k_core + s.kv) / s.t) * e, out = tokens * static_cast<double>(s.q / s.t) * e;
       if (!after) ops.push_back(collective(backward ? "cp_a2a_out_bwd" : "cp_a2a_qkv", CollectiveKind::kAllToAll, GroupKind::kCp, backward ? out : qkv));
       if (after) ops.push_back(collective(backward ? "cp_a2a_qkv_bwd" : "cp_a2a_out", CollectiveKind::kAllToAll, GroupKind::kCp, backward ? qkv : out));
       return;
@@ -152,7 +153,8 @@ void add_attention(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, cons
     attention.kind = OpKind::kAttention;
     attention.attention_batch_heads = batch * s.heads_per_rank;
     attention.attention_seq = m.seq_len;
-    attention.attention_head_dim = m.head_dim;
+    attention.attention_head_dim = m.qk_head_dim();
+    if (m.mla) attention.attention_v_head_dim = m.head_dim;
     attention.attention_cp = p.cp;
     if (p.cp > 1 && p.cp_comm == CpComm::kA2a) {
       // Ulysses: the all-to-all gives each rank the whole sequence for heads / cp of its heads.
@@ -181,7 +183,7 @@ void add_attention(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, cons
     add_cp_exchange(w.backward, s, p, true, true);
   } else {
     // Unfused: batched QK^T and AV GEMMs plus softmax (+ dropout) over a*s^2 scores per sequence.
-    Op scores = gemm("attn_scores", m.seq_len, m.seq_len, m.head_dim);
+    Op scores = gemm("attn_scores", m.seq_len, m.seq_len, m.qk_head_dim());
     scores.batch = batch * s.heads_per_rank;
     Op context = gemm("attn_context", m.seq_len, m.head_dim, m.seq_len);
     context.batch = scores.batch;
@@ -235,9 +237,13 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
   // Norm: read input, write output (+ statistics); backward reads input, output grad, writes grad.
   w.forward.push_back(memory("norm1", 2 * act * nt.forward));
   w.backward.push_back(memory("norm1_bwd", 3 * act * nt.backward));
-  add_tp_boundary(w, s, sp, true);
-  add_linear(w, "qkv", "qkv_dgrad", "qkv_wgrad", s.tokens, (s.q + 2 * s.kv) / s.t, s.h);
-  if (m.position == PositionKind::kRope) {
+  if (m.mla) {
+    add_mla_projections(w, m, p, s, nt.forward, nt.backward);
+  } else {
+    add_tp_boundary(w, s, sp, true);
+    add_linear(w, "qkv", "qkv_dgrad", "qkv_wgrad", s.tokens, (s.q + 2 * s.kv) / s.t, s.h);
+  }
+  if (m.position == PositionKind::kRope && !m.mla) {
     // Rotary embedding of Q and K (Megatron-LM's apply_rotary_pos_emb): read and write both; the
     // backward rotates their gradients back.
     const double rotated = static_cast<double>(s.tokens) * static_cast<double>((s.q + s.kv) / s.t) * s.e;
@@ -335,6 +341,8 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
   s.h = m.hidden;
   s.q = m.attention_width();
   s.kv = m.kv_width();
+  s.q_core = m.heads * m.qk_head_dim();
+  s.k_core = m.kv_heads * m.qk_head_dim();
   s.f = m.moe ? m.moe->expert_ffn_hidden : m.ffn_hidden;
   s.t = p.tp;
   s.heads_per_rank = m.heads / p.tp;

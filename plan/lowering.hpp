@@ -24,8 +24,10 @@ struct Op {
   const char* name = "";
   // kGemm: (m x k) . (k x n), `batch` independent products
   int64_t m = 0, n = 0, k = 0, batch = 1;
-  // kAttention: batch x heads problems of (seq x head_dim), causal; forward or backward pass
-  int64_t attention_batch_heads = 0, attention_seq = 0, attention_head_dim = 0;
+  // kAttention: batch x heads problems of (seq x head_dim), causal; forward or backward pass.
+  // attention_head_dim is the Q/K head width (the kernel's shape is priced by it); V heads are
+  // attention_v_head_dim wide where they differ (MLA: 192 and 128), else 0 (= attention_head_dim).
+  int64_t attention_batch_heads = 0, attention_seq = 0, attention_head_dim = 0, attention_v_head_dim = 0;
   // Context parallelism: the sequence's queries are spread over this many ranks (load-balanced
   // causal chunks); this rank does 1/attention_cp of the work.
   int64_t attention_cp = 1;

@@ -52,6 +52,8 @@ inline void add_linear(LayerWork& w, const char* name, const char* dgrad, const 
 
 struct Shapes {
   int64_t tokens, h, q, kv, f, heads_per_rank, t;
+  // Widths of the attention core's Q and K (all heads): q and kv, or with MLA heads x qk_head_dim.
+  int64_t q_core, k_core;
   double e;           // bytes per activation value
   double sp_tokens;   // tokens held by one rank outside the TP region (tokens / t with SP)
 };
@@ -66,6 +68,11 @@ int32_t index_of(const std::vector<Op>& ops, const std::string& name, int32_t oc
 // the layer (`dense_ffn`: the FFN block too; an MoE layer's experts get none): plan/tp_overlap_lowering.cpp.
 void pair_backward_overlaps(std::vector<Op>& backward);
 void pair_tp_comm_overlaps(LayerWork& w, const ParallelPlan& p, bool dense_ffn);
+
+// Multi-head latent attention from the pre-attention norm's output to the attention core's Q, K
+// and V: down projections, latent norms (at the given traffic factors), the TP region's entry on
+// the latents, up projections and the fused RoPE (plan/mla_lowering.cpp).
+void add_mla_projections(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s, double norm_forward, double norm_backward);
 
 // The op names of an FFN's two linears (string literals: ops keep the pointer).
 struct FfnNames {

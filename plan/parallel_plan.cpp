@@ -239,7 +239,10 @@ void check_recompute_modules(const ParallelPlan& p, const ModelSpec& m, const st
   }
   const RecomputeModules moe_only = kRecomputeMoeAct | kRecomputeMoe | kRecomputeSharedExperts | kRecomputeLayernorm;
   if (!m.moe && (r & moe_only) != 0) add("recompute_modules", listed + ": moe_act, moe, shared_experts and layernorm (separate from a linear only before an MoE block) need experts" + of_model);
-  if (m.moe && (r & kRecomputeMlp) != 0) add("recompute_modules", listed + ": mlp checkpoints a dense MLP and every layer is MoE" + of_model + " (use moe or moe_act)");
+  if (m.moe && m.moe->dense_layers == 0 && (r & kRecomputeMlp) != 0) {
+    add("recompute_modules", listed + ": mlp checkpoints a dense MLP and every layer is MoE" + of_model + " (use moe or moe_act)");
+  }
+  if (!m.mla && (r & kRecomputeMlaUpProj) != 0) add("recompute_modules", listed + ": mla_up_proj needs multi-head latent attention" + of_model);
   if (m.moe && m.moe->shared_experts == 0 && (r & kRecomputeSharedExperts) != 0) add("recompute_modules", listed + ": there are no shared experts" + of_model);
   if (p.ep_comm_overlap && (r & kRecomputeMoe) != 0) add("recompute_modules", listed + ": Megatron-Core refuses moe recompute with the EP communication overlap");
 }

@@ -102,8 +102,11 @@ ActivationLayout activation_layout(const ParallelPlan& plan) {
 RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan) {
   const ParamCounts params = count_params(model);
   // Norms, row-parallel biases (attention output, FFN down) and the MoE router are replicated over
-  // tensor-parallel ranks; everything else in a layer is split t ways (Shoeybi et al. 2019).
-  const int64_t layer_replicated = params.per_layer.norms + params.per_layer.router + (model.linear_bias ? 2 * model.hidden : 0);
+  // tensor-parallel ranks, and so are MLA's down projections and latent norms (Megatron-Core builds
+  // them duplicated); everything else in a layer is split t ways (Shoeybi et al. 2019). An MoE model's
+  // dense first layers are held as MoE layers (ModelSpec: MoeSpec::dense_layers).
+  const int64_t layer_replicated = params.per_layer.norms + params.per_layer.router + params.per_layer.attention_replicated +
+                                   (model.linear_bias ? 2 * model.hidden : 0);
   // Routed experts apart from the dense TP split (expert parallelism, or an expert TP other than
   // TP): a rank holds experts / ep of them, each split expert_tp ways, their states sharded over
   // the ranks holding the same slices.

@@ -7,7 +7,8 @@
 //   Engine; a dense layer's norms are fused into the linears after them, which keep their output);
 // - moe_act: the experts' activation;
 // - mlp / moe: the dense MLP, or the whole MoE block with its exchanges and shared experts;
-// - shared_experts: the shared experts.
+// - shared_experts: the shared experts;
+// - mla_up_proj: multi-head latent attention's up projections and RoPE.
 // Output-discarding checkpoints (layernorm, moe_act) re-run one op; the others re-run the block.
 // The FP8 casts of a recomputed block are not re-counted (plan/fp8_lowering.cpp appends them).
 #include <string>
@@ -21,6 +22,12 @@ namespace {
 bool attention_core(const std::string& name) {
   return name == "attention" || name == "attention_window" || name == "attn_scores" || name == "softmax" || name == "attn_context" ||
          name == "cp_ring_kv" || name == "cp_allgather_kv" || name == "cp_a2a_qkv" || name == "cp_a2a_out";
+}
+
+// MLA's up projections (linear_q_up_proj or linear_q_proj, linear_kv_up_proj) and its fused RoPE
+// (plan/mla_lowering.cpp): what Megatron-Core's mla_up_proj checkpoint (qkv_up_checkpoint) re-runs.
+bool mla_up_projection(const std::string& name) {
+  return name == "qkv_up_q" || name == "qkv_q" || name == "qkv_up_kv" || name == "rotary";
 }
 
 void mark_range(std::vector<bool>& rerun, size_t begin, size_t end) {
@@ -40,6 +47,9 @@ std::vector<Op> selective_recompute(const ModelSpec& m, const ParallelPlan& p, c
   if ((!moe && (r & kRecomputeMlp) != 0) || (moe && (r & kRecomputeMoe) != 0)) mark_range(rerun, marks.mlp_begin, marks.mlp_end);
   if (moe && (r & kRecomputeMoeAct) != 0 && marks.routed_act != LayerMarks::kNone) rerun[marks.routed_act] = true;
   if (moe && (r & kRecomputeSharedExperts) != 0 && marks.shared_begin != LayerMarks::kNone) mark_range(rerun, marks.shared_begin, marks.shared_end);
+  if (m.mla && (r & kRecomputeMlaUpProj) != 0) {
+    for (size_t i = 0; i < forward.size(); ++i) rerun[i] = rerun[i] || mla_up_projection(forward[i].name);
+  }
 
   // Copy in order; an op that overlaps another (the CP ring beside its attention, a TP collective
   // beside its GEMM) keeps the pairing when both run again, and runs alone otherwise.

@@ -47,6 +47,13 @@ std::string describe_model(const ModelSpec& m) {
   if (m.moe) {
     text += ", " + std::to_string(m.moe->experts) + " experts (top " + std::to_string(m.moe->top_k) + ", FFN " +
             std::to_string(m.moe->expert_ffn_hidden) + ")";
+    if (m.moe->dense_layers > 0) text += ", the first " + std::to_string(m.moe->dense_layers) + " layers dense";
+  }
+  if (m.mla) {
+    const MlaSpec& a = *m.mla;
+    text += "\n  multi-head latent attention: Q " + (a.q_lora_rank > 0 ? "via rank " + std::to_string(a.q_lora_rank) : std::string("from hidden")) +
+            ", K/V via rank " + std::to_string(a.kv_lora_rank) + ", QK heads " + std::to_string(a.qk_nope_head_dim) + " + " +
+            std::to_string(a.qk_rope_head_dim) + " rope, V heads " + std::to_string(a.v_head_dim);
   }
   text += "\n  vocab " + std::to_string(m.vocab) + ", sequence " + std::to_string(m.seq_len) + ", " +
           to_string(m.norm) + ", " + to_string(m.position) + " positions, " +
@@ -83,12 +90,14 @@ std::string params_table(const ModelReport& r) {
     if (n > 0) t.add_row({name, format_count(n), format_percent(static_cast<double>(n) / total)});
   };
   const int64_t layers = r.model.layers;
+  const int64_t dense = r.model.moe ? r.model.moe->dense_layers : 0, sparse = layers - dense;
   row("token embedding", c.token_embedding);
   row("position embedding", c.position_embedding);
-  row("attention (" + std::to_string(layers) + " layers)", c.per_layer.attention * layers);
-  row(std::string(r.model.moe ? "experts" : "mlp") + " (" + std::to_string(layers) + " layers)", c.per_layer.mlp * layers);
-  if (c.per_layer.shared > 0) row("shared experts (" + std::to_string(layers) + " layers)", c.per_layer.shared * layers);
-  row("router (" + std::to_string(layers) + " layers)", c.per_layer.router * layers);
+  row(std::string(r.model.mla ? "latent attention" : "attention") + " (" + std::to_string(layers) + " layers)", c.per_layer.attention * layers);
+  if (dense > 0) row("dense mlp (" + std::to_string(dense) + " layers)", c.dense_layer.mlp * dense);
+  row(std::string(r.model.moe ? "experts" : "mlp") + " (" + std::to_string(sparse) + " layers)", c.per_layer.mlp * sparse);
+  if (c.per_layer.shared > 0) row("shared experts (" + std::to_string(sparse) + " layers)", c.per_layer.shared * sparse);
+  row("router (" + std::to_string(sparse) + " layers)", c.per_layer.router * sparse);
   row("norms", c.per_layer.norms * layers + c.final_norm);
   row(r.model.tied_embeddings ? "lm head (tied)" : "lm head", c.lm_head);
   t.add_rule();

@@ -22,6 +22,10 @@ ProblemList model_problems(const ModelSpec& m) {
   if (m.position == PositionKind::kRope && m.head_dim % 2 != 0) {
     p.add(where + ": head_dim " + std::to_string(m.head_dim) + " is odd (RoPE turns pairs of dimensions)");
   }
+  if (m.mla) p.add(where + ": multi-head latent attention is not implemented in the CPU runtime (it runs Q, K and V projections; trainsim predict prices MLA, the runtime would train a different model)");
+  if (m.moe && m.moe->dense_layers > 0) {
+    p.add(where + ": moe/dense_layers " + std::to_string(m.moe->dense_layers) + " (dense first layers of an MoE model are not implemented in the CPU runtime: every layer is MoE there)");
+  }
   if (m.dropout) p.add(where + ": dropout is not implemented in the CPU runtime (describe the model with \"dropout\": false)");
   if (m.head_dim * m.heads != m.hidden) p.add(where + ": head_dim x heads must equal hidden in the CPU runtime");
   return p;

@@ -5,18 +5,17 @@
 #include "sim/published_runs.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <limits>
 #include <map>
 
 #include "common/json_reader.hpp"
 #include "common/limits.hpp"
-#include "model/model_catalog.hpp"
 #include "model/model_json.hpp"
 #include "plan/framework_preset.hpp"
 #include "plan/plan_json.hpp"
 #include "sim/hardware_catalog.hpp"
 #include "sim/published_run_era.hpp"
+#include "sim/published_run_models.hpp"
 
 namespace trainsim {
 
@@ -45,6 +44,23 @@ struct Filler {
   }
 };
 
+// Multi-head latent attention and the dense first layers of a catalog model (DeepSeek-V3), where
+// the run's model block does not state them; each filled field is recorded with what it is.
+void fill_known_architecture(json& model, Filler& fill, const ModelSpec& known) {
+  if (known.mla && is_null(model, "mla")) {
+    const MlaSpec& a = *known.mla;
+    fill(model, "model.", "mla",
+         json{{"q_lora_rank", a.q_lora_rank}, {"kv_lora_rank", a.kv_lora_rank}, {"qk_nope_head_dim", a.qk_nope_head_dim},
+              {"qk_rope_head_dim", a.qk_rope_head_dim}, {"v_head_dim", a.v_head_dim}});
+    fill.used.back() += " (multi-head latent attention of the catalog's " + known.name + ", known by name: the format cannot state it)";
+  }
+  if (known.moe && known.moe->dense_layers > 0 && model.contains("moe") && model["moe"].is_object()) {
+    const size_t before = fill.used.size();
+    fill(model["moe"], "model.moe.", "dense_layers", known.moe->dense_layers);
+    if (fill.used.size() > before) fill.used.back() += " (the catalog's " + known.name + ": its first layers have a dense FFN of ffn_hidden)";
+  }
+}
+
 // Model fields GPT-3-like sources leave out (Zero Bubble's table): GELU, 4 x hidden, GPT-2's BPE.
 void fill_model(json& model, Filler& fill, std::string& unsupported) {
   if (!model.is_object()) return;
@@ -63,23 +79,39 @@ void fill_model(json& model, Filler& fill, std::string& unsupported) {
     }
   }
   fill(model, "model.", "vocab", 50257);
-  // The format has no head_dim and no sliding window: a model the catalog knows by the same name,
-  // with the same layers, hidden width and heads, takes the catalog's (its Hugging Face config's);
-  // else hidden / heads and full attention.
-  if (!model.contains("name") || !model["name"].is_string()) return;
-  std::string name = model["name"].get<std::string>();
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-  for (const ModelSpec& known : builtin_models()) {
-    if (known.name != name || known.layers != int_or(model, "layers", 0) || known.hidden != int_or(model, "hidden", 0) ||
-        known.heads != int_or(model, "heads", 0)) {
-      continue;
-    }
-    if (!model.contains("head_dim") && known.head_dim * known.heads != known.hidden) fill(model, "model.", "head_dim", known.head_dim);
-    if (known.sliding_window > 0 && !model.contains("sliding_window")) {
-      fill(model, "model.", "sliding_window", known.sliding_window);
-      fill(model, "model.", "sliding_window_layers", known.sliding_window_layers);
-    }
+  // The format has no head_dim, no sliding window, no multi-head latent attention and no dense
+  // first layers of an MoE model: a model the catalog knows by the same name (or by a name of
+  // kArchitectureNames), with the same layers, hidden width and heads, takes the catalog's (its
+  // Hugging Face config's); else hidden / heads, full attention, Q, K and V projections, every
+  // layer MoE.
+  const ModelSpec* known = catalog_model_of(model);
+  if (known == nullptr) return;
+  if (!model.contains("head_dim") && known->head_dim * known->heads != known->hidden) fill(model, "model.", "head_dim", known->head_dim);
+  if (known->sliding_window > 0 && !model.contains("sliding_window")) {
+    fill(model, "model.", "sliding_window", known->sliding_window);
+    fill(model, "model.", "sliding_window_layers", known->sliding_window_layers);
   }
+  fill_known_architecture(model, fill, *known);
+}
+
+// A framework recipe's recompute for a run that states none (sim/published_run_models.hpp).
+void fill_recipe_plan(json& j, Filler& fill) {
+  if (!j.is_object() || !j.contains("model") || !j.contains("plan") || !j["plan"].is_object() || !j.contains("hardware") ||
+      !j["hardware"].is_object() || !j.contains("framework") || !j["hardware"].contains("gpu")) {
+    return;
+  }
+  const ModelSpec* known = catalog_model_of(j["model"]);
+  const json& hw = j["hardware"];
+  if (known == nullptr || !is_null(j["plan"], "recompute") || !j["framework"].is_string() || !hw["gpu"].is_string()) return;
+  const RecipePlan* recipe = recipe_plan(known->name, j["framework"].get<std::string>(), hw["gpu"].get<std::string>());
+  if (recipe == nullptr) return;
+  json modules = json::array();
+  for (const char* module : recipe->recompute_modules) {
+    if (module != nullptr) modules.push_back(module);
+  }
+  fill(j["plan"], "plan.", "recompute", "selective");
+  fill(j["plan"], "plan.", "recompute_modules", modules);
+  fill.used.back() += std::string(" (") + recipe->source + ")";
 }
 
 // GPU-dependent network: its reference server's NIC rate, a catalog capability (DGX A100 200 Gb/s, H100/H200 400).
@@ -284,6 +316,7 @@ PublishedRun read_run(const json& raw, const std::string& path, const std::strin
   if (j.is_object()) {
     if (j.contains("model")) fill_model(j["model"], fill, unsupported);
     if (j.contains("hardware")) fill_hardware(j["hardware"], fill);
+    fill_recipe_plan(j, fill);
   }
   JsonObjectReader r(j, path, pointer, problems);
   run.id = r.required_string("id");

@@ -67,6 +67,10 @@ void check_cuda_plan(const ModelSpec& m, const ParallelPlan& p, int world_size) 
   if (m.position == PositionKind::kRope && m.head_dim % 2 != 0) {
     problems.add(where + ": head_dim " + std::to_string(m.head_dim) + " is odd (RoPE turns pairs of dimensions)");
   }
+  if (m.mla) problems.add(where + ": multi-head latent attention is not implemented in the CUDA runtime (it runs Q, K and V projections; trainsim predict prices MLA, the runtime would train a different model)");
+  if (m.moe && m.moe->dense_layers > 0) {
+    problems.add(where + ": moe/dense_layers " + std::to_string(m.moe->dense_layers) + " (dense first layers of an MoE model are not implemented in the CUDA runtime: every layer is MoE there)");
+  }
   if (m.dropout) problems.add(where + ": dropout is not implemented in the CUDA runtime (describe the model with \"dropout\": false)");
   if (m.head_dim * m.heads != m.hidden) problems.add(where + ": head_dim x heads (" + std::to_string(m.head_dim * m.heads) + ") must equal hidden (" + std::to_string(m.hidden) + ")");
   const bool flash = p.attention == AttentionKernel::kFlash;

@@ -145,11 +145,11 @@ TEST_CASE("recompute_modules in plan JSON, Megatron arguments and back") {
   CHECK(read_plan(reader, ParallelPlan{}, nullptr).recompute_modules == p.recompute_modules);
   CHECK(list.empty());
 
-  const nlohmann::json bad = nlohmann::json::parse(R"({"recompute": "selective", "recompute_modules": ["moe_act", "mla_up_proj"]})");
+  const nlohmann::json bad = nlohmann::json::parse(R"({"recompute": "selective", "recompute_modules": ["moe_act", "mhc"]})");
   JsonObjectReader bad_reader(bad, "plan.json", "", list);
   read_plan(bad_reader, ParallelPlan{}, nullptr);
   REQUIRE(list.size() == 1);
-  CHECK_THAT(list.items().front(), Catch::Contains("\"mla_up_proj\" is not a recompute module"));
+  CHECK_THAT(list.items().front(), Catch::Contains("\"mhc\" is not a recompute module"));
 
   const ModelSpec m = resolve_model("qwen3-30b-a3b");
   const std::string args = export_plan(&m, p, 8, ExportTarget::kMegatron);

@@ -83,3 +83,7 @@ TEST_CASE("the CPU backend's stage trains the shared initial weights") {
     CHECK(stage.params()[i].value == w.params[i].value);
   }
 }
+
+TEST_CASE("the runtime refuses MLA instead of training it as multi-head attention", "[mla]") {
+  CHECK_THROWS_WITH(trainsim::runtime::check_runtime_supports(resolve_model("deepseek-v3")), Catch::Contains("multi-head latent attention is not implemented"));
+}
