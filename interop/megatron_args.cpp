@@ -124,6 +124,17 @@ void check_shape(const MegatronArgs& a, const ModelSpec& m) {
   compare("--ffn-hidden-size", m.ffn_hidden, "ffn_hidden");
   compare("--kv-channels", m.head_dim, "head_dim");
   if (a.has("--group-query-attention")) compare("--num-query-groups", m.kv_heads, "kv_heads");
+  if (m.mla) {
+    compare("--q-lora-rank", m.mla->q_lora_rank, "mla.q_lora_rank");
+    compare("--kv-lora-rank", m.mla->kv_lora_rank, "mla.kv_lora_rank");
+    compare("--qk-head-dim", m.mla->qk_nope_head_dim, "mla.qk_nope_head_dim");
+    compare("--qk-pos-emb-head-dim", m.mla->qk_rope_head_dim, "mla.qk_rope_head_dim");
+    compare("--v-head-dim", m.mla->v_head_dim, "mla.v_head_dim");
+  }
+  if (a.has("--num-layers") && a.has("--multi-latent-attention") != m.mla.has_value()) {
+    problems.push_back(a.file + ": --multi-latent-attention is " + (a.has("--multi-latent-attention") ? "" : "not ") +
+                       "given, but model \"" + m.name + "\" " + (m.mla ? "has" : "has no") + " multi-head latent attention");
+  }
   if (a.has("--num-layers") && !a.has("--group-query-attention") && m.kv_heads != m.heads) {
     problems.push_back(a.file + ": no --group-query-attention, but model \"" + m.name + "\" has " + std::to_string(m.kv_heads) +
                        " kv_heads for " + std::to_string(m.heads) + " heads");

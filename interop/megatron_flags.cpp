@@ -48,6 +48,12 @@ const Entry kRead[] = {
     {"--overlap-grad-reduce", Kind::kRead, true, ""}, {"--tp-comm-overlap", Kind::kRead, true, ""},
     {"--fp8-param-gather", Kind::kRead, true, ""}, {"--overlap-moe-expert-parallel-comm", Kind::kRead, true, ""},
     {"--account-for-embedding-in-pipeline-split", Kind::kRead, true, ""},
+    // Multi-head latent attention and the dense first layers: checked against --model's mla and
+    // moe.dense_layers (interop/megatron_args.cpp).
+    {"--multi-latent-attention", Kind::kRead, true, ""}, {"--q-lora-rank", Kind::kRead, false, ""},
+    {"--kv-lora-rank", Kind::kRead, false, ""}, {"--qk-head-dim", Kind::kRead, false, ""},
+    {"--qk-pos-emb-head-dim", Kind::kRead, false, ""}, {"--v-head-dim", Kind::kRead, false, ""},
+    {"--moe-layer-freq", Kind::kRead, false, ""},
     {"--account-for-loss-in-pipeline-split", Kind::kRead, true, ""}};
 
 // Known, not modeled: each may change the iteration's time or memory.
