@@ -245,15 +245,23 @@ TEST_CASE("the 1T model on 3072 GPUs simulates one pipeline of 64 stages and 512
   CHECK(sum(r.breakdown) == Approx(r.iteration_time_s).epsilon(1e-9));
 }
 
+namespace {
+// FSDP over 2 ranks beside a 2-stage pipeline, 8 micro-batches, at ZeRO `stage`.
+ParallelPlan fsdp_with_pipeline(int stage) {
+  ParallelPlan p;
+  p.dp = 2;
+  p.pp = 2;
+  p.zero_stage = stage;
+  p.global_batch = 16;
+  return p;
+}
+}  // namespace
+
 TEST_CASE("FSDP with a pipeline gathers each chunk's weights once and reduce-scatters its gradients once") {
   const ModelSpec m = resolve_model("gpt3-1.3b");
   GemmOnlyCost cost(1e-3);  // every collective 1 ms
   cost.vocab_ = m.vocab;
-  ParallelPlan p;
-  p.dp = 2;
-  p.pp = 2;
-  p.zero_stage = 3;
-  p.global_batch = 16;
+  ParallelPlan p = fsdp_with_pipeline(3);
   SimulationOptions keep;
   keep.keep_trace = true;
   const Prediction r = predict_iteration(m, p, cluster(4), cost, keep);
@@ -286,11 +294,7 @@ TEST_CASE("ZeRO-2 with a pipeline (FSDP not resharded after forward, Llama 3's l
   const ModelSpec m = resolve_model("gpt3-1.3b");
   GemmOnlyCost cost(1e-3);
   cost.vocab_ = m.vocab;
-  ParallelPlan p;
-  p.dp = 2;
-  p.pp = 2;
-  p.zero_stage = 2;
-  p.global_batch = 16;
+  ParallelPlan p = fsdp_with_pipeline(2);
   REQUIRE(validate_plan(p, m, "test").empty());  // refused before: "ZeRO-2 with pipeline parallelism is not supported"
   const Prediction two = predict_iteration(m, p, cluster(4), cost);
   p.zero_stage = 3;
