@@ -157,6 +157,7 @@ nlohmann::ordered_json constants_json(const EfficiencyConstants& c) {
           {"memory_bandwidth_fraction", c.memory_bandwidth_fraction},
           {"nvlink_bandwidth_fraction", c.nvlink_bandwidth_fraction},
           {"network_bandwidth_fraction", c.network_bandwidth_fraction},
+          {"alltoall_network_fraction", c.alltoall_network_fraction},
           {"kernel_overhead_s", c.kernel_overhead_s},
           {"gemm_wave_s", c.gemm_wave_s},
           {"gemm_kernel_s", c.gemm_kernel_s},

@@ -92,10 +92,11 @@ double datasheet_collective_s(CollectiveKind kind, double bytes, const GroupScop
   if (kind == CollectiveKind::kAllToAll && !scope.intra_node()) {
     // An all-to-all is not a ring: every rank sends the share bound for other nodes, (n - r) / n
     // of its buffer, through its own NIC, and cannot use its node's other NICs (NCCL's maintainers,
-    // nccl-tests #267 / #130: busbw = algbw (n - 1) / n, about 2 x one NIC on 2 nodes); the share
+    // nccl-tests #267 / #130: busbw = algbw (n - 1) / n, about 2 x one NIC on 2 nodes), at the
+    // fraction of the line rate NCCL's all-to-all reaches (alltoall_nic_bytes_per_s); the share
     // staying in the node moves over NVLink at the same time.
     const double r = static_cast<double>(scope.ranks_per_node);
-    const double nic = links.nic_bytes_per_s;
+    const double nic = links.alltoall_nic_bytes_per_s > 0 ? links.alltoall_nic_bytes_per_s : links.nic_bytes_per_s;
     const double nvlink = links.nvlink_bus_bytes_per_s;
     bandwidth_s = std::max(bytes * (n - r) / n / nic, nvlink > 0 ? bytes * (r - 1.0) / n / nvlink : 0.0);
   }

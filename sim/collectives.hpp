@@ -42,6 +42,7 @@ struct CollectiveLinks {
   bool nvlink = false;                    // the GPU has NVLink (its per-direction bandwidth > 0)
   double nvlink_bus_bytes_per_s = 0;      // NVLink per direction x nvlink_bandwidth_fraction
   double nic_bytes_per_s = 0;             // one NIC's line rate x network_bandwidth_fraction
+  double alltoall_nic_bytes_per_s = 0;    // the same for NCCL's all-to-all (x alltoall_network_fraction; 0: nic_bytes_per_s)
   double nccl_ll_max_bus_bytes_per_s = 0;  // GpuCapabilities::nccl_ll_max_bus_bytes_per_s
   double step_intra_s = 0;                // alpha per step inside a node (not NVLink rings)
   double step_inter_s = 0;                // alpha per step across nodes

@@ -39,7 +39,7 @@ double CostModel::node_dedup_exchange_s(const Op& op, const GroupScope& scope) c
   const double nodes = static_cast<double>(scope.nodes);
   const double network = op.bytes / static_cast<double>(op.dedup_top_k) * expected_remote_nodes(op.dedup_experts, op.dedup_top_k, scope.nodes);
   const GroupScope rail{scope.nodes, 1, scope.nodes};
-  return std::max(intra, collective_s(CollectiveKind::kAllToAll, network * nodes / (nodes - 1.0), rail));
+  return std::max(intra, device_initiated_alltoall_s(network * nodes / (nodes - 1.0), rail));
 }
 
 double CostModel::op_s(const Op& op, const GroupScope& scope) const {
@@ -63,6 +63,7 @@ DatasheetCostModel::DatasheetCostModel(const Hardware& hardware, Precision preci
   links_.nvlink = hardware.gpu.nvlink_bandwidth_bytes_per_s > 0;
   links_.nvlink_bus_bytes_per_s = hardware.gpu.nvlink_bandwidth_bytes_per_s * c_.nvlink_bandwidth_fraction;
   links_.nic_bytes_per_s = gbit_per_s_to_bytes_per_s(hardware.inter_node_gbps_per_gpu) * c_.network_bandwidth_fraction;
+  links_.alltoall_nic_bytes_per_s = gbit_per_s_to_bytes_per_s(hardware.inter_node_gbps_per_gpu) * c_.alltoall_network_fraction;
   links_.nccl_ll_max_bus_bytes_per_s = hardware.gpu.capabilities.nccl_ll_max_bus_bytes_per_s;
   links_.step_intra_s = c_.collective_step_intra_s;
   links_.step_inter_s = c_.collective_step_inter_s;
@@ -129,6 +130,12 @@ double DatasheetCostModel::bus_bandwidth_bytes_per_s(const GroupScope& scope) co
 
 double DatasheetCostModel::collective_s(CollectiveKind kind, double bytes, const GroupScope& scope) const {
   return datasheet_collective_s(kind, bytes, scope, links_);
+}
+
+double DatasheetCostModel::device_initiated_alltoall_s(double bytes, const GroupScope& scope) const {
+  CollectiveLinks rdma = links_;
+  rdma.alltoall_nic_bytes_per_s = 0;  // the NIC at network_bandwidth_fraction, as DeepEP measures it
+  return datasheet_collective_s(CollectiveKind::kAllToAll, bytes, scope, rdma);
 }
 
 std::string DatasheetCostModel::describe() const {

@@ -28,6 +28,14 @@ struct EfficiencyConstants {
   // 200 Gb/s HDR NIC delivers ~24 GB/s of 25 (BUILD-NOTES.md, public nccl-tests results).
   double nvlink_bandwidth_fraction = 232.0 / 300.0;
   double network_bandwidth_fraction = 24.0 / 25.0;
+  // NCCL's all-to-all across nodes (peer-to-peer sends, one per peer) reaches less of the NIC than
+  // its rings: NVIDIA's nccl-tests AlltoAll on 32 GPUs (4 nodes) gives busbw 48 GB/s on DGX H100
+  // (8 x 400 Gb/s) and 24 GB/s on DGX A100 (8 x 200 Gb/s) (GTC25 S72583, shared/reference
+  // microbench.json). busbw = S (n-1)/n / t, and each rank's (n-r)/n leaves its node through its own
+  // NIC, so the NIC carries 48 x 24/31 = 37.2 GB/s of 50 (A100: 18.6 of 25): 0.743 of its line
+  // rate, both GPUs alike. DeepEP / HybridEP's device-initiated RDMA keeps network_bandwidth_fraction
+  // (DeepEP's README: 43-58 GB/s bottleneck bandwidth over 50 GB/s CX7 NICs).
+  double alltoall_network_fraction = 48.0 * 24.0 / 31.0 / 50.0;
   double kernel_overhead_s = 4e-6;          // launch and tail gap per kernel
   // Host time to issue one op (framework dispatch + launch); the device idles when the host is
   // behind. Eager PyTorch per-op call: 8.6 us (pytorch #114860, shared/reference §5a).
@@ -74,6 +82,11 @@ class CostModel {
   virtual double allocator_reserve_fraction() const;
   // `bytes`: the whole buffer S of the nccl-tests convention (all-gather: the gathered output).
   virtual double collective_s(CollectiveKind kind, double bytes, const GroupScope& scope) const = 0;
+  // An all-to-all the GPU drives itself over RDMA (DeepEP / HybridEP, the flex dispatcher's hop
+  // across nodes) rather than through NCCL: by default as NCCL's.
+  virtual double device_initiated_alltoall_s(double bytes, const GroupScope& scope) const {
+    return collective_s(CollectiveKind::kAllToAll, bytes, scope);
+  }
   virtual std::string describe() const = 0;
   // Streaming multiprocessors of the GPU priced (an overlap's communication kernel takes some).
   virtual int64_t sm_count() const = 0;
@@ -81,7 +94,7 @@ class CostModel {
   double op_s(const Op& op, const GroupScope& scope) const;
   // The flex dispatcher's exchange (Op::dedup_top_k > 0) over the EP group `scope`: the copies
   // forwarded inside each node, and each token sent once to every other node holding one of its
-  // experts (DeepEP / HybridEP); the longer of the two, both priced by collective_s.
+  // experts (DeepEP / HybridEP); the longer of the two, the second by device_initiated_alltoall_s.
   double node_dedup_exchange_s(const Op& op, const GroupScope& scope) const;
 };
 
@@ -98,6 +111,7 @@ class DatasheetCostModel final : public CostModel {
   double attention_s(const Op& op) const override;
   double memory_bound_s(double bytes) const override;
   double collective_s(CollectiveKind kind, double bytes, const GroupScope& scope) const override;
+  double device_initiated_alltoall_s(double bytes, const GroupScope& scope) const override;
   double host_dispatch_s() const override { return c_.host_dispatch_s; }
   double allocator_reserve_fraction() const override { return c_.allocator_reserve_fraction; }
   std::string describe() const override;

@@ -74,10 +74,12 @@ TEST_CASE("the datasheet formula is the alpha-beta of docs/cost-model.md, bit fo
   CHECK(cost.collective_s(CollectiveKind::kAllReduce, bytes, nodes) ==
         bytes * (2.0 * (n - 1.0) / n) / std::min(nvlink, 8.0 * nic) + 2.0 * std::ceil(std::log2(n)) * c.collective_step_inter_s +
             c.kernel_overhead_s);
-  // An all-to-all over 2 nodes: each rank's share for the other node through its own NIC.
+  // An all-to-all over 2 nodes: each rank's share for the other node through its own NIC, at
+  // the fraction of its line rate NCCL's all-to-all reaches.
   const GroupScope two{16, 8, 2};
+  const double alltoall_nic = gbit_per_s_to_bytes_per_s(hw.inter_node_gbps_per_gpu) * c.alltoall_network_fraction;
   CHECK(cost.collective_s(CollectiveKind::kAllToAll, bytes, two) ==
-        std::max(bytes * (16.0 - 8.0) / 16.0 / nic, bytes * (8.0 - 1.0) / 16.0 / nvlink) + 15.0 * c.collective_step_inter_s +
+        std::max(bytes * (16.0 - 8.0) / 16.0 / alltoall_nic, bytes * (8.0 - 1.0) / 16.0 / nvlink) + 15.0 * c.collective_step_inter_s +
             c.kernel_overhead_s);
   // A send/recv inside a node: one step, the whole buffer.
   const GroupScope pair{2, 2, 1};

@@ -1,5 +1,7 @@
 // Datasheet cost model: collectives priced on the collectives table (its own tests:
 // test_collectives.cpp), GEMM roofline and waves.
+#include <tuple>
+
 #include <catch2/catch.hpp>
 
 #include "common/units.hpp"
@@ -149,7 +151,7 @@ TEST_CASE("context parallelism: a ring of cp - 1 K,V blocks beside attention, wh
 
 TEST_CASE("an all-to-all across nodes goes through each rank's own NIC, not the node's ring bandwidth") {
   const DatasheetCostModel cost(a100_cluster(), Precision::kBf16, no_latency());
-  const double nic = gbit_per_s_to_bytes_per_s(200) * EfficiencyConstants{}.network_bandwidth_fraction;
+  const double nic = gbit_per_s_to_bytes_per_s(200) * EfficiencyConstants{}.alltoall_network_fraction;
   const GroupScope two_nodes{16, 8, 2};
   const double bytes = 128e6;
   // Half of every rank's buffer is for the other node: 8/16 of it over one NIC.
@@ -159,6 +161,24 @@ TEST_CASE("an all-to-all across nodes goes through each rank's own NIC, not the 
   CHECK(busbw == Approx(1.875 * nic));
   // A ring all-gather of the same buffer is far cheaper: its node crossings use every NIC.
   CHECK(cost.collective_s(CollectiveKind::kAllGather, bytes, two_nodes) < 0.3 * cost.collective_s(CollectiveKind::kAllToAll, bytes, two_nodes));
+}
+
+TEST_CASE("NCCL's all-to-all across 4 nodes lands on NVIDIA's nccl-tests figure; DeepEP's exchange keeps the NIC's rate") {
+  // nccl-tests AlltoAll on 32 GPUs of DGX H100 (8 x 400 Gb/s): busbw 48 GB/s (GTC25 S72583,
+  // shared/reference/microbench.json), and 24 GB/s on DGX A100 (8 x 200 Gb/s).
+  for (const auto& [gpu, gbps, measured] : {std::tuple{"h100-sxm-80gb", 400.0, 48e9}, std::tuple{"a100-sxm-80gb", 200.0, 24e9}}) {
+    const DatasheetCostModel cost(Hardware{find_gpu(gpu), 32, 8, gbps}, Precision::kBf16, no_latency());
+    const GroupScope four_nodes{32, 8, 4};
+    const double bytes = 1e9;
+    const double busbw = bytes / cost.collective_s(CollectiveKind::kAllToAll, bytes, four_nodes) * 31.0 / 32.0;
+    CHECK(busbw == Approx(measured).epsilon(0.01));
+    // The same bytes over one rank per node, as the flex dispatcher's RDMA hop: the NIC at
+    // network_bandwidth_fraction.
+    const GroupScope rail{4, 1, 4};
+    const double rdma = gbit_per_s_to_bytes_per_s(gbps) * no_latency().network_bandwidth_fraction;
+    CHECK(cost.device_initiated_alltoall_s(bytes, rail) == Approx(bytes * 3.0 / 4.0 / rdma));
+    CHECK(cost.device_initiated_alltoall_s(bytes, rail) < cost.collective_s(CollectiveKind::kAllToAll, bytes, rail));
+  }
 }
 
 TEST_CASE("context parallelism's K,V all-gather (Llama 3) and Ulysses' all-to-alls: their bytes, the same attention work") {
