@@ -74,7 +74,7 @@ const Entry kNotModeled[] = {
     {"--moe-permute-fusion", Kind::kNotModeled, true, "fused token permutation"},
     {"--moe-router-load-balancing-type", Kind::kNotModeled, false, "how evenly tokens reach the experts"},
     {"--moe-router-dtype", Kind::kNotModeled, false, "the router's precision"},
-    {"--fp8-recipe", Kind::kNotModeled, false, "FP8 scaling, priced as the delayed recipe"},
+    {"--fp8-recipe", Kind::kRead, false, ""},
     {"--empty-unused-memory-level", Kind::kNotModeled, false, "torch.cuda.empty_cache calls each iteration"},
     {"--deepspeed", Kind::kNotModeled, true, "Megatron-DeepSpeed's engine: give its config with --from deepspeed"},
     {"--deepspeed_config", Kind::kNotModeled, false, "Megatron-DeepSpeed's engine: give its config with --from deepspeed"},

@@ -139,6 +139,11 @@ void read_training(const MegatronArgs& a, ImportedJob& job) {
   p.tp_comm_overlap = a.has("--tp-comm-overlap");
   p.ep_comm_overlap = a.has("--overlap-moe-expert-parallel-comm");
   p.fp8_params = a.has("--fp8-param-gather");
+  // Megatron-LM's --fp8-recipe: delayed (its default) and tensorwise (per-tensor current scaling)
+  // are priced; mxfp8 and blockwise are not yet, and read as delayed.
+  const std::string fp8_recipe = a.text("--fp8-recipe", "delayed");
+  if (fp8_recipe == "tensorwise" && p.precision == Precision::kFp8) p.fp8_recipe = Fp8Recipe::kTensorwise;
+  else if (fp8_recipe != "delayed" && fp8_recipe != "tensorwise") job.not_modeled.push_back("--fp8-recipe " + fp8_recipe + " (priced as delayed)");
   p.moe_capacity_factor = a.real("--moe-expert-capacity-factor", 0.0);
 }
 

@@ -169,6 +169,7 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
   if (p.precision == Precision::kBf16) a << " --bf16";
   if (p.precision == Precision::kFp16) a << " --fp16";
   if (p.precision == Precision::kFp8) a << " --bf16 --fp8-format hybrid";
+  if (p.precision == Precision::kFp8 && p.fp8_recipe == Fp8Recipe::kTensorwise) a << " --fp8-recipe tensorwise";
   // The kernel priced: Megatron-Core's AttnBackend (megatron/core/transformer/enums.py) through
   // Transformer Engine; fused is cuDNN's (sim/reference_efficiency.cpp prices it on Hopper).
   a << " --transformer-impl transformer_engine --attention-backend "

@@ -1,5 +1,5 @@
 // FP8 training as Transformer Engine runs it under Megatron-Core (delayed scaling, Megatron-LM's
-// --fp8-recipe and NeMo's fp8_recipe default). Every linear's GEMMs take FP8 operands; what that
+// --fp8-recipe and NeMo's fp8_recipe default; per-tensor current scaling below). Every linear's GEMMs take FP8 operands; what that
 // adds beside the GEMMs (TransformerEngine transformer_engine/pytorch/module/linear.py, _linear
 // forward and backward, and module/base.py initialize_ub, read at d0067d0, 2026-08):
 // - A linear's input is quantized before its GEMM. Hopper's FP8 GEMMs take only the TN layout,
@@ -25,6 +25,19 @@
 //   two small all-reduces per chunk and micro-batch, latency-bound at scale.
 // Megatron-Core's own activation functions (bias-GELU, SwiGLU) run outside Transformer Engine,
 // so FC2's input and FC1's output gradient are cast by their own kernels.
+//
+// Per-tensor current scaling (Fp8Recipe::kTensorwise: Float8CurrentScalingQuantizer, TE
+// pytorch/tensor/float8_tensor.py and csrc/extensions/cast.cpp, normalization.cpp) takes each
+// tensor's scale from its own amax just before the cast, so every cast is two passes: an amax
+// kernel reads the bf16 tensor (2 B per value), then the cast reads it again and writes its FP8
+// layouts (as delayed scaling's one kernel does). The norm cannot write FP8 directly (the scale is
+// not known until the norm's output is): it writes bf16 and computes the amax on the way
+// (quantize_with_amax), then a cast reads it (2 B) and writes the row-wise FP8 copy (1 B); the
+// column-wise copy is the transpose, as with delayed scaling. A column-parallel input that is
+// gathered with sequence parallelism (QKV, FC1) and a row-parallel output gradient gathered in the
+// backward take one amax all-reduce over the TP group each (set_quantizer_amax_reduction_group).
+// Weights: amax, then the cast (6 B per parameter, once per iteration). No per-chunk amax
+// reduction: there is no amax history.
 #include <initializer_list>
 #include <string>
 
@@ -92,6 +105,11 @@ void add_fp8_conversions(LayerWork& w, const ModelSpec& m, const ParallelPlan& p
   const bool moe = m.moe.has_value(), sp = p.sequence_parallel && s.t > 1;
   if (p.fp8_recipe == Fp8Recipe::kRowwise) return mark_rowwise_linears(w, m, s);
   const double shard = sp ? static_cast<double>(s.t) : 1.0;  // a gathered tensor over this rank's rows
+  // Current scaling's amax pass: one more read of the bf16 tensor (2 B per value) before each cast.
+  const double amax = p.fp8_recipe == Fp8Recipe::kTensorwise ? 2.0 : 0.0;
+  const auto amax_allreduce = [&](std::vector<Op>& ops, const char* name) {
+    if (amax > 0 && sp) ops.push_back(collective(name, CollectiveKind::kAllReduce, GroupKind::kTp, 4.0));
+  };
   const std::vector<Op> gemms = w.forward;
   for (const Op& op : gemms) {
     if (op.kind != OpKind::kGemm) continue;
@@ -101,20 +119,28 @@ void add_fp8_conversions(LayerWork& w, const ModelSpec& m, const ParallelPlan& p
     const double grad = static_cast<double>(op.m) * static_cast<double>(op.n) * static_cast<double>(op.batch);
     switch (kind) {
       case LinearKind::kNormFused: {
-        // The transpose of the gathered FP8 input; the norm before it writes one byte less per value.
+        // The transpose of the gathered FP8 input. Delayed scaling: the norm before it writes FP8,
+        // one byte less per value. Current scaling: the norm writes bf16 as without FP8, and a cast
+        // reads it and writes the row-wise FP8 copy (3 B per value of the rank's rows).
         (sp ? w.backward : w.forward).push_back(memory("fp8_transpose", 2.0 * input));
-        const int32_t norm = index_of(w.forward, op.name == std::string("qkv") ? "norm1" : "norm2", 0);
-        if (norm >= 0) w.forward[static_cast<size_t>(norm)].bytes -= input / shard;
-        w.backward.push_back(memory("fp8_cast_grad", 4.0 * grad));
+        if (amax > 0) {
+          w.forward.push_back(memory("fp8_cast", 3.0 * input / shard));
+          amax_allreduce(w.forward, "fp8_amax_tp_allreduce");
+        } else {
+          const int32_t norm = index_of(w.forward, op.name == std::string("qkv") ? "norm1" : "norm2", 0);
+          if (norm >= 0) w.forward[static_cast<size_t>(norm)].bytes -= input / shard;
+        }
+        w.backward.push_back(memory("fp8_cast_grad", (4.0 + amax) * grad));
         break;
       }
       case LinearKind::kColumn:
-        w.forward.push_back(memory("fp8_cast", 4.0 * input));
-        w.backward.push_back(memory("fp8_cast_grad", 4.0 * grad));
+        w.forward.push_back(memory("fp8_cast", (4.0 + amax) * input));
+        w.backward.push_back(memory("fp8_cast_grad", (4.0 + amax) * grad));
         break;
       case LinearKind::kRow:
-        w.forward.push_back(memory("fp8_cast", 4.0 * input));
-        w.backward.push_back(memory("fp8_cast_grad", sp ? 3.0 * grad / shard + 2.0 * grad : 4.0 * grad));
+        w.forward.push_back(memory("fp8_cast", (4.0 + amax) * input));
+        w.backward.push_back(memory("fp8_cast_grad", sp ? (3.0 + amax) * grad / shard + 2.0 * grad : (4.0 + amax) * grad));
+        amax_allreduce(w.backward, "fp8_amax_tp_allreduce_bwd");
         break;
       case LinearKind::kOther: break;
     }
@@ -128,6 +154,11 @@ void add_fp8_conversions(LayerWork& w, const ModelSpec& m, const ParallelPlan& p
 void add_fp8_amax_reductions(IterationWork& work, const ModelSpec& m, const ParallelPlan& p) {
   // Row-wise scales need no reduction, and the weights' casts are inside the measured speedup.
   if (p.precision != Precision::kFp8 || p.fp8_recipe == Fp8Recipe::kRowwise) return;
+  if (p.fp8_recipe == Fp8Recipe::kTensorwise) {
+    // No amax history to reduce; each weight's cast takes its amax first (read 2 B more).
+    work.weight_cast_bytes_per_param = p.fp8_params ? 0.0 : 6.0;
+    return;
+  }
   // One fp32 amax per FP8 tensor: a linear's input, weight and output gradient.
   constexpr double kAmaxesPerLinear = 3.0;
   // QKV and the projection (MLA: its down and up projections and the projection); FC1 and FC2 of

@@ -26,7 +26,14 @@ const std::vector<FrameworkPreset>& presets() {
                          "tp_comm_overlap with tp > 1)"};
     nemo.tp_comm_overlap_with_sp = true;
     p.push_back(nemo);
+    // Megatron-Bridge's performance recipes run FP8 on Hopper as per-tensor current scaling: their
+    // H100 FP8 configs are the FP8_CS ones (scripts/performance/configs/{llama,qwen,deepseek,gpt_oss}
+    // *_workload_base_configs.py, e.g. QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V1, through
+    // 2026-07; bf16_with_fp8_current_scaling_mixed).
     nemo.name = "megatron-bridge";
+    nemo.fp8_tensorwise = true;
+    nemo.source = "NeMo 2 / Megatron-Bridge performance recipes (use_distributed_optimizer, sequence_parallel and "
+                  "tp_comm_overlap with tp > 1; FP8 as per-tensor current scaling, the fp8_cs configs)";
     p.push_back(nemo);
     // DeepSpeed's zero_optimization.stage defaults to 0; Megatron-DeepSpeed takes it from there.
     // Its engine all-reduces gradients after the backward below stage 3: overlap_comm defaults to
@@ -157,6 +164,10 @@ std::vector<PresetSetting> apply_framework_preset(const FrameworkPreset& preset,
   if (!preset.tp_overlap && !stated.has("tp_overlap")) {
     p.tp_overlap = false;
     set.push_back({"tp_overlap", "false", ""});
+  }
+  if (preset.fp8_tensorwise && p.precision == Precision::kFp8 && !stated.has("fp8_recipe")) {
+    p.fp8_recipe = Fp8Recipe::kTensorwise;
+    set.push_back({"fp8_recipe", "tensorwise", "the fp8_cs recipes"});
   }
   if (preset.deepspeed_zero3_collectives && !stated.has("zero3_collectives")) {
     p.zero3_collectives = Zero3Collectives::kDeepSpeed;

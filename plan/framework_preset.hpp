@@ -58,6 +58,9 @@ struct FrameworkPreset {
   bool local_batch_over_pp = false;
   // ZeRO-3's collectives as DeepSpeed issues them (Zero3Collectives::kDeepSpeed) unless stated.
   bool deepspeed_zero3_collectives = false;
+  // FP8 runs scale per tensor from the current amax (Fp8Recipe::kTensorwise) unless stated;
+  // false: Transformer Engine's delayed scaling (Megatron-LM's and NeMo's default).
+  bool fp8_tensorwise = false;
 };
 
 // What a plan's source states (flags, a plan file, a run's record, an imported file): the knobs a

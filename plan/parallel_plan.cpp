@@ -153,8 +153,8 @@ void check_fp8(const ParallelPlan& p, Add& add) {
   if (p.fp8_params && p.precision != Precision::kFp8) {
     add("fp8_params", std::string("FP8 primary weights need precision fp8 (precision is ") + to_string(p.precision) + ")");
   }
-  if (p.fp8_recipe == Fp8Recipe::kRowwise && p.precision != Precision::kFp8) {
-    add("fp8_recipe", std::string("fp8_recipe rowwise needs precision fp8 (precision is ") + to_string(p.precision) + ")");
+  if (p.fp8_recipe != Fp8Recipe::kDelayed && p.precision != Precision::kFp8) {
+    add("fp8_recipe", std::string("fp8_recipe ") + to_string(p.fp8_recipe) + " needs precision fp8 (precision is " + to_string(p.precision) + ")");
   }
   if (p.fp8_recipe == Fp8Recipe::kRowwise && p.fp8_params) {
     add("fp8_params", "FP8 primary weights are Transformer Engine's (fp8_recipe delayed); torchao's rowwise recipe keeps bf16 "
@@ -227,8 +227,8 @@ void check_recompute_span(const ParallelPlan& p, Add& add) {
 
 // Megatron-Core's --recompute-modules (TransformerConfig's checks): selective recomputation only,
 // MoE modules on MoE layers, no whole-MoE checkpoint under the EP overlap. (Its refusal of moe_act
-// and layernorm under delayed FP8 scaling is not applied: trainsim's fp8_recipe delayed also
-// stands for Transformer Engine's per-tensor current scaling, which allows them.)
+// and layernorm under delayed FP8 scaling is not applied: recipes that allow them (tensorwise)
+// were long priced as delayed, and the refusal is Megatron-Core's, not a cost.)
 template <typename Add>
 void check_recompute_modules(const ParallelPlan& p, const ModelSpec& m, const std::string& of_model, Add& add) {
   const RecomputeModules r = p.recompute_modules;
@@ -346,7 +346,14 @@ const char* to_string(RecomputeMethod r) {
   return r == RecomputeMethod::kBlock ? "block" : r == RecomputeMethod::kEvery ? "every" : "uniform";
 }
 
-const char* to_string(Fp8Recipe r) { return r == Fp8Recipe::kRowwise ? "rowwise" : "delayed"; }
+const char* to_string(Fp8Recipe r) {
+  switch (r) {
+    case Fp8Recipe::kRowwise: return "rowwise";
+    case Fp8Recipe::kTensorwise: return "tensorwise";
+    case Fp8Recipe::kDelayed: break;
+  }
+  return "delayed";
+}
 const char* to_string(MoeDispatcher d) {
   return d == MoeDispatcher::kAllGather ? "allgather" : d == MoeDispatcher::kFlex ? "flex" : "alltoall";
 }

@@ -59,8 +59,10 @@ enum class RecomputeMethod { kUniform, kBlock, kEvery };
 // Megatron-Core and NeMo run it (casts and amax reductions priced op by op: plan/fp8_lowering.cpp),
 // or torchao's dynamic row-wise scaling (Float8LinearConfig.from_recipe_name("rowwise"), as
 // torchtitan's float8 rowwise recipe runs it), priced from torchao's measured speedup of a whole
-// float8 linear over bf16 (plan/torchao_rowwise.hpp).
-enum class Fp8Recipe { kDelayed, kRowwise };
+// float8 linear over bf16 (plan/torchao_rowwise.hpp), or Transformer Engine's per-tensor current
+// scaling (Float8CurrentScaling; Megatron-LM's --fp8-recipe tensorwise, Megatron-Bridge's fp8_cs):
+// each tensor's scale from its own amax, taken just before the cast (plan/fp8_lowering.cpp).
+enum class Fp8Recipe { kDelayed, kRowwise, kTensorwise };
 // How an MoE layer moves tokens to experts held apart from the dense TP split (Megatron-Core's
 // --moe-token-dispatcher-type): kAllToAll sends each token's top-k copies to the ranks holding
 // their experts and back; kAllGather (Megatron-Core's default) all-gathers every token of the

@@ -75,7 +75,7 @@ RecomputeModules parse_recompute_module(const std::string& name) {
   const RecomputeModules flag = recompute_module_flag(name);
   if (flag == 0) {
     throw InputError("\"" + name + "\" is not a recompute module (" + std::string(recompute_module_names()) + ")",
-                     "Megatron-Core's mla_up_proj and the linear-attention modules are not modeled");
+                     "Megatron-Core's linear-attention modules are not modeled");
   }
   return flag;
 }
@@ -176,7 +176,9 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
     p.zero3_collectives = *v == "deepspeed" ? Zero3Collectives::kDeepSpeed : Zero3Collectives::kPerLayer;
   }
   p.fp8_params = r.optional_bool("fp8_params").value_or(p.fp8_params);
-  if (auto v = r.optional_choice("fp8_recipe", {"delayed", "rowwise"})) p.fp8_recipe = *v == "rowwise" ? Fp8Recipe::kRowwise : Fp8Recipe::kDelayed;
+  if (auto v = r.optional_choice("fp8_recipe", {"delayed", "rowwise", "tensorwise"})) {
+    p.fp8_recipe = *v == "rowwise" ? Fp8Recipe::kRowwise : *v == "tensorwise" ? Fp8Recipe::kTensorwise : Fp8Recipe::kDelayed;
+  }
   p.moe_imbalance = r.optional_number("moe_imbalance", 1.0).value_or(p.moe_imbalance);
   p.moe_capacity_factor = r.optional_number("moe_capacity_factor", 0.0).value_or(p.moe_capacity_factor);
   if (auto v = r.optional_choice("moe_dispatcher", {"alltoall", "allgather", "flex"})) p.moe_dispatcher = parse_moe_dispatcher(*v);

@@ -107,7 +107,8 @@ std::string render_prediction_table(const Prediction& p, const BatchEcho* batch)
          (plan.sequence_parallel ? ", SP" : "") + (plan.tp_comm_overlap ? ", TP comm overlap" : "") +
          (p.model.moe && plan.ep > 1 ? std::string(", ") + to_string(plan.moe_dispatcher) + " dispatcher" : "") +
          (plan.ep_comm_overlap ? ", EP comm overlap" : "") + ", " + to_string(plan.precision) +
-         (plan.fp8_recipe == Fp8Recipe::kRowwise ? " (rowwise)" : "") + ", " + to_string(plan.attention) +
+         (plan.fp8_recipe != Fp8Recipe::kDelayed && plan.precision == Precision::kFp8 ? std::string(" (") + to_string(plan.fp8_recipe) + ")" : "") +
+         ", " + to_string(plan.attention) +
          " attention\n  " + batch_echo_text(batch != nullptr ? *batch : make_batch_echo(p.model, p.plan, "", "")) + "\n";
   const std::string stage_layers = describe_stage_layers(p.model, plan);
   if (!stage_layers.empty()) out += "  layers per pipeline stage: " + stage_layers + "\n";

@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
+#include <cctype>
 
+#include "common/errors.hpp"
 #include "common/json_reader.hpp"
 #include "common/limits.hpp"
 #include "model/model_json.hpp"
@@ -177,13 +180,58 @@ void read_measured(JsonObjectReader& m, PublishedRun& run) {
 // fsdp_no_reshard_after_forward: FSDP with a pipeline keeps the gathered weights
 // (keeps_gathered_weights; every run listing it pipelines); tp_comm_overlap (Megatron-Core's
 // userbuffers) and async_tp (torchtitan's): the plan's tp_comm_overlap; fp8_params: the plan's
-// fp8_params; float8_rowwise: the plan's fp8_recipe rowwise (on an FP8 run: apply_fp8_options);
-// overlap_moe_expert_parallel_comm: the plan's ep_comm_overlap.
+// fp8_params; float8_rowwise / fp8_current_scaling: the plan's fp8_recipe rowwise / tensorwise (on an
+// FP8 run: apply_fp8_options);
+// overlap_moe_expert_parallel_comm: the plan's ep_comm_overlap; moe_router_force_load_balancing and
+// moe_dropless: what the plan assumes unless told otherwise (moe_imbalance 1, no capacity factor);
+// "key:value" recipe settings: modeled_setting.
+// A "key:value" option's value, or nullopt when the run lists no option with that key.
+std::optional<std::string> option_value(const json& run, const std::string& key) {
+  if (!run.contains("options") || !run["options"].is_array()) return std::nullopt;
+  for (const json& o : run["options"]) {
+    if (o.is_string() && o.get<std::string>().rfind(key + ":", 0) == 0) return o.get<std::string>().substr(key.size() + 1);
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> comma_list(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t begin = 0; begin <= text.size();) {
+    const size_t comma = std::min(text.find(',', begin), text.size());
+    out.push_back(text.substr(begin, comma - begin));
+    begin = comma + 1;
+  }
+  return out;
+}
+
+// The recipe settings a run's options state as "key:value" (the Blackwell tables name them so)
+// that the plan models: moe_token_dispatcher (the plan's moe_dispatcher), expert_tensor_parallel
+// (expert_tp), recompute_modules (selective recomputation of those modules). nullopt when the
+// option is not one of them or its value is not one the plan takes.
+std::optional<std::string> modeled_setting(const std::string& option) {
+  const size_t colon = option.find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  const std::string key = option.substr(0, colon), value = option.substr(colon + 1);
+  try {
+    if (key == "moe_token_dispatcher") return (parse_moe_dispatcher(value), std::optional<std::string>{key});
+    if (key == "recompute_modules") return (parse_recompute_modules(comma_list(value)), std::optional<std::string>{key});
+    if (key == "expert_tensor_parallel" && !value.empty() && value.size() <= 6 &&
+        std::all_of(value.begin(), value.end(), [](unsigned char c) { return std::isdigit(c); }) && std::stoll(value) >= 1) {
+      return key;
+    }
+  } catch (const InputError&) {
+  }
+  return std::nullopt;
+}
+
 bool option_is_modeled(const std::string& option) {
+  if (modeled_setting(option)) return true;
   static const std::vector<std::string> modeled = {"distributed_optimizer", "zero1", "overlap_grad_reduce",
                                                    "selective_recompute_per_op", "torch_compile",
                                                    "fsdp_no_reshard_after_forward", "tp_comm_overlap", "async_tp",
-                                                   "fp8_params", "float8_rowwise", "overlap_moe_expert_parallel_comm"};
+                                                   "fp8_params", "float8_rowwise", "fp8_current_scaling",
+                                                   "overlap_moe_expert_parallel_comm", "moe_router_force_load_balancing",
+                                                   "moe_dropless"};
   return std::find(modeled.begin(), modeled.end(), option) != modeled.end();
 }
 
@@ -226,6 +274,14 @@ void apply_format_defaults(const json& j, ParallelPlan& plan, StatedKnobs& state
     plan.zero_stage = 1;
     fill("zero_stage", "1");
   }
+  // A recipe's recompute_modules option states selective recomputation of those modules.
+  if (const auto v = option_value(j, "recompute_modules");
+      v && modeled_setting("recompute_modules:" + *v) && !stated.has("recompute_modules") && !stated.has("recompute")) {
+    plan.recompute = Recompute::kSelective;
+    plan.recompute_modules = parse_recompute_modules(comma_list(*v));
+    stated.keys.push_back("recompute");
+    stated.keys.push_back("recompute_modules");
+  }
   if (!stated.has("recompute")) {
     plan.recompute = has_option(j, "selective_recompute_per_op") ? Recompute::kSelective : Recompute::kNone;
     fill("recompute", to_string(plan.recompute));
@@ -235,6 +291,15 @@ void apply_format_defaults(const json& j, ParallelPlan& plan, StatedKnobs& state
     stated.keys.push_back("tp_comm_overlap");
   }
   if (has_option(j, "overlap_moe_expert_parallel_comm")) plan.ep_comm_overlap = true;
+  // "key:value" recipe settings (modeled_setting): each states its plan key.
+  if (const auto v = option_value(j, "moe_token_dispatcher"); v && modeled_setting("moe_token_dispatcher:" + *v)) {
+    plan.moe_dispatcher = parse_moe_dispatcher(*v);
+    stated.keys.push_back("moe_dispatcher");
+  }
+  if (const auto v = option_value(j, "expert_tensor_parallel"); v && modeled_setting("expert_tensor_parallel:" + *v)) {
+    plan.expert_tp = std::stoll(*v);
+    stated.keys.push_back("expert_tp");
+  }
 }
 
 // The run's plan: what it states, the format's defaults, then its framework's (the preset of its
@@ -288,21 +353,36 @@ void note_plan_defaults(const json& j, PublishedRun& run) {
   run.defaults_used.push_back(std::string("plan.norm=") + to_string(run.plan.norm));
   if (!run.model.moe) return;
   const json* plan = j.contains("plan") && j["plan"].is_object() ? &j["plan"] : nullptr;
-  if (plan == nullptr || !plan->contains("expert_tp")) run.defaults_used.push_back("plan.expert_tp=" + std::to_string(run.plan.expert_tp_size()));
-  if (plan == nullptr || !plan->contains("moe_dispatcher")) run.defaults_used.push_back(std::string("plan.moe_dispatcher=") + to_string(run.plan.moe_dispatcher));
+  if ((plan == nullptr || !plan->contains("expert_tp")) && !option_value(j, "expert_tensor_parallel")) {
+    run.defaults_used.push_back("plan.expert_tp=" + std::to_string(run.plan.expert_tp_size()));
+  }
+  if ((plan == nullptr || !plan->contains("moe_dispatcher")) && !option_value(j, "moe_token_dispatcher")) {
+    run.defaults_used.push_back(std::string("plan.moe_dispatcher=") + to_string(run.plan.moe_dispatcher));
+  }
   if ((plan == nullptr || !plan->contains("ep_comm_overlap")) && !has_option(j, "overlap_moe_expert_parallel_comm")) {
     run.defaults_used.push_back("plan.ep_comm_overlap=" + flag(run.plan.ep_comm_overlap));
   }
 }
 
-// FP8 options: fp8_params (FP8 primary weights) and torchao's row-wise float8 recipe
-// (torchtitan's float8 rowwise); on a run that is not FP8 the recipe names nothing the simulator
-// can price, and stays listed as not modeled.
-void apply_fp8_options(const json& j, PublishedRun& run) {
+// FP8 options: fp8_params (FP8 primary weights), torchao's row-wise float8 recipe (torchtitan's
+// float8 rowwise) and Transformer Engine's per-tensor current scaling (fp8_current_scaling); on a
+// run that is not FP8 a recipe names nothing the simulator can price, and stays listed as not
+// modeled. An FP8 run that names no recipe and states no plan.fp8_recipe takes its framework's
+// (Megatron-Bridge: current scaling), noted.
+void apply_fp8_options(const json& j, const FrameworkPreset& preset, PublishedRun& run) {
   run.plan.fp8_params = has_option(j, "fp8_params");
-  if (!has_option(j, "float8_rowwise")) return;
-  if (run.plan.precision == Precision::kFp8) run.plan.fp8_recipe = Fp8Recipe::kRowwise;
-  else run.options_not_modeled.push_back("float8_rowwise");
+  const bool fp8 = run.plan.precision == Precision::kFp8;
+  const bool stated = j.contains("plan") && j["plan"].is_object() && j["plan"].contains("fp8_recipe") && !j["plan"]["fp8_recipe"].is_null();
+  for (const auto& [option, recipe] : {std::pair{"float8_rowwise", Fp8Recipe::kRowwise}, std::pair{"fp8_current_scaling", Fp8Recipe::kTensorwise}}) {
+    if (!has_option(j, option)) continue;
+    if (fp8) run.plan.fp8_recipe = recipe;
+    else run.options_not_modeled.push_back(option);
+    return;
+  }
+  if (fp8 && !stated && preset.fp8_tensorwise) {
+    run.plan.fp8_recipe = Fp8Recipe::kTensorwise;
+    run.defaults_used.push_back("plan.fp8_recipe=tensorwise (" + preset.name + "'s FP8 recipes are per-tensor current scaling)");
+  }
 }
 
 PublishedRun read_run(const json& raw, const std::string& path, const std::string& pointer, ProblemList& problems) {
@@ -347,7 +427,7 @@ PublishedRun read_run(const json& raw, const std::string& path, const std::strin
   const bool block_scaled = precision == "mxfp8" || precision == "nvfp4";
   if (block_scaled && unsupported.empty()) unsupported = "precision " + precision + ": MXFP8/NVFP4 not modeled yet";
   run.plan.precision = parse_precision(block_scaled ? "fp8" : precision);
-  apply_fp8_options(j, run);
+  apply_fp8_options(j, preset, run);
   if (auto m = r.optional_object("measured")) read_measured(*m, run);
   else r.add_problem("measured", "missing required object \"measured\"");
   r.reject_unknown_keys();

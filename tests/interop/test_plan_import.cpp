@@ -140,3 +140,18 @@ TEST_CASE("a torchtitan job TOML imports its mesh and kernels, and lists the key
   CHECK(job.not_modeled.empty());
   CHECK(import_job(ImportFormat::kTorchtitan, read_data("torchtitan_llama3_8b.toml"), "job.toml", m, 64).file == "job.toml");
 }
+
+TEST_CASE("Megatron-LM's --fp8-recipe: tensorwise is read into the plan, mxfp8 and blockwise are listed as priced as delayed") {
+  const ModelSpec m = resolve_model("llama3-8b");
+  const ImportedJob tensorwise = import_megatron("--bf16 --fp8-format hybrid --fp8-recipe tensorwise", "args", m, 8);
+  CHECK(tensorwise.plan.precision == Precision::kFp8);
+  CHECK(tensorwise.plan.fp8_recipe == Fp8Recipe::kTensorwise);
+  CHECK(tensorwise.not_modeled.empty());
+  const ImportedJob delayed = import_megatron("--bf16 --fp8-format hybrid --fp8-recipe delayed", "args", m, 8);
+  CHECK(delayed.plan.fp8_recipe == Fp8Recipe::kDelayed);
+  const ImportedJob blockwise = import_megatron("--bf16 --fp8-format e4m3 --fp8-recipe blockwise", "args", m, 8);
+  CHECK(blockwise.plan.fp8_recipe == Fp8Recipe::kDelayed);
+  CHECK(blockwise.not_modeled == std::vector<std::string>{"--fp8-recipe blockwise (priced as delayed)"});
+  // Without --fp8-format the run is not FP8: the recipe names nothing priced.
+  CHECK(import_megatron("--bf16 --fp8-recipe tensorwise", "args", m, 8).plan.fp8_recipe == Fp8Recipe::kDelayed);
+}

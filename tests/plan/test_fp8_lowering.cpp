@@ -97,3 +97,37 @@ TEST_CASE("FP8 amax reductions once per chunk and micro-batch over the stage, we
   CHECK(bf16.chunk_forward.empty());
   CHECK(bf16.weight_cast_bytes_per_param == 0);
 }
+
+TEST_CASE("FP8 per-tensor current scaling (tensorwise): an amax pass before every cast, the norm's output cast apart, no chunk amax reductions") {
+  const ModelSpec m = resolve_model("gpt2-124m");
+  const double t = static_cast<double>(m.seq_len), h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
+  ParallelPlan delayed_plan = plan_at(Precision::kFp8, 1, false), current_plan = delayed_plan;
+  current_plan.fp8_recipe = Fp8Recipe::kTensorwise;
+  const IterationWork bf16 = lower_iteration(m, plan_at(Precision::kBf16, 1, false));
+  const IterationWork delayed = lower_iteration(m, delayed_plan), current = lower_iteration(m, current_plan);
+  // Forward: QKV's and FC1's inputs: the norm writes bf16 (as without FP8), a cast reads it and
+  // writes the row-wise copy (3 B), then the transpose (2 B); the projection's and FC2's inputs:
+  // amax (2 B) then cast and transpose (4 B).
+  CHECK(first_bytes(current.layer.forward, "norm1") == Approx(first_bytes(bf16.layer.forward, "norm1")));
+  CHECK(sum_bytes(current.layer.forward, "fp8_") == Approx(5 * t * h + 6 * t * h + 5 * t * h + 6 * t * f));
+  // Backward: every output gradient takes the amax pass too (6 B per value, not 4).
+  CHECK(sum_bytes(current.layer.backward, "fp8_") == Approx(1.5 * sum_bytes(delayed.layer.backward, "fp8_")));
+  // No amax history: no per-chunk reductions; the weights' cast reads them once more.
+  for (const Op& op : current.chunk_forward) CHECK(std::string(op.name) != "fp8_amax_allreduce");
+  CHECK(current.weight_cast_bytes_per_param == 6.0);
+  CHECK(delayed.weight_cast_bytes_per_param == 4.0);
+  // Without SP no tensor crosses ranks before its cast: no TP amax all-reduce.
+  CHECK(sum_bytes(current.layer.forward, "fp8_amax_tp") == 0);
+}
+
+TEST_CASE("FP8 tensorwise with sequence parallelism: one amax all-reduce over TP per gathered input and per gathered row-parallel gradient") {
+  const ModelSpec m = resolve_model("gpt2-124m");
+  ParallelPlan p = plan_at(Precision::kFp8, 4, true);
+  p.fp8_recipe = Fp8Recipe::kTensorwise;
+  const IterationWork w = lower_iteration(m, p);
+  int forward = 0, backward = 0;
+  for (const Op& op : w.layer.forward) forward += std::string(op.name) == "fp8_amax_tp_allreduce" && op.group == GroupKind::kTp && op.bytes == 4.0;
+  for (const Op& op : w.layer.backward) backward += std::string(op.name) == "fp8_amax_tp_allreduce_bwd" && op.group == GroupKind::kTp;
+  CHECK(forward == 2);   // QKV's and FC1's inputs
+  CHECK(backward == 2);  // the projection's and FC2's output gradients
+}

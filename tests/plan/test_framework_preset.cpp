@@ -120,3 +120,23 @@ TEST_CASE("DeepSpeed overlaps the gradient reduction with the backward only at Z
     CHECK_FALSE(r.dp_overlap);
   }
 }
+
+TEST_CASE("Megatron-Bridge's FP8 is per-tensor current scaling unless stated; NeMo's and Megatron-LM's stay delayed") {
+  ParallelPlan p = tp2_plan();
+  p.precision = Precision::kFp8;
+  apply_framework_preset(framework_preset("megatron-bridge"), p, StatedKnobs{{"global_batch"}});
+  CHECK(p.fp8_recipe == Fp8Recipe::kTensorwise);
+  for (const char* framework : {"nemo", "megatron-lm", "megatron-core"}) {
+    ParallelPlan q = tp2_plan();
+    q.precision = Precision::kFp8;
+    apply_framework_preset(framework_preset(framework), q, StatedKnobs{{"global_batch"}});
+    CHECK(q.fp8_recipe == Fp8Recipe::kDelayed);
+  }
+  ParallelPlan stated = tp2_plan();
+  stated.precision = Precision::kFp8;
+  apply_framework_preset(framework_preset("megatron-bridge"), stated, StatedKnobs{{"global_batch", "fp8_recipe"}});
+  CHECK(stated.fp8_recipe == Fp8Recipe::kDelayed);
+  ParallelPlan bf16 = tp2_plan();
+  apply_framework_preset(framework_preset("megatron-bridge"), bf16, StatedKnobs{{"global_batch"}});
+  CHECK(bf16.fp8_recipe == Fp8Recipe::kDelayed);
+}

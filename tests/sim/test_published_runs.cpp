@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "common/errors.hpp"
@@ -280,4 +281,25 @@ TEST_CASE("an MoE run lists the expert TP and dispatcher it was priced with, unl
          "zero_stage": null, "recompute": null, "sequence_parallel": null, "schedule": null)"));
   REQUIRE(dense.size() == 1);
   CHECK_FALSE(used(dense[0], "plan.expert_tp=1"));
+}
+
+TEST_CASE("an FP8 run's scaling: fp8_current_scaling reads as tensorwise; Megatron-Bridge's runs default to it, NeMo's to delayed") {
+  const std::string plan = R"("dp": 4, "tp": 2, "pp": 1, "cp": 1, "ep": 1, "vpp": null, "micro_batch": 1, "global_batch": 64,
+      "zero_stage": null, "recompute": null, "sequence_parallel": null, "schedule": null)";
+  const auto fp8_run = [&](const std::string& name, const std::string& framework, const std::string& options) {
+    const std::string path = write_runs(name, framework, "h100-sxm-80gb", plan, R"("tokens_per_s_per_gpu": 1000)", options);
+    std::ifstream in(path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    text.replace(text.find(R"("precision": null)"), 17, R"("precision": "fp8")");
+    std::ofstream(path) << text;
+    return load_published_runs(path).at(0);
+  };
+  const PublishedRun stated = fp8_run("pr_fp8_cs.json", "\"nemo\"", R"("fp8_current_scaling")");
+  CHECK(stated.plan.fp8_recipe == Fp8Recipe::kTensorwise);
+  CHECK(stated.options_not_modeled.empty());
+  const PublishedRun bridge = fp8_run("pr_fp8_bridge.json", "\"megatron-bridge\"", R"("distributed_optimizer")");
+  CHECK(bridge.plan.fp8_recipe == Fp8Recipe::kTensorwise);
+  CHECK(used(bridge, "plan.fp8_recipe=tensorwise (megatron-bridge's FP8 recipes are per-tensor current scaling)"));
+  CHECK(fp8_run("pr_fp8_nemo.json", "\"nemo\"", R"("distributed_optimizer")").plan.fp8_recipe == Fp8Recipe::kDelayed);
+  CHECK(fp8_run("pr_fp8_rowwise.json", "\"torchtitan\"", R"("float8_rowwise")").plan.fp8_recipe == Fp8Recipe::kRowwise);
 }
