@@ -303,3 +303,22 @@ TEST_CASE("an FP8 run's scaling: fp8_current_scaling reads as tensorwise; Megatr
   CHECK(fp8_run("pr_fp8_nemo.json", "\"nemo\"", R"("distributed_optimizer")").plan.fp8_recipe == Fp8Recipe::kDelayed);
   CHECK(fp8_run("pr_fp8_rowwise.json", "\"torchtitan\"", R"("float8_rowwise")").plan.fp8_recipe == Fp8Recipe::kRowwise);
 }
+
+TEST_CASE("an MoE run's recipe settings stated as options: dispatcher, expert TP, recompute modules; unknown values stay not modeled") {
+  const std::string moe = R"(, "moe": {"experts": 8, "top_k": 2, "expert_ffn_hidden": 1024, "shared_experts": null})";
+  const std::string plan = R"("dp": 8, "tp": 1, "pp": 1, "cp": 1, "ep": 8, "vpp": null, "micro_batch": 1, "global_batch": 64,
+                                "zero_stage": null, "recompute": null, "sequence_parallel": null, "schedule": null)";
+  const auto runs = load_published_runs(write_runs("pr_moe_options.json", "\"megatron-bridge\"", "h100-sxm-80gb", plan,
+      R"("tokens_per_s_per_gpu": 1000)",
+      R"("moe_token_dispatcher:flex", "expert_tensor_parallel:1", "recompute_modules:layernorm,moe_act", "moe_router_force_load_balancing", "moe_dropless", "moe_token_dispatcher:nccl")",
+      "a table", moe));
+  REQUIRE(runs.size() == 1);
+  const PublishedRun& r = runs[0];
+  CHECK(r.plan.moe_dispatcher == MoeDispatcher::kFlex);
+  CHECK(r.plan.expert_tp == 1);
+  CHECK(r.plan.recompute == Recompute::kSelective);
+  CHECK(r.plan.recompute_modules == (kRecomputeLayernorm | kRecomputeMoeAct));
+  CHECK_FALSE(used(r, "plan.moe_dispatcher=alltoall"));
+  CHECK_FALSE(used(r, "plan.recompute=none"));
+  CHECK(r.options_not_modeled == std::vector<std::string>{"moe_token_dispatcher:nccl"});
+}
