@@ -49,6 +49,17 @@ const std::vector<FrameworkPreset>& presets() {
     // Stage 3 fetches parameters module by module (partitioned_param_coordinator.py).
     mds.deepspeed_zero3_collectives = true;
     p.push_back(mds);
+    // GPT-NeoX (EleutherAI/gpt-neox@ea7aefd8, megatron/neox_arguments/neox_args.py and
+    // megatron/training.py): Megatron's layers on DeepSpeed's engine, so the same ZeRO stage 0 and
+    // gradient reduction after the backward below stage 3; attention_config defaults to "global"
+    // (the unfused core attention: baddbmm, softmax, bmm; its fused scale-mask-softmax is off by
+    // default, scaled_upper_triang_masked_softmax_fusion False, and priced as fused here);
+    // sequence_parallel off by default.
+    FrameworkPreset neox = mds;
+    neox.name = "gpt-neox";
+    neox.source = "GPT-NeoX neox_args.py defaults (DeepSpeed zero_optimization stage 0, overlap_comm on only at stage 3; "
+                  "attention_config global: unfused core attention)";
+    p.push_back(neox);
     mds.name = "deepspeed";
     mds.source = "DeepSpeed config defaults (zero_optimization.stage 0, overlap_comm on only at stage 3)";
     mds.fused_attention = true;  // a DeepSpeed model brings its own attention; flash-style today
@@ -71,8 +82,10 @@ const std::vector<FrameworkPreset>& presets() {
     titan.eager_unless_compiled = true;  // JobConfig compile.enable = false
     titan.compiled_loss = true;          // build_cross_entropy_loss compiles it with the model
     p.push_back(titan);
-    // LLM Foundry / Composer benchmark configs shard with FSDP FULL_SHARD.
+    // LLM Foundry / Composer benchmark configs shard with FSDP FULL_SHARD. Composer is the trainer
+    // LLM Foundry runs on (PyTorch FSDP1): the same preset under its name.
     p.push_back({"llm-foundry", true, 3, false, true, "llm-foundry scripts/train/benchmarking configs (FSDP FULL_SHARD, flash-attn 2)", true});
+    p.push_back({"composer", true, 3, false, true, "Composer's FSDP as llm-foundry's benchmarking configs run it (FSDP FULL_SHARD, flash-attn 2)", true});
     return p;
   }();
   return all;

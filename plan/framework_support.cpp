@@ -75,6 +75,21 @@ const char* llm_foundry(const ParallelPlan& p) {
   return nullptr;
 }
 
+// GPT-NeoX (EleutherAI/gpt-neox@ea7aefd8): megatron/training.py exits on ZeRO-2/3 with the
+// PipelineModule or with model parallelism ("ZeRO stage 2/3 and pipeline paralleism are not
+// supported simultaneously", "... and model paralleism are not currently supported"); DeepSpeed's
+// pipeline engine runs 1F1B; its arguments have no context parallelism; Transformer Engine FP8 with
+// delayed scaling only (te_fp8_amax_history_len, te_fp8_amax_compute_algo); no TP overlap.
+const char* gpt_neox(const ParallelPlan& p) {
+  if (p.zero_stage > 1 && (p.pp > 1 || p.tp > 1)) return "GPT-NeoX runs ZeRO-2/3 only without pipeline or tensor parallelism";
+  if (p.pp > 1 && p.schedule != Schedule::k1F1B) return "GPT-NeoX's pipeline engine runs 1F1B only";
+  if (p.cp > 1) return "GPT-NeoX has no context parallelism";
+  if (p.recompute == Recompute::kSelectiveOp) return "GPT-NeoX has no per-op checkpointing";
+  if (p.tp_comm_overlap) return "GPT-NeoX has no TP communication overlap";
+  if (p.precision == Precision::kFp8 && p.fp8_recipe != Fp8Recipe::kDelayed) return "GPT-NeoX's FP8 is Transformer Engine's delayed scaling";
+  return nullptr;
+}
+
 }  // namespace
 
 std::optional<FrameworkFamily> framework_family(const std::string& name) {
@@ -85,7 +100,8 @@ std::optional<FrameworkFamily> framework_family(const std::string& name) {
   if (name == "megatron-deepspeed") return FrameworkFamily::kMegatronDeepSpeed;
   if (name == "deepspeed") return FrameworkFamily::kDeepSpeed;
   if (name == "torchtitan") return FrameworkFamily::kTorchtitan;
-  if (name == "llm-foundry") return FrameworkFamily::kLlmFoundry;
+  if (name == "llm-foundry" || name == "composer") return FrameworkFamily::kLlmFoundry;
+  if (name == "gpt-neox") return FrameworkFamily::kGptNeox;
   return std::nullopt;
 }
 
@@ -96,6 +112,7 @@ const char* framework_family_name(FrameworkFamily family) {
     case FrameworkFamily::kDeepSpeed: return "DeepSpeed";
     case FrameworkFamily::kTorchtitan: return "torchtitan";
     case FrameworkFamily::kLlmFoundry: return "LLM Foundry";
+    case FrameworkFamily::kGptNeox: return "GPT-NeoX";
   }
   return "";
 }
@@ -107,6 +124,7 @@ const char* not_runnable(FrameworkFamily family, const ParallelPlan& plan) {
     case FrameworkFamily::kDeepSpeed: return deepspeed(plan);
     case FrameworkFamily::kTorchtitan: return torchtitan(plan);
     case FrameworkFamily::kLlmFoundry: return llm_foundry(plan);
+    case FrameworkFamily::kGptNeox: return gpt_neox(plan);
   }
   return nullptr;
 }

@@ -19,6 +19,7 @@ enum class FrameworkFamily {
   kDeepSpeed,          // a DeepSpeed config on its own (export deepspeed): data parallelism with ZeRO
   kTorchtitan,         // torchtitan's Llama 3 trainer (export torchtitan)
   kLlmFoundry,         // LLM Foundry: FSDP (FULL_SHARD, SHARD_GRAD_OP, NO_SHARD)
+  kGptNeox,            // GPT-NeoX: Megatron's TP and SP, DeepSpeed's ZeRO and pipeline engine
 };
 
 // The family of a --framework preset name or an --export / --from format: "megatron-core",

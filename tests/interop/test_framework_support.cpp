@@ -8,6 +8,7 @@
 #include "common/errors.hpp"
 #include "interop/plan_export.hpp"
 #include "model/model_catalog.hpp"
+#include "plan/framework_preset.hpp"
 #include "plan/framework_support.hpp"
 #include "plan/plan_json.hpp"
 #include "sim/plan_space.hpp"
@@ -100,4 +101,34 @@ TEST_CASE("framework families: names, and the reasons of refused settings") {
   CHECK(std::string(not_runnable(FrameworkFamily::kMegatronDeepSpeed, p)) == "Megatron-DeepSpeed's pipeline engine takes ZeRO-1 at most");
   CHECK(std::string(not_runnable({FrameworkFamily::kMegatron, FrameworkFamily::kDeepSpeed}, p)) ==
         "a DeepSpeed config cannot express tp or pp");
+}
+
+TEST_CASE("GPT-NeoX and Composer: their families, GPT-NeoX's refusals from its training.py, its preset's DeepSpeed defaults") {
+  CHECK(framework_family("gpt-neox") == FrameworkFamily::kGptNeox);
+  CHECK(framework_family("composer") == FrameworkFamily::kLlmFoundry);
+  ParallelPlan p;
+  p.dp = 8;
+  p.zero_stage = 3;
+  CHECK(not_runnable(FrameworkFamily::kGptNeox, p) == nullptr);  // ZeRO-3 alone runs
+  p.dp = 4;
+  p.tp = 2;
+  CHECK(std::string(not_runnable(FrameworkFamily::kGptNeox, p)) == "GPT-NeoX runs ZeRO-2/3 only without pipeline or tensor parallelism");
+  p.zero_stage = 1;
+  CHECK(not_runnable(FrameworkFamily::kGptNeox, p) == nullptr);
+  p.cp = 2;
+  CHECK(std::string(not_runnable(FrameworkFamily::kGptNeox, p)) == "GPT-NeoX has no context parallelism");
+  p.cp = 1;
+  p.precision = Precision::kFp8;
+  p.fp8_recipe = Fp8Recipe::kTensorwise;
+  CHECK(std::string(not_runnable(FrameworkFamily::kGptNeox, p)) == "GPT-NeoX's FP8 is Transformer Engine's delayed scaling");
+  // The preset: DeepSpeed's engine (ZeRO 0, reduction after the backward below stage 3), the
+  // unfused core attention.
+  ParallelPlan q;
+  q.dp = 8;
+  q.global_batch = 64;
+  apply_framework_preset(framework_preset("gpt-neox"), q, StatedKnobs{{"global_batch"}});
+  CHECK(q.zero_stage == 0);
+  CHECK_FALSE(q.dp_overlap);
+  CHECK(q.attention == AttentionKernel::kUnfused);
+  CHECK(framework_preset("composer").zero_stage == 3);
 }
