@@ -113,6 +113,10 @@ const std::vector<ChoiceFlag>& choice_flags() {
        "with --zero 3: per_layer (FSDP units: one all-gather and one reduce-scatter per layer, default) or deepspeed "
        "(DeepSpeed stage 3: an all-gather per prefetch bucket of modules, forward and backward; gradients in 5e8-element buckets)",
        {"per_layer", "deepspeed"}},
+      {"zero-engine", &PlanOptions::zero_engine,
+       "with --zero 1-3: whose ZeRO holds the gradients: megatron (Megatron-Core / PyTorch FSDP, default) or deepspeed "
+       "(DeepSpeed's contiguous gradient buckets, 5e8 16-bit elements each: one, two with overlap_comm below stage 3)",
+       {"megatron", "deepspeed"}},
       {"norm", &PlanOptions::norm,
        "RMSNorm kernel: fused (default; Megatron/TE, torch.compile) or eager (PyTorch's composite, an uncompiled torchtitan)",
        {"fused", "eager"}},
@@ -181,7 +185,7 @@ const std::pair<const char*, const char*> kPresetKeyFlags[] = {
     {"zero_stage", "zero"},           {"sequence_parallel", "sequence-parallel"}, {"tp_comm_overlap", "tp-comm-overlap"},
     {"attention", "attention"},       {"cross_entropy", "cross-entropy"},         {"norm", "norm"},
     {"dp_overlap", "no-dp-overlap"},  {"tp_overlap", "no-tp-overlap"},           {"micro_batch", "micro-batch"},
-    {"global_batch", "global-batch"}, {"zero3_collectives", "zero3-collectives"}};
+    {"global_batch", "global-batch"}, {"zero3_collectives", "zero3-collectives"}, {"zero_engine", "zero-engine"}};
 
 // How stderr says what a preset set: "sequence_parallel on", "micro_batch 4 (the local batch at once)".
 std::string setting_text(const PresetSetting& s) {
@@ -340,6 +344,7 @@ void PlanOptions::apply_flags(ParallelPlan& p) const {
   if (given("zero3-collectives")) {
     p.zero3_collectives = zero3_collectives == "deepspeed" ? Zero3Collectives::kDeepSpeed : Zero3Collectives::kPerLayer;
   }
+  if (given("zero-engine")) p.zero_engine = zero_engine == "deepspeed" ? ZeroEngine::kDeepSpeed : ZeroEngine::kMegatron;
   if (given("no-dp-overlap")) p.dp_overlap = !no_dp_overlap;
   if (given("no-tp-overlap")) p.tp_overlap = !no_tp_overlap;
   if (given("tp-comm-overlap")) p.tp_comm_overlap = tp_comm_overlap;

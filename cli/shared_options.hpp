@@ -42,7 +42,7 @@ struct PlanOptions {
   int64_t default_gpus = 0;  // used when --gpus is left out (run: the MPI world size)
   PlanRules rules = PlanRules::kFrameworks;  // run --backend cpu: the CPU runtime's (validate_plan)
   std::map<std::string, int64_t> sizes;  // dp, tp, pp, vpp, cp, ep, micro-batch, global-batch, zero
-  std::string recompute, recompute_method, schedule, precision, fp8_recipe, attention, cross_entropy, norm, cp_comm, moe_dispatcher, zero3_collectives;
+  std::string recompute, recompute_method, schedule, precision, fp8_recipe, attention, cross_entropy, norm, cp_comm, moe_dispatcher, zero3_collectives, zero_engine;
   int64_t recompute_layers = 1;  // --recompute-num-layers
   std::string recompute_modules;  // --recompute-modules core_attn,moe_act
   std::string framework;  // --framework: a preset's defaults for what the flags and plan leave out

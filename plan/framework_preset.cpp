@@ -186,6 +186,10 @@ std::vector<PresetSetting> apply_framework_preset(const FrameworkPreset& preset,
     p.zero3_collectives = Zero3Collectives::kDeepSpeed;
     if (p.zero_stage == 3) set.push_back({"zero3_collectives", "deepspeed", "a gather per module bucket"});
   }
+  if (preset.deepspeed_zero3_collectives && !stated.has("zero_engine")) {
+    p.zero_engine = ZeroEngine::kDeepSpeed;
+    if (p.zero_stage >= 1) set.push_back({"zero_engine", "deepspeed", "its gradient buckets"});
+  }
   fill_micro_batch(preset, p, stated, set);
   return set;
 }

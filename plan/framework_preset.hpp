@@ -57,6 +57,8 @@ struct FrameworkPreset {
   // micro-batches as ranks: torchtitan before PR #1073, 2025-04-07); false: 1.
   bool local_batch_over_pp = false;
   // ZeRO-3's collectives as DeepSpeed issues them (Zero3Collectives::kDeepSpeed) unless stated.
+  // DeepSpeed's ZeRO engine: ZeRO-3's collectives as it issues them (Zero3Collectives::kDeepSpeed)
+  // and its gradient buckets (ZeroEngine::kDeepSpeed), unless stated.
   bool deepspeed_zero3_collectives = false;
   // FP8 runs scale per tensor from the current amax (Fp8Recipe::kTensorwise) unless stated;
   // false: Transformer Engine's delayed scaling (Megatron-LM's and NeMo's default).

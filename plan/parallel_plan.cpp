@@ -359,6 +359,7 @@ const char* to_string(MoeDispatcher d) {
 }
 
 const char* to_string(Zero3Collectives z) { return z == Zero3Collectives::kDeepSpeed ? "deepspeed" : "per_layer"; }
+const char* to_string(ZeroEngine z) { return z == ZeroEngine::kDeepSpeed ? "deepspeed" : "megatron"; }
 
 const char* to_string(CpComm c) { return c == CpComm::kAllGather ? "all_gather" : c == CpComm::kA2a ? "a2a" : "p2p"; }
 

@@ -80,6 +80,12 @@ enum class MoeDispatcher { kAllToAll, kAllGather, kFlex };
 // backward, and the gradients reduce-scattered in reduce_bucket_size buckets (5e8 elements) after
 // every micro-batch's backward; each call pays the ring's latency (plan/zero3_collectives.hpp).
 enum class Zero3Collectives { kPerLayer, kDeepSpeed };
+// Whose ZeRO holds the gradients on their way to the reduction: kMegatron (Megatron-Core's and
+// PyTorch FSDP's buffers, views into the gradient memory already counted) or kDeepSpeed, whose
+// optimizer copies them into its own contiguous gradient buckets of reduce_bucket_size (5e8)
+// 16-bit elements: one at ZeRO-3 (stage3.py), one at ZeRO-1/2 and a second with overlap_comm
+// (stage_1_and_2.py setup_buckets; deepspeedai/DeepSpeed@edaa722): plan/rank_memory.cpp.
+enum class ZeroEngine { kMegatron, kDeepSpeed };
 
 struct ParallelPlan {
   int64_t dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1;
@@ -133,6 +139,7 @@ struct ParallelPlan {
   // attention and expert GEMMs).
   bool ep_comm_overlap = false;
   Zero3Collectives zero3_collectives = Zero3Collectives::kPerLayer;  // with zero_stage 3
+  ZeroEngine zero_engine = ZeroEngine::kMegatron;  // with zero_stage >= 1
   // Copies the busiest expert-parallel rank processes over the mean.
   double moe_load() const { return moe_capacity_factor > 0 ? std::min(moe_imbalance, moe_capacity_factor) : moe_imbalance; }
   // Token copies the busiest rank's experts process over the balanced mean: moe_load() with EP;
@@ -198,6 +205,7 @@ const char* to_string(Precision precision);
 const char* to_string(NormKernel norm);
 const char* to_string(CpComm cp_comm);
 const char* to_string(Zero3Collectives z);
+const char* to_string(ZeroEngine z);
 const char* to_string(RecomputeMethod method);
 const char* to_string(Fp8Recipe recipe);
 const char* to_string(MoeDispatcher dispatcher);

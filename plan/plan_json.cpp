@@ -175,6 +175,10 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   if (auto v = r.optional_choice("zero3_collectives", {"per_layer", "deepspeed"})) {
     p.zero3_collectives = *v == "deepspeed" ? Zero3Collectives::kDeepSpeed : Zero3Collectives::kPerLayer;
   }
+  note_default("zero_engine");
+  if (auto v = r.optional_choice("zero_engine", {"megatron", "deepspeed"})) {
+    p.zero_engine = *v == "deepspeed" ? ZeroEngine::kDeepSpeed : ZeroEngine::kMegatron;
+  }
   p.fp8_params = r.optional_bool("fp8_params").value_or(p.fp8_params);
   if (auto v = r.optional_choice("fp8_recipe", {"delayed", "rowwise", "tensorwise"})) {
     p.fp8_recipe = *v == "rowwise" ? Fp8Recipe::kRowwise : *v == "tensorwise" ? Fp8Recipe::kTensorwise : Fp8Recipe::kDelayed;
@@ -215,7 +219,7 @@ ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* d
   ParallelPlan plan = read_plan(reader, ParallelPlan{}, defaulted);
   reader.reject_unknown_keys();
   problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, expert_tp, vpp, first_stage_layers, last_stage_layers, micro_batch, global_batch, zero_stage, dp_shard, recompute, recompute_method, recompute_layers, recompute_modules, "
-                        "sequence_parallel, schedule, precision, attention, cross_entropy, norm, cp_comm, dp_overlap, tp_overlap, tp_comm_overlap, zero3_collectives, fp8_params, fp8_recipe, "
+                        "sequence_parallel, schedule, precision, attention, cross_entropy, norm, cp_comm, dp_overlap, tp_overlap, tp_comm_overlap, zero3_collectives, zero_engine, fp8_params, fp8_recipe, "
                         "moe_imbalance, moe_capacity_factor, moe_dispatcher, ep_comm_overlap");
   return plan;
 }
@@ -259,6 +263,7 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& p) {
   j["tp_overlap"] = p.tp_overlap;
   if (p.tp_comm_overlap) j["tp_comm_overlap"] = true;
   if (p.zero_stage == 3 && p.zero3_collectives != Zero3Collectives::kPerLayer) j["zero3_collectives"] = to_string(p.zero3_collectives);
+  if (p.zero_stage >= 1 && p.zero_engine != ZeroEngine::kMegatron) j["zero_engine"] = to_string(p.zero_engine);
   if (p.fp8_params) j["fp8_params"] = true;
   if (p.fp8_recipe != Fp8Recipe::kDelayed) j["fp8_recipe"] = to_string(p.fp8_recipe);
   if (p.moe_imbalance != 1.0) j["moe_imbalance"] = p.moe_imbalance;

@@ -16,7 +16,7 @@ struct MemoryBreakdown {
   double gradients_bytes = 0;
   double optimizer_bytes = 0;
   double activations_bytes = 0;
-  double other_bytes = 0;  // ZeRO-3 gather buffers (communication buffers, allocator overhead: not yet)
+  double other_bytes = 0;  // ZeRO-3 gather buffers, FSDP's accumulating gradients, DeepSpeed's gradient buckets
   double total_bytes() const {
     return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes + other_bytes;
   }
@@ -43,6 +43,10 @@ struct StateBytes {
   double weights = 2, gradients = 4, optimizer = 12;
 };
 StateBytes state_bytes_per_param(Precision precision);
+
+// DeepSpeed's contiguous gradient buckets on every rank (ZeroEngine::kDeepSpeed at ZeRO >= 1), bytes;
+// 0 for Megatron-Core's and FSDP's ZeRO, whose buffers are the gradients already counted.
+double deepspeed_bucket_bytes(const ParallelPlan& plan);
 
 // ZeRO-3 / FSDP with a pipeline keeps the gathered weights from the first forward to the last
 // backward and accumulates unsharded fp32 gradients, reducing them once (torchtitan's default:

@@ -5,6 +5,7 @@
 #include "common/units.hpp"
 #include "model/model_json.hpp"
 #include "plan/plan_json.hpp"
+#include "plan/rank_memory.hpp"
 #include "plan/recompute_span.hpp"
 #include "reports/json_output.hpp"
 #include "reports/op_category_json.hpp"
@@ -102,6 +103,9 @@ std::string render_prediction_table(const Prediction& p, const BatchEcho* batch)
          " (" + count_micro_batches(plan.micro_batches()) + " per DP rank), " +
          to_string(plan.schedule) + ", ZeRO-" + std::to_string(plan.zero_stage) +
          (plan.zero_stage == 3 && plan.zero3_collectives == Zero3Collectives::kDeepSpeed ? " (DeepSpeed's per-module gathers)" : "") +
+         (plan.zero_stage >= 1 && plan.zero_engine == ZeroEngine::kDeepSpeed
+              ? " (DeepSpeed's gradient buckets: " + format_fixed(bytes_to_gib(deepspeed_bucket_bytes(plan)), 2) + " GiB)"
+              : "") +
          (plan.zero_stage == 2 && plan.pp > 1 ? " (FSDP not resharded after forward, as ZeRO-3 with a pipeline)" : "") +
          (plan.shard_replicas() > 1 ? " sharded over " + std::to_string(plan.shard_ranks()) + " x " + std::to_string(plan.shard_replicas()) + " replicas" : "") + ", recompute " + describe_recompute(plan) +
          (plan.sequence_parallel ? ", SP" : "") + (plan.tp_comm_overlap ? ", TP comm overlap" : "") +

@@ -209,6 +209,7 @@ int64_t enumerate_plans(const ModelSpec& m, const PlanSpaceOptions& o,
               base.cross_entropy = o.cross_entropy;
               base.norm = o.norm;
               base.zero3_collectives = o.zero3_collectives;
+              base.zero_engine = o.zero_engine;
               for (MoeDispatcher d : dispatcher_choices(m, o, base)) {
                 base.moe_dispatcher = d;
                 count += enumerate_knobs(m, o, base, visit);

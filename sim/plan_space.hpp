@@ -36,6 +36,7 @@ struct PlanSpaceOptions {
   LossKernel cross_entropy = LossKernel::kFused;
   NormKernel norm = NormKernel::kFused;
   Zero3Collectives zero3_collectives = Zero3Collectives::kPerLayer;  // the framework's ZeRO-3 (FrameworkPreset)
+  ZeroEngine zero_engine = ZeroEngine::kMegatron;                    // the framework's ZeRO (FrameworkPreset)
   // The framework can overlap TP communication with the GEMMs (Megatron-Core's --tp-comm-overlap,
   // torchtitan's async TP): every plan with SP is also tried with tp_comm_overlap.
   bool tp_comm_overlap = false;

@@ -49,6 +49,7 @@ void apply_framework(const SearchRequest& r, SearchOptions& options) {
   options.space.cross_entropy = probe.cross_entropy;
   options.space.norm = probe.norm;
   options.space.zero3_collectives = probe.zero3_collectives;
+  options.space.zero_engine = probe.zero_engine;
   options.space.tp_comm_overlap = r.tp_comm_overlap || probe.tp_comm_overlap;
 }
 

@@ -2,7 +2,12 @@
 // what it set, in order (plan/framework_preset.hpp).
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
 #include "plan/framework_preset.hpp"
+#include "plan/plan_json.hpp"
 
 using namespace trainsim;
 
@@ -139,4 +144,24 @@ TEST_CASE("Megatron-Bridge's FP8 is per-tensor current scaling unless stated; Ne
   ParallelPlan bf16 = tp2_plan();
   apply_framework_preset(framework_preset("megatron-bridge"), bf16, StatedKnobs{{"global_batch"}});
   CHECK(bf16.fp8_recipe == Fp8Recipe::kDelayed);
+}
+
+TEST_CASE("DeepSpeed-engine presets mark DeepSpeed's ZeRO; the plan JSON keeps it at ZeRO >= 1 and reads it back") {
+  for (const char* framework : {"deepspeed", "megatron-deepspeed", "gpt-neox"}) {
+    ParallelPlan p = tp2_plan();
+    p.zero_stage = 1;
+    apply_framework_preset(framework_preset(framework), p, StatedKnobs{{"global_batch", "zero_stage"}});
+    CHECK(p.zero_engine == ZeroEngine::kDeepSpeed);
+  }
+  ParallelPlan q = tp2_plan();
+  apply_framework_preset(framework_preset("megatron-core"), q, StatedKnobs{{"global_batch"}});
+  CHECK(q.zero_engine == ZeroEngine::kMegatron);
+  ParallelPlan s = tp2_plan();
+  s.zero_stage = 2;
+  s.zero_engine = ZeroEngine::kDeepSpeed;
+  const std::string path = (std::filesystem::temp_directory_path() / "trainsim_zero_engine_plan.json").string();
+  save_plan_json(s, path);
+  CHECK(load_plan_file(path).zero_engine == ZeroEngine::kDeepSpeed);
+  s.zero_stage = 0;
+  CHECK_FALSE(plan_to_json(s).contains("zero_engine"));
 }

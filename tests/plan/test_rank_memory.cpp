@@ -160,3 +160,31 @@ TEST_CASE("context parallelism divides a rank's activations by cp and shards ZeR
   CHECK(b.memory.optimizer_bytes == Approx(a.memory.optimizer_bytes / 4));
   CHECK(b.memory.weights_bytes == Approx(a.memory.weights_bytes));  // every CP rank holds the weights
 }
+
+TEST_CASE("DeepSpeed's ZeRO holds its gradient buckets beside the states: one of 5e8 16-bit elements, two with overlap_comm below stage 3") {
+  const ModelSpec m = resolve_model("gpt3-1.3b");
+  ParallelPlan p;
+  p.dp = 8;
+  p.global_batch = 8;
+  p.zero_stage = 1;
+  const double megatron = estimate_rank_memory(m, p).peak().memory.other_bytes;
+  CHECK(deepspeed_bucket_bytes(p) == 0);
+  p.zero_engine = ZeroEngine::kDeepSpeed;
+  p.dp_overlap = false;
+  CHECK(deepspeed_bucket_bytes(p) == 1e9);
+  CHECK(estimate_rank_memory(m, p).peak().memory.other_bytes == Approx(megatron + 1e9));
+  p.dp_overlap = true;
+  CHECK(deepspeed_bucket_bytes(p) == 2e9);  // overlap_comm swaps two buckets
+  p.pp = 2;
+  p.dp = 4;
+  CHECK(deepspeed_bucket_bytes(p) == 1e9);  // the pipeline engine appends one in reduce_gradients
+  p.pp = 1;
+  p.dp = 8;
+  p.zero_stage = 3;
+  CHECK(deepspeed_bucket_bytes(p) == 1e9);  // stage3.py: one
+  p.zero_stage = 0;
+  CHECK(deepspeed_bucket_bytes(p) == 0);    // no ZeRO optimizer
+  p.zero_stage = 2;
+  p.precision = Precision::kFp32;
+  CHECK(deepspeed_bucket_bytes(p) == 4e9);
+}
