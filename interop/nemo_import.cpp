@@ -188,6 +188,18 @@ void read_precision(Reader& r) {
     fp8 = fp8 || (v != "false" && v != "False" && v != "null" && v != "None");
   }
   if (fp8) r.emit("--fp8-format", "model.fp8", " hybrid");
+  // The scaling recipe: Megatron-Core's TransformerConfig.fp8_recipe, or the name of
+  // Megatron-Bridge's mixed-precision recipe (bf16_with_fp8_current_scaling_mixed,
+  // bf16_with_fp8_subchannel_scaling_mixed, bf16_with_mxfp8_mixed; delayed otherwise).
+  std::string recipe, recipe_key = "mixed_precision";
+  if (precision.find("current_scaling") != std::string::npos) recipe = "tensorwise";
+  else if (precision.find("subchannel") != std::string::npos) recipe = "blockwise";
+  else if (precision.find("mxfp8") != std::string::npos) recipe = "mxfp8";
+  if (const YAML::Node n = r.at("model.fp8_recipe"); n && n.IsScalar() && !n.IsNull()) {
+    recipe = n.Scalar();
+    recipe_key = "model.fp8_recipe";
+  }
+  if (fp8 && !recipe.empty()) r.emit("--fp8-recipe", recipe_key, " " + recipe);
 }
 
 void check_shape(Reader& r, const ModelSpec& m) {
@@ -291,6 +303,14 @@ ImportedJob import_nemo(const std::string& yaml_text, const std::string& file, c
     read_world(r);
     list_unread(r);
     ImportedJob job = import_megatron(r.args.str(), file, model, gpus);
+    // NeMo's and Megatron-Bridge's comm-overlap config switches TP overlap off below TP 2 or
+    // without SP, with a warning (megatron/bridge/training/comm_overlap.py); Megatron-LM would
+    // refuse it. A note, not a refusal.
+    if (job.plan.tp_comm_overlap && (job.plan.tp < 2 || !job.plan.sequence_parallel)) {
+      job.plan.tp_comm_overlap = false;
+      job.notes.push_back(std::string("--tp-comm-overlap with ") + (job.plan.tp < 2 ? "TP 1" : "no sequence parallelism") +
+                          ": NeMo and Megatron-Bridge switch it off (comm_overlap.py), and so does the plan");
+    }
     for (std::string& entry : job.not_modeled) entry = in_yaml_terms(entry, r);
     for (std::string& note : job.notes) note = in_yaml_terms(note, r);
     job.not_modeled.insert(job.not_modeled.end(), r.not_modeled.begin(), r.not_modeled.end());

@@ -336,6 +336,15 @@ void read_run_plan(JsonObjectReader& r, const json& j, const FrameworkPreset& pr
     if (filled.count(key) > 0) run.defaults_used.push_back(std::string("plan.") + key + "=" + filled[key]);
   }
   if (is_null(j, "precision")) run.defaults_used.push_back("precision=bf16");
+  // An option the run's plan leaves nothing to apply to is a note, not a refusal: TP
+  // communication overlap without TP (or without SP) is what Megatron-Bridge's and NeMo's
+  // comm-overlap configs switch off with a warning ("Disabling tensor parallel communication overlap
+  // due to TP size < 2", megatron/bridge/training/comm_overlap.py).
+  if (plan.tp_comm_overlap && (plan.tp < 2 || !plan.sequence_parallel)) {
+    plan.tp_comm_overlap = false;
+    run.defaults_used.push_back(std::string("plan.tp_comm_overlap=false (stated, not applied: ") +
+                                (plan.tp < 2 ? "tp 1" : "no sequence parallelism") + ", as the framework disables it)");
+  }
   if (per_op) run.defaults_used.push_back("plan.recompute=selective_op (" + preset.name + "'s selective checkpointing is per op)");
 }
 

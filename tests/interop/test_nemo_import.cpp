@@ -120,6 +120,7 @@ mixed_precision: bf16_with_fp8_current_scaling_mixed
   CHECK(job.plan.dp_overlap);
   CHECK(!job.plan.ep_comm_overlap);
   CHECK(job.plan.precision == Precision::kFp8);
+  CHECK(job.plan.fp8_recipe == Fp8Recipe::kTensorwise);  // bf16_with_fp8_current_scaling_mixed
   CHECK(job.plan.moe_dispatcher == MoeDispatcher::kAllToAll);
   CHECK(job.plan.recompute == Recompute::kSelective);
   CHECK(job.plan.recompute_modules == (kRecomputeMoeAct | kRecomputeLayernorm));
@@ -136,4 +137,24 @@ TEST_CASE("NeMo YAML: messages name the YAML keys; not YAML, no sections and wro
                     Catch::Contains("c.yaml: model.sequence_parallel: \"maybe\" is not true or false"));
   CHECK_THROWS_WITH(import_job(ImportFormat::kNemo, "model:\n  tensor_model_parallel_size: two\n", "c.yaml", m, 8),
                     Catch::Contains("model.tensor_model_parallel_size: \"two\" is not an integer"));
+}
+
+TEST_CASE("NeMo / Megatron-Bridge: TP overlap at TP 1 is switched off with a note, not refused") {
+  const char* const yaml = R"(
+model:
+  tensor_model_parallel_size: 1
+  pipeline_model_parallel_size: 1
+  num_layers: 32
+  seq_length: 8192
+train:
+  global_batch_size: 64
+  micro_batch_size: 1
+comm_overlap:
+  tp_comm_overlap: true
+mixed_precision: bf16_mixed
+)";
+  const ImportedJob job = import_job(ImportFormat::kNemo, yaml, "config.yaml", resolve_model("llama3-8b"), 8);
+  CHECK_FALSE(job.plan.tp_comm_overlap);
+  CHECK(job.plan.fp8_recipe == Fp8Recipe::kDelayed);
+  CHECK(std::any_of(job.notes.begin(), job.notes.end(), [](const std::string& n) { return n.find("switch it off") != std::string::npos; }));
 }

@@ -322,3 +322,14 @@ TEST_CASE("an MoE run's recipe settings stated as options: dispatcher, expert TP
   CHECK_FALSE(used(r, "plan.recompute=none"));
   CHECK(r.options_not_modeled == std::vector<std::string>{"moe_token_dispatcher:nccl"});
 }
+
+TEST_CASE("a run's TP overlap option at TP 1 is a note, not a refusal (its framework switches it off)") {
+  const auto runs = load_published_runs(write_runs("pr_tp1_overlap.json", "\"megatron-bridge\"", "h100-sxm-80gb",
+      R"("dp": 8, "tp": 1, "pp": 1, "cp": 1, "ep": 1, "vpp": null, "micro_batch": 1, "global_batch": 64,
+         "zero_stage": null, "recompute": null, "sequence_parallel": null, "schedule": null)",
+      R"("tokens_per_s_per_gpu": 1000)", R"("tp_comm_overlap")"));
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].supported());
+  CHECK_FALSE(runs[0].plan.tp_comm_overlap);
+  CHECK(used(runs[0], "plan.tp_comm_overlap=false (stated, not applied: tp 1, as the framework disables it)"));
+}
