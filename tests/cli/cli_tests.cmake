@@ -405,7 +405,7 @@ cli_test("predict --from megatron: --recompute-activations is selective; unknown
         "megatron_flag_kinds.sh \\(megatron\\): known, no effect on speed or memory: --lr$"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --from megatron ${imports}/megatron_flag_kinds.sh)
 cli_test("predict --from deepspeed: activation_checkpointing does not turn recomputation on, and the note says what to pass" RC 0
-  MATCH "ZeRO-1, recompute none, bf16" "configures DeepSpeed's checkpointing but does not turn it on" "add --recompute full"
+  MATCH "ZeRO-1 \\(DeepSpeed.s gradient buckets: 0.93 GiB\\), recompute none, bf16" "configures DeepSpeed's checkpointing but does not turn it on" "add --recompute full"
         "known, not modeled \\(the prediction may be off\\): activation_checkpointing.synchronize_checkpoint_boundary$"
   ARGS predict --model gpt3-1.3b --gpu a100-sxm-80gb --from deepspeed ${imports}/ds_activation_checkpointing.json)
 cli_test("bad: --from deepspeed with CPU and NVMe offload is refused with the key, the device and why" RC 2
