@@ -7,10 +7,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
-#include <optional>
-#include <cctype>
 
-#include "common/errors.hpp"
 #include "common/json_reader.hpp"
 #include "common/limits.hpp"
 #include "model/model_json.hpp"
@@ -19,6 +16,7 @@
 #include "sim/hardware_catalog.hpp"
 #include "sim/published_run_era.hpp"
 #include "sim/published_run_models.hpp"
+#include "sim/published_run_options.hpp"
 
 namespace trainsim {
 
@@ -124,14 +122,6 @@ void fill_hardware(json& hw, Filler& fill) {
   if (gpu_in_catalog(gpu)) fill(hw, "hardware.", "inter_node_gbps_per_gpu", find_gpu(gpu).capabilities.reference_node_nic_gbps_per_gpu);
 }
 
-bool has_option(const json& run, const char* option) {
-  if (!run.contains("options") || !run["options"].is_array()) return false;
-  for (const json& o : run["options"]) {
-    if (o == option) return true;
-  }
-  return false;
-}
-
 // The source did not say how many model chunks: the fewest (> 1) with which pp x vpp splits the
 // layers evenly, the embedding and the loss counted as a layer each if need be (Megatron-Core's
 // accounting; Zero Bubble's code asserts an even split after padding the layers by 2), else 2.
@@ -171,68 +161,6 @@ void read_measured(JsonObjectReader& m, PublishedRun& run) {
   run.measured_memory_gib = m.optional_number("memory_gib", 0.0);
   run.memory_kind = m.optional_choice("memory_kind", {"reserved_max", "nvidia_smi_max", "reported_peak"}).value_or("");
   m.reject_unknown_keys();
-}
-
-// Published-run options (INTERFACE.md) the simulator models, and how: an option not in this list
-// is listed by validate as not modeled. distributed_optimizer / zero1: ZeRO-1, the plan's
-// zero_stage; overlap_grad_reduce: dp_overlap; selective_recompute_per_op: the plan's recompute
-// "selective"; torch_compile: fused RMSNorm (FrameworkPreset::eager_unless_compiled);
-// fsdp_no_reshard_after_forward: FSDP with a pipeline keeps the gathered weights
-// (keeps_gathered_weights; every run listing it pipelines); tp_comm_overlap (Megatron-Core's
-// userbuffers) and async_tp (torchtitan's): the plan's tp_comm_overlap; fp8_params: the plan's
-// fp8_params; float8_rowwise / fp8_current_scaling: the plan's fp8_recipe rowwise / tensorwise (on an
-// FP8 run: apply_fp8_options);
-// overlap_moe_expert_parallel_comm: the plan's ep_comm_overlap; moe_router_force_load_balancing and
-// moe_dropless: what the plan assumes unless told otherwise (moe_imbalance 1, no capacity factor);
-// "key:value" recipe settings: modeled_setting.
-// A "key:value" option's value, or nullopt when the run lists no option with that key.
-std::optional<std::string> option_value(const json& run, const std::string& key) {
-  if (!run.contains("options") || !run["options"].is_array()) return std::nullopt;
-  for (const json& o : run["options"]) {
-    if (o.is_string() && o.get<std::string>().rfind(key + ":", 0) == 0) return o.get<std::string>().substr(key.size() + 1);
-  }
-  return std::nullopt;
-}
-
-std::vector<std::string> comma_list(const std::string& text) {
-  std::vector<std::string> out;
-  for (size_t begin = 0; begin <= text.size();) {
-    const size_t comma = std::min(text.find(',', begin), text.size());
-    out.push_back(text.substr(begin, comma - begin));
-    begin = comma + 1;
-  }
-  return out;
-}
-
-// The recipe settings a run's options state as "key:value" (the Blackwell tables name them so)
-// that the plan models: moe_token_dispatcher (the plan's moe_dispatcher), expert_tensor_parallel
-// (expert_tp), recompute_modules (selective recomputation of those modules). nullopt when the
-// option is not one of them or its value is not one the plan takes.
-std::optional<std::string> modeled_setting(const std::string& option) {
-  const size_t colon = option.find(':');
-  if (colon == std::string::npos) return std::nullopt;
-  const std::string key = option.substr(0, colon), value = option.substr(colon + 1);
-  try {
-    if (key == "moe_token_dispatcher") return (parse_moe_dispatcher(value), std::optional<std::string>{key});
-    if (key == "recompute_modules") return (parse_recompute_modules(comma_list(value)), std::optional<std::string>{key});
-    if (key == "expert_tensor_parallel" && !value.empty() && value.size() <= 6 &&
-        std::all_of(value.begin(), value.end(), [](unsigned char c) { return std::isdigit(c); }) && std::stoll(value) >= 1) {
-      return key;
-    }
-  } catch (const InputError&) {
-  }
-  return std::nullopt;
-}
-
-bool option_is_modeled(const std::string& option) {
-  if (modeled_setting(option)) return true;
-  static const std::vector<std::string> modeled = {"distributed_optimizer", "zero1", "overlap_grad_reduce",
-                                                   "selective_recompute_per_op", "torch_compile",
-                                                   "fsdp_no_reshard_after_forward", "tp_comm_overlap", "async_tp",
-                                                   "fp8_params", "float8_rowwise", "fp8_current_scaling",
-                                                   "overlap_moe_expert_parallel_comm", "moe_router_force_load_balancing",
-                                                   "moe_dropless"};
-  return std::find(modeled.begin(), modeled.end(), option) != modeled.end();
 }
 
 // `options`: a list of names; those the simulator does not model are listed apart.
@@ -276,7 +204,7 @@ void apply_format_defaults(const json& j, ParallelPlan& plan, StatedKnobs& state
   }
   // A recipe's recompute_modules option states selective recomputation of those modules.
   if (const auto v = option_value(j, "recompute_modules");
-      v && modeled_setting("recompute_modules:" + *v) && !stated.has("recompute_modules") && !stated.has("recompute")) {
+      v && is_modeled_setting("recompute_modules:" + *v) && !stated.has("recompute_modules") && !stated.has("recompute")) {
     plan.recompute = Recompute::kSelective;
     plan.recompute_modules = parse_recompute_modules(comma_list(*v));
     stated.keys.push_back("recompute");
@@ -291,12 +219,12 @@ void apply_format_defaults(const json& j, ParallelPlan& plan, StatedKnobs& state
     stated.keys.push_back("tp_comm_overlap");
   }
   if (has_option(j, "overlap_moe_expert_parallel_comm")) plan.ep_comm_overlap = true;
-  // "key:value" recipe settings (modeled_setting): each states its plan key.
-  if (const auto v = option_value(j, "moe_token_dispatcher"); v && modeled_setting("moe_token_dispatcher:" + *v)) {
+  // "key:value" recipe settings (is_modeled_setting): each states its plan key.
+  if (const auto v = option_value(j, "moe_token_dispatcher"); v && is_modeled_setting("moe_token_dispatcher:" + *v)) {
     plan.moe_dispatcher = parse_moe_dispatcher(*v);
     stated.keys.push_back("moe_dispatcher");
   }
-  if (const auto v = option_value(j, "expert_tensor_parallel"); v && modeled_setting("expert_tensor_parallel:" + *v)) {
+  if (const auto v = option_value(j, "expert_tensor_parallel"); v && is_modeled_setting("expert_tensor_parallel:" + *v)) {
     plan.expert_tp = std::stoll(*v);
     stated.keys.push_back("expert_tp");
   }

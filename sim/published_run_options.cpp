@@ -1,0 +1,79 @@
+// Published-run options (sim/published_run_options.hpp).
+#include "sim/published_run_options.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "common/errors.hpp"
+#include "plan/plan_json.hpp"
+
+namespace trainsim {
+
+using nlohmann::json;
+
+bool has_option(const json& run, const char* option) {
+  if (!run.contains("options") || !run["options"].is_array()) return false;
+  for (const json& o : run["options"]) {
+    if (o == option) return true;
+  }
+  return false;
+}
+
+std::optional<std::string> option_value(const json& run, const std::string& key) {
+  if (!run.contains("options") || !run["options"].is_array()) return std::nullopt;
+  for (const json& o : run["options"]) {
+    if (o.is_string() && o.get<std::string>().rfind(key + ":", 0) == 0) return o.get<std::string>().substr(key.size() + 1);
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> comma_list(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t begin = 0; begin <= text.size();) {
+    const size_t comma = std::min(text.find(',', begin), text.size());
+    out.push_back(text.substr(begin, comma - begin));
+    begin = comma + 1;
+  }
+  return out;
+}
+
+bool is_modeled_setting(const std::string& option) {
+  const size_t colon = option.find(':');
+  if (colon == std::string::npos) return false;
+  const std::string key = option.substr(0, colon), value = option.substr(colon + 1);
+  if (key == "expert_tensor_parallel") {
+    return !value.empty() && value.size() <= 6 && std::all_of(value.begin(), value.end(), [](unsigned char c) { return std::isdigit(c); }) &&
+           std::stoll(value) >= 1;
+  }
+  try {  // the plan's own parsers decide which values it takes
+    if (key == "moe_token_dispatcher") parse_moe_dispatcher(value);
+    else if (key == "recompute_modules") parse_recompute_modules(comma_list(value));
+    else return false;
+    return true;
+  } catch (const InputError&) {
+    return false;
+  }
+}
+
+// Options the simulator models, and how: distributed_optimizer / zero1: ZeRO-1, the plan's
+// zero_stage; overlap_grad_reduce: dp_overlap; selective_recompute_per_op: the plan's recompute
+// "selective"; torch_compile: fused RMSNorm (FrameworkPreset::eager_unless_compiled);
+// fsdp_no_reshard_after_forward: FSDP with a pipeline keeps the gathered weights
+// (keeps_gathered_weights; every run listing it pipelines); tp_comm_overlap (Megatron-Core's
+// userbuffers) and async_tp (torchtitan's): the plan's tp_comm_overlap; fp8_params: the plan's
+// fp8_params; float8_rowwise / fp8_current_scaling: the plan's fp8_recipe rowwise / tensorwise (on
+// an FP8 run); overlap_moe_expert_parallel_comm: the plan's ep_comm_overlap;
+// moe_router_force_load_balancing and moe_dropless: what the plan assumes unless told otherwise
+// (moe_imbalance 1, no capacity factor); "key:value" recipe settings: is_modeled_setting.
+bool option_is_modeled(const std::string& option) {
+  if (is_modeled_setting(option)) return true;
+  static const std::vector<std::string> modeled = {"distributed_optimizer", "zero1", "overlap_grad_reduce",
+                                                   "selective_recompute_per_op", "torch_compile",
+                                                   "fsdp_no_reshard_after_forward", "tp_comm_overlap", "async_tp",
+                                                   "fp8_params", "float8_rowwise", "fp8_current_scaling",
+                                                   "overlap_moe_expert_parallel_comm", "moe_router_force_load_balancing",
+                                                   "moe_dropless"};
+  return std::find(modeled.begin(), modeled.end(), option) != modeled.end();
+}
+
+}  // namespace trainsim

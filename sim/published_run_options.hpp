@@ -1,0 +1,32 @@
+// A published run's `options` (INTERFACE.md): which the simulator models, and the "key:value"
+// recipe settings some runs state. In: the run's JSON; out: lookups and the modeled verdict.
+// sim/published_runs.cpp applies them to the plan.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace trainsim {
+
+// Whether the run lists `option` exactly.
+bool has_option(const nlohmann::json& run, const char* option);
+
+// A "key:value" option's value, or nullopt when the run lists no option with that key (the first
+// one with it when several do).
+std::optional<std::string> option_value(const nlohmann::json& run, const std::string& key);
+
+// "a,b,c" -> {"a", "b", "c"}.
+std::vector<std::string> comma_list(const std::string& text);
+
+// Whether a "key:value" option is a recipe setting the plan takes: moe_token_dispatcher (the
+// plan's moe_dispatcher), expert_tensor_parallel (expert_tp, a positive integer),
+// recompute_modules (selective recomputation of those modules), with a value the plan accepts.
+bool is_modeled_setting(const std::string& option);
+
+// Whether validate prices what the option says (else it is listed as not modeled).
+bool option_is_modeled(const std::string& option);
+
+}  // namespace trainsim
