@@ -165,9 +165,14 @@ Hardware HardwareOptions::resolve(const ParallelPlan& plan) const {
   hw.usd_per_gpu_hour = usd.value_or(hw.gpu.usd_per_gpu_hour);
   hw.gpus = plan.gpus();
   if (hw.gpu.peak_flops_per_s(plan.precision) <= 0) {
+    std::string has;
+    for (const Precision p : {Precision::kBf16, Precision::kFp16, Precision::kFp32, Precision::kFp8, Precision::kMxfp8, Precision::kNvfp4}) {
+      if (hw.gpu.peak_flops_per_s(p) > 0) has += (has.empty() ? "" : ", ") + std::string(to_string(p));
+    }
     throw InputError("--precision: " + std::string(to_string(plan.precision)) + " is not supported by " + hw.gpu.name +
-                         " (no tensor-core peak for it)",
-                     "use bf16 or fp16 on this GPU");
+                         " (no tensor-core peak for it" +
+                         (plan.precision == Precision::kMxfp8 || plan.precision == Precision::kNvfp4 ? "; MXFP8 and NVFP4 need Blackwell's block-scaled tensor cores)" : ")"),
+                     "this GPU trains in " + has);
   }
   return hw;
 }
@@ -187,6 +192,7 @@ void HardwareOptions::apply_what_ifs(Hardware& hw) const {
     g.peak_fp16_flops_per_s *= scale;
     g.peak_tf32_flops_per_s *= scale;
     g.peak_fp8_flops_per_s *= scale;
+    g.peak_fp4_flops_per_s *= scale;
   }
   if (given("hbm-gb-per-s")) {
     note("--hbm-gb-per-s", bytes_per_s_to_gb_per_s(g.memory_bandwidth_bytes_per_s), hbm_gb_per_s);

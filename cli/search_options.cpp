@@ -81,8 +81,8 @@ void SearchCommandOptions::add_to(CLI::App& app) {
   app.add_option("--simulate-best", request.simulate_best, "screened plans re-simulated on the event engine (default 200)")
       ->transform(whole_number(1, 10000000, "plans"));
   options["precision"] = app.add_option("--precision", request.precision,
-                  "training precision, or several to search each (comma-separated, e.g. bf16,fp8; a GPU without one is skipped for it)")
-                  ->check(comma_list_check(parse_precision, "a precision", "bf16, fp16, fp32, fp8"));
+                  "training precision, or several to search each (comma-separated, e.g. bf16,fp8,mxfp8,nvfp4; a GPU without one is skipped for it)")
+                  ->check(comma_list_check(parse_precision, "a precision", "bf16, fp16, fp32, fp8, mxfp8, nvfp4"));
   options["attention"] = app.add_option("--attention", request.attention, "attention kernel")->check(CLI::IsMember({"flash", "unfused"}));
   options["framework"] = app.add_option("--framework", request.framework,
                   "price attention with this framework's kernel on Hopper (PyTorch SDPA: FlashAttention-2; "

@@ -94,7 +94,7 @@ const std::vector<ChoiceFlag>& choice_flags() {
        "pipeline schedule (zb-1p / zb-2p: Zero Bubble, the backward split into input and weight gradients; zb-v: "
        "Zero Bubble's V, two chunks per rank)",
        {"gpipe", "1f1b", "interleaved", "zb-1p", "zb-2p", "zb-v"}},
-      {"precision", &PlanOptions::precision, "training precision (default bf16)", {"bf16", "fp16", "fp32", "fp8"}},
+      {"precision", &PlanOptions::precision, "training precision (default bf16): mxfp8 and nvfp4 are Transformer Engine's block-scaled recipes on Blackwell", {"bf16", "fp16", "fp32", "fp8", "mxfp8", "nvfp4"}},
       {"fp8-recipe", &PlanOptions::fp8_recipe,
        "with --precision fp8: delayed (Transformer Engine's delayed scaling, default), tensorwise (Transformer Engine's "
        "per-tensor current scaling: Megatron's --fp8-recipe tensorwise, Megatron-Bridge's fp8_cs) or rowwise (torchao's "

@@ -132,18 +132,24 @@ void read_training(const MegatronArgs& a, ImportedJob& job) {
   else job.defaulted.push_back("global_batch");
   read_recompute(a, job);
   p.zero_stage = a.has("--use-torch-fsdp2") ? 3 : a.has("--use-distributed-optimizer") ? 1 : 0;
-  p.precision = a.has("--fp8-format") ? Precision::kFp8 : a.has("--bf16") ? Precision::kBf16
-                : a.has("--fp16") ? Precision::kFp16 : Precision::kFp32;
+  p.precision = a.has("--fp4-format") ? Precision::kNvfp4 : a.has("--fp8-format") ? Precision::kFp8
+                : a.has("--bf16") ? Precision::kBf16 : a.has("--fp16") ? Precision::kFp16 : Precision::kFp32;
   read_attention(a, job);
   p.dp_overlap = a.has("--overlap-grad-reduce");
   p.tp_comm_overlap = a.has("--tp-comm-overlap");
   p.ep_comm_overlap = a.has("--overlap-moe-expert-parallel-comm");
-  p.fp8_params = a.has("--fp8-param-gather");
-  // Megatron-LM's --fp8-recipe: delayed (its default) and tensorwise (per-tensor current scaling)
-  // are priced; mxfp8 and blockwise are not yet, and read as delayed.
+  // Megatron-LM's --fp8-recipe: delayed (its default), tensorwise (per-tensor current scaling) and
+  // mxfp8 (precision mxfp8) are priced; blockwise is not yet, and reads as delayed. --fp4-format
+  // runs --fp4-recipe nvfp4 (its default; custom is a user's quantizer, not priced).
   const std::string fp8_recipe = a.text("--fp8-recipe", "delayed");
   if (fp8_recipe == "tensorwise" && p.precision == Precision::kFp8) p.fp8_recipe = Fp8Recipe::kTensorwise;
-  else if (fp8_recipe != "delayed" && fp8_recipe != "tensorwise") job.not_modeled.push_back("--fp8-recipe " + fp8_recipe + " (priced as delayed)");
+  else if (fp8_recipe == "mxfp8" && p.precision == Precision::kFp8) p.precision = Precision::kMxfp8;
+  else if (fp8_recipe != "delayed" && fp8_recipe != "tensorwise" && fp8_recipe != "mxfp8") job.not_modeled.push_back("--fp8-recipe " + fp8_recipe + " (priced as delayed)");
+  if (p.precision == Precision::kNvfp4 && a.text("--fp4-recipe", "nvfp4") != "nvfp4") {
+    job.not_modeled.push_back("--fp4-recipe " + a.text("--fp4-recipe", "nvfp4") + " (priced as nvfp4)");
+  }
+  p.fp8_params = a.has("--fp8-param-gather");
+  if (a.has("--fp4-param-gather")) job.not_modeled.push_back("--fp4-param-gather (NVFP4 primary weights: priced as 16-bit weights cast every iteration)");
   p.moe_capacity_factor = a.real("--moe-expert-capacity-factor", 0.0);
 }
 

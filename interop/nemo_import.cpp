@@ -200,6 +200,8 @@ void read_precision(Reader& r) {
     recipe_key = "model.fp8_recipe";
   }
   if (fp8 && !recipe.empty()) r.emit("--fp8-recipe", recipe_key, " " + recipe);
+  // Megatron-Bridge's bf16_with_nvfp4_mixed: Megatron-Core's fp4 "e2m1" with the nvfp4 recipe.
+  if (precision.find("nvfp4") != std::string::npos) r.emit("--fp4-format", "mixed_precision", " e2m1");
 }
 
 void check_shape(Reader& r, const ModelSpec& m) {

@@ -170,13 +170,15 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
   if (p.precision == Precision::kFp16) a << " --fp16";
   if (p.precision == Precision::kFp8) a << " --bf16 --fp8-format hybrid";
   if (p.precision == Precision::kFp8 && p.fp8_recipe == Fp8Recipe::kTensorwise) a << " --fp8-recipe tensorwise";
+  if (p.precision == Precision::kMxfp8) a << " --bf16 --fp8-format e4m3 --fp8-recipe mxfp8";
+  if (p.precision == Precision::kNvfp4) a << " --bf16 --fp4-format e2m1 --fp4-recipe nvfp4";
   // The kernel priced: Megatron-Core's AttnBackend (megatron/core/transformer/enums.py) through
   // Transformer Engine; fused is cuDNN's (sim/reference_efficiency.cpp prices it on Hopper).
   a << " --transformer-impl transformer_engine --attention-backend "
     << (p.attention == AttentionKernel::kFlash ? "fused" : "unfused");
   if (p.tp_comm_overlap) a << " --tp-comm-overlap";
   if (p.ep_comm_overlap) a << " --overlap-moe-expert-parallel-comm";
-  if (p.fp8_params && p.precision == Precision::kFp8) a << " --fp8-param-gather";
+  if (p.fp8_params && fp8_family(p.precision)) a << " --fp8-param-gather";
   if (p.dp_overlap) a << " --overlap-grad-reduce";
   return a.str();
 }
@@ -197,7 +199,7 @@ std::string deepspeed_config(const ParallelPlan& p) {
   j["train_micro_batch_size_per_gpu"] = p.micro_batch;
   j["gradient_accumulation_steps"] = p.micro_batches();
   j["zero_optimization"] = {{"stage", p.zero_stage}, {"overlap_comm", p.dp_overlap}};
-  j["bf16"] = {{"enabled", p.precision == Precision::kBf16 || p.precision == Precision::kFp8}};
+  j["bf16"] = {{"enabled", p.precision == Precision::kBf16 || quantized_linears(p.precision)}};
   j["fp16"] = {{"enabled", p.precision == Precision::kFp16}};
   if (p.recompute != Recompute::kNone) {
     j["activation_checkpointing"] = {{"partition_activations", false}, {"contiguous_memory_optimization", false},

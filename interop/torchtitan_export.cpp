@@ -77,6 +77,9 @@ std::vector<std::string> refusals(const ParallelPlan& p) {
                   ": torchtitan's full mode checkpoints every block alone (Megatron's uniform 1) and its layer-wise selective mode every N-th (every N); export it to megatron, or use uniform 1 or every N");
   }
   if (p.precision == Precision::kFp16) out.push_back(e + "precision fp16: torchtitan trains in bfloat16 or float32; use precision bf16");
+  if (p.precision == Precision::kMxfp8 || p.precision == Precision::kNvfp4) {
+    out.push_back(e + "precision " + std::string(to_string(p.precision)) + ": trainsim prices Transformer Engine's recipe (Megatron); torchtitan's MX formats are torchao's, not modeled; export it to megatron, or use precision fp8");
+  }
   if (p.ep > 1) out.push_back(e + "ep " + s(p.ep) + ": this target writes torchtitan's Llama 3 job (no experts); export an MoE plan to megatron");
   if (is_zero_bubble(p.schedule) && p.schedule != Schedule::kZeroBubbleV) {
     out.push_back(e + "schedule " + std::string(to_string(p.schedule)) + ": torchtitan's Zero Bubble schedules are the interleaved and V ones, not ZB-1p/2p; use zb-v, 1f1b or interleaved");

@@ -59,15 +59,6 @@ LinearKind linear_kind(const std::string& name, bool moe) {
   return LinearKind::kOther;  // the MoE router stays in higher precision
 }
 
-// The all-gathers that feed an FP8 GEMM carry one byte per value: the attention block's (the
-// first of each name) and a dense FFN's (the second).
-void gather_in_fp8(std::vector<Op>& ops, const char* name, bool dense_ffn, double value_bytes) {
-  for (int32_t occurrence = 0; occurrence < (dense_ffn ? 2 : 1); ++occurrence) {
-    const int32_t i = index_of(ops, name, occurrence);
-    if (i >= 0) ops[static_cast<size_t>(i)].bytes /= value_bytes;
-  }
-}
-
 // The speedup of a GEMM that fuses linears torchao converts one by one (torchtitan's Llama has
 // separate wq, wk, wv and w1, w3 nn.Linear modules): the FLOP-weighted harmonic mean of theirs.
 double fused_speedup(const Op& op, std::initializer_list<int64_t> widths) {
@@ -98,17 +89,74 @@ void mark_rowwise_linears(LayerWork& w, const ModelSpec& m, const Shapes& s) {
   }
 }
 
+// Bytes per value of a 16-bit tensor's quantization for the GEMMs, by recipe (the header above).
+struct Quantization {
+  double cast = 0;          // read the bf16 tensor, write the layouts the GEMMs need (amax pass included)
+  double cast_tn = 0;       // of which the transposed copy of TN-only FP8 GEMMs (Op::tn_layout_bytes)
+  double shard_cast = 0;    // a row-parallel output gradient gathered with SP, quantized on the rank's rows first
+  bool norm_writes_fp8 = false;  // delayed scaling: the norm writes the FP8 rows itself
+  double norm_cast = 0;          // else: the norm writes bf16 and this cast quantizes it (the rank's rows)
+  bool gathered_transpose = false;  // per-tensor FP8: the gathered rows transposed (TN only: 2 B per value)
+  double gather_forward = 0;     // bytes per value of the forward input all-gathers
+  double gather_wgrad = 0;       // of the backward's re-gather of the input (the weight gradient's)
+  double gather_grad = 0;        // of the row-parallel output gradient's gather
+  double gathered_copy = 0;      // NVFP4: the column-wise data re-laid after a gather (swap_first_dims), per value
+  bool tp_amax = false;          // one amax all-reduce over TP per gathered tensor
+};
+
+Quantization quantization(const ParallelPlan& p) {
+  constexpr double kMx = 2.0 + 2.0 * (1.0 + 1.0 / 32.0);  // read bf16; both layouts, an E8M0 scale per 32
+  constexpr double kNvfp4Layout = 0.5 + 1.0 / 16.0;        // E2M1 and an E4M3 scale per 16 values
+  // NVFP4 moves 2 + 2 + 2 x 0.5625 = 5.1 B per value (the amax pass, then the cast of both
+  // layouts), but its kernels also run the Hadamard transform and stochastic rounding: measured,
+  // they take 1.475x MXFP8's time per value (TransformerEngine@8f2e635 gemm_profiling on a B300,
+  // autocast less pre-quantized, the 12 GEMMs of a layer: NVFP4 2.688 ms, MXFP8 1.822 ms), priced
+  // as 1.475x MXFP8's bytes.
+  constexpr double kNv = kMx * (2.688 / 1.822);
+  switch (p.precision) {
+    case Precision::kMxfp8:
+      return {kMx, 0.0, kMx, false, kMx, false, 1.0 + 1.0 / 32.0, 1.0 + 1.0 / 32.0, 2.0 * (1.0 + 1.0 / 32.0), 0.0, false};
+    case Precision::kNvfp4:
+      return {kNv, 0.0, kNv, false, kNv, false, kNvfp4Layout, kNvfp4Layout, 2.0 * kNvfp4Layout, 2.0 * kNvfp4Layout, true};
+    default: break;
+  }
+  // Per-tensor FP8: cast_transpose reads 2 B and writes both layouts (1 + 1 B); current scaling
+  // reads the tensor once more for its amax. Gathered: the FP8 rows (1 B), transposed after.
+  // Current scaling's norm computes the amax as it writes bf16; its cast reads 2 and writes 1 B.
+  const double amax = p.fp8_recipe == Fp8Recipe::kTensorwise ? 2.0 : 0.0;
+  const bool delayed = p.fp8_recipe == Fp8Recipe::kDelayed;
+  return {4.0 + amax, 1.0, 3.0 + amax, delayed, 3.0, true, 1.0, 1.0, 1.0, 0.0, !delayed};
+}
+
+// The all-gathers that feed a quantized GEMM carry the quantized layout: the attention block's (the
+// first of each name) and a dense FFN's (the second); after each, NVFP4's column-wise re-layout.
+void gather_quantized(std::vector<Op>& ops, const char* name, bool dense_ffn, double value_bytes, double bytes_per_value,
+                      double copy_per_value) {
+  for (int32_t occurrence = 0; occurrence < (dense_ffn ? 2 : 1); ++occurrence) {
+    const int32_t i = index_of(ops, name, occurrence);
+    if (i < 0) continue;
+    Op& gather = ops[static_cast<size_t>(i)];
+    gather.bytes *= bytes_per_value / value_bytes;
+    if (copy_per_value > 0) ops.push_back(memory("fp8_gathered_relayout", gather.bytes / bytes_per_value * copy_per_value));
+  }
+}
+
+Op cast(const char* name, double values, double per_value, double tn_per_value) {
+  Op op = memory(name, values * per_value);
+  op.tn_layout_bytes = values * tn_per_value;
+  return op;
+}
+
 }  // namespace
 
 void add_fp8_conversions(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s) {
-  if (p.precision != Precision::kFp8) return;
+  if (!quantized_linears(p.precision)) return;
   const bool moe = m.moe.has_value(), sp = p.sequence_parallel && s.t > 1;
-  if (p.fp8_recipe == Fp8Recipe::kRowwise) return mark_rowwise_linears(w, m, s);
+  if (p.precision == Precision::kFp8 && p.fp8_recipe == Fp8Recipe::kRowwise) return mark_rowwise_linears(w, m, s);
+  const Quantization q = quantization(p);
   const double shard = sp ? static_cast<double>(s.t) : 1.0;  // a gathered tensor over this rank's rows
-  // Current scaling's amax pass: one more read of the bf16 tensor (2 B per value) before each cast.
-  const double amax = p.fp8_recipe == Fp8Recipe::kTensorwise ? 2.0 : 0.0;
   const auto amax_allreduce = [&](std::vector<Op>& ops, const char* name) {
-    if (amax > 0 && sp) ops.push_back(collective(name, CollectiveKind::kAllReduce, GroupKind::kTp, 4.0));
+    if (q.tp_amax && sp) ops.push_back(collective(name, CollectiveKind::kAllReduce, GroupKind::kTp, 4.0));
   };
   const std::vector<Op> gemms = w.forward;
   for (const Op& op : gemms) {
@@ -119,46 +167,60 @@ void add_fp8_conversions(LayerWork& w, const ModelSpec& m, const ParallelPlan& p
     const double grad = static_cast<double>(op.m) * static_cast<double>(op.n) * static_cast<double>(op.batch);
     switch (kind) {
       case LinearKind::kNormFused: {
-        // The transpose of the gathered FP8 input. Delayed scaling: the norm before it writes FP8,
-        // one byte less per value. Current scaling: the norm writes bf16 as without FP8, and a cast
-        // reads it and writes the row-wise FP8 copy (3 B per value of the rank's rows).
-        (sp ? w.backward : w.forward).push_back(memory("fp8_transpose", 2.0 * input));
-        if (amax > 0) {
-          w.forward.push_back(memory("fp8_cast", 3.0 * input / shard));
-          amax_allreduce(w.forward, "fp8_amax_tp_allreduce");
-        } else {
+        // The norm's output, gathered with SP. Per-tensor FP8: the gathered rows transposed (TN
+        // only); delayed scaling's norm writes the FP8 rows itself (one byte less per value), the
+        // other recipes' norm writes bf16 and a cast quantizes the rank's rows.
+        if (q.gathered_transpose) (sp ? w.backward : w.forward).push_back(cast("fp8_transpose", input, 2.0, 2.0));
+        if (q.norm_writes_fp8) {
           const int32_t norm = index_of(w.forward, op.name == std::string("qkv") ? "norm1" : "norm2", 0);
           if (norm >= 0) w.forward[static_cast<size_t>(norm)].bytes -= input / shard;
+        } else {
+          w.forward.push_back(cast("fp8_cast", input / shard, q.norm_cast, 0.0));
+          amax_allreduce(w.forward, "fp8_amax_tp_allreduce");
         }
-        w.backward.push_back(memory("fp8_cast_grad", (4.0 + amax) * grad));
+        w.backward.push_back(cast("fp8_cast_grad", grad, q.cast, q.cast_tn));
         break;
       }
       case LinearKind::kColumn:
-        w.forward.push_back(memory("fp8_cast", (4.0 + amax) * input));
-        w.backward.push_back(memory("fp8_cast_grad", (4.0 + amax) * grad));
+        w.forward.push_back(cast("fp8_cast", input, q.cast, q.cast_tn));
+        w.backward.push_back(cast("fp8_cast_grad", grad, q.cast, q.cast_tn));
         break;
       case LinearKind::kRow:
-        w.forward.push_back(memory("fp8_cast", (4.0 + amax) * input));
-        w.backward.push_back(memory("fp8_cast_grad", sp ? (3.0 + amax) * grad / shard + 2.0 * grad : (4.0 + amax) * grad));
+        w.forward.push_back(cast("fp8_cast", input, q.cast, q.cast_tn));
+        if (!sp) {
+          w.backward.push_back(cast("fp8_cast_grad", grad, q.cast, q.cast_tn));
+        } else {
+          // Quantized on the rank's rows, gathered quantized; per-tensor FP8 then transposes it.
+          Op g = cast("fp8_cast_grad", grad / shard, q.gathered_transpose ? q.shard_cast : q.cast, 0.0);
+          if (q.gathered_transpose) {
+            g.bytes += 2.0 * grad;
+            g.tn_layout_bytes = 2.0 * grad;
+          }
+          w.backward.push_back(g);
+        }
         amax_allreduce(w.backward, "fp8_amax_tp_allreduce_bwd");
         break;
       case LinearKind::kOther: break;
     }
   }
   if (!sp) return;
-  gather_in_fp8(w.forward, "sp_allgather", !moe, s.e);
-  gather_in_fp8(w.backward, "sp_allgather", !moe, s.e);
-  gather_in_fp8(w.backward, "sp_allgather_wgrad", !moe, s.e);
+  gather_quantized(w.forward, "sp_allgather", !moe, s.e, q.gather_forward, 0.0);
+  gather_quantized(w.backward, "sp_allgather", !moe, s.e, q.gather_grad, q.gathered_copy);
+  gather_quantized(w.backward, "sp_allgather_wgrad", !moe, s.e, q.gather_wgrad, q.gathered_copy);
 }
 
 void add_fp8_amax_reductions(IterationWork& work, const ModelSpec& m, const ParallelPlan& p) {
   // Row-wise scales need no reduction, and the weights' casts are inside the measured speedup.
-  if (p.precision != Precision::kFp8 || p.fp8_recipe == Fp8Recipe::kRowwise) return;
-  if (p.fp8_recipe == Fp8Recipe::kTensorwise) {
-    // No amax history to reduce; each weight's cast takes its amax first (read 2 B more).
-    work.weight_cast_bytes_per_param = p.fp8_params ? 0.0 : 6.0;
-    return;
-  }
+  if (!quantized_linears(p.precision) || (p.precision == Precision::kFp8 && p.fp8_recipe == Fp8Recipe::kRowwise)) return;
+  const Quantization q = quantization(p);
+  // The weights are cast once per iteration (Megatron's is_first_microbatch) as any tensor of the
+  // recipe is (NVFP4's 16 x 16 blocks: the same bytes). FP8 primary weights skip it, but MXFP8's
+  // (Megatron-Bridge's reuse_grad_buf_for_mxfp8_param_ag) are gathered in bf16 through the gradient
+  // buffer and quantized again after every gather.
+  const bool cast_weights = !p.fp8_params || p.precision == Precision::kMxfp8;
+  work.weight_cast_bytes_per_param = cast_weights ? q.cast : 0.0;
+  work.weight_cast_tn_bytes_per_param = cast_weights ? q.cast_tn : 0.0;
+  if (p.precision != Precision::kFp8 || p.fp8_recipe != Fp8Recipe::kDelayed) return;  // no amax history
   // One fp32 amax per FP8 tensor: a linear's input, weight and output gradient.
   constexpr double kAmaxesPerLinear = 3.0;
   // QKV and the projection (MLA: its down and up projections and the projection); FC1 and FC2 of
@@ -171,8 +233,6 @@ void add_fp8_amax_reductions(IterationWork& work, const ModelSpec& m, const Para
   const double bytes = kAmaxesPerLinear * linears * 4.0 * static_cast<double>(chunk_layers);
   work.chunk_forward.push_back(collective("fp8_amax_allreduce", CollectiveKind::kAllReduce, GroupKind::kStage, bytes));
   work.chunk_backward.push_back(collective("fp8_amax_allreduce_bwd", CollectiveKind::kAllReduce, GroupKind::kStage, bytes));
-  // Read bf16, write the FP8 row- and column-wise copies, once per iteration.
-  work.weight_cast_bytes_per_param = p.fp8_params ? 0.0 : 4.0;
 }
 
 }  // namespace trainsim::lowering

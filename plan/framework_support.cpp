@@ -32,7 +32,7 @@ const char* megatron_deepspeed(const ParallelPlan& p) {
   if (p.cp > 1 && p.cp_comm != CpComm::kA2a) return "Megatron-DeepSpeed's context parallelism is Ulysses (a2a) only";
   if (p.recompute == Recompute::kSelectiveOp) return "Megatron-DeepSpeed has no per-op checkpointing";
   if (p.tp_comm_overlap) return "Megatron-DeepSpeed has no TP communication overlap";
-  if (p.precision == Precision::kFp8) return "Megatron-DeepSpeed has no FP8 recipe";
+  if (quantized_linears(p.precision)) return "Megatron-DeepSpeed has no FP8 recipe";
   return nullptr;
 }
 
@@ -57,6 +57,8 @@ const char* torchtitan(const ParallelPlan& p) {
   if (p.recompute == Recompute::kSelective) return "torchtitan has no attention-core recomputation";
   if (is_partial_recompute(p) && p.recompute_method != RecomputeMethod::kEvery) return "torchtitan has no block/uniform-N recomputation";
   if (p.precision == Precision::kFp16) return "torchtitan has no fp16";
+  // torchtitan's MXFP8 is torchao's (quantize.linear.mx), not priced: trainsim's is Transformer Engine's.
+  if (p.precision == Precision::kMxfp8 || p.precision == Precision::kNvfp4) return "torchtitan's block-scaled formats are torchao's (not modeled)";
   if (p.ep > 1) return "torchtitan's Llama 3 trainer has no experts";
   if (is_zero_bubble(p.schedule) && p.schedule != Schedule::kZeroBubbleV) return "torchtitan has no ZB-1p/2p";
   if (p.attention == AttentionKernel::kUnfused) return "torchtitan runs fused attention only";
@@ -72,6 +74,7 @@ const char* llm_foundry(const ParallelPlan& p) {
   if (p.pp > 1) return "LLM Foundry has no pipeline parallelism";
   if (p.cp > 1) return "LLM Foundry has no context parallelism";
   if (p.zero_stage == 1) return "LLM Foundry's FSDP has no ZeRO-1";
+  if (p.precision == Precision::kMxfp8 || p.precision == Precision::kNvfp4) return "LLM Foundry has no MXFP8 or NVFP4 recipe";
   return nullptr;
 }
 
@@ -86,7 +89,10 @@ const char* gpt_neox(const ParallelPlan& p) {
   if (p.cp > 1) return "GPT-NeoX has no context parallelism";
   if (p.recompute == Recompute::kSelectiveOp) return "GPT-NeoX has no per-op checkpointing";
   if (p.tp_comm_overlap) return "GPT-NeoX has no TP communication overlap";
-  if (p.precision == Precision::kFp8 && p.fp8_recipe != Fp8Recipe::kDelayed) return "GPT-NeoX's FP8 is Transformer Engine's delayed scaling";
+  if ((p.precision == Precision::kFp8 && p.fp8_recipe != Fp8Recipe::kDelayed) || p.precision == Precision::kMxfp8 ||
+      p.precision == Precision::kNvfp4) {
+    return "GPT-NeoX's FP8 is Transformer Engine's delayed scaling";
+  }
   return nullptr;
 }
 

@@ -349,7 +349,9 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
   s.e = p.precision == Precision::kFp32 ? 4.0 : 2.0;
   s.sp_tokens = static_cast<double>(s.tokens) / (p.sequence_parallel ? static_cast<double>(p.tp) : 1.0);
   work.weight_bytes_per_param = state_bytes_per_param(p.precision).weights;
-  if (p.precision == Precision::kFp8 && p.fp8_params) work.weight_bytes_per_param = 1;  // gathered in FP8
+  // Gathered in FP8; MXFP8 primary weights go through the gradient buffer in bf16 (Megatron-Core's
+  // reuse_grad_buf_for_mxfp8_param_ag: MXFP8 data cannot be mapped into the parameter buffer).
+  if (p.precision == Precision::kFp8 && p.fp8_params) work.weight_bytes_per_param = 1;
   work.grad_bytes_per_param = state_bytes_per_param(p.precision).gradients;
 
   work.layer = lower_layer(m, p, s);

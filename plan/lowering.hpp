@@ -55,6 +55,10 @@ struct Op {
   // kGemm of a torchao row-wise FP8 linear (Fp8Recipe::kRowwise): priced as the 16-bit GEMM
   // divided by this measured speedup of the whole float8 linear (casts included); 0: not one.
   double fp8_linear_speedup = 0;
+  // kMemoryBound: of `bytes`, those of the column-wise (transposed) FP8 copy that only GPUs whose
+  // FP8 GEMMs take the TN layout alone need (Hopper); a GPU whose FP8 GEMMs take every layout
+  // (Blackwell: CostModel::fp8_gemm_any_layout) skips them.
+  double tn_layout_bytes = 0;
   // An MoE all-to-all of the flex dispatcher (MoeDispatcher::kFlex; 0: NCCL's all-to-all): `bytes`
   // are the top-k copies, of `dedup_experts` experts over the EP group; a token crosses to each
   // other node holding one of its experts once (CostModel::node_dedup_exchange_s).
@@ -98,6 +102,7 @@ struct IterationWork {
   std::vector<Op> chunk_forward, chunk_backward;
   // Bytes moved per transformer-layer parameter once per iteration (FP8's weight casts).
   double weight_cast_bytes_per_param = 0;
+  double weight_cast_tn_bytes_per_param = 0;  // of which the transposed copy (Op::tn_layout_bytes)
   // The MoE token exchange of a layer's forward hidden under the backward of another micro-batch
   // and the reverse (ParallelPlan::ep_comm_overlap; sim/step_cost.cpp prices it): the share of a
   // stage's forwards (and backwards) that run paired, 0 without the overlap. Megatron-Core pairs

@@ -150,8 +150,8 @@ void check_stage_layers(const ParallelPlan& p, const ModelSpec& m, const std::st
 // FP8 primary weights and torchao's row-wise recipe need precision fp8, and exclude each other.
 template <typename Add>
 void check_fp8(const ParallelPlan& p, Add& add) {
-  if (p.fp8_params && p.precision != Precision::kFp8) {
-    add("fp8_params", std::string("FP8 primary weights need precision fp8 (precision is ") + to_string(p.precision) + ")");
+  if (p.fp8_params && !fp8_family(p.precision)) {
+    add("fp8_params", std::string("FP8 primary weights need precision fp8 or mxfp8 (precision is ") + to_string(p.precision) + ")");
   }
   if (p.fp8_recipe != Fp8Recipe::kDelayed && p.precision != Precision::kFp8) {
     add("fp8_recipe", std::string("fp8_recipe ") + to_string(p.fp8_recipe) + " needs precision fp8 (precision is " + to_string(p.precision) + ")");
@@ -369,6 +369,8 @@ const char* to_string(Precision precision) {
     case Precision::kFp16: return "fp16";
     case Precision::kFp32: return "fp32";
     case Precision::kFp8: return "fp8";
+    case Precision::kMxfp8: return "mxfp8";
+    case Precision::kNvfp4: return "nvfp4";
   }
   return "?";
 }

@@ -39,7 +39,16 @@ inline ChunkPlace place_of_virtual_stage(bool v_shape, int64_t pp, int64_t vs) {
 inline int64_t virtual_stage_at(bool v_shape, int64_t pp, int64_t stage, int64_t chunk) {
   return v_shape && chunk == 1 ? 2 * pp - 1 - stage : chunk * pp + stage;
 }
-enum class Precision { kBf16, kFp16, kFp32, kFp8 };
+// Training precision of the linear layers' GEMMs (attention and every other op run in BF16 under
+// the quantized ones): kFp8 per-tensor scaled FP8 (the Fp8Recipe says how); kMxfp8 Transformer
+// Engine's MXFP8BlockScaling (E4M3 values, one E8M0 scale per 32 values; Blackwell's block-scaled
+// tensor cores); kNvfp4 its NVFP4BlockScaling (E2M1 values, one E4M3 scale per 16 values and an
+// FP32 scale per tensor). The quantization work of each: plan/fp8_lowering.cpp.
+enum class Precision { kBf16, kFp16, kFp32, kFp8, kMxfp8, kNvfp4 };
+// One byte per GEMM operand: FP8 primary weights and FP8 all-gathers apply.
+inline bool fp8_family(Precision p) { return p == Precision::kFp8 || p == Precision::kMxfp8; }
+// The linears' GEMMs run on quantized operands, everything else in BF16.
+inline bool quantized_linears(Precision p) { return fp8_family(p) || p == Precision::kNvfp4; }
 // How RMSNorm runs: one fused kernel (Megatron/TE, apex, torch.compile), or PyTorch's eager
 // composite (several kernels around an fp32 up-cast), as an uncompiled torchtitan runs it.
 enum class NormKernel { kFused, kEager };

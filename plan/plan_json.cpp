@@ -62,7 +62,9 @@ Precision parse_precision(const std::string& t) {
   if (t == "fp16") return Precision::kFp16;
   if (t == "fp32") return Precision::kFp32;
   if (t == "fp8") return Precision::kFp8;
-  throw InputError("precision: \"" + t + "\" is not one of: bf16, fp16, fp32, fp8");
+  if (t == "mxfp8") return Precision::kMxfp8;
+  if (t == "nvfp4") return Precision::kNvfp4;
+  throw InputError("precision: \"" + t + "\" is not one of: bf16, fp16, fp32, fp8, mxfp8, nvfp4");
 }
 
 AttentionKernel parse_attention(const std::string& t) {
@@ -157,7 +159,7 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   } else if (p.vpp > 1) {
     p.schedule = Schedule::kInterleaved;  // vpp > 1 means the interleaved schedule
   }
-  if (auto v = r.optional_choice("precision", {"bf16", "fp16", "fp32", "fp8"})) p.precision = parse_precision(*v);
+  if (auto v = r.optional_choice("precision", {"bf16", "fp16", "fp32", "fp8", "mxfp8", "nvfp4"})) p.precision = parse_precision(*v);
   note_default("attention");
   if (auto v = r.optional_choice("attention", {"flash", "unfused"})) p.attention = parse_attention(*v);
   note_default("cross_entropy");

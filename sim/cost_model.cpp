@@ -48,7 +48,13 @@ double CostModel::op_s(const Op& op, const GroupScope& scope) const {
       return op.fp8_linear_speedup > 0 ? gemm_16bit_s(op.m, op.n, op.k, op.batch) / op.fp8_linear_speedup
                                        : gemm_s(op.m, op.n, op.k, op.batch);
     case OpKind::kAttention: return attention_s(op);
-    case OpKind::kMemoryBound: return memory_bound_op_s(op);
+    case OpKind::kMemoryBound: {
+      if (op.tn_layout_bytes <= 0 || !fp8_gemm_any_layout()) return memory_bound_op_s(op);
+      if (op.bytes - op.tn_layout_bytes <= 0) return 0.0;  // only the transpose: not run
+      Op any_layout = op;
+      any_layout.bytes -= op.tn_layout_bytes;
+      return memory_bound_op_s(any_layout);
+    }
     case OpKind::kCollective: return op.dedup_top_k > 0 ? node_dedup_exchange_s(op, scope) : collective_s(op.collective, op.bytes, scope);
   }
   return 0.0;
@@ -57,7 +63,8 @@ double CostModel::op_s(const Op& op, const GroupScope& scope) const {
 DatasheetCostModel::DatasheetCostModel(const Hardware& hardware, Precision precision, EfficiencyConstants constants,
                                        bool flash2_attention)
     : hardware_(hardware), peak_flops_per_s_(hardware.gpu.peak_flops_per_s(precision)),
-      bytes_per_value_(precision == Precision::kFp32 ? 4.0 : precision == Precision::kFp8 ? 1.0 : 2.0),
+      // A GEMM operand's bytes: NVFP4 half a byte and an E4M3 scale per 16 values.
+      bytes_per_value_(precision == Precision::kFp32 ? 4.0 : fp8_family(precision) ? 1.0 : precision == Precision::kNvfp4 ? 0.5625 : 2.0),
       c_(std::move(constants)) {
   TRAINSIM_ASSERT(peak_flops_per_s_ > 0, "the GPU has no peak for this precision (checked by the caller)");
   links_.nvlink = hardware.gpu.nvlink_bandwidth_bytes_per_s > 0;
@@ -70,13 +77,13 @@ DatasheetCostModel::DatasheetCostModel(const Hardware& hardware, Precision preci
   links_.kernel_overhead_s = c_.kernel_overhead_s;
   const ReferenceEfficiency reference = reference_efficiency(hardware.gpu, precision, flash2_attention);
   gemm_flops_per_s_ = peak_flops_per_s_ * c_.gemm_peak_fraction * reference.gemm_ratio;
-  const bool fp8 = precision == Precision::kFp8;
-  gemm_16bit_flops_per_s_ = fp8 ? hardware.gpu.peak_flops_per_s(Precision::kBf16) * c_.gemm_peak_fraction *
+  const bool quantized = quantized_linears(precision);
+  gemm_16bit_flops_per_s_ = quantized ? hardware.gpu.peak_flops_per_s(Precision::kBf16) * c_.gemm_peak_fraction *
                                       reference_efficiency(hardware.gpu, Precision::kBf16, flash2_attention).gemm_ratio
                                 : gemm_flops_per_s_;
-  // FP8 training runs only the linear layers' GEMMs in FP8; attention stays in BF16 (Transformer
-  // Engine's FP8 attention is opt-in; shared/validation/README.md).
-  const Precision attention_precision = precision == Precision::kFp8 ? Precision::kBf16 : precision;
+  // FP8, MXFP8 and NVFP4 training run only the linear layers' GEMMs quantized; attention stays in
+  // BF16 (Transformer Engine's FP8 attention is opt-in; shared/validation/README.md).
+  const Precision attention_precision = quantized ? Precision::kBf16 : precision;
   attention_flops_per_s_ = hardware.gpu.peak_flops_per_s(attention_precision) * c_.attention_peak_fraction * reference.attention_ratio;
   attention_curve_ = reference.attention_curve;
   reference_ = reference.source;

@@ -90,7 +90,11 @@ class CostModel {
   virtual std::string describe() const = 0;
   // Streaming multiprocessors of the GPU priced (an overlap's communication kernel takes some).
   virtual int64_t sm_count() const = 0;
-  // Dispatches on the op's kind; collectives need the scope of the op's group.
+  // FP8 GEMMs take every operand layout, so no transposed FP8 copy is made (Transformer Engine's
+  // nvte_is_non_tn_fp8_gemm_supported: compute capability 10.0 and up but 12.x); false: TN only.
+  virtual bool fp8_gemm_any_layout() const { return false; }
+  // Dispatches on the op's kind; collectives need the scope of the op's group; a memory-bound op's
+  // Op::tn_layout_bytes are left out where fp8_gemm_any_layout().
   double op_s(const Op& op, const GroupScope& scope) const;
   // The flex dispatcher's exchange (Op::dedup_top_k > 0) over the EP group `scope`: the copies
   // forwarded inside each node, and each token sent once to every other node holding one of its
@@ -116,6 +120,7 @@ class DatasheetCostModel final : public CostModel {
   double allocator_reserve_fraction() const override { return c_.allocator_reserve_fraction; }
   std::string describe() const override;
   int64_t sm_count() const override { return hardware_.gpu.sm_count; }
+  bool fp8_gemm_any_layout() const override { return hardware_.gpu.capabilities.generation == GpuGeneration::kBlackwell; }
   // Bus bandwidth of a group (nccl-tests convention), bytes/s.
   double bus_bandwidth_bytes_per_s(const GroupScope& scope) const;
 

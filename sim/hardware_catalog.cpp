@@ -117,6 +117,7 @@ GpuSpec read_gpu(JsonObjectReader& r) {
   g.peak_tf32_flops_per_s = tflops_to_flops_per_s(required_positive(r, "peak_tf32_tflops"));
   g.peak_fp32_flops_per_s = tflops_to_flops_per_s(required_positive(r, "peak_fp32_tflops"));
   g.peak_fp8_flops_per_s = tflops_to_flops_per_s(required_number(r, "peak_fp8_tflops", 0));  // 0: no fp8
+  g.peak_fp4_flops_per_s = tflops_to_flops_per_s(r.optional_number("peak_fp4_tflops", 0.0).value_or(0.0));  // absent: no fp4
   g.memory_bytes = gib_to_bytes(required_positive(r, "memory_gib"));
   g.memory_bandwidth_bytes_per_s = gb_per_s_to_bytes_per_s(required_positive(r, "memory_bandwidth_gb_per_s"));
   g.nvlink_bandwidth_bytes_per_s = gb_per_s_to_bytes_per_s(required_positive(r, "nvlink_gb_per_s_per_direction"));
@@ -238,6 +239,10 @@ double GpuSpec::peak_flops_per_s(Precision precision) const {
       return peak_tf32_flops_per_s;
     case Precision::kFp8:
       return peak_fp8_flops_per_s;  // 0 on GPUs without fp8 tensor cores: the caller refuses
+    case Precision::kMxfp8:
+      return capabilities.generation == GpuGeneration::kBlackwell ? peak_fp8_flops_per_s : 0.0;
+    case Precision::kNvfp4:
+      return peak_fp4_flops_per_s;
   }
   TRAINSIM_ASSERT(false, "unhandled precision");
   return 0;

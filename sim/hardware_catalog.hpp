@@ -58,6 +58,8 @@ struct GpuSpec {
   double peak_tf32_flops_per_s = 0;
   double peak_fp32_flops_per_s = 0;  // CUDA cores, no tensor cores
   double peak_fp8_flops_per_s = 0;
+  // Dense FP4 (NVFP4) tensor-core peak; 0 where the GPU has none (every part before Blackwell).
+  double peak_fp4_flops_per_s = 0;
   double memory_bytes = 0;              // HBM capacity as the driver reports it
   double memory_bandwidth_bytes_per_s = 0;
   double nvlink_bandwidth_bytes_per_s = 0;  // per GPU, per direction
@@ -70,8 +72,10 @@ struct GpuSpec {
   GpuCapabilities capabilities;
 
   // Peak of the tensor-core path used for `precision`: bf16 -> bf16, fp16 -> fp16, fp32 -> tf32
-  // (fp32 training runs its GEMMs on TF32 tensor cores), fp8 -> fp8. There is no fallback: on a
-  // GPU without fp8 (A100) this returns 0, and callers must refuse the plan rather than divide.
+  // (fp32 training runs its GEMMs on TF32 tensor cores), fp8 -> fp8, mxfp8 -> fp8 on a GPU with
+  // block-scaled tensor cores (generation Blackwell: MXFP8 runs at the FP8 rate), nvfp4 -> fp4.
+  // There is no fallback: on a GPU without the unit (FP8 on the A100, MXFP8 and NVFP4 before
+  // Blackwell) this returns 0, and callers must refuse the plan rather than divide.
   double peak_flops_per_s(Precision precision) const;
 };
 

@@ -15,6 +15,7 @@ nlohmann::ordered_json gpu_to_json(const GpuSpec& g) {
   j["peak_tf32_tflops"] = flops_per_s_to_tflops(g.peak_tf32_flops_per_s);
   j["peak_fp32_tflops"] = flops_per_s_to_tflops(g.peak_fp32_flops_per_s);
   j["peak_fp8_tflops"] = flops_per_s_to_tflops(g.peak_fp8_flops_per_s);
+  if (g.peak_fp4_flops_per_s > 0) j["peak_fp4_tflops"] = flops_per_s_to_tflops(g.peak_fp4_flops_per_s);
   j["memory_gib"] = bytes_to_gib(g.memory_bytes);
   j["memory_bandwidth_gb_per_s"] = bytes_per_s_to_gb_per_s(g.memory_bandwidth_bytes_per_s);
   j["nvlink_gb_per_s_per_direction"] = bytes_per_s_to_gb_per_s(g.nvlink_bandwidth_bytes_per_s);

@@ -48,6 +48,8 @@ std::string gemm_dtype_for(Precision precision, const HardwareProfile& profile) 
     case Precision::kBf16: return "bf16";
     case Precision::kFp16: return "fp16";
     case Precision::kFp8: return "fp8";
+    case Precision::kMxfp8: return "mxfp8";
+    case Precision::kNvfp4: return "nvfp4";
     case Precision::kFp32: return profile.provenance.device_kind == "cpu" ? "fp32" : "tf32";
   }
   return "bf16";

@@ -137,6 +137,9 @@ int64_t least_interleaving(int64_t layers, int64_t pp) {
 
 std::string unsupported_reason(const PublishedRun& run, const std::string& where) {
   if (!gpu_in_catalog(run.gpu)) return "GPU " + run.gpu + " is not in the catalog (`trainsim catalog` lists the GPUs)";
+  if (find_gpu(run.gpu).peak_flops_per_s(run.plan.precision) <= 0) {
+    return "precision " + std::string(to_string(run.plan.precision)) + ": " + run.gpu + " has no tensor cores for it";
+  }
   ProblemList problems = validate_model(run.model, where + "/model");
   // The plan's checks compute with the model's sizes: only once those are valid (found by fuzz/).
   if (problems.empty()) problems.add_all(validate_plan(run.plan, run.model, where + "/plan"));
@@ -357,13 +360,9 @@ PublishedRun read_run(const json& raw, const std::string& path, const std::strin
   note_plan_defaults(j, run);
   // bf16 when not stated: the same tensor-core rate as fp16 on every catalog GPU, so the choice
   // does not move a prediction.
-  // Blackwell's block-scaled formats (MXFP8, NVFP4) are read but not simulated: such a run is
-  // listed as unsupported with the reason, and the rest of the file is validated.
-  const std::string precision =
-      r.optional_choice("precision", {"bf16", "fp16", "fp32", "fp8", "mxfp8", "nvfp4"}).value_or("bf16");
-  const bool block_scaled = precision == "mxfp8" || precision == "nvfp4";
-  if (block_scaled && unsupported.empty()) unsupported = "precision " + precision + ": MXFP8/NVFP4 not modeled yet";
-  run.plan.precision = parse_precision(block_scaled ? "fp8" : precision);
+  // Blackwell's block-scaled formats, MXFP8 and NVFP4: Transformer Engine's recipes of those names.
+  run.plan.precision = parse_precision(
+      r.optional_choice("precision", {"bf16", "fp16", "fp32", "fp8", "mxfp8", "nvfp4"}).value_or("bf16"));
   apply_fp8_options(j, preset, run);
   if (auto m = r.optional_object("measured")) read_measured(*m, run);
   else r.add_problem("measured", "missing required object \"measured\"");

@@ -38,6 +38,18 @@ constexpr double kB200MamfFp8 = 3432.5 / 4500.0;
 constexpr double kGB200MamfBf16 = 1822.0 / 2500.0;
 constexpr double kGB200MamfFp8 = 3615.6 / 5000.0;
 constexpr double kB300MamfFp8 = 3353.3 / 4500.0;
+// Block-scaled GEMMs (microbench.json, TransformerEngine@8f2e635 docs/examples/gemm_profiling:
+// benchmark_gemm.py --pre-quantize, the GEMM kernels alone, on a B300 SXM6, the 12 GEMMs of a
+// layer with hidden 4096, FFN 16384, 15,872 tokens): per-tensor FP8 6.812 ms, MXFP8 7.161 ms. The
+// MXFP8 kernels run at 0.951 of the per-tensor FP8 ones; applied to every Blackwell part's FP8 MAMF.
+constexpr double kMxfp8OverFp8 = 6.812 / 7.161;
+// NVFP4 kernels in the same run: 3.764 ms, 1.81x the per-tensor FP8 ones. An NVFP4 GEMM is priced
+// at 1.81x the GPU's FP8 GEMM rate (MAMF FP8), whatever its FP4 peak: on the B300 (FP4 peak 3.3x
+// its FP8 peak) Transformer Engine's NVFP4 kernels reach 1.81x at training shapes. cuBLASLt's
+// square FP4 GEMMs go further (Azure/AI-benchmarking-guide@2a370be, ND GB200 v6: at most 7,627.6
+// TFLOP/s of 10,000 at 16384^3, 2.1x the GB200's FP8 MAMF; microbench-moe-blackwell-amd.json),
+// but that rate is not what the NVFP4 linears of a training run see (docs/cost-model.md).
+constexpr double kNvfp4OverFp8 = 6.812 / 3.764;
 // Causal attention, head dim 128, sequence 4096, BF16, forward + backward (backward FLOPs 2.5 x the
 // forward's in both CSVs' conventions, so fwd+bwd TFLOP/s = 3.5 / (1/fwd + 2.5/bwd)):
 // cuDNN SDPA called directly, B200-SXM (NVIDIA/cudnn-frontend@0b1577c benchmark/
@@ -58,6 +70,7 @@ struct ReferenceRecords {
   bool anchor;                   // the A100: the fitted fractions' own GPU, every ratio 1
   double mamf_16bit;             // MAMF / dense peak, BF16 (FP16 alike)
   double mamf_fp8;               // MAMF / dense peak, FP8; 0: no FP8 record
+  bool block_scaled;             // MXFP8 and NVFP4 GEMMs priced from the FP8 MAMF (kMxfp8OverFp8, kNvfp4OverFp8)
   double attention;              // the framework's fused attention (cuDNN on Hopper, FlashAttention-2 on the A100) / peak
   double attention_flash2;       // FlashAttention-2 (PyTorch SDPA) / peak
   AttentionCurve curve, curve_flash2;
@@ -70,24 +83,24 @@ struct ReferenceRecords {
 constexpr const char* kCudnnDerived = "cuDNN fused attention (derived)";
 constexpr const char* kCudnnMeasured = "cuDNN fused attention";
 
-constexpr ReferenceRecords kA100{"A100", true, kA100Mamf, 0.0, kA100Attention, kA100Attention,
+constexpr ReferenceRecords kA100{"A100", true, kA100Mamf, 0.0, false, kA100Attention, kA100Attention,
                                  AttentionCurve::kA100Flash2, AttentionCurve::kA100Flash2, "", ""};
-constexpr ReferenceRecords kH100{"H100", false, kH100MamfBf16, kH100MamfFp8, kHopperAttention, kHopperFlash2Attention,
+constexpr ReferenceRecords kH100{"H100", false, kH100MamfBf16, kH100MamfFp8, false, kHopperAttention, kHopperFlash2Attention,
                                  AttentionCurve::kHopperCudnn, AttentionCurve::kHopperFlash2, kCudnnDerived, ""};
 // H200 BF16 and attention: the H100's records (the same GH100 die and clocks).
-constexpr ReferenceRecords kH200{"H200", false, kH100MamfBf16, kH200MamfFp8, kHopperAttention, kHopperFlash2Attention,
+constexpr ReferenceRecords kH200{"H200", false, kH100MamfBf16, kH200MamfFp8, false, kHopperAttention, kHopperFlash2Attention,
                                  AttentionCurve::kHopperCudnn, AttentionCurve::kHopperFlash2, kCudnnDerived, ""};
 // Blackwell: the attention curves (how the rate moves with sequence) are the B200's for every part.
-constexpr ReferenceRecords kB200{"B200", false, kB200MamfBf16, kB200MamfFp8, kB200Attention, kB200Flash2Attention,
+constexpr ReferenceRecords kB200{"B200", false, kB200MamfBf16, kB200MamfFp8, true, kB200Attention, kB200Flash2Attention,
                                  AttentionCurve::kBlackwellCudnn, AttentionCurve::kBlackwellFlash2, kCudnnMeasured, ""};
-constexpr ReferenceRecords kGB200{"GB200", false, kGB200MamfBf16, kGB200MamfFp8, kGB200Attention, kB200Flash2Attention,
+constexpr ReferenceRecords kGB200{"GB200", false, kGB200MamfBf16, kGB200MamfFp8, true, kGB200Attention, kB200Flash2Attention,
                                   AttentionCurve::kBlackwellCudnn, AttentionCurve::kBlackwellFlash2, kCudnnMeasured,
                                   "FlashAttention-2 is the B200's ratio (no GB200 fwd+bwd record)"};
-constexpr ReferenceRecords kB300{"B300", false, kB200MamfBf16, kB300MamfFp8, kGB300Attention, kB200Flash2Attention,
+constexpr ReferenceRecords kB300{"B300", false, kB200MamfBf16, kB300MamfFp8, true, kGB300Attention, kB200Flash2Attention,
                                  AttentionCurve::kBlackwellCudnn, AttentionCurve::kBlackwellFlash2, kCudnnMeasured,
                                  "no B300 BF16 MAMF or attention record: BF16 MAMF is the B200's ratio, cuDNN attention "
                                  "the GB300's, FlashAttention-2 the B200's"};
-constexpr ReferenceRecords kGB300{"GB300", false, kGB200MamfBf16, kGB200MamfFp8, kGB300Attention, kB200Flash2Attention,
+constexpr ReferenceRecords kGB300{"GB300", false, kGB200MamfBf16, kGB200MamfFp8, true, kGB300Attention, kB200Flash2Attention,
                                   AttentionCurve::kBlackwellCudnn, AttentionCurve::kBlackwellFlash2, kCudnnMeasured,
                                   "no GB300 MAMF record: BF16 and FP8 MAMF are the GB200's ratios, FlashAttention-2 the "
                                   "B200's"};
@@ -119,12 +132,20 @@ ReferenceEfficiency reference_efficiency(const GpuSpec& gpu, Precision precision
     return r;
   }
   const bool tensor16 = precision == Precision::kBf16 || precision == Precision::kFp16;
+  const bool fp8 = fp8_family(precision) && records->mamf_fp8 > 0;
+  const bool fp4 = precision == Precision::kNvfp4 && records->block_scaled && gpu.peak_fp4_flops_per_s > 0;
   if (tensor16) r.gemm_ratio = records->mamf_16bit / kA100.mamf_16bit;
-  if (precision == Precision::kFp8 && records->mamf_fp8 > 0) r.gemm_ratio = records->mamf_fp8 / kA100.mamf_16bit;
+  if (fp8) r.gemm_ratio = records->mamf_fp8 * (precision == Precision::kMxfp8 ? kMxfp8OverFp8 : 1.0) / kA100.mamf_16bit;
+  // Over the FP4 peak the cost model multiplies by: 1.81x the FP8 MAMF rate.
+  if (fp4) r.gemm_ratio = records->mamf_fp8 * kNvfp4OverFp8 * gpu.peak_fp8_flops_per_s / gpu.peak_fp4_flops_per_s / kA100.mamf_16bit;
   r.attention_ratio = (flash2_attention ? records->attention_flash2 : records->attention) / kA100.attention;
   r.attention_curve = flash2_attention ? records->curve_flash2 : records->curve;
-  r.source = std::string(records->gpu) + " reference: MAMF " +
-             (precision == Precision::kFp8 && records->mamf_fp8 > 0 ? "FP8" : tensor16 ? "BF16" : "none for this precision") +
+  const std::string gemm = fp4                                   ? "MAMF FP8 x 1.81 (NVFP4 kernels, B300)"
+                           : fp8 && precision == Precision::kMxfp8 ? "MAMF FP8 x 0.951 (MXFP8 kernels, B300)"
+                           : fp8                                  ? "MAMF FP8"
+                           : tensor16                             ? "MAMF BF16"
+                                                                  : "MAMF none for this precision";
+  r.source = std::string(records->gpu) + " reference: " + gemm +
              (flash2_attention ? ", FlashAttention-2 (PyTorch SDPA)" : std::string(", ") + records->attention_label) +
              (*records->stand_ins != '\0' ? std::string("; datasheet extrapolation: ") + records->stand_ins : "");
   return r;

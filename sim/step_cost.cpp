@@ -15,7 +15,8 @@ LayerScopes layer_scopes(const ParallelPlan& plan, int64_t gpus_per_node) {
 double weight_cast_s(const CostModel& cost, const IterationWork& work, const StageWork& stage) {
   if (work.weight_cast_bytes_per_param <= 0 || stage.layers <= 0) return 0.0;
   const double layer_params = stage.params_per_layer * static_cast<double>(stage.layers);
-  return cost.memory_bound_s(layer_params * work.weight_cast_bytes_per_param);
+  const double transpose = cost.fp8_gemm_any_layout() ? work.weight_cast_tn_bytes_per_param : 0.0;
+  return cost.memory_bound_s(layer_params * (work.weight_cast_bytes_per_param - transpose));
 }
 
 DpScopes dp_scopes(const ParallelPlan& plan, int64_t gpus_per_node) {

@@ -97,10 +97,14 @@ cli_test("validate predicts every published run" RC 0 MATCH "all runs  *332  *0"
 cli_test("validate lists the runs it cannot simulate with their reason and goes on" RC 0
   MATCH "unsupported runs, by reason" "GPU mi300x is not in the catalog" "all runs  *0  *1"
   ARGS validate --runs ${CMAKE_CURRENT_SOURCE_DIR}/data/validation/unsupported-only.json --summary --tolerance 0.2)
-cli_test("validate reads MXFP8 and NVFP4 runs, lists them unsupported with the reason and predicts the rest" RC 0
-  MATCH "1 x  b200-1.5b-8gpu-mxfp8-test: precision mxfp8: MXFP8/NVFP4 not modeled yet"
-        "1 x  b200-1.5b-8gpu-nvfp4-test: precision nvfp4" "all runs  *1  *2"
+cli_test("validate predicts MXFP8 and NVFP4 runs on Blackwell" RC 0 MATCH "all runs  *3  *0"
   ARGS validate --runs ${CMAKE_CURRENT_SOURCE_DIR}/data/validation/block-scaled-precisions.json --summary --tolerance 10)
+cli_test("bad: NVFP4 on an H100 names the precisions it has" RC 2
+  MATCH "nvfp4 is not supported by h100-sxm-80gb" "Blackwell's block-scaled tensor cores" "this GPU trains in bf16, fp16, fp32, fp8"
+  ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --precision nvfp4)
+cli_test("predict prices MXFP8 and NVFP4 on a B200 and names the GEMM records" RC 0
+  MATCH "MAMF FP8 x 1.81 \\(NVFP4 kernels, B300\\)"
+  ARGS predict --model llama3-8b --gpu b200-sxm-180gb --gpus 8 --precision nvfp4)
 cli_test("validate --format json has the documented keys" RC 0
   MATCH "\"schema\": \"trainsim.validation\"" "\"predicted_tokens_per_s_per_gpu\"" "\"measured_tokens_per_s_per_gpu\""
         "\"error\"" "\"predicted_memory_peak_gib\"" "\"predicted_memory_reserved_gib\"" "\"memory_error\"" "\"predicted_fits\""

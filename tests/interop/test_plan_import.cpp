@@ -6,6 +6,7 @@
 
 #include "common/errors.hpp"
 #include "interop/launch_args.hpp"
+#include "interop/plan_export.hpp"
 #include "interop/plan_import.hpp"
 #include "model/model_catalog.hpp"
 
@@ -141,7 +142,7 @@ TEST_CASE("a torchtitan job TOML imports its mesh and kernels, and lists the key
   CHECK(import_job(ImportFormat::kTorchtitan, read_data("torchtitan_llama3_8b.toml"), "job.toml", m, 64).file == "job.toml");
 }
 
-TEST_CASE("Megatron-LM's --fp8-recipe: tensorwise is read into the plan, mxfp8 and blockwise are listed as priced as delayed") {
+TEST_CASE("Megatron-LM's --fp8-recipe: tensorwise and mxfp8 are read into the plan, blockwise is listed as priced as delayed") {
   const ModelSpec m = resolve_model("llama3-8b");
   const ImportedJob tensorwise = import_megatron("--bf16 --fp8-format hybrid --fp8-recipe tensorwise", "args", m, 8);
   CHECK(tensorwise.plan.precision == Precision::kFp8);
@@ -154,4 +155,15 @@ TEST_CASE("Megatron-LM's --fp8-recipe: tensorwise is read into the plan, mxfp8 a
   CHECK(blockwise.not_modeled == std::vector<std::string>{"--fp8-recipe blockwise (priced as delayed)"});
   // Without --fp8-format the run is not FP8: the recipe names nothing priced.
   CHECK(import_megatron("--bf16 --fp8-recipe tensorwise", "args", m, 8).plan.fp8_recipe == Fp8Recipe::kDelayed);
+  // MXFP8 is its own precision; --fp4-format takes --fp4-recipe nvfp4 (Megatron-Core's default).
+  const ImportedJob mxfp8 = import_megatron("--bf16 --fp8-format e4m3 --fp8-recipe mxfp8 --fp8-param-gather", "args", m, 8);
+  CHECK(mxfp8.plan.precision == Precision::kMxfp8);
+  CHECK(mxfp8.plan.fp8_params);
+  CHECK(mxfp8.not_modeled.empty());
+  const ImportedJob nvfp4 = import_megatron("--bf16 --fp4-format e2m1 --fp4-param-gather", "args", m, 8);
+  CHECK(nvfp4.plan.precision == Precision::kNvfp4);
+  CHECK(nvfp4.not_modeled == std::vector<std::string>{"--fp4-param-gather (NVFP4 primary weights: priced as 16-bit weights cast every iteration)"});
+  // Exported back as Megatron writes them.
+  CHECK_THAT(export_plan(&m, mxfp8.plan, 8, ExportTarget::kMegatron), Catch::Contains("--fp8-format e4m3 --fp8-recipe mxfp8") && Catch::Contains("--fp8-param-gather"));
+  CHECK_THAT(export_plan(&m, nvfp4.plan, 8, ExportTarget::kMegatron), Catch::Contains("--fp4-format e2m1 --fp4-recipe nvfp4"));
 }

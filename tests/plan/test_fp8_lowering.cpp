@@ -131,3 +131,81 @@ TEST_CASE("FP8 tensorwise with sequence parallelism: one amax all-reduce over TP
   CHECK(forward == 2);   // QKV's and FC1's inputs
   CHECK(backward == 2);  // the projection's and FC2's output gradients
 }
+
+namespace {
+
+double sum_tn_bytes(const std::vector<Op>& ops) {
+  double bytes = 0;
+  for (const Op& op : ops) bytes += op.tn_layout_bytes;
+  return bytes;
+}
+
+int count_named(const std::vector<Op>& ops, const std::string& name) {
+  int n = 0;
+  for (const Op& op : ops) n += op.name == name;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("Per-tensor FP8's transposed copies are marked as the TN layout's, which Blackwell skips") {
+  const ModelSpec m = resolve_model("gpt2-124m");
+  const double t = static_cast<double>(m.seq_len), h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
+  const IterationWork fp8 = lower_iteration(m, plan_at(Precision::kFp8, 1, false));
+  // Forward: QKV's and FC1's transposes (2 B per value), the projection's and FC2's column-wise
+  // byte; backward: one column-wise byte per output-gradient value.
+  CHECK(sum_tn_bytes(fp8.layer.forward) == Approx(2 * t * h + t * h + 2 * t * h + t * f));
+  CHECK(sum_tn_bytes(fp8.layer.backward) == Approx(t * 3 * h + t * h + t * f + t * h));
+  CHECK(fp8.weight_cast_tn_bytes_per_param == 1.0);
+}
+
+TEST_CASE("MXFP8: one kernel writes both layouts (2 + 2 x 1.03 B per value), no amax anywhere, gathers carry 1.03 B") {
+  const ModelSpec m = resolve_model("gpt2-124m");
+  const double t = static_cast<double>(m.seq_len), h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
+  const double mx = 2.0 + 2.0 * (1.0 + 1.0 / 32.0);
+  const IterationWork bf16 = lower_iteration(m, plan_at(Precision::kBf16, 1, false));
+  const IterationWork mxfp8 = lower_iteration(m, plan_at(Precision::kMxfp8, 1, false));
+  // The norm writes bf16 (Transformer Engine fuses only delayed scaling's cast into it) and every
+  // linear's input and output gradient is quantized once; nothing is transposed.
+  CHECK(first_bytes(mxfp8.layer.forward, "norm1") == Approx(first_bytes(bf16.layer.forward, "norm1")));
+  CHECK(sum_bytes(mxfp8.layer.forward, "fp8_") == Approx(mx * (t * h + t * h + t * h + t * f)));
+  CHECK(sum_bytes(mxfp8.layer.backward, "fp8_") == Approx(mx * (t * 3 * h + t * h + t * f + t * h)));
+  CHECK(sum_tn_bytes(mxfp8.layer.forward) == 0);
+  CHECK(mxfp8.chunk_forward.empty());
+  CHECK(mxfp8.weight_cast_bytes_per_param == Approx(mx));
+  // MXFP8 primary weights are gathered in bf16 through the gradient buffer and quantized again.
+  ParallelPlan params = plan_at(Precision::kMxfp8, 1, false);
+  params.fp8_params = true;
+  CHECK(lower_iteration(m, params).weight_cast_bytes_per_param == Approx(mx));
+  CHECK(lower_iteration(m, params).weight_bytes_per_param == 2);
+  // With SP: the shard quantized, the row-wise copy gathered (1.03 B), the column-wise one
+  // gathered again in the backward (1.03 B), the output gradient's both layouts (2.06 B).
+  const IterationWork bf16_sp = lower_iteration(m, plan_at(Precision::kBf16, 4, true));
+  const IterationWork sp = lower_iteration(m, plan_at(Precision::kMxfp8, 4, true));
+  CHECK(first_bytes(sp.layer.forward, "sp_allgather") == Approx(first_bytes(bf16_sp.layer.forward, "sp_allgather") * (1.0 + 1.0 / 32.0) / 2.0));
+  CHECK(first_bytes(sp.layer.backward, "sp_allgather_wgrad") == Approx(first_bytes(bf16_sp.layer.backward, "sp_allgather_wgrad") * (1.0 + 1.0 / 32.0) / 2.0));
+  CHECK(first_bytes(sp.layer.backward, "sp_allgather") == Approx(first_bytes(bf16_sp.layer.backward, "sp_allgather") * (1.0 + 1.0 / 32.0)));
+  CHECK(count_named(sp.layer.forward, "fp8_amax_tp_allreduce") == 0);
+  CHECK(first_bytes(sp.layer.forward, "fp8_cast") == Approx(mx * t * h / 4));  // QKV's input, on the shard
+}
+
+TEST_CASE("NVFP4: an amax pass and the Hadamard cast (1.475x MXFP8's per value, measured), TP amax all-reduces, gathers in NVFP4") {
+  const ModelSpec m = resolve_model("gpt2-124m");
+  const double t = static_cast<double>(m.seq_len), h = static_cast<double>(m.hidden);
+  const double mx = 2.0 + 2.0 * (1.0 + 1.0 / 32.0), nv = mx * 2.688 / 1.822, layout = 0.5 + 1.0 / 16.0;
+  const IterationWork mxfp8 = lower_iteration(m, plan_at(Precision::kMxfp8, 1, false));
+  const IterationWork nvfp4 = lower_iteration(m, plan_at(Precision::kNvfp4, 1, false));
+  CHECK(sum_bytes(nvfp4.layer.forward, "fp8_") == Approx(sum_bytes(mxfp8.layer.forward, "fp8_") * nv / mx));
+  CHECK(nvfp4.weight_cast_bytes_per_param == Approx(nv));
+  CHECK(nvfp4.chunk_forward.empty());
+  const IterationWork bf16_sp = lower_iteration(m, plan_at(Precision::kBf16, 4, true));
+  const IterationWork sp = lower_iteration(m, plan_at(Precision::kNvfp4, 4, true));
+  CHECK(count_named(sp.layer.forward, "fp8_amax_tp_allreduce") == 2);
+  CHECK(count_named(sp.layer.backward, "fp8_amax_tp_allreduce_bwd") == 2);
+  CHECK(first_bytes(sp.layer.forward, "sp_allgather") == Approx(first_bytes(bf16_sp.layer.forward, "sp_allgather") * layout / 2.0));
+  // After each backward gather the column-wise data is laid out again (read and write 0.5625 B).
+  const double gathered_values = first_bytes(bf16_sp.layer.backward, "sp_allgather_wgrad") / 2.0;
+  CHECK(first_bytes(sp.layer.backward, "fp8_gathered_relayout") == Approx(gathered_values * 2 * layout));
+  CHECK(t * h == Approx(gathered_values));
+  // A GPU without FP4 cannot run it: checked where the hardware is known (the catalog's peak).
+}

@@ -138,3 +138,53 @@ TEST_CASE("NVLink 5 all-reduce against the nccl-tests records (NVLS off), with t
   CHECK(busbw("b200-sxm-180gb", 8) == Approx(682.2e9).epsilon(0.05));
   CHECK(busbw("gb200-nvl72", 72) == Approx(834.57e9).epsilon(0.20));
 }
+
+TEST_CASE("MXFP8 and NVFP4: Blackwell's block-scaled tensor cores, priced from Transformer Engine's kernels") {
+  const GpuSpec& b200 = find_gpu("b200-sxm-180gb");
+  const GpuSpec& gb200 = find_gpu("gb200-nvl72");
+  // Dense FP4 peaks of the spec records; MXFP8 runs at the FP8 peak; neither exists before Blackwell.
+  CHECK(b200.peak_flops_per_s(Precision::kNvfp4) == 9000e12);
+  CHECK(gb200.peak_flops_per_s(Precision::kNvfp4) == 10000e12);
+  CHECK(find_gpu("b300-sxm-288gb").peak_flops_per_s(Precision::kNvfp4) == 15000e12);
+  CHECK(b200.peak_flops_per_s(Precision::kMxfp8) == b200.peak_fp8_flops_per_s);
+  for (const char* hopper : {"h100-sxm-80gb", "h200-sxm-141gb"}) {
+    CHECK(find_gpu(hopper).peak_flops_per_s(Precision::kMxfp8) == 0);
+    CHECK(find_gpu(hopper).peak_flops_per_s(Precision::kNvfp4) == 0);
+  }
+  // MXFP8 GEMMs at 6.812 / 7.161 of the per-tensor FP8 ones, NVFP4 at 6.812 / 3.764 (B300, TE).
+  for (const GpuSpec* g : {&b200, &gb200}) {
+    const double fp8 = g->peak_fp8_flops_per_s * reference_efficiency(*g, Precision::kFp8).gemm_ratio;
+    CHECK(g->peak_fp8_flops_per_s * reference_efficiency(*g, Precision::kMxfp8).gemm_ratio == Approx(fp8 * 6.812 / 7.161));
+    CHECK(g->peak_fp4_flops_per_s * reference_efficiency(*g, Precision::kNvfp4).gemm_ratio == Approx(fp8 * 6.812 / 3.764));
+  }
+  CHECK(reference_efficiency(b200, Precision::kNvfp4).source == "B200 reference: MAMF FP8 x 1.81 (NVFP4 kernels, B300), cuDNN fused attention");
+  // Attention stays BF16 under every quantized recipe.
+  Hardware hw;
+  hw.gpu = b200;
+  const DatasheetCostModel bf16(hw, Precision::kBf16, EfficiencyConstants{}), nvfp4(hw, Precision::kNvfp4, EfficiencyConstants{});
+  Op attention;
+  attention.kind = OpKind::kAttention;
+  attention.attention_batch_heads = 32;
+  attention.attention_seq = 4096;
+  attention.attention_head_dim = 128;
+  CHECK(nvfp4.attention_s(attention) == Approx(bf16.attention_s(attention)));
+  CHECK(nvfp4.gemm_s(8192, 8192, 8192, 1) < DatasheetCostModel(hw, Precision::kMxfp8, EfficiencyConstants{}).gemm_s(8192, 8192, 8192, 1));
+}
+
+TEST_CASE("FP8 GEMMs on Blackwell take every layout: the transposed copies Hopper needs are not made") {
+  Op transpose;
+  transpose.kind = OpKind::kMemoryBound;
+  transpose.bytes = 3e9;
+  transpose.tn_layout_bytes = 1e9;
+  Hardware hopper, blackwell;
+  hopper.gpu = find_gpu("h100-sxm-80gb");
+  blackwell.gpu = find_gpu("b200-sxm-180gb");
+  const DatasheetCostModel h100(hopper, Precision::kFp8, EfficiencyConstants{}), b200(blackwell, Precision::kFp8, EfficiencyConstants{});
+  const GroupScope none{1, 1, 1};
+  CHECK(!h100.fp8_gemm_any_layout());
+  CHECK(b200.fp8_gemm_any_layout());
+  CHECK(h100.op_s(transpose, none) == Approx(h100.memory_bound_s(3e9)));
+  CHECK(b200.op_s(transpose, none) == Approx(b200.memory_bound_s(2e9)));
+  transpose.tn_layout_bytes = transpose.bytes;  // a transpose alone: not run at all
+  CHECK(b200.op_s(transpose, none) == 0.0);
+}

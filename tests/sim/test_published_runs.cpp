@@ -133,19 +133,21 @@ TEST_CASE("runs the simulator cannot simulate are read and carry their reason") 
     const auto runs = load_published_runs(write_runs("pr_gpu.json", "null", "mi300x", R"("dp": 8, "global_batch": 8)"));
     CHECK_THAT(runs[0].unsupported, Catch::Contains("not in the catalog"));
   }
-  SECTION("Blackwell's block-scaled precisions, MXFP8 and NVFP4 (read, not simulated yet)") {
-    for (const std::string precision : {"mxfp8", "nvfp4"}) {
-      const std::string path = write_runs("pr_" + precision + ".json", "null", "b200-sxm-180gb", R"("dp": 8, "global_batch": 8)");
-      std::stringstream text;
-      text << std::ifstream(path).rdbuf();
-      std::string json = text.str();
-      json.replace(json.find("\"precision\": null"), 17, "\"precision\": \"" + precision + "\"");
-      std::ofstream(path) << json;
-      const auto runs = load_published_runs(path);
-      CHECK(runs[0].unsupported == "precision " + precision + ": MXFP8/NVFP4 not modeled yet");
+  SECTION("Blackwell's block-scaled precisions, MXFP8 and NVFP4: simulated on Blackwell, refused with the reason on Hopper") {
+    for (const auto& [precision, parsed] : {std::pair{std::string("mxfp8"), Precision::kMxfp8}, std::pair{std::string("nvfp4"), Precision::kNvfp4}}) {
+      for (const std::string gpu : {"b200-sxm-180gb", "h100-sxm-80gb"}) {
+        const std::string path = write_runs("pr_" + precision + gpu + ".json", "null", gpu, R"("dp": 8, "global_batch": 8)");
+        std::stringstream text;
+        text << std::ifstream(path).rdbuf();
+        std::string json = text.str();
+        json.replace(json.find("\"precision\": null"), 17, "\"precision\": \"" + precision + "\"");
+        std::ofstream(path) << json;
+        const auto runs = load_published_runs(path);
+        CHECK(runs[0].plan.precision == parsed);
+        if (gpu == "b200-sxm-180gb") CHECK(runs[0].supported());
+        else CHECK(runs[0].unsupported == "precision " + precision + ": h100-sxm-80gb has no tensor cores for it");
+      }
     }
-    // The same run in fp8 on the catalog's B200 is simulated.
-    CHECK(load_published_runs(write_runs("pr_b200.json", "null", "b200-sxm-180gb", R"("dp": 8, "global_batch": 8)"))[0].supported());
   }
   SECTION("Zero Bubble's schedules, the V one with its two chunks per rank") {
     auto runs = load_published_runs(write_runs("pr_zb.json", "null", "a100-sxm-80gb",
