@@ -38,12 +38,11 @@ std::string models_table() {
 }
 
 std::string gpus_table() {
-  TextTable t({{"gpu", TextTable::Align::kLeft}, {"generation", TextTable::Align::kLeft}, {"bf16 TFLOP/s"}, {"fp8 TFLOP/s"}, {"memory GiB"}, {"HBM TB/s"},
+  TextTable t({{"gpu", TextTable::Align::kLeft}, {"generation", TextTable::Align::kLeft}, {"bf16 TFLOP/s"}, {"fp8 TFLOP/s"}, {"fp4 TFLOP/s"}, {"memory GiB"}, {"HBM TB/s"},
                {"NVLink GB/s"}, {"SMs"}, {"$/GPU-hour"}});
   for (const auto& g : builtin_gpus()) {
-    const std::string fp8 =
-        g.peak_fp8_flops_per_s > 0 ? format_fixed(flops_per_s_to_tflops(g.peak_fp8_flops_per_s), 1) : "-";
-    t.add_row({g.name, to_string(g.capabilities.generation), format_fixed(flops_per_s_to_tflops(g.peak_bf16_flops_per_s), 1), fp8,
+    const auto peak = [](double flops_per_s) { return flops_per_s > 0 ? format_fixed(flops_per_s_to_tflops(flops_per_s), 1) : "-"; };
+    t.add_row({g.name, to_string(g.capabilities.generation), peak(g.peak_bf16_flops_per_s), peak(g.peak_fp8_flops_per_s), peak(g.peak_fp4_flops_per_s),
                format_fixed(bytes_to_gib(g.memory_bytes), 1),
                format_fixed(bytes_per_s_to_tb_per_s(g.memory_bandwidth_bytes_per_s), 3),
                format_fixed(bytes_per_s_to_gb_per_s(g.nvlink_bandwidth_bytes_per_s), 0), std::to_string(g.sm_count),

@@ -1,6 +1,6 @@
 // FP8 training as Transformer Engine runs it under Megatron-Core (delayed scaling, Megatron-LM's
-// --fp8-recipe and NeMo's fp8_recipe default; per-tensor current scaling below). Every linear's GEMMs take FP8 operands; what that
-// adds beside the GEMMs (TransformerEngine transformer_engine/pytorch/module/linear.py, _linear
+// --fp8-recipe and NeMo's fp8_recipe default; per-tensor current scaling, MXFP8 and NVFP4 below).
+// Every linear's GEMMs take quantized operands; what that adds beside the GEMMs (TransformerEngine transformer_engine/pytorch/module/linear.py, _linear
 // forward and backward, and module/base.py initialize_ub, read at d0067d0, 2026-08):
 // - A linear's input is quantized before its GEMM. Hopper's FP8 GEMMs take only the TN layout,
 //   so the weight gradient needs the input transposed ("column-wise" data): one cast_transpose
@@ -25,6 +25,10 @@
 //   two small all-reduces per chunk and micro-batch, latency-bound at scale.
 // Megatron-Core's own activation functions (bias-GELU, SwiGLU) run outside Transformer Engine,
 // so FC2's input and FC1's output gradient are cast by their own kernels.
+// On Blackwell FP8 GEMMs take every layout (TE's nvte_is_non_tn_fp8_gemm_supported, compute
+// capability 10.x and up but 12.x): no transposed copy is made and the gathered rows serve the
+// weight gradient as they are. The lowering marks those bytes (Op::tn_layout_bytes,
+// IterationWork::weight_cast_tn_bytes_per_param) and the cost model leaves them out there.
 //
 // Per-tensor current scaling (Fp8Recipe::kTensorwise: Float8CurrentScalingQuantizer, TE
 // pytorch/tensor/float8_tensor.py and csrc/extensions/cast.cpp, normalization.cpp) takes each
@@ -38,6 +42,23 @@
 // backward take one amax all-reduce over the TP group each (set_quantizer_amax_reduction_group).
 // Weights: amax, then the cast (6 B per parameter, once per iteration). No per-chunk amax
 // reduction: there is no amax history.
+//
+// MXFP8 (Precision::kMxfp8: MXFP8BlockScaling, Megatron's --fp8-recipe mxfp8; TE d0067d0
+// module/linear.py, csrc/extensions/normalization.cpp, common/cast/mxfp8): one kernel reads the
+// bf16 tensor and writes both layouts, each 1 B per value and an E8M0 scale per 32 (2 + 2.06 B);
+// no amax anywhere. The norm writes bf16 and is quantized apart (the fused path is cuDNN's, opt-in).
+// With SP the rank's rows are quantized, the row-wise copy gathered (1.03 B per value), and the
+// backward gathers the column-wise copy (1.03 B); a row-parallel output gradient is gathered in
+// both layouts (2.06 B). Weights: both layouts once per iteration; MXFP8 primary weights are
+// gathered in bf16 through the gradient buffer and quantized again after the gather.
+// NVFP4 (Precision::kNvfp4: NVFP4BlockScaling, Megatron's --fp4-format e2m1; recipe defaults:
+// 16 x 16 blocks for weights, a random Hadamard transform on the column-wise (weight-gradient)
+// copies of inputs and gradients, stochastic rounding on gradients): an amax pass
+// (nvte_hadamard_transform_amax: both amaxes in one read), then one kernel casts both layouts
+// (0.5 B and an E4M3 scale per 16 values each) with the Hadamard transform fused; priced at the
+// measured 1.475x MXFP8's time per value (below). Under SP one amax all-reduce over TP per
+// gathered tensor, as current scaling; gathers carry 0.5625 B per value and the backward's
+// column-wise data is laid out again after its gather (swap_first_dims: read and write 0.5625 B).
 #include <initializer_list>
 #include <string>
 
