@@ -537,3 +537,7 @@ cli_test("bad: --zero3-collectives takes per_layer or deepspeed" RC 2 MATCH "zer
 cli_test("predict takes ZeRO-2 with a pipeline: Llama 3's FSDP without resharding after forward" RC 0
   MATCH "ZeRO-2 \\(FSDP not resharded after forward, as ZeRO-3 with a pipeline\\)" "iteration time"
   ARGS predict --model llama3-405b --gpu h100-sxm-80gb --gpus 1024 --tp 8 --pp 16 --zero 2 --framework torchtitan --global-batch 512)
+cli_test("search over FP8, MXFP8 and NVFP4 on H100 and GB200 skips the block-scaled formats on the H100 and says so" RC 0
+  MATCH "gb200-nvl72 x 64, nvfp4" "h100-sxm-80gb: mxfp8 not searched \\(no tensor-core peak for it\\)"
+        "h100-sxm-80gb: nvfp4 not searched"
+  ARGS search --model llama3-8b --gpu h100-sxm-80gb,gb200-nvl72 --gpus 64 --global-batch 256 --precision fp8,mxfp8,nvfp4 --top 2)
