@@ -245,6 +245,67 @@ TEST_CASE("leave-one-group-out: a constant only the left-out group asks for goes
   CHECK(cv[0].held_out.mean_abs_error >= 0.5);  // measured 84.4%: the miss the fit closed
 }
 
+namespace {
+
+// Runs that differ only in precision: the same group, model, GPUs, plan (its FP8 recipe aside) and
+// options (the FP8 ones aside). Each pair: the predicted speed-up of the later precision over the
+// earlier one, over the measured one, minus 1.
+struct PrecisionPair {
+  std::string what;
+  double error = 0;
+};
+
+std::vector<PrecisionPair> precision_pairs(const ValidationResult& v) {
+  std::map<std::string, std::map<Precision, std::vector<const RunResult*>>> by_key;
+  for (const RunResult& r : v.runs) {
+    if (!r.predicted || !r.error) continue;
+    const PublishedRun& run = *r.run;
+    const ParallelPlan& p = run.plan;
+    std::string key = run.group + "|" + run.model.name + "|" + run.gpu + "|" + std::to_string(run.gpus);
+    for (const int64_t n : std::initializer_list<int64_t>{p.dp, p.tp, p.pp, p.cp, p.ep, p.vpp, p.micro_batch, p.global_batch, p.zero_stage,
+                            static_cast<int64_t>(p.recompute), static_cast<int64_t>(p.sequence_parallel), static_cast<int64_t>(p.schedule)}) {
+      key += "|" + std::to_string(n);
+    }
+    std::vector<std::string> options;
+    for (const std::string& o : run.options) {
+      if (o.find("fp8") == std::string::npos && o.find("float8") == std::string::npos) options.push_back(o);
+    }
+    std::sort(options.begin(), options.end());
+    for (const std::string& o : options) key += "|" + o;
+    by_key[key][p.precision].push_back(&r);
+  }
+  std::vector<PrecisionPair> pairs;
+  for (const auto& [key, by] : by_key) {
+    for (auto a = by.begin(); a != by.end(); ++a) {
+      for (auto b = std::next(a); b != by.end(); ++b) {
+        for (const RunResult* x : a->second) {
+          for (const RunResult* y : b->second) {
+            const double measured = y->run->measured_tokens_per_s_per_gpu / x->run->measured_tokens_per_s_per_gpu;
+            const double predicted = y->predicted_tokens_per_s_per_gpu / x->predicted_tokens_per_s_per_gpu;
+            pairs.push_back({x->run->id + " -> " + y->run->id, predicted / measured - 1.0});
+          }
+        }
+      }
+    }
+  }
+  return pairs;
+}
+
+}  // namespace
+
+TEST_CASE("FP8 over BF16, the same plan: the predicted speed-up against the measured one") {
+  const std::vector<PrecisionPair> pairs = precision_pairs(result());
+  int within_ten = 0;
+  double sum = 0;
+  for (const PrecisionPair& p : pairs) {
+    within_ten += std::abs(p.error) <= 0.10;
+    sum += std::abs(p.error);
+  }
+  CHECK(pairs.size() == 146);
+  CHECK(within_ten >= 138);  // measured 139 of 146 (2026-11-28): the misses are the archive's two MoE pairs (Qwen3-30B's contradictory one +103%, Qwen3-235B -20%), three GPT-3 175B pairs across releases (+10..+18%) and two torchtitan 8B TP8 ones (+11%, +14%)
+  CHECK(sum / static_cast<double>(pairs.size()) <= 0.06);  // measured 5.5%
+}
+
 TEST_CASE("Blackwell (Megatron-Bridge on B200 and GB200): every precision predicted, and each precision's speed-up over the same plan's other") {
   const auto bw = load_published_runs(std::string(TRAINSIM_TEST_DATA) + "/validation/blackwell-runs.json");
   REQUIRE(bw.size() == 110);
