@@ -26,6 +26,18 @@ double first_bytes(const std::vector<Op>& ops, const std::string& name) {
   return -1;
 }
 
+double sum_tn_bytes(const std::vector<Op>& ops) {
+  double bytes = 0;
+  for (const Op& op : ops) bytes += op.tn_layout_bytes;
+  return bytes;
+}
+
+int count_named(const std::vector<Op>& ops, const std::string& name) {
+  int n = 0;
+  for (const Op& op : ops) n += op.name == name;
+  return n;
+}
+
 ParallelPlan plan_at(Precision precision, int64_t tp, bool sp) {
   ParallelPlan p;
   p.tp = tp;
@@ -131,22 +143,6 @@ TEST_CASE("FP8 tensorwise with sequence parallelism: one amax all-reduce over TP
   CHECK(forward == 2);   // QKV's and FC1's inputs
   CHECK(backward == 2);  // the projection's and FC2's output gradients
 }
-
-namespace {
-
-double sum_tn_bytes(const std::vector<Op>& ops) {
-  double bytes = 0;
-  for (const Op& op : ops) bytes += op.tn_layout_bytes;
-  return bytes;
-}
-
-int count_named(const std::vector<Op>& ops, const std::string& name) {
-  int n = 0;
-  for (const Op& op : ops) n += op.name == name;
-  return n;
-}
-
-}  // namespace
 
 TEST_CASE("Per-tensor FP8's transposed copies are marked as the TN layout's, which Blackwell skips") {
   const ModelSpec m = resolve_model("gpt2-124m");
