@@ -231,6 +231,22 @@ bool is_hf_config(const nlohmann::json& doc) {
 
 ModelSpec read_hf_config(const nlohmann::json& doc, const std::string& path) {
   const std::string type = model_type_of(doc, path);
+  // Hybrid state-space / attention stacks: trainsim lowers transformer layers only (attention,
+  // dense or MoE FFN); a Mamba-2 mixer's selective scan and convolution have no op, cost or
+  // memory rule here, so such a model is refused by name rather than priced as a transformer.
+  static const std::map<std::string, std::string> kHybrid = {
+      {"nemotron_h", "Nemotron-H / Nemotron 3 (Mamba-2 layers among attention and MLP or MoE layers)"},
+      {"jamba", "Jamba (Mamba layers among attention layers)"},
+      {"zamba2", "Zamba2 (Mamba-2 layers with shared attention blocks)"},
+      {"falcon_h1", "Falcon-H1 (Mamba-2 heads beside attention in each layer)"},
+      {"mamba", "Mamba (state-space layers only)"},
+      {"mamba2", "Mamba-2 (state-space layers only)"},
+  };
+  if (const auto hybrid = kHybrid.find(type); hybrid != kHybrid.end()) {
+    throw InputError(path + ": /model_type: \"" + type + "\" is " + hybrid->second +
+                         ": not modeled (trainsim prices transformer layers only; state-space layers have no cost rule)",
+                     "none for now: the hybrid layers cannot be approximated by transformer layers without a measured cost");
+  }
   if (std::find(kSupportedTypes.begin(), kSupportedTypes.end(), type) == kSupportedTypes.end()) {
     throw InputError(path + ": /model_type: \"" + type + "\" is not a supported architecture" +
                          did_you_mean(type, kSupportedTypes) + "; supported: " + join_names(kSupportedTypes),

@@ -541,3 +541,6 @@ cli_test("search over FP8, MXFP8 and NVFP4 on H100 and GB200 skips the block-sca
   MATCH "gb200-nvl72 x 64, nvfp4" "h100-sxm-80gb: mxfp8 not searched \\(no tensor-core peak for it\\)"
         "h100-sxm-80gb: nvfp4 not searched"
   ARGS search --model llama3-8b --gpu h100-sxm-80gb,gb200-nvl72 --gpus 64 --global-batch 256 --precision fp8,mxfp8,nvfp4 --top 2)
+cli_test("bad: a hybrid Mamba-2 model (Nemotron-H) is refused by name with the reason" RC 2
+  MATCH "\"nemotron_h\" is Nemotron-H / Nemotron 3 \\(Mamba-2 layers" "not modeled"
+  ARGS model --model ${hf}/nemotron-h/config.json)
