@@ -71,6 +71,15 @@ double nccl_intra_node_ring_s(CollectiveKind kind, double bytes, int64_t ranks, 
   return best;
 }
 
+void set_nvls_links(CollectiveLinks& links, int64_t nvlink_generation, double nvlink_bytes_per_s) {
+  if (nvlink_generation < 4 || nvlink_bytes_per_s <= 0) return;
+  constexpr double kIntraBandwidthShare = 0.628;  // H100: 480 / (2 x 0.85 x 450); B200: 838 / (2 x 0.74 x 900)
+  const bool blackwell = nvlink_generation >= 5;
+  const double nvls_efficiency = blackwell ? 0.74 : 0.85;
+  links.nvls_bus_bytes_per_s = 2.0 * nvls_efficiency * kIntraBandwidthShare * nvlink_bytes_per_s;
+  links.nvls_min_ranks = blackwell ? 6 : 5;
+}
+
 double collective_bus_bytes_per_s(const GroupScope& scope, const CollectiveLinks& links) {
   if (scope.intra_node()) return links.nvlink_bus_bytes_per_s;
   // Across nodes each node's members drive their own NICs (rail-optimised fabric); the node's
@@ -82,10 +91,16 @@ double datasheet_collective_s(CollectiveKind kind, double bytes, const GroupScop
   if (scope.size <= 1 || bytes <= 0) return 0.0;
   const CollectiveSpec& spec = collective_spec(kind);
   if (spec.nccl_ring && scope.intra_node() && links.nvlink) {
-    // Inside an NVLink node NCCL picks LL, LL128 or Simple by its tuner model.
-    return nccl_intra_node_ring_s(kind, bytes, scope.size, collective_bus_bytes_per_s(scope, links),
-                                  links.nccl_ll_max_bus_bytes_per_s) +
-           links.kernel_overhead_s;
+    // Inside an NVLink node NCCL picks LL, LL128 or Simple by its tuner model, and for an
+    // all-reduce NVLS where the switch has it and it is faster (Simple only: 25 us, NCCL's
+    // hwLatency for NVLS over NVLink, and its bus bandwidth).
+    double ring = nccl_intra_node_ring_s(kind, bytes, scope.size, collective_bus_bytes_per_s(scope, links),
+                                         links.nccl_ll_max_bus_bytes_per_s);
+    if (kind == CollectiveKind::kAllReduce && links.nvls_bus_bytes_per_s > 0 && scope.size >= links.nvls_min_ranks) {
+      constexpr double kNvlsLatencyS = 25e-6;
+      ring = std::min(ring, kNvlsLatencyS + bytes * spec.bus_factor(static_cast<double>(scope.size)) / links.nvls_bus_bytes_per_s);
+    }
+    return ring + links.kernel_overhead_s;
   }
   const double n = static_cast<double>(scope.size);
   double bandwidth_s = bytes * bus_factor(kind, scope.size) / collective_bus_bytes_per_s(scope, links);

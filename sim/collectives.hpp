@@ -47,7 +47,21 @@ struct CollectiveLinks {
   double step_intra_s = 0;                // alpha per step inside a node (not NVLink rings)
   double step_inter_s = 0;                // alpha per step across nodes
   double kernel_overhead_s = 0;           // launch and tail gap per kernel
+  // NVLink SHARP (NVLS): the NVSwitch reduces and multicasts an all-reduce inside the NVLink
+  // domain (Hopper and Blackwell). Its nccl-tests bus bandwidth (0: no NVLS) and the fewest ranks
+  // NCCL runs it on (nvls_links below).
+  double nvls_bus_bytes_per_s = 0;
+  int64_t nvls_min_ranks = 0;
 };
+
+// The NVLS links of a GPU: its generation's NCCL nvlsEfficiency (NVIDIA/nccl@5067397c
+// src/graph/tuning.cc: Hopper 0.85, Blackwell 0.74) x 2 (an all-reduce's reduce and multicast
+// halves pipelined) x 0.628 of its NVLink bandwidth per direction (the intra-node bandwidth that
+// reproduces the measured 8-GPU NVLS busbw: H100 480 GB/s, B200 838; and a GB200 NVL72 rack's 72
+// GPUs, 835 measured at 8 GiB against 836); NCCL's default picks NVLS from 5 GPUs on H200 and 6
+// on B200 (ring below). Every figure: shared/reference microbench records (docs/cost-model.md
+// "Communication"). No NVLS without an NVSwitch generation that has it (NVLink 4 and up).
+void set_nvls_links(CollectiveLinks& links, int64_t nvlink_generation, double nvlink_bytes_per_s);
 
 // Bus bandwidth of a group (nccl-tests convention), bytes/s: NVLink inside a node; across nodes
 // each node's members drive their own NICs (rail-optimised fabric), capped by NVLink.
