@@ -97,9 +97,10 @@ const std::vector<ChoiceFlag>& choice_flags() {
       {"precision", &PlanOptions::precision, "training precision (default bf16): mxfp8 and nvfp4 are Transformer Engine's block-scaled recipes on Blackwell", {"bf16", "fp16", "fp32", "fp8", "mxfp8", "nvfp4"}},
       {"fp8-recipe", &PlanOptions::fp8_recipe,
        "with --precision fp8: delayed (Transformer Engine's delayed scaling, default), tensorwise (Transformer Engine's "
-       "per-tensor current scaling: Megatron's --fp8-recipe tensorwise, Megatron-Bridge's fp8_cs) or rowwise (torchao's "
-       "dynamic row-wise scaling, torchtitan's float8 rowwise)",
-       {"delayed", "tensorwise", "rowwise"}},
+       "per-tensor current scaling: Megatron's --fp8-recipe tensorwise, Megatron-Bridge's fp8_cs), blockwise (Transformer "
+       "Engine's 1 x 128 / 128 x 128 block scaling: Megatron's --fp8-recipe blockwise, DeepSeek-V3's scheme) or rowwise "
+       "(torchao's dynamic row-wise scaling, torchtitan's float8 rowwise)",
+       {"delayed", "tensorwise", "blockwise", "rowwise"}},
       {"attention", &PlanOptions::attention, "attention kernel (default flash)", {"flash", "unfused"}},
       {"cross-entropy", &PlanOptions::cross_entropy,
        "loss kernel: fused (Megatron's vocab-parallel, default), pytorch (torch cross_entropy on fp32 logits) or "
@@ -335,7 +336,7 @@ void PlanOptions::apply_flags(ParallelPlan& p) const {
   if (given("sequence-parallel")) p.sequence_parallel = sequence_parallel;
   if (given("precision")) p.precision = parse_precision(precision);
   if (given("fp8-recipe")) {
-    p.fp8_recipe = fp8_recipe == "rowwise" ? Fp8Recipe::kRowwise : fp8_recipe == "tensorwise" ? Fp8Recipe::kTensorwise : Fp8Recipe::kDelayed;
+    p.fp8_recipe = parse_fp8_recipe(fp8_recipe);
   }
   if (given("attention")) p.attention = parse_attention(attention);
   if (given("cross-entropy")) p.cross_entropy = parse_cross_entropy(cross_entropy);

@@ -138,13 +138,15 @@ void read_training(const MegatronArgs& a, ImportedJob& job) {
   p.dp_overlap = a.has("--overlap-grad-reduce");
   p.tp_comm_overlap = a.has("--tp-comm-overlap");
   p.ep_comm_overlap = a.has("--overlap-moe-expert-parallel-comm");
-  // Megatron-LM's --fp8-recipe: delayed (its default), tensorwise (per-tensor current scaling) and
-  // mxfp8 (precision mxfp8) are priced; blockwise is not yet, and reads as delayed. --fp4-format
-  // runs --fp4-recipe nvfp4 (its default; custom is a user's quantizer, not priced).
+  // Megatron-LM's --fp8-recipe: delayed (its default), tensorwise (per-tensor current scaling),
+  // blockwise and mxfp8 (precision mxfp8); custom (a user's quantizer) reads as delayed.
+  // --fp4-format runs --fp4-recipe nvfp4 (its default; custom is not priced).
   const std::string fp8_recipe = a.text("--fp8-recipe", "delayed");
-  if (fp8_recipe == "tensorwise" && p.precision == Precision::kFp8) p.fp8_recipe = Fp8Recipe::kTensorwise;
-  else if (fp8_recipe == "mxfp8" && p.precision == Precision::kFp8) p.precision = Precision::kMxfp8;
-  else if (fp8_recipe != "delayed" && fp8_recipe != "tensorwise" && fp8_recipe != "mxfp8") job.not_modeled.push_back("--fp8-recipe " + fp8_recipe + " (priced as delayed)");
+  if (fp8_recipe == "mxfp8" && p.precision == Precision::kFp8) p.precision = Precision::kMxfp8;
+  else if ((fp8_recipe == "tensorwise" || fp8_recipe == "blockwise") && p.precision == Precision::kFp8) p.fp8_recipe = parse_fp8_recipe(fp8_recipe);
+  else if (fp8_recipe != "delayed" && fp8_recipe != "tensorwise" && fp8_recipe != "blockwise" && fp8_recipe != "mxfp8") {
+    job.not_modeled.push_back("--fp8-recipe " + fp8_recipe + " (priced as delayed)");
+  }
   if (p.precision == Precision::kNvfp4 && a.text("--fp4-recipe", "nvfp4") != "nvfp4") {
     job.not_modeled.push_back("--fp4-recipe " + a.text("--fp4-recipe", "nvfp4") + " (priced as nvfp4)");
   }

@@ -168,8 +168,10 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
   if (p.zero_stage == 3) a << " --use-torch-fsdp2";
   if (p.precision == Precision::kBf16) a << " --bf16";
   if (p.precision == Precision::kFp16) a << " --fp16";
-  if (p.precision == Precision::kFp8) a << " --bf16 --fp8-format hybrid";
+  // Block scaling takes E4M3 throughout (Megatron-Bridge's subchannel recipe: fp8 "e4m3").
+  if (p.precision == Precision::kFp8) a << " --bf16 --fp8-format " << (p.fp8_recipe == Fp8Recipe::kBlockwise ? "e4m3" : "hybrid");
   if (p.precision == Precision::kFp8 && p.fp8_recipe == Fp8Recipe::kTensorwise) a << " --fp8-recipe tensorwise";
+  if (p.precision == Precision::kFp8 && p.fp8_recipe == Fp8Recipe::kBlockwise) a << " --fp8-recipe blockwise";
   if (p.precision == Precision::kMxfp8) a << " --bf16 --fp8-format e4m3 --fp8-recipe mxfp8";
   if (p.precision == Precision::kNvfp4) a << " --bf16 --fp4-format e2m1 --fp4-recipe nvfp4";
   // The kernel priced: Megatron-Core's AttnBackend (megatron/core/transformer/enums.py) through

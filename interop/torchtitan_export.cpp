@@ -77,6 +77,9 @@ std::vector<std::string> refusals(const ParallelPlan& p) {
                   ": torchtitan's full mode checkpoints every block alone (Megatron's uniform 1) and its layer-wise selective mode every N-th (every N); export it to megatron, or use uniform 1 or every N");
   }
   if (p.precision == Precision::kFp16) out.push_back(e + "precision fp16: torchtitan trains in bfloat16 or float32; use precision bf16");
+  if (p.precision == Precision::kFp8 && p.fp8_recipe == Fp8Recipe::kBlockwise) {
+    out.push_back(e + "fp8_recipe blockwise: trainsim prices Transformer Engine's block scaling (Megatron); torchtitan's float8 recipes are torchao's tensorwise and rowwise; export it to megatron, or use fp8_recipe rowwise");
+  }
   if (p.precision == Precision::kMxfp8 || p.precision == Precision::kNvfp4) {
     out.push_back(e + "precision " + std::string(to_string(p.precision)) + ": trainsim prices Transformer Engine's recipe (Megatron); torchtitan's MX formats are torchao's, not modeled; export it to megatron, or use precision fp8");
   }

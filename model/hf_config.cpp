@@ -244,7 +244,8 @@ ModelSpec read_hf_config(const nlohmann::json& doc, const std::string& path) {
   };
   if (const auto hybrid = kHybrid.find(type); hybrid != kHybrid.end()) {
     throw InputError(path + ": /model_type: \"" + type + "\" is " + hybrid->second +
-                         ": not modeled (trainsim prices transformer layers only; state-space layers have no cost rule)",
+                         ": not modeled (trainsim prices transformer layers only; state-space layers have no cost rule); "
+                         "supported: " + join_names(kSupportedTypes),
                      "none for now: the hybrid layers cannot be approximated by transformer layers without a measured cost");
   }
   if (std::find(kSupportedTypes.begin(), kSupportedTypes.end(), type) == kSupportedTypes.end()) {

@@ -110,6 +110,18 @@ void mark_rowwise_linears(LayerWork& w, const ModelSpec& m, const Shapes& s) {
   }
 }
 
+// FP8 blockwise: each linear's three GEMMs at the GPU's block-scaled FP8 rate.
+void mark_block_scaled_linears(LayerWork& w, bool moe) {
+  for (Op& op : w.forward) {
+    if (op.kind != OpKind::kGemm || linear_kind(op.name, moe) == LinearKind::kOther) continue;
+    op.fp8_block_scaled = true;
+    for (const char* grad : {"_dgrad", "_wgrad"}) {
+      const int32_t i = index_of(w.backward, std::string(op.name) + grad, 0);
+      if (i >= 0) w.backward[static_cast<size_t>(i)].fp8_block_scaled = true;
+    }
+  }
+}
+
 // Bytes per value of a 16-bit tensor's quantization for the GEMMs, by recipe (the header above).
 struct Quantization {
   double cast = 0;          // read the bf16 tensor, write the layouts the GEMMs need (amax pass included)
@@ -140,6 +152,13 @@ Quantization quantization(const ParallelPlan& p) {
     case Precision::kNvfp4:
       return {kNv, 0.0, kNv, false, kNv, false, kNvfp4Layout, kNvfp4Layout, 2.0 * kNvfp4Layout, 2.0 * kNvfp4Layout, true};
     default: break;
+  }
+  if (p.fp8_recipe == Fp8Recipe::kBlockwise) {
+    // Float8BlockQuantizer: one kernel writes the row-wise copy and the transposed column-wise one,
+    // 1 B per value and an fp32 scale per 128 each; no amax. Gathered: each layout as quantized,
+    // and the column-wise data re-laid after its gather (swap_first_dims: read and write 1 B).
+    constexpr double kLayout = 1.0 + 4.0 / 128.0, kBlock = 2.0 + 2.0 * kLayout;
+    return {kBlock, 0.0, kBlock, false, kBlock, false, kLayout, kLayout, 2.0 * kLayout, 2.0, false};
   }
   // Per-tensor FP8: cast_transpose reads 2 B and writes both layouts (1 + 1 B); current scaling
   // reads the tensor once more for its amax. Gathered: the FP8 rows (1 B), transposed after.
@@ -174,6 +193,7 @@ void add_fp8_conversions(LayerWork& w, const ModelSpec& m, const ParallelPlan& p
   if (!quantized_linears(p.precision)) return;
   const bool moe = m.moe.has_value(), sp = p.sequence_parallel && s.t > 1;
   if (p.precision == Precision::kFp8 && p.fp8_recipe == Fp8Recipe::kRowwise) return mark_rowwise_linears(w, m, s);
+  if (p.precision == Precision::kFp8 && p.fp8_recipe == Fp8Recipe::kBlockwise) mark_block_scaled_linears(w, moe);
   const Quantization q = quantization(p);
   const double shard = sp ? static_cast<double>(s.t) : 1.0;  // a gathered tensor over this rank's rows
   const auto amax_allreduce = [&](std::vector<Op>& ops, const char* name) {

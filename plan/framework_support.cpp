@@ -58,7 +58,9 @@ const char* torchtitan(const ParallelPlan& p) {
   if (is_partial_recompute(p) && p.recompute_method != RecomputeMethod::kEvery) return "torchtitan has no block/uniform-N recomputation";
   if (p.precision == Precision::kFp16) return "torchtitan has no fp16";
   // torchtitan's MXFP8 is torchao's (quantize.linear.mx), not priced: trainsim's is Transformer Engine's.
-  if (p.precision == Precision::kMxfp8 || p.precision == Precision::kNvfp4) return "torchtitan's block-scaled formats are torchao's (not modeled)";
+  if (p.precision == Precision::kMxfp8 || p.precision == Precision::kNvfp4 || (p.precision == Precision::kFp8 && p.fp8_recipe == Fp8Recipe::kBlockwise)) {
+    return "torchtitan's block-scaled formats are torchao's (not modeled)";
+  }
   if (p.ep > 1) return "torchtitan's Llama 3 trainer has no experts";
   if (is_zero_bubble(p.schedule) && p.schedule != Schedule::kZeroBubbleV) return "torchtitan has no ZB-1p/2p";
   if (p.attention == AttentionKernel::kUnfused) return "torchtitan runs fused attention only";
@@ -74,7 +76,9 @@ const char* llm_foundry(const ParallelPlan& p) {
   if (p.pp > 1) return "LLM Foundry has no pipeline parallelism";
   if (p.cp > 1) return "LLM Foundry has no context parallelism";
   if (p.zero_stage == 1) return "LLM Foundry's FSDP has no ZeRO-1";
-  if (p.precision == Precision::kMxfp8 || p.precision == Precision::kNvfp4) return "LLM Foundry has no MXFP8 or NVFP4 recipe";
+  if (p.precision == Precision::kMxfp8 || p.precision == Precision::kNvfp4 || (p.precision == Precision::kFp8 && p.fp8_recipe == Fp8Recipe::kBlockwise)) {
+    return "LLM Foundry has no block-scaled FP8 or FP4 recipe";
+  }
   return nullptr;
 }
 

@@ -59,6 +59,9 @@ struct Op {
   // FP8 GEMMs take the TN layout alone need (Hopper); a GPU whose FP8 GEMMs take every layout
   // (Blackwell: CostModel::fp8_gemm_any_layout) skips them.
   double tn_layout_bytes = 0;
+  // kGemm of a linear under FP8 blockwise scaling (Fp8Recipe::kBlockwise): priced at the GPU's
+  // block-scaled FP8 GEMM rate (CostModel::fp8_blockwise_gemm_slowdown).
+  bool fp8_block_scaled = false;
   // An MoE all-to-all of the flex dispatcher (MoeDispatcher::kFlex; 0: NCCL's all-to-all): `bytes`
   // are the top-k copies, of `dedup_experts` experts over the EP group; a token crosses to each
   // other node holding one of its experts once (CostModel::node_dedup_exchange_s).

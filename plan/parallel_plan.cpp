@@ -350,6 +350,7 @@ const char* to_string(Fp8Recipe r) {
   switch (r) {
     case Fp8Recipe::kRowwise: return "rowwise";
     case Fp8Recipe::kTensorwise: return "tensorwise";
+    case Fp8Recipe::kBlockwise: return "blockwise";
     case Fp8Recipe::kDelayed: break;
   }
   return "delayed";

@@ -70,8 +70,11 @@ enum class RecomputeMethod { kUniform, kBlock, kEvery };
 // torchtitan's float8 rowwise recipe runs it), priced from torchao's measured speedup of a whole
 // float8 linear over bf16 (plan/torchao_rowwise.hpp), or Transformer Engine's per-tensor current
 // scaling (Float8CurrentScaling; Megatron-LM's --fp8-recipe tensorwise, Megatron-Bridge's fp8_cs):
-// each tensor's scale from its own amax, taken just before the cast (plan/fp8_lowering.cpp).
-enum class Fp8Recipe { kDelayed, kRowwise, kTensorwise };
+// each tensor's scale from its own amax, taken just before the cast (plan/fp8_lowering.cpp), or
+// Transformer Engine's blockwise scaling (Float8BlockScaling; Megatron-LM's --fp8-recipe blockwise,
+// Megatron-Bridge's subchannel recipe, DeepSeek-V3's scheme): a scale per 1 x 128 tile of
+// activations and gradients and per 128 x 128 block of weights.
+enum class Fp8Recipe { kDelayed, kRowwise, kTensorwise, kBlockwise };
 // How an MoE layer moves tokens to experts held apart from the dense TP split (Megatron-Core's
 // --moe-token-dispatcher-type): kAllToAll sends each token's top-k copies to the ranks holding
 // their experts and back; kAllGather (Megatron-Core's default) all-gathers every token of the

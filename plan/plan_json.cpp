@@ -57,6 +57,14 @@ CpComm parse_cp_comm(const std::string& t) {
   throw InputError("cp_comm: \"" + t + "\" is not one of: p2p, all_gather, a2a");
 }
 
+Fp8Recipe parse_fp8_recipe(const std::string& t) {
+  if (t == "rowwise") return Fp8Recipe::kRowwise;
+  if (t == "tensorwise") return Fp8Recipe::kTensorwise;
+  if (t == "blockwise") return Fp8Recipe::kBlockwise;
+  if (t == "delayed") return Fp8Recipe::kDelayed;
+  throw InputError("fp8_recipe: \"" + t + "\" is not one of: delayed, tensorwise, blockwise, rowwise");
+}
+
 Precision parse_precision(const std::string& t) {
   if (t == "bf16") return Precision::kBf16;
   if (t == "fp16") return Precision::kFp16;
@@ -182,8 +190,8 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
     p.zero_engine = *v == "deepspeed" ? ZeroEngine::kDeepSpeed : ZeroEngine::kMegatron;
   }
   p.fp8_params = r.optional_bool("fp8_params").value_or(p.fp8_params);
-  if (auto v = r.optional_choice("fp8_recipe", {"delayed", "rowwise", "tensorwise"})) {
-    p.fp8_recipe = *v == "rowwise" ? Fp8Recipe::kRowwise : *v == "tensorwise" ? Fp8Recipe::kTensorwise : Fp8Recipe::kDelayed;
+  if (auto v = r.optional_choice("fp8_recipe", {"delayed", "rowwise", "tensorwise", "blockwise"})) {
+    p.fp8_recipe = parse_fp8_recipe(*v);
   }
   p.moe_imbalance = r.optional_number("moe_imbalance", 1.0).value_or(p.moe_imbalance);
   p.moe_capacity_factor = r.optional_number("moe_capacity_factor", 0.0).value_or(p.moe_capacity_factor);

@@ -32,6 +32,7 @@ RecomputeMethod parse_recompute_method(const std::string& text);
 LossKernel parse_cross_entropy(const std::string& text);
 Schedule parse_schedule(const std::string& text);
 Precision parse_precision(const std::string& text);
+Fp8Recipe parse_fp8_recipe(const std::string& text);
 CpComm parse_cp_comm(const std::string& text);
 MoeDispatcher parse_moe_dispatcher(const std::string& text);
 AttentionKernel parse_attention(const std::string& text);

@@ -45,8 +45,8 @@ double CostModel::node_dedup_exchange_s(const Op& op, const GroupScope& scope) c
 double CostModel::op_s(const Op& op, const GroupScope& scope) const {
   switch (op.kind) {
     case OpKind::kGemm:
-      return op.fp8_linear_speedup > 0 ? gemm_16bit_s(op.m, op.n, op.k, op.batch) / op.fp8_linear_speedup
-                                       : gemm_s(op.m, op.n, op.k, op.batch);
+      if (op.fp8_linear_speedup > 0) return gemm_16bit_s(op.m, op.n, op.k, op.batch) / op.fp8_linear_speedup;
+      return gemm_s(op.m, op.n, op.k, op.batch) * (op.fp8_block_scaled ? fp8_blockwise_gemm_slowdown() : 1.0);
     case OpKind::kAttention: return attention_s(op);
     case OpKind::kMemoryBound: {
       if (op.tn_layout_bytes <= 0 || !fp8_gemm_any_layout()) return memory_bound_op_s(op);
@@ -88,6 +88,21 @@ DatasheetCostModel::DatasheetCostModel(const Hardware& hardware, Precision preci
   attention_flops_per_s_ = hardware.gpu.peak_flops_per_s(attention_precision) * c_.attention_peak_fraction * reference.attention_ratio;
   attention_curve_ = reference.attention_curve;
   reference_ = reference.source;
+}
+
+double DatasheetCostModel::fp8_blockwise_gemm_slowdown() const {
+  // Transformer Engine's own GEMMs, per layer of hidden 4096, FFN 16384, 15,872 tokens
+  // (TransformerEngine@8f2e635 docs/examples/gemm_profiling). Hopper (H200 NVL, autocast): FP8
+  // blockwise 22.882 ms with its quantization; per-tensor current scaling 20.285, of which 3.500 ms
+  // quantization (pre-quantized: 16.785). Blockwise quantization moves 4.06 B per value against
+  // current scaling's 6 (plan/fp8_lowering.cpp), so 2.370 ms: its GEMMs take 20.512 ms, 1.222x the
+  // per-tensor ones. Blackwell runs blockwise as MXFP8 (the same page: "emulated via MXFP8"): the
+  // MXFP8 kernels' 7.161 against 6.812 ms (B300, pre-quantized).
+  switch (hardware_.gpu.capabilities.generation) {
+    case GpuGeneration::kHopper: return (22.882 - 3.500 * (2.0 + 2.0 * (1.0 + 4.0 / 128.0)) / 6.0) / 16.785;
+    case GpuGeneration::kBlackwell: return 7.161 / 6.812;
+    default: return 1.0;
+  }
 }
 
 double DatasheetCostModel::gemm_s(int64_t m, int64_t n, int64_t k, int64_t batch) const {

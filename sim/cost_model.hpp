@@ -93,6 +93,8 @@ class CostModel {
   // FP8 GEMMs take every operand layout, so no transposed FP8 copy is made (Transformer Engine's
   // nvte_is_non_tn_fp8_gemm_supported: compute capability 10.0 and up but 12.x); false: TN only.
   virtual bool fp8_gemm_any_layout() const { return false; }
+  // How much longer a block-scaled FP8 GEMM (Op::fp8_block_scaled) takes than a per-tensor one.
+  virtual double fp8_blockwise_gemm_slowdown() const { return 1.0; }
   // Dispatches on the op's kind; collectives need the scope of the op's group; a memory-bound op's
   // Op::tn_layout_bytes are left out where fp8_gemm_any_layout().
   double op_s(const Op& op, const GroupScope& scope) const;
@@ -121,6 +123,7 @@ class DatasheetCostModel final : public CostModel {
   std::string describe() const override;
   int64_t sm_count() const override { return hardware_.gpu.sm_count; }
   bool fp8_gemm_any_layout() const override { return hardware_.gpu.capabilities.generation == GpuGeneration::kBlackwell; }
+  double fp8_blockwise_gemm_slowdown() const override;
   // Bus bandwidth of a group (nccl-tests convention), bytes/s.
   double bus_bandwidth_bytes_per_s(const GroupScope& scope) const;
 

@@ -142,7 +142,7 @@ TEST_CASE("a torchtitan job TOML imports its mesh and kernels, and lists the key
   CHECK(import_job(ImportFormat::kTorchtitan, read_data("torchtitan_llama3_8b.toml"), "job.toml", m, 64).file == "job.toml");
 }
 
-TEST_CASE("Megatron-LM's --fp8-recipe: tensorwise and mxfp8 are read into the plan, blockwise is listed as priced as delayed") {
+TEST_CASE("Megatron-LM's --fp8-recipe: tensorwise, blockwise and mxfp8 are read into the plan, a custom one is listed as priced as delayed") {
   const ModelSpec m = resolve_model("llama3-8b");
   const ImportedJob tensorwise = import_megatron("--bf16 --fp8-format hybrid --fp8-recipe tensorwise", "args", m, 8);
   CHECK(tensorwise.plan.precision == Precision::kFp8);
@@ -151,8 +151,12 @@ TEST_CASE("Megatron-LM's --fp8-recipe: tensorwise and mxfp8 are read into the pl
   const ImportedJob delayed = import_megatron("--bf16 --fp8-format hybrid --fp8-recipe delayed", "args", m, 8);
   CHECK(delayed.plan.fp8_recipe == Fp8Recipe::kDelayed);
   const ImportedJob blockwise = import_megatron("--bf16 --fp8-format e4m3 --fp8-recipe blockwise", "args", m, 8);
-  CHECK(blockwise.plan.fp8_recipe == Fp8Recipe::kDelayed);
-  CHECK(blockwise.not_modeled == std::vector<std::string>{"--fp8-recipe blockwise (priced as delayed)"});
+  CHECK(blockwise.plan.fp8_recipe == Fp8Recipe::kBlockwise);
+  CHECK(blockwise.not_modeled.empty());
+  CHECK_THAT(export_plan(&m, blockwise.plan, 8, ExportTarget::kMegatron), Catch::Contains("--fp8-format e4m3 --fp8-recipe blockwise"));
+  const ImportedJob custom = import_megatron("--bf16 --fp8-format e4m3 --fp8-recipe custom", "args", m, 8);
+  CHECK(custom.plan.fp8_recipe == Fp8Recipe::kDelayed);
+  CHECK(custom.not_modeled == std::vector<std::string>{"--fp8-recipe custom (priced as delayed)"});
   // Without --fp8-format the run is not FP8: the recipe names nothing priced.
   CHECK(import_megatron("--bf16 --fp8-recipe tensorwise", "args", m, 8).plan.fp8_recipe == Fp8Recipe::kDelayed);
   // MXFP8 is its own precision; --fp4-format takes --fp4-recipe nvfp4 (Megatron-Core's default).

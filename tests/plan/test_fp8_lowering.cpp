@@ -205,3 +205,27 @@ TEST_CASE("NVFP4: an amax pass and the Hadamard cast (1.475x MXFP8's per value, 
   CHECK(t * h == Approx(gathered_values));
   // A GPU without FP4 cannot run it: checked where the hardware is known (the catalog's peak).
 }
+
+TEST_CASE("FP8 blockwise: one kernel writes both layouts with an fp32 scale per 128, no amax, the linears' GEMMs marked block-scaled") {
+  const ModelSpec m = resolve_model("gpt2-124m");
+  const double t = static_cast<double>(m.seq_len), h = static_cast<double>(m.hidden), f = static_cast<double>(m.ffn_hidden);
+  const double layout = 1.0 + 4.0 / 128.0, block = 2.0 + 2.0 * layout;
+  ParallelPlan p = plan_at(Precision::kFp8, 1, false);
+  p.fp8_recipe = Fp8Recipe::kBlockwise;
+  const IterationWork w = lower_iteration(m, p);
+  CHECK(sum_bytes(w.layer.forward, "fp8_") == Approx(block * (t * h + t * h + t * h + t * f)));
+  CHECK(sum_tn_bytes(w.layer.forward) == 0);
+  CHECK(w.chunk_forward.empty());
+  CHECK(w.weight_cast_bytes_per_param == Approx(block));
+  int marked = 0;
+  for (const auto* ops : {&w.layer.forward, &w.layer.backward}) {
+    for (const Op& op : *ops) marked += op.fp8_block_scaled;
+  }
+  CHECK(marked == 12);  // QKV, projection, FC1, FC2: forward, dgrad and wgrad
+  // With SP: row-wise data gathered forward, column-wise backward, then re-laid (read and write 1 B).
+  ParallelPlan sp = plan_at(Precision::kFp8, 4, true);
+  sp.fp8_recipe = Fp8Recipe::kBlockwise;
+  const IterationWork bf16 = lower_iteration(m, plan_at(Precision::kBf16, 4, true)), ws = lower_iteration(m, sp);
+  CHECK(first_bytes(ws.layer.forward, "sp_allgather") == Approx(first_bytes(bf16.layer.forward, "sp_allgather") * layout / 2.0));
+  CHECK(first_bytes(ws.layer.backward, "fp8_gathered_relayout") == Approx(t * h * 2.0));
+}

@@ -194,3 +194,20 @@ TEST_CASE("FP8 GEMMs on Blackwell take every layout: the transposed copies Hoppe
   transpose.tn_layout_bytes = transpose.bytes;  // a transpose alone: not run at all
   CHECK(b200.op_s(transpose, none) == 0.0);
 }
+
+TEST_CASE("FP8 blockwise GEMMs: 1.222x the per-tensor ones on Hopper (TE on H200), MXFP8's on Blackwell") {
+  Op gemm;
+  gemm.kind = OpKind::kGemm;
+  gemm.m = gemm.n = gemm.k = 8192;
+  Op block = gemm;
+  block.fp8_block_scaled = true;
+  const GroupScope none{1, 1, 1};
+  for (const auto& [gpu, slowdown] : {std::pair{"h100-sxm-80gb", (22.882 - 3.5 * (2.0 + 2.0 * (1.0 + 4.0 / 128.0)) / 6.0) / 16.785},
+                                      std::pair{"b200-sxm-180gb", 7.161 / 6.812}}) {
+    Hardware hw;
+    hw.gpu = find_gpu(gpu);
+    const DatasheetCostModel cost(hw, Precision::kFp8, EfficiencyConstants{});
+    CHECK(cost.op_s(block, none) == Approx(cost.op_s(gemm, none) * slowdown));
+  }
+  CHECK((22.882 - 3.5 * (2.0 + 2.0 * (1.0 + 4.0 / 128.0)) / 6.0) / 16.785 == Approx(1.222).epsilon(0.001));
+}
