@@ -181,8 +181,32 @@ void read_zero(const Json& j, const DeepSpeedReader& r, ImportedJob& job, Stated
     p.dp_overlap = true;  // DeepSpeed turns overlap_comm on for stage 3 unless stated
     stated.keys.push_back("dp_overlap");
   }
+  // The buckets: elements, a number (DeepSpeed reads 5e8 and 500000000 alike); "auto" is the Hugging
+  // Face Trainer's (hidden^2 and 0.9 hidden^2): not stated, DeepSpeed's defaults.
+  const auto bucket = [&](const char* key, double& into) {
+    if (!z.contains(key) || z[key].is_null()) return;
+    const Json& v = z[key];
+    if (v == "auto") {
+      job.notes.push_back(std::string("zero_optimization.") + key + " is \"auto\" (set by the launcher): DeepSpeed's default taken");
+      return;
+    }
+    if (!v.is_number() || v.get<double>() < 1 || v.get<double>() > 1e12) {
+      throw InputError(r.file + ": /zero_optimization/" + key + ": expected a number of elements from 1 to 1e12, got " + v.dump(), kDeepSpeedHint);
+    }
+    into = v.get<double>();
+  };
+  bucket("reduce_bucket_size", p.deepspeed_reduce_bucket);
+  bucket("stage3_prefetch_bucket_size", p.deepspeed_prefetch_bucket);
+  if (z.contains("contiguous_gradients")) {
+    if (!z["contiguous_gradients"].is_boolean()) {
+      throw InputError(r.file + ": /zero_optimization/contiguous_gradients: expected true or false, got " + z["contiguous_gradients"].dump(), kDeepSpeedHint);
+    }
+    p.deepspeed_contiguous_gradients = z["contiguous_gradients"].get<bool>();
+  }
   refuse_offload(z, r.file);
-  list_unread(z, "zero_optimization.", {"stage", "overlap_comm", "offload_optimizer", "offload_param"},
+  list_unread(z, "zero_optimization.",
+              {"stage", "overlap_comm", "offload_optimizer", "offload_param", "reduce_bucket_size", "stage3_prefetch_bucket_size",
+               "contiguous_gradients"},
               {"stage3_gather_16bit_weights_on_model_save"}, job);
 }
 

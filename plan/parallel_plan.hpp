@@ -152,6 +152,13 @@ struct ParallelPlan {
   bool ep_comm_overlap = false;
   Zero3Collectives zero3_collectives = Zero3Collectives::kPerLayer;  // with zero_stage 3
   ZeroEngine zero_engine = ZeroEngine::kMegatron;  // with zero_stage >= 1
+  // DeepSpeed's ZeRO buckets, in elements (zero_optimization.reduce_bucket_size and
+  // stage3_prefetch_bucket_size; defaults 5e8 and 5e7, deepspeed/runtime/zero/config.py), and
+  // contiguous_gradients (default on: the gradients are copied into reduce buckets allocated whole).
+  // Read with zero_engine deepspeed (memory) and zero3_collectives deepspeed (call counts).
+  double deepspeed_reduce_bucket = 5e8;
+  double deepspeed_prefetch_bucket = 5e7;
+  bool deepspeed_contiguous_gradients = true;
   // Copies the busiest expert-parallel rank processes over the mean.
   double moe_load() const { return moe_capacity_factor > 0 ? std::min(moe_imbalance, moe_capacity_factor) : moe_imbalance; }
   // Token copies the busiest rank's experts process over the balanced mean: moe_load() with EP;

@@ -189,6 +189,9 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   if (auto v = r.optional_choice("zero_engine", {"megatron", "deepspeed"})) {
     p.zero_engine = *v == "deepspeed" ? ZeroEngine::kDeepSpeed : ZeroEngine::kMegatron;
   }
+  p.deepspeed_reduce_bucket = r.optional_number("deepspeed_reduce_bucket", 1.0).value_or(p.deepspeed_reduce_bucket);
+  p.deepspeed_prefetch_bucket = r.optional_number("deepspeed_prefetch_bucket", 1.0).value_or(p.deepspeed_prefetch_bucket);
+  p.deepspeed_contiguous_gradients = r.optional_bool("deepspeed_contiguous_gradients").value_or(p.deepspeed_contiguous_gradients);
   p.fp8_params = r.optional_bool("fp8_params").value_or(p.fp8_params);
   if (auto v = r.optional_choice("fp8_recipe", {"delayed", "rowwise", "tensorwise", "blockwise"})) {
     p.fp8_recipe = parse_fp8_recipe(*v);
@@ -229,7 +232,8 @@ ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* d
   ParallelPlan plan = read_plan(reader, ParallelPlan{}, defaulted);
   reader.reject_unknown_keys();
   problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, expert_tp, vpp, first_stage_layers, last_stage_layers, micro_batch, global_batch, zero_stage, dp_shard, recompute, recompute_method, recompute_layers, recompute_modules, "
-                        "sequence_parallel, schedule, precision, attention, cross_entropy, norm, cp_comm, dp_overlap, tp_overlap, tp_comm_overlap, zero3_collectives, zero_engine, fp8_params, fp8_recipe, "
+                        "sequence_parallel, schedule, precision, attention, cross_entropy, norm, cp_comm, dp_overlap, tp_overlap, tp_comm_overlap, zero3_collectives, zero_engine, deepspeed_reduce_bucket, deepspeed_prefetch_bucket, "
+                        "deepspeed_contiguous_gradients, fp8_params, fp8_recipe, "
                         "moe_imbalance, moe_capacity_factor, moe_dispatcher, ep_comm_overlap");
   return plan;
 }
@@ -274,6 +278,9 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& p) {
   if (p.tp_comm_overlap) j["tp_comm_overlap"] = true;
   if (p.zero_stage == 3 && p.zero3_collectives != Zero3Collectives::kPerLayer) j["zero3_collectives"] = to_string(p.zero3_collectives);
   if (p.zero_stage >= 1 && p.zero_engine != ZeroEngine::kMegatron) j["zero_engine"] = to_string(p.zero_engine);
+  if (p.deepspeed_reduce_bucket != ParallelPlan{}.deepspeed_reduce_bucket) j["deepspeed_reduce_bucket"] = p.deepspeed_reduce_bucket;
+  if (p.deepspeed_prefetch_bucket != ParallelPlan{}.deepspeed_prefetch_bucket) j["deepspeed_prefetch_bucket"] = p.deepspeed_prefetch_bucket;
+  if (!p.deepspeed_contiguous_gradients) j["deepspeed_contiguous_gradients"] = false;
   if (p.fp8_params) j["fp8_params"] = true;
   if (p.fp8_recipe != Fp8Recipe::kDelayed) j["fp8_recipe"] = to_string(p.fp8_recipe);
   if (p.moe_imbalance != 1.0) j["moe_imbalance"] = p.moe_imbalance;

@@ -46,16 +46,15 @@ double in_flight_micro_batches(const ParallelPlan& p, int64_t stage) {
 }
 
 double deepspeed_bucket_bytes(const ParallelPlan& plan) {
-  if (plan.zero_engine != ZeroEngine::kDeepSpeed || plan.zero_stage < 1) return 0.0;
+  if (plan.zero_engine != ZeroEngine::kDeepSpeed || plan.zero_stage < 1 || !plan.deepspeed_contiguous_gradients) return 0.0;
   // DeepSpeed's contiguous_gradients (default True) copies each gradient into a bucket of
   // reduce_bucket_size elements (5e8 by default, deepspeed/runtime/zero/config.py) in the 16-bit
   // dtype, allocated whole: ZeRO-3 keeps one (stage3.py); ZeRO-1/2 one, and a second to swap with
   // when overlap_comm is on (stage_1_and_2.py setup_buckets), one appended by reduce_gradients
   // under DeepSpeed's pipeline engine (whose backward runs outside ZeRO).
-  constexpr double kReduceBucketElements = 5e8;
   const double value_bytes = plan.precision == Precision::kFp32 ? 4.0 : 2.0;
   const double buckets = plan.zero_stage >= 3 || plan.pp > 1 || !plan.dp_overlap ? 1.0 : 2.0;
-  return buckets * kReduceBucketElements * value_bytes;
+  return buckets * plan.deepspeed_reduce_bucket * value_bytes;
 }
 
 namespace {

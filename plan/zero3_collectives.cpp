@@ -66,7 +66,7 @@ Zero3Calls zero3_calls(const ModelSpec& model, const ParallelPlan& plan) {
   for (int l = 0; l < kLayers; ++l) {
     for (double e : modules) {
       filled += e;
-      if (filled >= kDeepSpeedPrefetchBucket) {
+      if (filled >= plan.deepspeed_prefetch_bucket) {
         ++gathers;
         filled = 0;
       }
@@ -76,7 +76,7 @@ Zero3Calls zero3_calls(const ModelSpec& model, const ParallelPlan& plan) {
   calls.gathers_per_layer = static_cast<double>(gathers) / kLayers;
   // Gradients fill the reduce bucket in the backward (stage3.py __add_grad_to_ipg_bucket); a full
   // bucket is reduce-scattered in one call.
-  calls.reduces_per_layer = layer / kDeepSpeedReduceBucket;
+  calls.reduces_per_layer = layer / plan.deepspeed_reduce_bucket;
   return calls;
 }
 

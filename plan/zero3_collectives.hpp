@@ -11,10 +11,8 @@
 
 namespace trainsim {
 
-// DeepSpeed's defaults (deepspeed/runtime/zero/config.py): stage3_prefetch_bucket_size,
-// reduce_bucket_size and stage3_param_persistence_threshold, in elements.
-inline constexpr double kDeepSpeedPrefetchBucket = 5e7;
-inline constexpr double kDeepSpeedReduceBucket = 5e8;
+// DeepSpeed's default stage3_param_persistence_threshold, in elements (deepspeed/runtime/zero/
+// config.py); the prefetch and reduce buckets are the plan's (ParallelPlan::deepspeed_*_bucket).
 inline constexpr double kDeepSpeedPersistenceThreshold = 1e5;
 
 struct Zero3Calls {

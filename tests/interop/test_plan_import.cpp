@@ -9,6 +9,8 @@
 #include "interop/plan_export.hpp"
 #include "interop/plan_import.hpp"
 #include "model/model_catalog.hpp"
+#include "plan/rank_memory.hpp"
+#include "plan/zero3_collectives.hpp"
 
 using namespace trainsim;
 
@@ -101,12 +103,35 @@ TEST_CASE("malformed Megatron-LM values are InputErrors naming the file, the fla
   CHECK_THROWS_WITH(import_megatron("--account-for-embedding-in-pipeline-split", "run.sh", m, 8), Catch::Contains("without the other"));
 }
 
-TEST_CASE("a DeepSpeed config imports its batch arithmetic and ZeRO stage, and lists the keys not modeled") {
+TEST_CASE("a DeepSpeed config imports its batch arithmetic, ZeRO stage and buckets, and lists the keys not modeled") {
   const ImportedJob job = import_deepspeed(read_data("ds_config.json"), "ds.json", 0);
   CHECK(job.gpus == 16);  // 256 / (4 x 4)
   CHECK((job.plan.dp == 16 && job.plan.micro_batch == 4 && job.plan.global_batch == 256));
   CHECK((job.plan.zero_stage == 2 && job.plan.dp_overlap && job.plan.precision == Precision::kBf16));
-  CHECK(job.not_modeled == std::vector<std::string>{"zero_optimization.contiguous_gradients", "zero_optimization.reduce_bucket_size"});
+  CHECK((job.plan.deepspeed_reduce_bucket == 5e8 && job.plan.deepspeed_contiguous_gradients));
+  CHECK(job.not_modeled.empty());
+  // A config's own buckets: the gradient buckets' memory and ZeRO-3's call counts follow them.
+  const ImportedJob small = import_deepspeed(R"({"train_micro_batch_size_per_gpu": 1, "train_batch_size": 8,
+      "zero_optimization": {"stage": 3, "reduce_bucket_size": 2e8, "stage3_prefetch_bucket_size": 1e7}})", "ds.json", 8);
+  CHECK((small.plan.deepspeed_reduce_bucket == 2e8 && small.plan.deepspeed_prefetch_bucket == 1e7));
+  ParallelPlan zero3 = small.plan;
+  zero3.zero_engine = ZeroEngine::kDeepSpeed;
+  zero3.precision = Precision::kBf16;
+  CHECK(deepspeed_bucket_bytes(zero3) == 2e8 * 2);  // one bucket at stage 3, bf16
+  zero3.zero3_collectives = Zero3Collectives::kDeepSpeed;
+  ParallelPlan defaults = zero3;
+  defaults.deepspeed_reduce_bucket = 5e8;
+  defaults.deepspeed_prefetch_bucket = 5e7;
+  const ModelSpec m = resolve_model("llama3-8b");
+  CHECK(zero3_calls(m, zero3).gathers_per_layer > zero3_calls(m, defaults).gathers_per_layer);
+  CHECK(zero3_calls(m, zero3).reduces_per_layer == Approx(zero3_calls(m, defaults).reduces_per_layer * 2.5));
+  zero3.deepspeed_contiguous_gradients = false;
+  CHECK(deepspeed_bucket_bytes(zero3) == 0);
+  const ImportedJob auto_bucket = import_deepspeed(R"({"train_micro_batch_size_per_gpu": 1, "train_batch_size": 8,
+      "zero_optimization": {"stage": 2, "reduce_bucket_size": "auto"}})", "ds.json", 8);
+  CHECK(auto_bucket.plan.deepspeed_reduce_bucket == 5e8);
+  CHECK_THROWS_WITH(import_deepspeed(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"reduce_bucket_size": -3}})", "ds.json", 8),
+                    Catch::Contains("/zero_optimization/reduce_bucket_size: expected a number of elements"));
 
   const ImportedJob stage3 = import_deepspeed(R"({"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 3,
       "offload_optimizer": {"device": "none"}}, "train_batch_size": "auto", "bf16": {"enabled": "auto"}})", "ds.json", 8);
