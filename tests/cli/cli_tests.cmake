@@ -423,8 +423,8 @@ cli_test("export --to megatron of Llama 3 is launchable: its RoPE base, the atte
 cli_test("predict --from megatron: flags given on the command line override the script" RC 0
   MATCH "dp 2 x tp 4 x pp 2" ARGS predict --model llama3-8b --gpu h100-sxm-80gb --from megatron ${imports}/megatron_llama3_8b.sh --tp 4)
 cli_test("predict --from deepspeed derives dp from the batch arithmetic" RC 0
-  MATCH "16 x a100-sxm-80gb" "dp 16 x tp 1 x pp 1, micro-batch 4 " "global batch 256 sequences" "ZeRO-2"
-        "known, not modeled \\(the prediction may be off\\): zero_optimization.contiguous_gradients, zero_optimization.reduce_bucket_size"
+  MATCH "16 x a100-sxm-80gb" "dp 16 x tp 1 x pp 1, micro-batch 4 " "global batch 256 sequences"
+        "ZeRO-2 \\(DeepSpeed's gradient buckets: 1.86 GiB\\)"
         "known, no effect on speed or memory: gradient_clipping, optimizer, steps_per_print"
   ARGS predict --model gpt3-1.3b --gpu a100-sxm-80gb --from deepspeed ${imports}/ds_config.json)
 cli_test("predict --from torchtitan: FSDP, per-op checkpointing and torchtitan's attention kernel" RC 0
