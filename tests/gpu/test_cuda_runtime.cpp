@@ -120,7 +120,7 @@ TEST_CASE("a stage's parameters lie 256-byte aligned without overlap, whole laye
   }
 }
 
-TEST_CASE("ZeRO-3 units: embeddings, each layer, final norm; padded for the shards; layers alike inside", "[cuda_runtime]") {
+TEST_CASE("ZeRO-3 units: embeddings, each layer, final norm, padded for the shards, layers alike inside", "[cuda_runtime]") {
   for (const char* name : {"gpt-tiny", "llama"}) {
     ModelSpec m = resolve_model("gpt-tiny");
     m.layers = 3;
@@ -226,7 +226,7 @@ TEST_CASE("ZeRO shards tile the padded buffer in 256-byte aligned pieces", "[cud
   }
 }
 
-TEST_CASE("DP buckets and the outer ranges cover the gradient buffer once; a bucket is whole layers, ready after its lowest", "[cuda_runtime]") {
+TEST_CASE("DP buckets and the outer ranges cover the gradient buffer once, a bucket is whole layers, ready after its lowest", "[cuda_runtime]") {
   const ModelSpec m = resolve_model("gpt-tiny");
   for (const auto& [pp, pp_rank] : std::vector<std::pair<int64_t, int64_t>>{{1, 0}, {3, 0}, {3, 1}, {3, 2}}) {  // 2, 0, 1, 1 layers
     const cuda::ParamLayout layout = host_layout(m, stage_layout(m, pp, pp_rank, 1, 0, false), 2);

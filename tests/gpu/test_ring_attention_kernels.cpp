@@ -267,7 +267,7 @@ TEST_CASE("the GPU log-sum-exp merge equals the CPU's on a block's rows, rows no
   CHECK(others_untouched);
 }
 
-TEST_CASE("CUDA embedding and rotary at a CP rank's true positions match the CPU model's; positions 0..seq-1 change no bit",
+TEST_CASE("CUDA embedding and rotary at a CP rank's true positions match the CPU model's, positions 0..seq-1 change no bit",
           "[cuda_kernels]") {
   SKIP_WITHOUT_GPU();
   const int64_t seq = 24, cp = 3, local = seq / cp, batch = 2, rows = batch * local, vocab = 40, hidden = 64;

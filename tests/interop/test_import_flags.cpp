@@ -62,7 +62,7 @@ TEST_CASE("Megatron-LM: --recompute-activations is selective recomputation, as M
   CHECK(ds.unknown.empty());
 }
 
-TEST_CASE("Megatron-LM: unknown, not modeled and no-effect flags are told apart; a misspelling gets its nearest flag") {
+TEST_CASE("Megatron-LM: unknown, not modeled and no-effect flags are told apart, a misspelling gets its nearest flag") {
   const ModelSpec m = resolve_model("llama3-8b");
   const ImportedJob job = import_megatron(read_data("megatron_flag_kinds.sh"), "kinds.sh", m, 0);
   CHECK(job.unknown == std::vector<std::string>{"--sequence-paralel (did you mean --sequence-parallel?)"});
@@ -77,7 +77,7 @@ TEST_CASE("Megatron-LM: unknown, not modeled and no-effect flags are told apart;
                                   "known, no effect on speed or memory: --lr"});
 }
 
-TEST_CASE("Megatron-LM: --attention-backend is the kernel; flash is listed as priced like cuDNN's") {
+TEST_CASE("Megatron-LM: --attention-backend is the kernel, flash is listed as priced like cuDNN's") {
   const ModelSpec m = resolve_model("llama3-8b");
   CHECK(import_megatron("--attention-backend fused", "args", m, 8).plan.attention == AttentionKernel::kFlash);
   CHECK(import_megatron("--attention-backend auto", "args", m, 8).plan.attention == AttentionKernel::kFlash);
@@ -115,7 +115,7 @@ TEST_CASE("Megatron-LM: the script's architecture flags and RoPE base are checke
   CHECK(stated.not_modeled[0] == "--make-vocab-size-divisible-by 128 (the vocabulary 128256 padded to 129024; priced unpadded)");
 }
 
-TEST_CASE("DeepSpeed: activation_checkpointing configures checkpointing without turning it on; its keys are sorted") {
+TEST_CASE("DeepSpeed: activation_checkpointing configures checkpointing without turning it on, its keys are sorted") {
   const ImportedJob job = import_deepspeed(read_data("ds_activation_checkpointing.json"), "ds.json", 0);
   CHECK(job.plan.recompute == Recompute::kNone);
   REQUIRE(job.notes.size() == 1);

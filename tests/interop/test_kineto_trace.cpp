@@ -22,7 +22,7 @@ namespace {
 std::string trace_path(const std::string& name) { return std::string(TRAINSIM_TEST_DATA) + "/traces/" + name; }
 }  // namespace
 
-TEST_CASE("merge_intervals joins overlapping and touching intervals; the union is not the sum") {
+TEST_CASE("merge_intervals joins overlapping and touching intervals, the union is not the sum") {
   const auto m = merge_intervals({{10, 30}, {20, 40}, {40, 45}, {100, 110}});
   REQUIRE(m.size() == 2);
   CHECK(m[0] == Interval{10, 45});

@@ -92,7 +92,7 @@ TEST_CASE("trace measurement: annotations name the pass before the thread does",
   CHECK(tm.measurement.breakdown.forward_s == Approx(50e-6));
 }
 
-TEST_CASE("trace measurement: overlapping passes share the time; a lagging GPU keeps its period", "[trace][measurement]") {
+TEST_CASE("trace measurement: overlapping passes share the time, a lagging GPU keeps its period", "[trace][measurement]") {
   KinetoTrace t;
   t.file = "lag.json";
   // Two steps whose CPU spans are 100 us apart while the GPU needs 300 us per step.

@@ -28,7 +28,7 @@ nlohmann::json v2_lite() {
 }
 }  // namespace
 
-TEST_CASE("DeepSeek-V3 has 671.0B parameters, 37.6B active per token (report: 671B, 37B; MTP's 14B apart)", "[mla]") {
+TEST_CASE("DeepSeek-V3 has 671.0B parameters, 37.6B active per token (report: 671B, 37B, MTP's 14B apart)", "[mla]") {
   const ParamCounts c = count_params(resolve_model("deepseek-v3"));
   // MLA: q_a 7168 x 1536, q_b 1536 x 128*192, kv_a 7168 x 576, kv_b 512 x 128*256, o 16384 x 7168,
   // and the two latent RMSNorms (1536 + 512): 187,107,328 per layer (MHA 128 x 128: 469,762,048).
@@ -84,7 +84,7 @@ TEST_CASE("MLA FLOPs per token: projections by their weights, attention with 192
   CHECK(flops_per_token(m, Recompute::kSelective, m.layers, kRecomputeMlaUpProj).hardware == Approx(f.model + 2.0 * 61 * up));
 }
 
-TEST_CASE("MLA activations: 192-wide Q and K, the latents; mla_up_proj drops Q, K and V", "[mla]") {
+TEST_CASE("MLA activations: 192-wide Q and K, the latents, mla_up_proj drops Q, K and V", "[mla]") {
   const ModelSpec m = resolve_model("deepseek-v3");
   ActivationLayout l;
   l.tp = 2;

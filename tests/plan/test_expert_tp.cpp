@@ -33,7 +33,7 @@ ParallelPlan tp_ep_plan(int64_t expert_tp) {
 
 }  // namespace
 
-TEST_CASE("expert TP defaults to 1 with expert parallelism and to tp without; experts_like_dense only without EP at TP") {
+TEST_CASE("expert TP defaults to 1 with expert parallelism and to tp without, experts_like_dense only without EP at TP") {
   ParallelPlan p = tp_ep_plan(0);
   CHECK(p.expert_tp_size() == 1);
   CHECK_FALSE(p.experts_like_dense());
@@ -129,7 +129,7 @@ TEST_CASE("expert TP splits the experts' weights: experts / (ep x etp) per rank,
   CHECK(estimate_rank_memory(m, replicated).stages[0].expert_params == 48 * c.per_layer.mlp);
 }
 
-TEST_CASE("Megatron import: expert TP is --expert-tensor-parallel-size, or tp when absent (Megatron's default); export writes it") {
+TEST_CASE("Megatron import: expert TP is --expert-tensor-parallel-size, or tp when absent (Megatron's default), export writes it") {
   const ModelSpec m = resolve_model("qwen3-30b-a3b");
   const std::string base = "torchrun --nnodes 4 --nproc-per-node 8 pretrain_gpt.py --tensor-model-parallel-size 2 --sequence-parallel "
                            "--expert-model-parallel-size 8 --micro-batch-size 1 --global-batch-size 64 --bf16";

@@ -71,7 +71,7 @@ TEST_CASE("the all-gather dispatcher's group spans expert TP x EP consecutive ra
   CHECK_THAT(validate_plan(dense, resolve_model("llama3-8b"), "options").items()[0], Catch::Contains("moe_dispatcher allgather describes expert routing"));
 }
 
-TEST_CASE("Megatron import: no --moe-token-dispatcher-type is Megatron-Core's allgather; export writes the dispatcher; plan JSON keeps it") {
+TEST_CASE("Megatron import: no --moe-token-dispatcher-type is Megatron-Core's allgather, export writes the dispatcher, plan JSON keeps it") {
   const ModelSpec m = resolve_model("qwen3-30b-a3b");
   const std::string base = "torchrun --nnodes 2 --nproc-per-node 8 pretrain_gpt.py --expert-model-parallel-size 8 "
                            "--micro-batch-size 1 --global-batch-size 64 --bf16";

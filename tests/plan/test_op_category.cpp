@@ -68,7 +68,7 @@ TEST_CASE("op category keys are distinct snake_case names") {
   CHECK(op_category_key(OpCategory::kOther) == "other");
 }
 
-TEST_CASE("a RoPE model's layer rotates Q and K in both passes; a learned-position model's does not") {
+TEST_CASE("a RoPE model's layer rotates Q and K in both passes, a learned-position model's does not") {
   const auto count_rotary = [](const std::vector<Op>& ops) {
     int n = 0;
     for (const Op& op : ops) n += op_category_of(op.name) == OpCategory::kRotary ? 1 : 0;
@@ -93,7 +93,7 @@ double bytes_of(const std::vector<Op>& ops, const std::string& name) {
 }
 }  // namespace
 
-TEST_CASE("an eager RMSNorm moves 9x (forward) and 7.5x (backward) the bytes of a fused one; LayerNorm is fused anyway") {
+TEST_CASE("an eager RMSNorm moves 9x (forward) and 7.5x (backward) the bytes of a fused one, LayerNorm is fused anyway") {
   ParallelPlan fused, eager;
   eager.norm = NormKernel::kEager;
   const ModelSpec llama = resolve_model("llama3-8b");  // RMSNorm

@@ -89,7 +89,7 @@ TEST_CASE("GPT-OSS's Hugging Face config reads as the catalog entry: head_dim 64
   CHECK(count_params(catalog).total == Approx(116.83e9).epsilon(1e-3));  // the model card's 116.83B
 }
 
-TEST_CASE("model JSON: sliding_window round-trips; its layer count needs a window and at most every layer") {
+TEST_CASE("model JSON: sliding_window round-trips, its layer count needs a window and at most every layer") {
   ModelSpec m = resolve_model("gpt-oss-20b");
   const nlohmann::json j = model_to_json(m);
   ProblemList problems;
@@ -112,7 +112,7 @@ TEST_CASE("model JSON: sliding_window round-trips; its layer count needs a windo
   CHECK_THAT(validate_model(m, "m.json").items()[0], Catch::Contains("must be from 0 to layers (24)"));
 }
 
-TEST_CASE("context parallelism's p2p ring refuses a windowed model; all_gather takes it") {
+TEST_CASE("context parallelism's p2p ring refuses a windowed model, all_gather takes it") {
   const ModelSpec m = resolve_model("gpt-oss-120b");
   ParallelPlan p = oss_plan();
   p.cp = 2;

@@ -183,7 +183,7 @@ TEST_CASE("the report refuses other files, naming the file, the schema or the ke
   CHECK_THROWS_WITH(report_section(broken, "b.json"), Catch::Contains("b.json: key /iteration_time_s is missing"));
 }
 
-TEST_CASE("Markdown references each chart file; HTML holds the charts inline") {
+TEST_CASE("Markdown references each chart file, HTML holds the charts inline") {
   const std::vector<ReportSection> sections = {report_section(fixture("compare/prediction.json"), "p.json")};
   const std::string md = render_markdown("T", sections, {{"r-1-1.svg", "r-1-2.svg"}});
   CHECK(md.rfind("# T\n", 0) == 0);

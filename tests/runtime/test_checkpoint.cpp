@@ -110,7 +110,7 @@ TEST_CASE("runs that differ only in model chunks per stage, or in backend, are d
   CHECK(other == header());  // where a run is, not which run
 }
 
-TEST_CASE("the header of a plan names its shape; vpp only with the interleaved schedule") {
+TEST_CASE("the header of a plan names its shape, vpp only with the interleaved schedule") {
   trainsim::ModelSpec m;
   m.layers = 8, m.hidden = 64, m.vocab = 256, m.seq_len = 32;
   trainsim::ParallelPlan p;

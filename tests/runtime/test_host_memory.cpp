@@ -18,7 +18,7 @@ ParallelPlan fp32_plan() {
 }
 }  // namespace
 
-TEST_CASE("a toy model fits in a GiB; an 8B model in fp32 needs over 100 GiB and is refused with the figures") {
+TEST_CASE("a toy model fits in a GiB, an 8B model in fp32 needs over 100 GiB and is refused with the figures") {
   CHECK_NOTHROW(cpu::check_host_memory(resolve_model("gpt-tiny"), fp32_plan(), 4, gib_to_bytes(1)));
   ModelSpec llama = resolve_model("llama3-8b");
   llama.seq_len = 1024;

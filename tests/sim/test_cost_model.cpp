@@ -163,7 +163,7 @@ TEST_CASE("an all-to-all across nodes goes through each rank's own NIC, not the 
   CHECK(cost.collective_s(CollectiveKind::kAllGather, bytes, two_nodes) < 0.3 * cost.collective_s(CollectiveKind::kAllToAll, bytes, two_nodes));
 }
 
-TEST_CASE("NCCL's all-to-all across 4 nodes lands on NVIDIA's nccl-tests figure; DeepEP's exchange keeps the NIC's rate") {
+TEST_CASE("NCCL's all-to-all across 4 nodes lands on NVIDIA's nccl-tests figure, DeepEP's exchange keeps the NIC's rate") {
   // nccl-tests AlltoAll on 32 GPUs of DGX H100 (8 x 400 Gb/s): busbw 48 GB/s (GTC25 S72583,
   // shared/reference/microbench.json), and 24 GB/s on DGX A100 (8 x 200 Gb/s).
   for (const auto& [gpu, gbps, measured] : {std::tuple{"h100-sxm-80gb", 400.0, 48e9}, std::tuple{"a100-sxm-80gb", 200.0, 24e9}}) {

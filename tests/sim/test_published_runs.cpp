@@ -285,7 +285,7 @@ TEST_CASE("an MoE run lists the expert TP and dispatcher it was priced with, unl
   CHECK_FALSE(used(dense[0], "plan.expert_tp=1"));
 }
 
-TEST_CASE("an FP8 run's scaling: fp8_current_scaling reads as tensorwise; Megatron-Bridge's runs default to it, NeMo's to delayed") {
+TEST_CASE("an FP8 run's scaling: fp8_current_scaling reads as tensorwise, Megatron-Bridge's runs default to it, NeMo's to delayed") {
   const std::string plan = R"("dp": 4, "tp": 2, "pp": 1, "cp": 1, "ep": 1, "vpp": null, "micro_batch": 1, "global_batch": 64,
       "zero_stage": null, "recompute": null, "sequence_parallel": null, "schedule": null)";
   const auto fp8_run = [&](const std::string& name, const std::string& framework, const std::string& options) {
@@ -306,7 +306,7 @@ TEST_CASE("an FP8 run's scaling: fp8_current_scaling reads as tensorwise; Megatr
   CHECK(fp8_run("pr_fp8_rowwise.json", "\"torchtitan\"", R"("float8_rowwise")").plan.fp8_recipe == Fp8Recipe::kRowwise);
 }
 
-TEST_CASE("an MoE run's recipe settings stated as options: dispatcher, expert TP, recompute modules; unknown values stay not modeled") {
+TEST_CASE("an MoE run's recipe settings stated as options: dispatcher, expert TP, recompute modules, unknown values stay not modeled") {
   const std::string moe = R"(, "moe": {"experts": 8, "top_k": 2, "expert_ffn_hidden": 1024, "shared_experts": null})";
   const std::string plan = R"("dp": 8, "tp": 1, "pp": 1, "cp": 1, "ep": 8, "vpp": null, "micro_batch": 1, "global_batch": 64,
                                 "zero_stage": null, "recompute": null, "sequence_parallel": null, "schedule": null)";

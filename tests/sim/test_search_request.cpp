@@ -31,7 +31,7 @@ TEST_CASE("torchtitan's search runs per-op checkpointing, PyTorch's loss and the
   CHECK(compiled.space.norm == NormKernel::kFused);
 }
 
-TEST_CASE("without a framework the space keeps Megatron's kernels; NeMo's recipes also try TP communication overlap") {
+TEST_CASE("without a framework the space keeps Megatron's kernels, NeMo's recipes also try TP communication overlap") {
   const SearchOptions plain = search_options_for(request());
   CHECK(plain.space.selective == Recompute::kSelective);
   CHECK(plain.space.cross_entropy == LossKernel::kFused);
