@@ -164,6 +164,9 @@ void PlanOptions::add_to(CLI::App& app) {
                                           "reduce DP gradients after the whole backward instead of overlapping");
   options["no-tp-overlap"] = app.add_flag("--no-tp-overlap", no_tp_overlap,
                                           "run the backward TP collectives on the critical path (no GEMM overlap)");
+  options["grad-reduce-in-bf16"] = app.add_flag("--grad-reduce-in-bf16", grad_reduce_in_bf16,
+                                                "accumulate and reduce DP gradients in bf16 instead of fp32 (Megatron-LM "
+                                                "--grad-reduce-in-bf16; Megatron-Bridge's performance recipes)");
   options["tp-comm-overlap"] = app.add_flag("--tp-comm-overlap", tp_comm_overlap,
                                             "overlap every TP collective with a GEMM, forward and backward (Megatron-Core "
                                             "--tp-comm-overlap, torchtitan async TP); needs --sequence-parallel");
@@ -186,7 +189,8 @@ const std::pair<const char*, const char*> kPresetKeyFlags[] = {
     {"zero_stage", "zero"},           {"sequence_parallel", "sequence-parallel"}, {"tp_comm_overlap", "tp-comm-overlap"},
     {"attention", "attention"},       {"cross_entropy", "cross-entropy"},         {"norm", "norm"},
     {"dp_overlap", "no-dp-overlap"},  {"tp_overlap", "no-tp-overlap"},           {"micro_batch", "micro-batch"},
-    {"global_batch", "global-batch"}, {"zero3_collectives", "zero3-collectives"}, {"zero_engine", "zero-engine"}};
+    {"global_batch", "global-batch"}, {"zero3_collectives", "zero3-collectives"}, {"zero_engine", "zero-engine"},
+    {"grad_reduce_in_fp32", "grad-reduce-in-bf16"}};
 
 // How stderr says what a preset set: "sequence_parallel on", "micro_batch 4 (the local batch at once)".
 std::string setting_text(const PresetSetting& s) {
@@ -348,6 +352,7 @@ void PlanOptions::apply_flags(ParallelPlan& p) const {
   if (given("zero-engine")) p.zero_engine = zero_engine == "deepspeed" ? ZeroEngine::kDeepSpeed : ZeroEngine::kMegatron;
   if (given("no-dp-overlap")) p.dp_overlap = !no_dp_overlap;
   if (given("no-tp-overlap")) p.tp_overlap = !no_tp_overlap;
+  if (given("grad-reduce-in-bf16")) p.grad_reduce_in_fp32 = !grad_reduce_in_bf16;
   if (given("tp-comm-overlap")) p.tp_comm_overlap = tp_comm_overlap;
   if (given("ep-comm-overlap")) p.ep_comm_overlap = ep_comm_overlap;
   if (given("moe-imbalance")) p.moe_imbalance = moe_imbalance;

@@ -54,6 +54,7 @@ struct PlanOptions {
   bool sequence_parallel = false;
   bool no_dp_overlap = false;
   bool no_tp_overlap = false;
+  bool grad_reduce_in_bf16 = false;
   bool tp_comm_overlap = false;
   bool ep_comm_overlap = false;
   double moe_imbalance = 1.0, moe_capacity_factor = 0.0;

@@ -47,6 +47,7 @@ const Entry kRead[] = {
     {"--use-torch-fsdp2", Kind::kRead, true, ""}, {"--bf16", Kind::kRead, true, ""}, {"--fp16", Kind::kRead, true, ""},
     {"--overlap-grad-reduce", Kind::kRead, true, ""}, {"--tp-comm-overlap", Kind::kRead, true, ""},
     {"--fp8-param-gather", Kind::kRead, true, ""}, {"--overlap-moe-expert-parallel-comm", Kind::kRead, true, ""},
+    {"--grad-reduce-in-bf16", Kind::kRead, true, ""},
     {"--account-for-embedding-in-pipeline-split", Kind::kRead, true, ""},
     // Multi-head latent attention and the dense first layers: checked against --model's mla and
     // moe.dense_layers (interop/megatron_args.cpp).

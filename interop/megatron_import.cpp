@@ -151,6 +151,7 @@ void read_training(const MegatronArgs& a, ImportedJob& job) {
     job.not_modeled.push_back("--fp4-recipe " + a.text("--fp4-recipe", "nvfp4") + " (priced as nvfp4)");
   }
   p.fp8_params = a.has("--fp8-param-gather");
+  p.grad_reduce_in_fp32 = !a.has("--grad-reduce-in-bf16");
   if (a.has("--fp4-param-gather")) job.not_modeled.push_back("--fp4-param-gather (NVFP4 primary weights: priced as 16-bit weights cast every iteration)");
   p.moe_capacity_factor = a.real("--moe-expert-capacity-factor", 0.0);
 }

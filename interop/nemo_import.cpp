@@ -59,7 +59,7 @@ const std::vector<KeyFlag>& key_flags() {
       {"--overlap-grad-reduce", Kind::kSwitch, {"ddp.overlap_grad_reduce", "model.overlap_grad_sync"}},
       {"--use-distributed-optimizer", Kind::kSwitch, {"optimizer.use_distributed_optimizer", "ddp.use_distributed_optimizer"}},
       {"--use-torch-fsdp2", Kind::kSwitch, {"dist.use_torch_fsdp2"}},
-      {"--fp8-param-gather", Kind::kSwitch, {"model.fp8_param_gather", "model.fp8_param"}},
+      {"--fp8-param-gather", Kind::kSwitch, {"model.fp8_param_gather", "model.fp8_param", "mixed_precision.fp8_param_gather"}},
       {"--use-flash-attn", Kind::kSwitch, {"model.use_flash_attention"}},
   };
   return table;
@@ -202,6 +202,21 @@ void read_precision(Reader& r) {
   if (fp8 && !recipe.empty()) r.emit("--fp8-recipe", recipe_key, " " + recipe);
   // Megatron-Bridge's bf16_with_nvfp4_mixed: Megatron-Core's fp4 "e2m1" with the nvfp4 recipe.
   if (precision.find("nvfp4") != std::string::npos) r.emit("--fp4-format", "mixed_precision", " e2m1");
+  // Gradients in bf16: DistributedDataParallelConfig.grad_reduce_in_fp32 false (ddp: or the
+  // mixed_precision: section of a ConfigContainer dump).
+  std::string key;
+  YAML::Node n;
+  if (r.stated({"ddp.grad_reduce_in_fp32", "mixed_precision.grad_reduce_in_fp32"}, n, key) && !r.truthy(n, key)) {
+    r.emit("--grad-reduce-in-bf16", key, "");
+  }
+  // The named FP8 recipes keep FP8 primary weights unless the config says otherwise (NeMo 2's
+  // bf16_with_fp8_mixed: fp8_params=True; Megatron-Bridge's delayed, current-scaling and MXFP8
+  // recipes: fp8_param_gather=True; its subchannel and NVFP4 ones do not).
+  const bool recipe_params = precision == "bf16_with_fp8_mixed" || precision == "bf16_with_fp8_delayed_scaling_mixed" ||
+                             precision == "bf16_with_fp8_current_scaling_mixed" || precision == "bf16_with_mxfp8_mixed";
+  if (recipe_params && !r.stated({"model.fp8_param_gather", "model.fp8_param", "mixed_precision.fp8_param_gather"}, n, key)) {
+    r.emit("--fp8-param-gather", "mixed_precision " + precision, "");
+  }
 }
 
 void check_shape(Reader& r, const ModelSpec& m) {

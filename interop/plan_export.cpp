@@ -181,6 +181,7 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
   if (p.tp_comm_overlap) a << " --tp-comm-overlap";
   if (p.ep_comm_overlap) a << " --overlap-moe-expert-parallel-comm";
   if (p.fp8_params && fp8_family(p.precision)) a << " --fp8-param-gather";
+  if (!p.grad_reduce_in_fp32 && p.precision != Precision::kFp32) a << " --grad-reduce-in-bf16";
   if (p.dp_overlap) a << " --overlap-grad-reduce";
   return a.str();
 }

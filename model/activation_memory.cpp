@@ -37,29 +37,75 @@ bool recomputes(const ActivationLayout& l, RecomputeModules module) {
   return l.recompute == Recompute::kSelective && (l.recompute_modules & module) != 0;
 }
 
+// Bytes per token of one layer's stored tensors, as each is kept: `e` for a 16-bit tensor, `lin`
+// for a linear layer's saved input (its quantized copy under Transformer Engine's FP8/FP4
+// recipes: linear.py and layernorm_linear.py keep the quantized input, column-wise where the
+// backward needs it; the 16-bit tensor is freed once nothing else holds it). Rules and sources
+// in docs/model-math.md section 3.
+struct LayerTensors {
+  double e = 2, lin = 2;
+  bool quantized = false;
+  double qkv_input = 0;   // the input norm's output (replicated)
+  double mlp_input = 0;   // the pre-MLP norm's output (replicated)
+  double proj_input = 0;  // per value of the attention output
+  double ffn_pass = 0;    // one FFN pass's inner tensors per token (split over TP)
+  double expert_inputs = 0;  // MoE: the routed (and shared) experts' input copies beyond the norm output (split)
+};
+
+LayerTensors layer_tensors(const ModelSpec& m, const ActivationLayout& l) {
+  LayerTensors x;
+  x.e = l.bytes_per_value;
+  x.quantized = l.quantized_input_bytes > 0;
+  x.lin = x.quantized ? l.quantized_input_bytes : x.e;
+  const double h = d(m.hidden), f = d(m.moe ? m.moe->expert_ffn_hidden : m.ffn_hidden);
+  // QKV and fc1 run as LayerNormLinear: the norm's output is kept as the linear's input. MLA's
+  // norm output feeds its two down projections, each keeping a copy. An MoE layer's pre-MLP norm
+  // output is kept by the router (a 16-bit GEMM) as well.
+  x.qkv_input = m.mla && x.quantized ? 2.0 * x.lin : x.lin;
+  x.mlp_input = m.moe ? x.e : x.lin;
+  // The attention kernel keeps its output; under delayed scaling the output projection keeps a
+  // quantized copy too (Megatron-Core makes it keep the 16-bit one for the other recipes:
+  // attention.py, set_save_original_input(linear_proj), Transformer Engine >= 2.6). Unfused
+  // attention does not keep its output.
+  const bool proj_copy = x.quantized && l.delayed_scaling;
+  x.proj_input = l.attention == AttentionKernel::kUnfused ? (proj_copy ? x.lin : x.e) : x.e + (proj_copy ? x.lin : 0.0);
+  // GELU keeps its input (f), SwiGLU its gate and up outputs (2f); fc2 keeps the product (f).
+  const double act_kept = m.ffn_kind == FfnKind::kGelu ? f : 2.0 * f;
+  x.ffn_pass = x.e * act_kept + x.lin * f;
+  if (m.moe) {
+    const double routed = d(m.moe->top_k) * l.expert_load, shared = d(m.moe->shared_experts);
+    // 16-bit: each routed copy beyond the first is a tensor of its own. Quantized: the experts'
+    // grouped linear keeps every routed copy quantized; the shared experts' fc1 a copy of its own
+    // only under delayed scaling (shared_experts.py, set_save_original_input).
+    x.expert_inputs = x.quantized ? h * x.lin * (routed + (l.delayed_scaling ? shared : 0.0)) : (routed - 1.0) * h * x.e;
+  }
+  return x;
+}
+
 // What Megatron-Core's selective modules beyond the attention core leave out of a layer's stored
 // activations (docs/model-math.md §3): the MLP block's inner tensors (mlp, moe: the checkpoint
-// keeps the block's input), the experts' activation outputs (moe_act: f per routed copy), the
-// shared experts' inner tensors, the pre-MLP norm's output (layernorm; MoE layers only: Transformer
-// Engine fuses a dense layer's norms into its linears, which keep their outputs). Units as
-// activation_bytes_per_layer's: `replicated` over SP, `split` over TP.
-void drop_recomputed_modules(const ModelSpec& m, const ActivationLayout& l, double sb, double ffn_values, double& replicated, double& split) {
-  const double e = l.bytes_per_value, h = d(m.hidden);
+// keeps the block's input), the experts' activation outputs (moe_act: f per routed copy, whose
+// quantized copy fc2 then does not keep: experts.py set_save_original_input(linear_fc2)), the
+// shared experts' inner tensors, the pre-MLP norm's output (layernorm; MoE layers only:
+// Transformer Engine fuses a dense layer's norms into its linears, which keep their outputs).
+// Units as activation_bytes_per_layer's: `replicated` over SP, `split` over TP.
+void drop_recomputed_modules(const ModelSpec& m, const ActivationLayout& l, const LayerTensors& x, double sb, double& replicated, double& split) {
+  const double h = d(m.hidden);
   if (!m.moe) {
     if (recomputes(l, kRecomputeMlp)) {
-      replicated -= e * sb * h;
-      split -= sb * e * ffn_values;
+      replicated -= x.mlp_input * sb * h;
+      split -= sb * x.ffn_pass;
     }
     return;
   }
   const double routed = d(m.moe->top_k) * l.expert_load, shared = d(m.moe->shared_experts), f = d(m.moe->expert_ffn_hidden);
-  if (recomputes(l, kRecomputeLayernorm)) replicated -= e * sb * h;
+  if (recomputes(l, kRecomputeLayernorm)) replicated -= x.mlp_input * sb * h;
   if (recomputes(l, kRecomputeMoe)) {
-    split -= (routed + shared) * sb * e * ffn_values + (routed + shared - 1.0) * sb * e * h;
+    split -= (routed + shared) * sb * x.ffn_pass + sb * x.expert_inputs;
     return;
   }
-  if (recomputes(l, kRecomputeMoeAct)) split -= routed * sb * e * f;
-  if (recomputes(l, kRecomputeSharedExperts)) split -= shared * sb * e * ffn_values;
+  if (recomputes(l, kRecomputeMoeAct)) split -= routed * sb * x.lin * f;
+  if (recomputes(l, kRecomputeSharedExperts)) split -= shared * sb * x.ffn_pass;
 }
 }  // namespace
 
@@ -72,29 +118,27 @@ double activation_bytes_per_layer(const ModelSpec& m, const ActivationLayout& l)
   if (l.recompute == Recompute::kFull) return e * sb * h / sp_split;  // only the layer input is kept
   if (l.recompute == Recompute::kSelectiveOp) return selective_op_bytes(m, l);
 
+  const LayerTensors x = layer_tensors(m, l);
   // Outside the tensor-parallel region (split only by sequence parallelism): both norm inputs,
   // the QKV and MLP input (norm outputs), the two dropout masks.  Korthikanti: 10 sbh.
-  double replicated = sb * h * (2 * e + e + e + 2 * mask);
+  double replicated = sb * h * (2 * e + x.qkv_input + x.mlp_input + 2 * mask);
 
   // Inside it (split by t): Q, K, V, the output projection's input, the FFN's inner tensors.
   const double q = d(m.attention_width()), kv = d(m.kv_width());
   const double routed = ffn_passes(m, l);
-  const double f = d(m.moe ? m.moe->expert_ffn_hidden : m.ffn_hidden);
-  // GELU: its input and output (2f); SwiGLU: gate and up outputs and their product (3f).
-  const double ffn_values = m.ffn_kind == FfnKind::kGelu ? 2 * f : 3 * f;
-  double split = sb * e * (q + 2 * kv + q) + routed * sb * e * ffn_values;
+  double split = sb * e * (q + 2 * kv) + sb * x.proj_input * q + routed * sb * x.ffn_pass;
   if (m.mla) {
     // MLA (Megatron-Core MLASelfAttention): Q and K are qk_head_dim wide per head (K's rope part
     // copied to every head), V and the output projection's input head_dim; the down projections'
-    // outputs (the latent norms' inputs) and the norms' outputs (the up projections' inputs) on the
-    // rank's tokens, before the sequence-parallel gather.
+    // outputs (the latent norms' inputs, 16-bit) and the norms' outputs (the up projections'
+    // inputs, kept as LayerNormLinear keeps them) on the rank's tokens, before the SP gather.
     const double qk = d(m.heads * m.qk_head_dim());
-    split = sb * e * (2 * qk + 2 * q) + routed * sb * e * ffn_values;
+    split = sb * e * (2 * qk + q) + sb * x.proj_input * q + routed * sb * x.ffn_pass;
     if (recomputes(l, kRecomputeMlaUpProj)) split -= sb * e * (2 * qk + q);  // Q, K and V rebuilt from the latents
     const MlaSpec& a = *m.mla;
-    replicated += sb * e * d(2 * a.q_lora_rank + 2 * a.kv_lora_rank + a.qk_rope_head_dim);
+    replicated += sb * (e * d(a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim) + x.lin * d(a.q_lora_rank + a.kv_lora_rank));
   }
-  if (m.moe) split += (routed - 1.0) * sb * e * h;  // each extra routed copy of a token's FFN input
+  if (m.moe) split += sb * x.expert_inputs;
 
   // Attention core: unfused keeps the softmax output (+ dropout mask and output) over a*s^2;
   // selective recompute drops exactly these. Flash keeps one fp32 log-sum-exp per row and head.
@@ -105,7 +149,7 @@ double activation_bytes_per_layer(const ModelSpec& m, const ActivationLayout& l)
     split += 4.0 * a * sb;
   }
   double kept_replicated = replicated;
-  drop_recomputed_modules(m, l, sb, ffn_values, kept_replicated, split);
+  drop_recomputed_modules(m, l, x, sb, kept_replicated, split);
   return kept_replicated / sp_split + split / t;
 }
 

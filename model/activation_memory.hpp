@@ -25,6 +25,13 @@ struct ActivationLayout {
   // rank's, ParallelPlan::expert_rank_load); shared experts always see every token once.
   double expert_load = 1.0;
   RecomputeModules recompute_modules = kDefaultRecomputeModules;  // with recompute kSelective
+  // Quantized linear layers (FP8, MXFP8, NVFP4 through Transformer Engine): the bytes per value
+  // of the copy a linear keeps of its input for the weight gradient (its quantized data and
+  // scales), and whether the recipe is delayed scaling (Megatron-Core then cannot make the
+  // attention output projection and the shared experts keep their 16-bit input instead).
+  // 0: the linears keep their 16-bit input (bf16 training, torchao's Float8Linear).
+  double quantized_input_bytes = 0;
+  bool delayed_scaling = false;
 };
 
 // One transformer layer, one micro-batch, one TP rank.

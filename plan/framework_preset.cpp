@@ -25,15 +25,26 @@ const std::vector<FrameworkPreset>& presets() {
                          "NeMo 2 / Megatron-Bridge performance recipes (use_distributed_optimizer, sequence_parallel and "
                          "tp_comm_overlap with tp > 1)"};
     nemo.tp_comm_overlap_with_sp = true;
+    // Their FP8 mixed-precision recipes keep FP8 primary weights: NeMo 2's bf16_with_fp8_mixed
+    // (nemo/collections/llm/recipes/precision/mixed_precision.py: fp8_params=True), Megatron-
+    // Bridge's bf16_with_fp8_delayed_scaling_mixed, _current_scaling_mixed and bf16_with_mxfp8_mixed
+    // (training/mixed_precision.py at 067f987: fp8_param_gather=True); its subchannel (blockwise)
+    // and NVFP4 recipes do not.
+    nemo.fp8_params = true;
     p.push_back(nemo);
     // Megatron-Bridge's performance recipes run FP8 on Hopper as per-tensor current scaling: their
     // H100 FP8 configs are the FP8_CS ones (scripts/performance/configs/{llama,qwen,deepseek,gpt_oss}
     // *_workload_base_configs.py, e.g. QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V1, through
     // 2026-07; bf16_with_fp8_current_scaling_mixed).
+    // They also reduce gradients in bf16: grad_reduce_in_fp32 false in every Megatron-Bridge
+    // performance config, from the YAML ones (scripts/performance/configs/*/*_llm_pretrain.yaml,
+    // 2025) through _benchmark_common (src/megatron/bridge/perf_recipes/_common.py at 067f987).
     nemo.name = "megatron-bridge";
     nemo.fp8_tensorwise = true;
+    nemo.grad_reduce_in_bf16 = true;
     nemo.source = "NeMo 2 / Megatron-Bridge performance recipes (use_distributed_optimizer, sequence_parallel and "
-                  "tp_comm_overlap with tp > 1; FP8 as per-tensor current scaling, the fp8_cs configs)";
+                  "tp_comm_overlap with tp > 1; FP8 as per-tensor current scaling, the fp8_cs configs; gradients "
+                  "reduced in bf16)";
     p.push_back(nemo);
     // DeepSpeed's zero_optimization.stage defaults to 0; Megatron-DeepSpeed takes it from there.
     // Its engine all-reduces gradients after the backward below stage 3: overlap_comm defaults to
@@ -81,6 +92,7 @@ const std::vector<FrameworkPreset>& presets() {
     titan.per_op_checkpointing = true;
     titan.eager_unless_compiled = true;  // JobConfig compile.enable = false
     titan.compiled_loss = true;          // build_cross_entropy_loss compiles it with the model
+    titan.torchao_float8 = true;         // its float8 converter swaps in torchao's Float8Linear
     p.push_back(titan);
     // LLM Foundry / Composer benchmark configs shard with FSDP FULL_SHARD. Composer is the trainer
     // LLM Foundry runs on (PyTorch FSDP1): the same preset under its name.
@@ -102,6 +114,10 @@ FrameworkPreset framework_preset(const std::string& name) {
   generic.known = false;
   generic.source = "generic preset (Megatron-LM's defaults): no preset for this framework";
   return generic;
+}
+
+bool preset_fp8_params(const FrameworkPreset& preset, const ParallelPlan& plan) {
+  return preset.fp8_params && fp8_family(plan.precision) && !(plan.precision == Precision::kFp8 && plan.fp8_recipe == Fp8Recipe::kBlockwise);
 }
 
 std::vector<std::string> framework_preset_names() {
@@ -181,6 +197,18 @@ std::vector<PresetSetting> apply_framework_preset(const FrameworkPreset& preset,
   if (preset.fp8_tensorwise && p.precision == Precision::kFp8 && !stated.has("fp8_recipe")) {
     p.fp8_recipe = Fp8Recipe::kTensorwise;
     set.push_back({"fp8_recipe", "tensorwise", "the fp8_cs recipes"});
+  }
+  if (preset.grad_reduce_in_bf16 && !stated.has("grad_reduce_in_fp32")) {  // fp32 training keeps fp32 gradients
+    p.grad_reduce_in_fp32 = false;
+    set.push_back({"grad_reduce_in_fp32", "false", "gradients reduced in bf16"});
+  }
+  if (preset.torchao_float8 && p.precision == Precision::kFp8 && !stated.has("torchao_float8")) {
+    p.torchao_float8 = true;
+    set.push_back({"torchao_float8", "true", "torchao's Float8Linear"});
+  }
+  if (preset_fp8_params(preset, p) && !stated.has("fp8_params")) {
+    p.fp8_params = true;
+    set.push_back({"fp8_params", "true", "the FP8 recipes' primary weights"});
   }
   if (preset.deepspeed_zero3_collectives && !stated.has("zero3_collectives")) {
     p.zero3_collectives = Zero3Collectives::kDeepSpeed;

@@ -63,7 +63,18 @@ struct FrameworkPreset {
   // FP8 runs scale per tensor from the current amax (Fp8Recipe::kTensorwise) unless stated;
   // false: Transformer Engine's delayed scaling (Megatron-LM's and NeMo's default).
   bool fp8_tensorwise = false;
+  // Gradients accumulated and reduced in the 16-bit dtype (the plan's grad_reduce_in_fp32 off)
+  // unless stated; false: fp32 (Megatron-Core's DDP default with --bf16).
+  bool grad_reduce_in_bf16 = false;
+  // FP8 linears are torchao's Float8Linear (the plan's torchao_float8) unless stated.
+  bool torchao_float8 = false;
+  // FP8 primary weights (the plan's fp8_params) with per-tensor FP8 and MXFP8 unless stated.
+  bool fp8_params = false;
 };
+
+// Whether `preset` keeps FP8 primary weights for a plan of this precision and recipe that does
+// not say (FrameworkPreset::fp8_params: not under blockwise scaling, nor NVFP4).
+bool preset_fp8_params(const FrameworkPreset& preset, const ParallelPlan& plan);
 
 // What a plan's source states (flags, a plan file, a run's record, an imported file): the knobs a
 // preset leaves as they are.

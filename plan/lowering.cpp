@@ -334,7 +334,7 @@ void add_head_ops(StageWork& w, const ModelSpec& m, const ParallelPlan& p, const
 
 }  // namespace
 
-IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
+IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p, const MemoryTarget& target) {
   IterationWork work;
   Shapes s;
   s.tokens = p.micro_batch * m.seq_len / p.cp;  // context parallelism splits the sequence
@@ -348,11 +348,11 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
   s.heads_per_rank = m.heads / p.tp;
   s.e = p.precision == Precision::kFp32 ? 4.0 : 2.0;
   s.sp_tokens = static_cast<double>(s.tokens) / (p.sequence_parallel ? static_cast<double>(p.tp) : 1.0);
-  work.weight_bytes_per_param = state_bytes_per_param(p.precision).weights;
+  work.weight_bytes_per_param = state_bytes_per_param(p).weights;
   // Gathered in FP8; MXFP8 primary weights go through the gradient buffer in bf16 (Megatron-Core's
   // reuse_grad_buf_for_mxfp8_param_ag: MXFP8 data cannot be mapped into the parameter buffer).
   if (p.precision == Precision::kFp8 && p.fp8_params) work.weight_bytes_per_param = 1;
-  work.grad_bytes_per_param = state_bytes_per_param(p.precision).gradients;
+  work.grad_bytes_per_param = state_bytes_per_param(p).gradients;
 
   work.layer = lower_layer(m, p, s);
   work.v_placement = v_placement(p.schedule);
@@ -363,7 +363,7 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p) {
     work.ep_overlap_paired_share = std::max(0.0, passes - alone) / passes;
   }
   add_fp8_amax_reductions(work, m, p);
-  work.memory = estimate_rank_memory(m, p);
+  work.memory = estimate_rank_memory(m, p, target);
   const RankMemory& rank_memory = work.memory;
   const std::vector<int64_t> stage_layers = virtual_stage_layers(m, p);
   const double act = s.sp_tokens * static_cast<double>(s.h) * s.e;

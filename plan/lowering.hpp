@@ -115,8 +115,8 @@ struct IterationWork {
   double ep_overlap_paired_share = 0;
 };
 
-// The plan must be valid for the model (validate_plan).
-IterationWork lower_iteration(const ModelSpec& model, const ParallelPlan& plan);
+// The plan must be valid for the model (validate_plan). `target`: the GPU's memory rules.
+IterationWork lower_iteration(const ModelSpec& model, const ParallelPlan& plan, const MemoryTarget& target = {});
 
 const char* to_string(CollectiveKind kind);
 

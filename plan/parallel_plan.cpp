@@ -346,6 +346,17 @@ const char* to_string(RecomputeMethod r) {
   return r == RecomputeMethod::kBlock ? "block" : r == RecomputeMethod::kEvery ? "every" : "uniform";
 }
 
+double quantized_input_bytes(const ParallelPlan& p) {
+  switch (p.precision) {
+    case Precision::kMxfp8: return 1.0 + 1.0 / 32.0;
+    case Precision::kNvfp4: return 0.5 + 1.0 / 16.0;
+    case Precision::kFp8:
+      if (p.torchao_float8 || p.fp8_recipe == Fp8Recipe::kRowwise) return 0.0;
+      return p.fp8_recipe == Fp8Recipe::kBlockwise ? 1.0 + 4.0 / 128.0 : 1.0;
+    default: return 0.0;
+  }
+}
+
 const char* to_string(Fp8Recipe r) {
   switch (r) {
     case Fp8Recipe::kRowwise: return "rowwise";

@@ -138,6 +138,16 @@ struct ParallelPlan {
   // weights are kept in FP8 (no per-iteration cast, no second FP8 copy) and the distributed
   // optimizer all-gathers them in FP8.
   bool fp8_params = false;
+  // Data-parallel gradients accumulated and reduced in fp32 (Megatron-Core's DDP
+  // grad_reduce_in_fp32, Megatron-LM's default); false: in the 16-bit training dtype (Megatron-LM
+  // --grad-reduce-in-bf16; every Megatron-Bridge performance recipe): 2 bytes per gradient in the
+  // buffer and on the wire.
+  bool grad_reduce_in_fp32 = true;
+  // The FP8 linears are torchao's Float8Linear (torchtitan's float8 converter) rather than
+  // Transformer Engine's: each keeps its 16-bit input for the backward (torchao float8_linear.py,
+  // matmul_with_hp_or_float8_args saves input_hp), not a quantized copy. The rowwise recipe is
+  // torchao's either way.
+  bool torchao_float8 = false;
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // with precision fp8
   // MoE routing: the busiest EP rank's token copies over the mean (1: balanced, as NVIDIA's
   // benchmarks force it), and the expert capacity factor (Megatron-Core's
@@ -184,6 +194,13 @@ struct ParallelPlan {
   // Micro-batches per DP rank per iteration (gradient accumulation steps).
   int64_t micro_batches() const { return global_batch / (dp * micro_batch); }
 };
+
+// Bytes per value of the copy a quantized linear layer keeps of its input for the weight gradient
+// (Transformer Engine's Linear and LayerNormLinear keep the quantized input, column-wise where the
+// backward needs it): FP8 per-tensor 1, FP8 blockwise 1 + an fp32 scale per 128, MXFP8 1 + an
+// E8M0 scale per 32, NVFP4 0.5 + an E4M3 scale per 16. 0 when the linears keep their 16-bit input:
+// BF16/FP16/FP32 training, torchao's Float8Linear (torchao_float8, the rowwise recipe).
+double quantized_input_bytes(const ParallelPlan& plan);
 
 // Whose rules a plan must follow: the frameworks trainsim predicts (Megatron-LM, DeepSpeed,
 // torchtitan), or trainsim's own CPU runtime, whose kernels are its own: it runs context

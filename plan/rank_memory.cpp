@@ -10,13 +10,14 @@
 
 namespace trainsim {
 
-StateBytes state_bytes_per_param(Precision precision) {
+StateBytes state_bytes_per_param(const ParallelPlan& plan) {
   // Mixed precision (Micikevicius et al. 2018; Megatron-LM): 16-bit weights, fp32 main gradients,
   // fp32 master weights + Adam m and v = 2 + 4 + 12 = 18 bytes per parameter, which reproduces
   // Korthikanti et al. 2022 Fig. 1. fp8 training keeps 16-bit weights (Transformer Engine casts
-  // to fp8 per GEMM). Pure fp32: 4 + 4 + 8 (no master copy).
-  if (precision == Precision::kFp32) return {4, 4, 8};
-  return {2, 4, 12};
+  // to fp8 per GEMM). Pure fp32: 4 + 4 + 8 (no master copy). Gradients reduced in the 16-bit
+  // dtype (grad_reduce_in_fp32 off) take 2 bytes in the buffer.
+  if (plan.precision == Precision::kFp32) return {4, 4, 8};
+  return {2, plan.grad_reduce_in_fp32 ? 4.0 : 2.0, 12};
 }
 
 double in_flight_micro_batches(const ParallelPlan& p, int64_t stage) {
@@ -57,20 +58,33 @@ double deepspeed_bucket_bytes(const ParallelPlan& plan) {
   return buckets * plan.deepspeed_reduce_bucket * value_bytes;
 }
 
+double layer_weight_bytes_per_param(const ParallelPlan& plan, const MemoryTarget& target) {
+  const double layout = quantized_input_bytes(plan);  // one quantized layout, per value
+  if (layout <= 0.0 || plan.zero_stage >= 3) return state_bytes_per_param(plan).weights;
+  // Per-tensor FP8 needs the transposed copy only where the GEMMs take TN layouts; the block-scaled
+  // recipes (blockwise, MXFP8, NVFP4) quantize the column-wise layout on its own blocks either way.
+  const bool per_tensor = plan.precision == Precision::kFp8 && plan.fp8_recipe != Fp8Recipe::kBlockwise;
+  const double copies = per_tensor && !target.fp8_transposed_copies ? 1.0 : 2.0;
+  const bool primary = plan.fp8_params && fp8_family(plan.precision);
+  return (primary ? 0.0 : state_bytes_per_param(plan).weights) + copies * layout;
+}
+
 namespace {
 
 // Weights, gradients and optimizer states of a stage's parameters, sharded as the ZeRO stage says.
 // ZeRO shards over the data-parallel ranks of every CP rank (Megatron's dp_cp group, torchtitan's
 // dp_shard_cp mesh; with HSDP the shard group only), routed experts over the ranks holding the
 // same experts.
-void set_state_bytes(const ParallelPlan& plan, StageMemory& s, int64_t layer_on_rank) {
-  const StateBytes bytes = state_bytes_per_param(plan.precision);
+void set_state_bytes(const ParallelPlan& plan, StageMemory& s, int64_t layer_on_rank, const MemoryTarget& target) {
+  const StateBytes bytes = state_bytes_per_param(plan);
   const double dp = static_cast<double>(plan.shard_ranks()), expert_dp_ranks = static_cast<double>(expert_dp(plan));
   const double dense = static_cast<double>(s.params - s.expert_params), experts = static_cast<double>(s.expert_params);
   const auto state = [&](double bytes_per_param, bool sharded) {
     return dense * bytes_per_param / (sharded ? dp : 1.0) + experts * bytes_per_param / (sharded ? expert_dp_ranks : 1.0);
   };
   s.memory.weights_bytes = state(bytes.weights, plan.zero_stage >= 3 && !keeps_gathered_weights(plan));
+  // The layers' quantized weight copies (or FP8 primary weights in place of the 16-bit ones).
+  s.memory.weights_bytes += static_cast<double>(s.layer_params) * (layer_weight_bytes_per_param(plan, target) - bytes.weights);
   s.memory.gradients_bytes = state(bytes.gradients, plan.zero_stage >= 2);
   s.memory.optimizer_bytes = state(bytes.optimizer, plan.zero_stage >= 1);
   if (keeps_gathered_weights(plan)) {
@@ -107,12 +121,14 @@ ActivationLayout activation_layout(const ParallelPlan& plan) {
   act.cp = plan.cp;
   act.expert_load = plan.expert_rank_load();
   act.bytes_per_value = plan.precision == Precision::kFp32 ? 4 : 2;
+  act.quantized_input_bytes = quantized_input_bytes(plan);
+  act.delayed_scaling = plan.precision == Precision::kFp8 && plan.fp8_recipe == Fp8Recipe::kDelayed;
   return act;
 }
 
 }  // namespace
 
-RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan) {
+RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan, const MemoryTarget& target) {
   const ParamCounts params = count_params(model);
   // Norms, row-parallel biases (attention output, FFN down) and the MoE router are replicated over
   // tensor-parallel ranks, and so are MLA's down projections and latent norms (Megatron-Core builds
@@ -165,7 +181,7 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
     double working = recompute_working_bytes(model, act, span.group_layers);
     if (stage == head_stage) working = std::max(working, loss_working_bytes(model, act));
     activations += working;
-    set_state_bytes(plan, s, layer_on_rank);
+    set_state_bytes(plan, s, layer_on_rank, target);
     s.memory.activations_bytes = activations;
     result.stages.push_back(s);
   }

@@ -38,11 +38,12 @@ struct RankMemory {
   const StageMemory& peak() const { return stages[static_cast<size_t>(peak_stage)]; }
 };
 
-// Bytes per parameter for weights, gradients and optimizer states at this precision.
+// Bytes per parameter for weights, gradients and optimizer states at the plan's precision (and
+// gradient dtype: grad_reduce_in_fp32).
 struct StateBytes {
   double weights = 2, gradients = 4, optimizer = 12;
 };
-StateBytes state_bytes_per_param(Precision precision);
+StateBytes state_bytes_per_param(const ParallelPlan& plan);
 
 // DeepSpeed's contiguous gradient buckets on every rank (ZeroEngine::kDeepSpeed at ZeRO >= 1), bytes;
 // 0 for Megatron-Core's and FSDP's ZeRO, whose buffers are the gradients already counted.
@@ -59,8 +60,22 @@ double deepspeed_bucket_bytes(const ParallelPlan& plan);
 inline bool fsdp_layer_by_layer(const ParallelPlan& plan) { return plan.zero_stage >= 3 || (plan.zero_stage == 2 && plan.pp > 1); }
 inline bool keeps_gathered_weights(const ParallelPlan& plan) { return fsdp_layer_by_layer(plan) && plan.pp > 1; }
 
+// What the GPU changes in memory: whether a per-tensor FP8 weight also keeps a transposed copy
+// for the backward's GEMMs (Hopper's FP8 tensor cores take TN layouts only; Blackwell's take any,
+// Transformer Engine's nvte_is_non_tn_fp8_gemm_supported). Hopper's by default.
+struct MemoryTarget {
+  bool fp8_transposed_copies = true;
+};
+
+// Bytes per parameter a transformer layer's weights take on a rank without ZeRO-3: 16-bit, or
+// under Transformer Engine's quantized recipes the weight with its cached quantized copy (Megatron
+// passes is_first_microbatch, so the cast weight is kept across micro-batches: the row-wise layout
+// and, where the backward needs one, the column-wise one), or only the quantized layouts with FP8
+// primary weights (fp8_params). torchao's Float8Linear keeps no cast weight.
+double layer_weight_bytes_per_param(const ParallelPlan& plan, const MemoryTarget& target);
+
 // The plan must be valid for the model (validate_plan).
-RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan);
+RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan, const MemoryTarget& target = {});
 
 // Micro-batches of activations alive on `stage` at its peak, counted in whole-stage units
 // (1F1B: min(p - stage, m); GPipe: m; interleaved: Megatron's warm-up count over v chunks).

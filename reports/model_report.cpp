@@ -30,6 +30,7 @@ void add_device_fit(ModelReport& r, const Hardware& hardware, double allocator_r
   ModelReport::Fit fit;
   fit.gpu = hardware.gpu.name;
   fit.capacity_gib = bytes_to_gib(hardware.gpu.memory_bytes);
+  r.memory = estimate_rank_memory(r.model, r.plan, memory_target(hardware));  // the GPU's FP8 copies
   fit.device = device_peak(r.memory, r.plan, hardware, allocator_reserve_fraction);
   fit.fits = bytes_to_gib(fit.device.memory.device_used_bytes) <= fit.capacity_gib;  // as the simulator's check_fit
   r.fit = fit;

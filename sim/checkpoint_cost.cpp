@@ -14,7 +14,7 @@ namespace {
 // states. ZeRO-3 stores the weights sharded like the optimizer states (with ZeRO-3 + PP the gathered
 // copy rank_memory counts is a working buffer, not state).
 double held_bytes(const StageMemory& s, const ParallelPlan& plan) {
-  const StateBytes b = state_bytes_per_param(plan.precision);
+  const StateBytes b = state_bytes_per_param(plan);
   const double weights = fsdp_layer_by_layer(plan) ? s.memory.optimizer_bytes * b.weights / b.optimizer : s.memory.weights_bytes;
   return weights + s.memory.optimizer_bytes;
 }
@@ -23,7 +23,7 @@ double held_bytes(const StageMemory& s, const ParallelPlan& plan) {
 // that hold copies — the ZeRO-3 share of the shard group (rank_memory with zero_stage 3), further
 // split over HSDP replicas.
 double deduplicated_bytes(const StageMemory& fully_sharded, const ParallelPlan& plan) {
-  const StateBytes b = state_bytes_per_param(plan.precision);
+  const StateBytes b = state_bytes_per_param(plan);
   const double optimizer = fully_sharded.memory.optimizer_bytes;
   return (optimizer + optimizer * b.weights / b.optimizer) / static_cast<double>(plan.shard_replicas());
 }

@@ -71,4 +71,10 @@ DevicePeak device_peak(const RankMemory& ranks, const ParallelPlan& plan, const 
   return peak;
 }
 
+MemoryTarget memory_target(const Hardware& hardware) {
+  MemoryTarget t;
+  t.fp8_transposed_copies = hardware.gpu.capabilities.generation != GpuGeneration::kBlackwell;
+  return t;
+}
+
 }  // namespace trainsim

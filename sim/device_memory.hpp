@@ -48,4 +48,8 @@ struct DevicePeak {
 };
 DevicePeak device_peak(const RankMemory& ranks, const ParallelPlan& plan, const Hardware& hardware, double reserve_fraction);
 
+// The GPU's memory rules for plan/rank_memory: a Blackwell GPU's FP8 GEMMs take any layout, so a
+// per-tensor FP8 weight keeps no transposed copy (the same test as CostModel::fp8_gemm_any_layout).
+MemoryTarget memory_target(const Hardware& hardware);
+
 }  // namespace trainsim

@@ -308,20 +308,30 @@ void note_plan_defaults(const json& j, PublishedRun& run) {
 // float8 rowwise) and Transformer Engine's per-tensor current scaling (fp8_current_scaling); on a
 // run that is not FP8 a recipe names nothing the simulator can price, and stays listed as not
 // modeled. An FP8 run that names no recipe and states no plan.fp8_recipe takes its framework's
-// (Megatron-Bridge: current scaling), noted.
+// (Megatron-Bridge: current scaling), noted; one that states no fp8_params its framework's (NeMo 2
+// and Megatron-Bridge keep FP8 primary weights), noted.
 void apply_fp8_options(const json& j, const FrameworkPreset& preset, PublishedRun& run) {
-  run.plan.fp8_params = has_option(j, "fp8_params");
+  if (has_option(j, "fp8_params")) run.plan.fp8_params = true;
   const bool fp8 = run.plan.precision == Precision::kFp8;
   const bool stated = j.contains("plan") && j["plan"].is_object() && j["plan"].contains("fp8_recipe") && !j["plan"]["fp8_recipe"].is_null();
+  bool recipe_named = false;
   for (const auto& [option, recipe] : {std::pair{"float8_rowwise", Fp8Recipe::kRowwise}, std::pair{"fp8_current_scaling", Fp8Recipe::kTensorwise}}) {
     if (!has_option(j, option)) continue;
     if (fp8) run.plan.fp8_recipe = recipe;
     else run.options_not_modeled.push_back(option);
-    return;
+    recipe_named = true;
+    break;
   }
-  if (fp8 && !stated && preset.fp8_tensorwise) {
+  if (fp8 && !stated && !recipe_named && preset.fp8_tensorwise) {
     run.plan.fp8_recipe = Fp8Recipe::kTensorwise;
     run.defaults_used.push_back("plan.fp8_recipe=tensorwise (" + preset.name + "'s FP8 recipes are per-tensor current scaling)");
+  }
+  const bool torchao_stated = j.contains("plan") && j["plan"].is_object() && j["plan"].contains("torchao_float8") && !j["plan"]["torchao_float8"].is_null();
+  if (fp8 && preset.torchao_float8 && !torchao_stated) run.plan.torchao_float8 = true;  // torchtitan's Float8Linear
+  const bool params_stated = j.contains("plan") && j["plan"].is_object() && j["plan"].contains("fp8_params") && !j["plan"]["fp8_params"].is_null();
+  if (!run.plan.fp8_params && !params_stated && preset_fp8_params(preset, run.plan)) {
+    run.plan.fp8_params = true;
+    run.defaults_used.push_back("plan.fp8_params=true (" + preset.name + "'s FP8 recipes keep FP8 primary weights)");
   }
 }
 

@@ -79,7 +79,7 @@ double exposed_dp_s(const IterationWork& work, const ParallelPlan& plan, const C
 }  // namespace
 
 ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, const Hardware& hw, const CostModel& cost) {
-  const IterationWork work = lower_iteration(model, plan);
+  const IterationWork work = lower_iteration(model, plan, memory_target(hw));
   const int64_t p = plan.pp, v = plan.vpp;
   const double m = static_cast<double>(plan.micro_batches());
   const LayerScopes scopes = layer_scopes(plan, hw.gpus_per_node);

@@ -140,7 +140,7 @@ Prediction predict_iteration(const ModelSpec& model, const ParallelPlan& plan, c
   out.hardware = hardware;
   out.cost_model = cost.describe();
 
-  const IterationWork work = lower_iteration(model, plan);
+  const IterationWork work = lower_iteration(model, plan, memory_target(hardware));
   const LayerScopes scopes = layer_scopes(plan, hardware.gpus_per_node);
   const std::vector<StepCost> step_costs = price_steps(work, plan.vpp, cost, scopes);
   const std::vector<StepCost> weight_grads =

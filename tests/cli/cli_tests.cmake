@@ -347,6 +347,12 @@ cli_test("predict --cross-entropy pytorch is written in the plan JSON" RC 0
 cli_test("predict --framework torchtitan --norm fused: a compiled run's RMSNorm and loss" RC 0
   MATCH "cross_entropy compiled \\(a compiled run compiles the loss\\), recompute" ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --recompute selective
   --global-batch 16 --framework torchtitan --norm fused)
+cli_test("predict --framework megatron-bridge: gradients in bf16 and FP8 primary weights, as its recipes" RC 0
+  MATCH "grad_reduce_in_fp32 off .gradients reduced in bf16." "fp8_params on .the FP8 recipes' primary weights."
+  ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --tp 2 --global-batch 64 --precision fp8 --framework megatron-bridge)
+cli_test("predict --grad-reduce-in-bf16: the plan's gradients in bf16" RC 0
+  MATCH "\"grad_reduce_in_fp32\": *false"
+  ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --tp 2 --global-batch 64 --grad-reduce-in-bf16 --format json)
 cli_test("predict --framework keeps what the flags state" RC 0
   MATCH "framework nemo: sequence_parallel on, tp_comm_overlap on \\(" "ZeRO-0"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --tp 2 --zero 0 --global-batch 64 --framework nemo)

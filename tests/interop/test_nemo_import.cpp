@@ -106,6 +106,7 @@ optimizer:
   use_distributed_optimizer: true
 ddp:
   overlap_grad_reduce: true
+  grad_reduce_in_fp32: false
 comm_overlap:
   overlap_moe_expert_parallel_comm: false
 mixed_precision: bf16_with_fp8_current_scaling_mixed
@@ -121,13 +122,15 @@ mixed_precision: bf16_with_fp8_current_scaling_mixed
   CHECK(!job.plan.ep_comm_overlap);
   CHECK(job.plan.precision == Precision::kFp8);
   CHECK(job.plan.fp8_recipe == Fp8Recipe::kTensorwise);  // bf16_with_fp8_current_scaling_mixed
+  CHECK(job.plan.fp8_params);                            // the recipe's fp8_param_gather
+  CHECK_FALSE(job.plan.grad_reduce_in_fp32);             // ddp.grad_reduce_in_fp32: false
   CHECK(job.plan.moe_dispatcher == MoeDispatcher::kAllToAll);
   CHECK(job.plan.recompute == Recompute::kSelective);
   CHECK(job.plan.recompute_modules == (kRecomputeMoeAct | kRecomputeLayernorm));
   CHECK(job.plan.attention == AttentionKernel::kFlash);  // Megatron-Bridge runs Transformer Engine
 }
 
-TEST_CASE("NeMo YAML: messages name the YAML keys; not YAML, no sections and wrong types are refused") {
+TEST_CASE("NeMo YAML: messages name the YAML keys, not YAML, no sections and wrong types are refused") {
   const ModelSpec m = gpt3_5b();
   CHECK_THROWS_WITH(import_job(ImportFormat::kNemo, "model:\n  num_layers: 32\n  micro_batch_size: 1\n", "c.yaml", m, 8),
                     Catch::Contains("c.yaml: model.num_layers 32 is not model \"gpt3-5b\"'s layers (24)"));

@@ -195,4 +195,10 @@ TEST_CASE("Megatron-LM's --fp8-recipe: tensorwise, blockwise and mxfp8 are read 
   // Exported back as Megatron writes them.
   CHECK_THAT(export_plan(&m, mxfp8.plan, 8, ExportTarget::kMegatron), Catch::Contains("--fp8-format e4m3 --fp8-recipe mxfp8") && Catch::Contains("--fp8-param-gather"));
   CHECK_THAT(export_plan(&m, nvfp4.plan, 8, ExportTarget::kMegatron), Catch::Contains("--fp4-format e2m1 --fp4-recipe nvfp4"));
+  // Gradients in bf16: read and written back.
+  const ImportedJob bf16_grads = import_megatron("--bf16 --grad-reduce-in-bf16", "args", m, 8);
+  CHECK_FALSE(bf16_grads.plan.grad_reduce_in_fp32);
+  CHECK(bf16_grads.not_modeled.empty());
+  CHECK(import_megatron("--bf16", "args", m, 8).plan.grad_reduce_in_fp32);
+  CHECK_THAT(export_plan(&m, bf16_grads.plan, 8, ExportTarget::kMegatron), Catch::Contains("--grad-reduce-in-bf16"));
 }

@@ -133,6 +133,7 @@ TEST_CASE("a torchtitan job reads back to the same plan: context parallelism wit
   const ModelSpec m = resolve_model("llama3-8b");
   ParallelPlan cp = titan_plan(2, 2, 1, 2, 3);
   cp.precision = Precision::kFp8;
+  cp.torchao_float8 = true;  // torchtitan's float8 converter: torchao's Float8Linear (the import says so)
   CHECK_THAT(export_plan(&m, cp, 8, ExportTarget::kTorchtitan), Catch::Contains("converters = [\"quantize.linear.float8\"]"));
   check_round_trip(m, cp);
   cp.fp8_recipe = Fp8Recipe::kRowwise;  // torchao's row-wise recipe

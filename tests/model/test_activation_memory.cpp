@@ -123,3 +123,48 @@ TEST_CASE("working memory: a recomputed layer's dropped activations, or the loss
   pytorch.loss = LossKernel::kPytorch;
   CHECK(activation_bytes_output(m, pytorch) - activation_bytes_output(m, l) == Approx(2 * logits));
 }
+
+TEST_CASE("quantized linears keep their inputs quantized: each tensor at the width it is stored") {
+  // Llama 3.1 405B at TP 4 with SP, sequence 8192, flash attention (docs/model-math.md section 3).
+  const ModelSpec m = resolve_model("llama3-405b");
+  ActivationLayout bf16;
+  bf16.tp = 4;
+  bf16.sequence_parallel = true;
+  const double sb = static_cast<double>(m.seq_len), h = static_cast<double>(m.hidden), t = 4;
+  const double q = static_cast<double>(m.attention_width()), kv = static_cast<double>(m.kv_width()), f = static_cast<double>(m.ffn_hidden);
+  const double a = static_cast<double>(m.heads);
+  const double base = activation_bytes_per_layer(m, bf16);
+  CHECK(base == Approx(sb * h * 8 / t + sb * (2 * (q + 2 * kv) + 2 * q + 6 * f + 4 * a) / t));
+
+  ActivationLayout fp8 = bf16;  // per-tensor current scaling: 1 byte per saved input
+  fp8.quantized_input_bytes = 1.0;
+  // The two norm outputs and fc2's input drop to 1 byte; Q, K, V and the attention output stay.
+  CHECK(activation_bytes_per_layer(m, fp8) == Approx(base - sb * 2 * h / t - sb * f / t));
+  ActivationLayout delayed = fp8;  // delayed scaling: the output projection keeps its own copy too
+  delayed.delayed_scaling = true;
+  CHECK(activation_bytes_per_layer(m, delayed) == Approx(activation_bytes_per_layer(m, fp8) + sb * q / t));
+  ActivationLayout nvfp4 = fp8;
+  nvfp4.quantized_input_bytes = 0.5 + 1.0 / 16.0;
+  CHECK(activation_bytes_per_layer(m, nvfp4) < activation_bytes_per_layer(m, fp8));
+}
+
+TEST_CASE("MoE under quantized linears: the router keeps the norm output, the experts their copies, moe_act drops fc2's") {
+  const ModelSpec m = resolve_model("qwen3-30b-a3b");
+  const double sb = static_cast<double>(m.seq_len), h = static_cast<double>(m.hidden), k = static_cast<double>(m.moe->top_k);
+  const double f = static_cast<double>(m.moe->expert_ffn_hidden);
+  ActivationLayout bf16;
+  ActivationLayout fp8 = bf16;
+  fp8.quantized_input_bytes = 1.0;
+  // 16-bit: the norm output (2 B) and k - 1 more copies; quantized: the norm output in 16 bits
+  // (the router's) and k quantized copies; QKV's input and fc2's inputs at 1 byte.
+  const double copies_16 = 2 * (k - 1) * sb * h, copies_q = k * sb * h;
+  const double delta = (copies_q - copies_16) - sb * h - k * sb * f;
+  CHECK(activation_bytes_per_layer(m, fp8) - activation_bytes_per_layer(m, bf16) == Approx(delta));
+  ActivationLayout act = fp8;
+  act.recompute = Recompute::kSelective;
+  act.recompute_modules = kRecomputeMoeAct;
+  ActivationLayout attn = fp8;
+  attn.recompute = Recompute::kSelective;
+  attn.recompute_modules = 0;
+  CHECK(activation_bytes_per_layer(m, attn) - activation_bytes_per_layer(m, act) == Approx(k * sb * f * 1.0));
+}

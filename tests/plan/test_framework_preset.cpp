@@ -2,6 +2,7 @@
 // what it set, in order (plan/framework_preset.hpp).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -86,7 +87,7 @@ TEST_CASE("the micro-batch comes from a stated global batch only where dp divide
   CHECK(r.micro_batch == 4);  // 32 / (dp 4 x pp 2)
 }
 
-TEST_CASE("Megatron-Core recipes overlap TP communication with SP; Megatron-DeepSpeed runs unfused attention without DP overlap") {
+TEST_CASE("Megatron-Core recipes overlap TP communication with SP, Megatron-DeepSpeed runs unfused attention without DP overlap") {
   ParallelPlan p = tp2_plan();
   apply_framework_preset(framework_preset("nemo"), p, StatedKnobs{});
   CHECK(p.zero_stage == 1);
@@ -126,7 +127,7 @@ TEST_CASE("DeepSpeed overlaps the gradient reduction with the backward only at Z
   }
 }
 
-TEST_CASE("Megatron-Bridge's FP8 is per-tensor current scaling unless stated; NeMo's and Megatron-LM's stay delayed") {
+TEST_CASE("Megatron-Bridge's FP8 is per-tensor current scaling unless stated, NeMo's and Megatron-LM's stay delayed") {
   ParallelPlan p = tp2_plan();
   p.precision = Precision::kFp8;
   apply_framework_preset(framework_preset("megatron-bridge"), p, StatedKnobs{{"global_batch"}});
@@ -146,7 +147,7 @@ TEST_CASE("Megatron-Bridge's FP8 is per-tensor current scaling unless stated; Ne
   CHECK(bf16.fp8_recipe == Fp8Recipe::kDelayed);
 }
 
-TEST_CASE("DeepSpeed-engine presets mark DeepSpeed's ZeRO; the plan JSON keeps it at ZeRO >= 1 and reads it back") {
+TEST_CASE("DeepSpeed-engine presets mark DeepSpeed's ZeRO, the plan JSON keeps it at ZeRO >= 1 and reads it back") {
   for (const char* framework : {"deepspeed", "megatron-deepspeed", "gpt-neox"}) {
     ParallelPlan p = tp2_plan();
     p.zero_stage = 1;
@@ -164,4 +165,58 @@ TEST_CASE("DeepSpeed-engine presets mark DeepSpeed's ZeRO; the plan JSON keeps i
   CHECK(load_plan_file(path).zero_engine == ZeroEngine::kDeepSpeed);
   s.zero_stage = 0;
   CHECK_FALSE(plan_to_json(s).contains("zero_engine"));
+}
+
+TEST_CASE("NeMo 2 and Megatron-Bridge keep FP8 primary weights, Megatron-Bridge reduces gradients in bf16, torchtitan's FP8 is torchao's") {
+  for (const char* framework : {"nemo", "megatron-bridge"}) {
+    INFO(framework);
+    for (Precision precision : {Precision::kFp8, Precision::kMxfp8}) {
+      ParallelPlan p = tp2_plan();
+      p.precision = precision;
+      apply_framework_preset(framework_preset(framework), p, StatedKnobs{{"global_batch"}});
+      CHECK(p.fp8_params);
+    }
+    ParallelPlan blockwise = tp2_plan();  // the subchannel recipe keeps bf16 primary weights
+    blockwise.precision = Precision::kFp8;
+    blockwise.fp8_recipe = Fp8Recipe::kBlockwise;
+    apply_framework_preset(framework_preset(framework), blockwise, StatedKnobs{{"global_batch", "fp8_recipe"}});
+    CHECK_FALSE(blockwise.fp8_params);
+    ParallelPlan nvfp4 = tp2_plan();
+    nvfp4.precision = Precision::kNvfp4;
+    apply_framework_preset(framework_preset(framework), nvfp4, StatedKnobs{{"global_batch"}});
+    CHECK_FALSE(nvfp4.fp8_params);
+    ParallelPlan stated = tp2_plan();
+    stated.precision = Precision::kFp8;
+    apply_framework_preset(framework_preset(framework), stated, StatedKnobs{{"global_batch", "fp8_params"}});
+    CHECK_FALSE(stated.fp8_params);
+  }
+  ParallelPlan bridge = tp2_plan();
+  const std::vector<PresetSetting> set = apply_framework_preset(framework_preset("megatron-bridge"), bridge, StatedKnobs{{"global_batch"}});
+  CHECK_FALSE(bridge.grad_reduce_in_fp32);
+  const std::vector<std::string> set_keys = keys_of(set);
+  CHECK(std::find(set_keys.begin(), set_keys.end(), "grad_reduce_in_fp32") != set_keys.end());
+  for (const char* framework : {"nemo", "megatron-lm", "megatron-core", "torchtitan"}) {
+    ParallelPlan q = tp2_plan();
+    apply_framework_preset(framework_preset(framework), q, StatedKnobs{{"global_batch"}});
+    CHECK(q.grad_reduce_in_fp32);
+    CHECK_FALSE(q.fp8_params);
+  }
+  ParallelPlan titan = tp2_plan();
+  titan.precision = Precision::kFp8;
+  apply_framework_preset(framework_preset("torchtitan"), titan, StatedKnobs{{"global_batch"}});
+  CHECK(titan.torchao_float8);
+  CHECK_FALSE(titan.fp8_params);
+  // Both keys travel in the plan JSON, written only when not the default.
+  ParallelPlan keys = tp2_plan();
+  keys.grad_reduce_in_fp32 = false;
+  keys.torchao_float8 = true;
+  const nlohmann::ordered_json j = plan_to_json(keys);
+  CHECK(j.at("grad_reduce_in_fp32") == false);
+  CHECK(j.at("torchao_float8") == true);
+  CHECK_FALSE(plan_to_json(tp2_plan()).contains("grad_reduce_in_fp32"));
+  const std::string path = (std::filesystem::temp_directory_path() / "trainsim_grad_dtype_plan.json").string();
+  save_plan_json(keys, path);
+  const ParallelPlan back = load_plan_file(path);
+  CHECK_FALSE(back.grad_reduce_in_fp32);
+  CHECK(back.torchao_float8);
 }

@@ -188,3 +188,45 @@ TEST_CASE("DeepSpeed's ZeRO holds its gradient buckets beside the states: one of
   p.precision = Precision::kFp32;
   CHECK(deepspeed_bucket_bytes(p) == 4e9);
 }
+
+TEST_CASE("quantized weights: Transformer Engine's cached copies, FP8 primary weights in their place, by GPU") {
+  ParallelPlan p;
+  const MemoryTarget hopper, blackwell{false};
+  CHECK(layer_weight_bytes_per_param(p, hopper) == 2.0);  // bf16
+  p.precision = Precision::kFp8;
+  CHECK(layer_weight_bytes_per_param(p, hopper) == 4.0);     // bf16 + FP8 rows + FP8 transposed copy
+  CHECK(layer_weight_bytes_per_param(p, blackwell) == 3.0);  // no transposed copy: any layout
+  p.fp8_params = true;
+  CHECK(layer_weight_bytes_per_param(p, hopper) == 2.0);  // FP8 primary weights and their transpose
+  CHECK(layer_weight_bytes_per_param(p, blackwell) == 1.0);
+  p.fp8_params = false;
+  p.fp8_recipe = Fp8Recipe::kBlockwise;  // both layouts on their own 128 x 128 blocks, any GPU
+  CHECK(layer_weight_bytes_per_param(p, blackwell) == Approx(2.0 + 2.0 * (1.0 + 4.0 / 128.0)));
+  p.fp8_recipe = Fp8Recipe::kTensorwise;
+  p.torchao_float8 = true;  // torchao casts each time and keeps no copy
+  CHECK(layer_weight_bytes_per_param(p, hopper) == 2.0);
+  p.torchao_float8 = false;
+  p.precision = Precision::kMxfp8;
+  CHECK(layer_weight_bytes_per_param(p, blackwell) == Approx(2.0 + 2.0 * (1.0 + 1.0 / 32.0)));
+  p.fp8_params = true;
+  CHECK(layer_weight_bytes_per_param(p, blackwell) == Approx(2.0 * (1.0 + 1.0 / 32.0)));
+  p.precision = Precision::kNvfp4;
+  p.fp8_params = false;
+  CHECK(layer_weight_bytes_per_param(p, blackwell) == Approx(2.0 + 2.0 * 0.5625));
+  p.zero_stage = 3;  // ZeRO-3's sharded weights: counted as 16-bit
+  CHECK(layer_weight_bytes_per_param(p, blackwell) == 2.0);
+}
+
+TEST_CASE("gradients reduced in bf16 take half the fp32 buffer, fp32 training keeps 4 bytes") {
+  const ModelSpec m = resolve_model("llama3-8b");
+  ParallelPlan p;
+  p.dp = 8;
+  p.global_batch = 8;
+  const RankMemory fp32_grads = estimate_rank_memory(m, p);
+  p.grad_reduce_in_fp32 = false;
+  const RankMemory bf16_grads = estimate_rank_memory(m, p);
+  CHECK(bf16_grads.peak().memory.gradients_bytes == Approx(fp32_grads.peak().memory.gradients_bytes / 2));
+  CHECK(state_bytes_per_param(p).gradients == 2.0);
+  p.precision = Precision::kFp32;
+  CHECK(state_bytes_per_param(p).gradients == 4.0);
+}

@@ -37,7 +37,7 @@ const ErrorSummary& group(const std::string& name) {
 }
 }  // namespace
 
-TEST_CASE("every run of the version-2 file is read; those it cannot simulate are counted, not refused") {
+TEST_CASE("every run of the version-2 file is read, those it cannot simulate are counted, not refused") {
   REQUIRE(runs().size() == 332);  // 337 before the public file's corrections of 2026-11-27 (the NeMo launcher 175B rows removed)
   CHECK(result().all.count + result().all.unsupported == 332);
   CHECK(result().all.count == 332);  // every run predicted (168 before CP, uneven stages, Zero Bubble, EP and FSDP + PP)
@@ -89,19 +89,17 @@ TEST_CASE("Korthikanti Table 5: sequence parallel + selective recompute beats fu
   }
 }
 
-TEST_CASE("eleven published runs that trained are predicted not to fit in memory") {
+TEST_CASE("five published runs that trained are predicted not to fit in memory") {
   // The known misses (docs/cost-model.md "What must fit"): Nemotron-340B (NeMo 24.07, the record
-  // states no recompute and no FP8 weights) and GPT-OSS-120B at micro-batch 4 (Megatron-Bridge
-  // 25.11: its recompute is not in the record) are over on tensors alone; eight more have tensors
-  // predicted at 78-79 GiB of 79.6, with the CUDA context and NCCL buffers over it; so is GPT-3 5B on
-  // one DGX A100 node without recompute (79.3 GiB; the record said full recompute until the public
-  // file's correction of 2026-11-27: the row is the same, the miss is now seen).
+  // states no recompute) and GPT-OSS-120B at micro-batch 4 (Megatron-Bridge 25.11: its recompute
+  // is not in the record) are over on tensors alone; two BF16 Llama 3.1 405B rows have tensors at
+  // 78.8 GiB of 79.6, with the CUDA context and NCCL buffers over it; so is GPT-3 5B on one DGX
+  // A100 node without recompute (79.3 GiB). Until 2026-11-28 six more FP8 rows were over: their
+  // linears' saved inputs were counted in bf16 and NeMo 2's and Megatron-Bridge's FP8 primary
+  // weights were not their default.
   const std::set<std::string> known = {"nemo2407-h100-fp8-Nemotron-340B-128", "mbridge-25.11-gpt-oss-120b-bf16-64gpu",
-                                       "nemo2407-h100-fp8-GPT3-20B-64", "nemo2407-h100-fp8-GPT3-175B-512",
-                                       "dgxc-llama31-405b-v25.04-bf16-512gpu", "dgxc-llama31-405b-v25.04-fp8-512gpu",
-                                       "dgxc-llama31-405b-v25.05.01-bf16-512gpu", "dgxc-llama31-405b-v25.05.01-fp8-512gpu",
-                                       "mbridge-25.11-qwen3-30b-a3b-fp8-cs-16gpu",
-                                       "mbridge-25.09-qwen3-30b-a3b-tokendrop-unstated-16gpu", "nemo-a100-gpt3-5b-1n"};
+                                       "dgxc-llama31-405b-v25.04-bf16-512gpu", "dgxc-llama31-405b-v25.05.01-bf16-512gpu",
+                                       "nemo-a100-gpt3-5b-1n"};
   int64_t not_fitting = 0;
   for (const RunResult& r : result().runs) {
     if (!r.predicted || r.run->measured_oom || r.predicted_fits) continue;
@@ -109,7 +107,7 @@ TEST_CASE("eleven published runs that trained are predicted not to fit in memory
     CHECK(known.count(r.run->id) == 1);
     ++not_fitting;
   }
-  CHECK(not_fitting <= 11);
+  CHECK(not_fitting <= 5);
 }
 
 TEST_CASE("an interleaved run that does not say vpp takes the fewest chunks that split its layers") {
@@ -326,7 +324,23 @@ TEST_CASE("Blackwell (Megatron-Bridge on B200 and GB200): every precision predic
   // DeepSeek-V3 row whose EP 64 does not divide its stage's 32 ranks.
   CHECK(v.all.count == 109);
   CHECK(v.all.unsupported == 1);
-  CHECK(v.all.mean_abs_error <= 0.22);  // measured 21.0% (2026-11-28; 22.0% on the 38 BF16/FP8 rows before): the MoE rows (GPT-OSS, Qwen3 and DeepSeek-V3 on B200) miss most
+  CHECK(v.all.mean_abs_error <= 0.225);  // measured 22.0% (2026-11-28; 21.0% before gradients were reduced in bf16 as Megatron-Bridge's recipes do, which speeds up GPT-OSS on B200 most; 22.0% on the 38 BF16/FP8 rows before MXFP8/NVFP4): the MoE rows (GPT-OSS, Qwen3 and DeepSeek-V3 on B200) miss most
+  // Every row trained: predicted not to fit are only rows whose memory-saving options are not
+  // modeled (LoRA's frozen weights; CPU activation offloading, which the 25.11 Llama 3 70B FSDP
+  // row does not state but every other release of it does), and two DeepSeek-V3 rows within 6%
+  // of the GPU's memory. Before the quantized saved inputs, FP8 weight copies and bf16 gradients,
+  // 47 rows were over.
+  int not_fitting = 0;
+  for (const RunResult& r : v.runs) {
+    if (!r.predicted || r.predicted_fits) continue;
+    INFO(r.run->id);
+    const bool unmodeled_saving = std::any_of(r.run->options_not_modeled.begin(), r.run->options_not_modeled.end(), [](const std::string& o) {
+      return o.rfind("cpu_offloading_num_layers", 0) == 0 || o == "peft:lora";
+    });
+    CHECK((unmodeled_saving || r.run->id.find("deepseek-v3") != std::string::npos || r.run->id == "mbridge-25.11-llama3-70b-fp8-gb200-64gpu"));
+    ++not_fitting;
+  }
+  CHECK(not_fitting <= 11);
   // Pairs: the same release, model, GPU count and TP x PP x CP x EP in two precisions (FP8 -> MXFP8,
   // FP8 or MXFP8 -> NVFP4): the predicted speed-up over the measured one.
   const std::vector<PrecisionPair> pairs = precision_pairs(v, same_release_layout);
