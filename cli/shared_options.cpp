@@ -167,6 +167,12 @@ void PlanOptions::add_to(CLI::App& app) {
   options["grad-reduce-in-bf16"] = app.add_flag("--grad-reduce-in-bf16", grad_reduce_in_bf16,
                                                 "accumulate and reduce DP gradients in bf16 instead of fp32 (Megatron-LM "
                                                 "--grad-reduce-in-bf16; Megatron-Bridge's performance recipes)");
+  options["no-masked-softmax-fusion"] = app.add_flag("--no-masked-softmax-fusion", no_masked_softmax_fusion,
+                                                     "unfused attention's softmax as PyTorch's masked_fill_ and softmax "
+                                                     "(Megatron-LM's flag; GPT-NeoX's default)");
+  options["no-bias-gelu-fusion"] = app.add_flag("--no-bias-gelu-fusion", no_bias_gelu_fusion,
+                                                "a biased GELU FFN adds its bias in a kernel of its own (Megatron-LM's flag; "
+                                                "GPT-NeoX's default)");
   options["tp-comm-overlap"] = app.add_flag("--tp-comm-overlap", tp_comm_overlap,
                                             "overlap every TP collective with a GEMM, forward and backward (Megatron-Core "
                                             "--tp-comm-overlap, torchtitan async TP); needs --sequence-parallel");
@@ -190,7 +196,8 @@ const std::pair<const char*, const char*> kPresetKeyFlags[] = {
     {"attention", "attention"},       {"cross_entropy", "cross-entropy"},         {"norm", "norm"},
     {"dp_overlap", "no-dp-overlap"},  {"tp_overlap", "no-tp-overlap"},           {"micro_batch", "micro-batch"},
     {"global_batch", "global-batch"}, {"zero3_collectives", "zero3-collectives"}, {"zero_engine", "zero-engine"},
-    {"grad_reduce_in_fp32", "grad-reduce-in-bf16"}};
+    {"grad_reduce_in_fp32", "grad-reduce-in-bf16"}, {"softmax_fusion", "no-masked-softmax-fusion"},
+    {"bias_gelu_fusion", "no-bias-gelu-fusion"}};
 
 // How stderr says what a preset set: "sequence_parallel on", "micro_batch 4 (the local batch at once)".
 std::string setting_text(const PresetSetting& s) {
@@ -353,6 +360,8 @@ void PlanOptions::apply_flags(ParallelPlan& p) const {
   if (given("no-dp-overlap")) p.dp_overlap = !no_dp_overlap;
   if (given("no-tp-overlap")) p.tp_overlap = !no_tp_overlap;
   if (given("grad-reduce-in-bf16")) p.grad_reduce_in_fp32 = !grad_reduce_in_bf16;
+  if (given("no-masked-softmax-fusion")) p.softmax_fusion = !no_masked_softmax_fusion;
+  if (given("no-bias-gelu-fusion")) p.bias_gelu_fusion = !no_bias_gelu_fusion;
   if (given("tp-comm-overlap")) p.tp_comm_overlap = tp_comm_overlap;
   if (given("ep-comm-overlap")) p.ep_comm_overlap = ep_comm_overlap;
   if (given("moe-imbalance")) p.moe_imbalance = moe_imbalance;

@@ -47,7 +47,8 @@ const Entry kRead[] = {
     {"--use-torch-fsdp2", Kind::kRead, true, ""}, {"--bf16", Kind::kRead, true, ""}, {"--fp16", Kind::kRead, true, ""},
     {"--overlap-grad-reduce", Kind::kRead, true, ""}, {"--tp-comm-overlap", Kind::kRead, true, ""},
     {"--fp8-param-gather", Kind::kRead, true, ""}, {"--overlap-moe-expert-parallel-comm", Kind::kRead, true, ""},
-    {"--grad-reduce-in-bf16", Kind::kRead, true, ""},
+    {"--grad-reduce-in-bf16", Kind::kRead, true, ""}, {"--no-masked-softmax-fusion", Kind::kRead, true, ""},
+    {"--no-bias-gelu-fusion", Kind::kRead, true, ""},
     {"--account-for-embedding-in-pipeline-split", Kind::kRead, true, ""},
     // Multi-head latent attention and the dense first layers: checked against --model's mla and
     // moe.dense_layers (interop/megatron_args.cpp).
@@ -63,8 +64,6 @@ const Entry kNotModeled[] = {
     {"--manual-gc", Kind::kNotModeled, true, "Python garbage collection at fixed steps"},
     {"--manual-gc-interval", Kind::kNotModeled, false, "Python garbage collection at fixed steps"},
     {"--no-gradient-accumulation-fusion", Kind::kNotModeled, true, "weight-gradient GEMMs without fused accumulation"},
-    {"--no-masked-softmax-fusion", Kind::kNotModeled, true, "an unfused softmax"},
-    {"--no-bias-gelu-fusion", Kind::kNotModeled, true, "an unfused bias and GELU"},
     {"--no-bias-swiglu-fusion", Kind::kNotModeled, true, "an unfused bias and SwiGLU"},
     {"--no-bias-dropout-fusion", Kind::kNotModeled, true, "an unfused bias, dropout and residual"},
     {"--no-rope-fusion", Kind::kNotModeled, true, "an unfused RoPE"},

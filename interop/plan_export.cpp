@@ -182,6 +182,8 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
   if (p.ep_comm_overlap) a << " --overlap-moe-expert-parallel-comm";
   if (p.fp8_params && fp8_family(p.precision)) a << " --fp8-param-gather";
   if (!p.grad_reduce_in_fp32 && p.precision != Precision::kFp32) a << " --grad-reduce-in-bf16";
+  if (!p.softmax_fusion) a << " --no-masked-softmax-fusion";
+  if (!p.bias_gelu_fusion) a << " --no-bias-gelu-fusion";
   if (p.dp_overlap) a << " --overlap-grad-reduce";
   return a.str();
 }

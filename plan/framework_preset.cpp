@@ -63,13 +63,15 @@ const std::vector<FrameworkPreset>& presets() {
     // GPT-NeoX (EleutherAI/gpt-neox@ea7aefd8, megatron/neox_arguments/neox_args.py and
     // megatron/training.py): Megatron's layers on DeepSpeed's engine, so the same ZeRO stage 0 and
     // gradient reduction after the backward below stage 3; attention_config defaults to "global"
-    // (the unfused core attention: baddbmm, softmax, bmm; its fused scale-mask-softmax is off by
-    // default, scaled_upper_triang_masked_softmax_fusion False, and priced as fused here);
-    // sequence_parallel off by default.
+    // (the unfused core attention: baddbmm, then PyTorch's masked_fill_ and softmax, as its
+    // scale-mask-softmax fusion is off by default, scaled_upper_triang_masked_softmax_fusion False;
+    // megatron/model/fused_softmax.py forward_torch_softmax); its bias and GELU unfused too
+    // (bias_gelu_fusion False: an add, then the GELU); sequence_parallel off by default.
     FrameworkPreset neox = mds;
     neox.name = "gpt-neox";
+    neox.unfused_pointwise = true;  // scaled_upper_triang_masked_softmax_fusion, bias_gelu_fusion False
     neox.source = "GPT-NeoX neox_args.py defaults (DeepSpeed zero_optimization stage 0, overlap_comm on only at stage 3; "
-                  "attention_config global: unfused core attention)";
+                  "attention_config global: unfused core attention; softmax and bias-GELU fusions off)";
     p.push_back(neox);
     mds.name = "deepspeed";
     mds.source = "DeepSpeed config defaults (zero_optimization.stage 0, overlap_comm on only at stage 3)";
@@ -205,6 +207,14 @@ std::vector<PresetSetting> apply_framework_preset(const FrameworkPreset& preset,
   if (preset.torchao_float8 && p.precision == Precision::kFp8 && !stated.has("torchao_float8")) {
     p.torchao_float8 = true;
     set.push_back({"torchao_float8", "true", "torchao's Float8Linear"});
+  }
+  if (preset.unfused_pointwise && !stated.has("softmax_fusion")) {
+    p.softmax_fusion = false;
+    set.push_back({"softmax_fusion", "false", ""});
+  }
+  if (preset.unfused_pointwise && !stated.has("bias_gelu_fusion")) {
+    p.bias_gelu_fusion = false;
+    set.push_back({"bias_gelu_fusion", "false", ""});
   }
   if (preset_fp8_params(preset, p) && !stated.has("fp8_params")) {
     p.fp8_params = true;

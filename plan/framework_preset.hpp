@@ -70,6 +70,9 @@ struct FrameworkPreset {
   bool torchao_float8 = false;
   // FP8 primary weights (the plan's fp8_params) with per-tensor FP8 and MXFP8 unless stated.
   bool fp8_params = false;
+  // Unfused attention's softmax and a biased GELU as PyTorch's separate kernels (the plan's
+  // softmax_fusion and bias_gelu_fusion off) unless stated.
+  bool unfused_pointwise = false;
 };
 
 // Whether `preset` keeps FP8 primary weights for a plan of this precision and recipe that does

@@ -56,10 +56,13 @@ void add_tp_boundary(LayerWork& w, const Shapes& s, bool sp, bool entering) {
 }
 
 void add_ffn_core(LayerWork& w, const ModelSpec& m, const Shapes& s, const FfnNames& n, int64_t tokens, int64_t width,
-                  int64_t groups) {
+                  int64_t groups, bool bias_gelu_fusion) {
   const bool swiglu = m.ffn_kind == FfnKind::kSwiglu;
   add_linear(w, n.up, n.up_dgrad, n.up_wgrad, tokens, (swiglu ? 2 : 1) * width, s.h, groups);
   const double inner = static_cast<double>(tokens) * static_cast<double>(groups) * static_cast<double>(width) * s.e;
+  // A biased GELU without Megatron's bias_gelu fusion adds fc1's bias in a kernel of its own
+  // first (GPT-NeoX's default: activation_func(intermediate + bias)); its gradient is the GELU's.
+  if (!swiglu && m.linear_bias && !bias_gelu_fusion) w.forward.push_back(memory("gelu_bias_add", 2.0 * inner));
   w.forward.push_back(memory(swiglu ? "swiglu" : "gelu", (swiglu ? 3.0 : 2.0) * inner));
   w.backward.push_back(memory(swiglu ? "swiglu_bwd" : "gelu_bwd", (swiglu ? 5.0 : 3.0) * inner));
   add_linear(w, n.down, n.down_dgrad, n.down_wgrad, tokens, s.h, width, groups);
@@ -189,6 +192,10 @@ void add_attention(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, cons
     context.batch = scores.batch;
     const double probs = static_cast<double>(scores.batch) * static_cast<double>(m.seq_len) * static_cast<double>(m.seq_len) * s.e;
     w.forward.push_back(scores);
+    // Without the fused scale-mask-softmax, PyTorch masks the scores in place first (masked_fill_:
+    // read and write them) and its backward masks the gradient again (GPT-NeoX's
+    // forward_torch_softmax; Megatron --no-masked-softmax-fusion).
+    if (!p.softmax_fusion) w.forward.push_back(memory("softmax_mask_fill", 2.0 * probs));
     w.forward.push_back(memory("softmax", (m.dropout ? 4.0 : 2.0) * probs));
     w.forward.push_back(context);
     for (const Op& g : {scores, context}) {
@@ -198,6 +205,7 @@ void add_attention(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, cons
       w.backward.push_back(b);
     }
     w.backward.push_back(memory("softmax_bwd", (m.dropout ? 5.0 : 3.0) * probs));
+    if (!p.softmax_fusion) w.backward.push_back(memory("softmax_mask_fill_bwd", 2.0 * probs));
   }
 }
 
@@ -265,7 +273,7 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
     add_moe_ffn(w, m, p, s, marks);
   } else {
     add_tp_boundary(w, s, sp, true);
-    add_ffn_core(w, m, s, kFfnNames, s.tokens, s.f / s.t);
+    add_ffn_core(w, m, s, kFfnNames, s.tokens, s.f / s.t, 1, p.bias_gelu_fusion);
     add_tp_boundary(w, s, sp, false);
   }
   marks.mlp_end = w.forward.size();

@@ -83,9 +83,10 @@ inline constexpr FfnNames kSharedFfnNames{"shared_fc1", "shared_fc1_dgrad", "sha
                                           "shared_fc2", "shared_fc2_dgrad", "shared_fc2_wgrad"};
 
 // An FFN's up (and gate) projection, activation and down projection over `tokens` rows of width
-// `width` (per rank), `groups` independent FFNs (local experts) of that shape.
+// `width` (per rank), `groups` independent FFNs (local experts) of that shape; a biased GELU's
+// bias added apart without `bias_gelu_fusion` (ParallelPlan::bias_gelu_fusion).
 void add_ffn_core(LayerWork& w, const ModelSpec& m, const Shapes& s, const FfnNames& names, int64_t tokens, int64_t width,
-                  int64_t groups = 1);
+                  int64_t groups, bool bias_gelu_fusion);
 
 // Where a layer's parts sit in its forward op list, for selective recomputation by module.
 struct LayerMarks {

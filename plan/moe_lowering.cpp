@@ -126,7 +126,7 @@ void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const 
   const double rank_copies = t.received_bytes / (static_cast<double>(s.h) * s.e) * static_cast<double>(t.etp);
   const int64_t per_expert = std::max<int64_t>(1, std::llround(rank_copies / static_cast<double>(local_experts)));
   marks.routed_act = w.forward.size() + 1;  // after fc1
-  add_ffn_core(w, m, s, kFfnNames, per_expert, moe.expert_ffn_hidden / (like_dense ? s.t : t.etp), local_experts);
+  add_ffn_core(w, m, s, kFfnNames, per_expert, moe.expert_ffn_hidden / (like_dense ? s.t : t.etp), local_experts, p.bias_gelu_fusion);
   if (allgather) add_allgather_exchange(w, p, t, moe.experts, tokens, s.e, false);
   else add_alltoall_exchange(w, p, t, false);
   w.forward.push_back(memory("moe_unpermute", 2 * t.copy_bytes + outside));
@@ -138,7 +138,7 @@ void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const 
   if (moe.shared_experts > 0) {
     marks.shared_begin = w.forward.size();
     if (!like_dense) add_tp_boundary(w, s, p.sequence_parallel, true);
-    add_ffn_core(w, m, s, kSharedFfnNames, s.tokens, moe.shared_experts * moe.expert_ffn_hidden / s.t);
+    add_ffn_core(w, m, s, kSharedFfnNames, s.tokens, moe.shared_experts * moe.expert_ffn_hidden / s.t, 1, p.bias_gelu_fusion);
     marks.shared_end = w.forward.size();
   }
   if (like_dense || moe.shared_experts > 0) add_tp_boundary(w, s, p.sequence_parallel, false);

@@ -148,6 +148,14 @@ struct ParallelPlan {
   // matmul_with_hp_or_float8_args saves input_hp), not a quantized copy. The rowwise recipe is
   // torchao's either way.
   bool torchao_float8 = false;
+  // Unfused attention's scale-mask-softmax as one fused kernel (Megatron's FusedScaleMaskSoftmax,
+  // --masked-softmax-fusion on by default); false: PyTorch's masked_fill_ and softmax, two passes
+  // more each way (Megatron --no-masked-softmax-fusion; GPT-NeoX's default,
+  // scaled_upper_triang_masked_softmax_fusion False).
+  bool softmax_fusion = true;
+  // A biased GELU FFN adds fc1's bias inside the GELU kernel (Megatron's bias_gelu fusion);
+  // false: a separate add first (Megatron --no-bias-gelu-fusion; GPT-NeoX's default).
+  bool bias_gelu_fusion = true;
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // with precision fp8
   // MoE routing: the busiest EP rank's token copies over the mean (1: balanced, as NVIDIA's
   // benchmarks force it), and the expert capacity factor (Megatron-Core's

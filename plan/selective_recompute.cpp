@@ -20,7 +20,8 @@ namespace trainsim::lowering {
 namespace {
 
 bool attention_core(const std::string& name) {
-  return name == "attention" || name == "attention_window" || name == "attn_scores" || name == "softmax" || name == "attn_context" ||
+  return name == "attention" || name == "attention_window" || name == "attn_scores" || name == "softmax" || name == "softmax_mask_fill" ||
+         name == "attn_context" ||
          name == "cp_ring_kv" || name == "cp_allgather_kv" || name == "cp_a2a_qkv" || name == "cp_a2a_out";
 }
 

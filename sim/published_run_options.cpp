@@ -64,7 +64,9 @@ bool is_modeled_setting(const std::string& option) {
 // fp8_params; float8_rowwise / fp8_current_scaling: the plan's fp8_recipe rowwise / tensorwise (on
 // an FP8 run); overlap_moe_expert_parallel_comm: the plan's ep_comm_overlap;
 // moe_router_force_load_balancing and moe_dropless: what the plan assumes unless told otherwise
-// (moe_imbalance 1, no capacity factor); "key:value" recipe settings: is_modeled_setting.
+// (moe_imbalance 1, no capacity factor); scaled_upper_triang_masked_softmax_fusion /
+// scaled_masked_softmax_fusion and bias_gelu_fusion (GPT-NeoX's switches): the plan's
+// softmax_fusion and bias_gelu_fusion; "key:value" recipe settings: is_modeled_setting.
 bool option_is_modeled(const std::string& option) {
   if (is_modeled_setting(option)) return true;
   static const std::vector<std::string> modeled = {"distributed_optimizer", "zero1", "overlap_grad_reduce",
@@ -72,7 +74,8 @@ bool option_is_modeled(const std::string& option) {
                                                    "fsdp_no_reshard_after_forward", "tp_comm_overlap", "async_tp",
                                                    "fp8_params", "float8_rowwise", "fp8_current_scaling",
                                                    "overlap_moe_expert_parallel_comm", "moe_router_force_load_balancing",
-                                                   "moe_dropless"};
+                                                   "moe_dropless", "scaled_upper_triang_masked_softmax_fusion",
+                                                   "scaled_masked_softmax_fusion", "bias_gelu_fusion"};
   return std::find(modeled.begin(), modeled.end(), option) != modeled.end();
 }
 

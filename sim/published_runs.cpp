@@ -222,6 +222,15 @@ void apply_format_defaults(const json& j, ParallelPlan& plan, StatedKnobs& state
     stated.keys.push_back("tp_comm_overlap");
   }
   if (has_option(j, "overlap_moe_expert_parallel_comm")) plan.ep_comm_overlap = true;
+  // GPT-NeoX's fusion switches, named when on: the fused scale-mask-softmax and bias-GELU.
+  if (has_option(j, "scaled_upper_triang_masked_softmax_fusion") || has_option(j, "scaled_masked_softmax_fusion")) {
+    plan.softmax_fusion = true;
+    stated.keys.push_back("softmax_fusion");
+  }
+  if (has_option(j, "bias_gelu_fusion")) {
+    plan.bias_gelu_fusion = true;
+    stated.keys.push_back("bias_gelu_fusion");
+  }
   // "key:value" recipe settings (is_modeled_setting): each states its plan key.
   if (const auto v = option_value(j, "moe_token_dispatcher"); v && is_modeled_setting("moe_token_dispatcher:" + *v)) {
     plan.moe_dispatcher = parse_moe_dispatcher(*v);

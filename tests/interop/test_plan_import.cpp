@@ -201,4 +201,11 @@ TEST_CASE("Megatron-LM's --fp8-recipe: tensorwise, blockwise and mxfp8 are read 
   CHECK(bf16_grads.not_modeled.empty());
   CHECK(import_megatron("--bf16", "args", m, 8).plan.grad_reduce_in_fp32);
   CHECK_THAT(export_plan(&m, bf16_grads.plan, 8, ExportTarget::kMegatron), Catch::Contains("--grad-reduce-in-bf16"));
+  // The unfused softmax and bias-GELU: read into the plan, written back.
+  const ImportedJob unfused = import_megatron("--bf16 --no-masked-softmax-fusion --no-bias-gelu-fusion", "args", m, 8);
+  CHECK_FALSE(unfused.plan.softmax_fusion);
+  CHECK_FALSE(unfused.plan.bias_gelu_fusion);
+  CHECK(unfused.not_modeled.empty());
+  CHECK_THAT(export_plan(&m, unfused.plan, 8, ExportTarget::kMegatron),
+             Catch::Contains("--no-masked-softmax-fusion") && Catch::Contains("--no-bias-gelu-fusion"));
 }

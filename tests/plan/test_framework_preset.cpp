@@ -220,3 +220,26 @@ TEST_CASE("NeMo 2 and Megatron-Bridge keep FP8 primary weights, Megatron-Bridge 
   CHECK_FALSE(back.grad_reduce_in_fp32);
   CHECK(back.torchao_float8);
 }
+
+TEST_CASE("GPT-NeoX runs its softmax and bias-GELU unfused unless stated, and the plan JSON and Megatron flags carry it") {
+  ParallelPlan p = tp2_plan();
+  apply_framework_preset(framework_preset("gpt-neox"), p, StatedKnobs{{"global_batch"}});
+  CHECK_FALSE(p.softmax_fusion);
+  CHECK_FALSE(p.bias_gelu_fusion);
+  ParallelPlan stated = tp2_plan();
+  apply_framework_preset(framework_preset("gpt-neox"), stated, StatedKnobs{{"global_batch", "softmax_fusion", "bias_gelu_fusion"}});
+  CHECK(stated.softmax_fusion);
+  CHECK(stated.bias_gelu_fusion);
+  for (const char* framework : {"megatron-deepspeed", "megatron-lm", "deepspeed"}) {
+    ParallelPlan q = tp2_plan();
+    apply_framework_preset(framework_preset(framework), q, StatedKnobs{{"global_batch"}});
+    CHECK(q.softmax_fusion);
+    CHECK(q.bias_gelu_fusion);
+  }
+  const std::string path = (std::filesystem::temp_directory_path() / "trainsim_neox_fusions_plan.json").string();
+  save_plan_json(p, path);
+  const ParallelPlan back = load_plan_file(path);
+  CHECK_FALSE(back.softmax_fusion);
+  CHECK_FALSE(back.bias_gelu_fusion);
+  CHECK_FALSE(plan_to_json(tp2_plan()).contains("softmax_fusion"));
+}

@@ -104,3 +104,28 @@ TEST_CASE("an eager RMSNorm moves 9x (forward) and 7.5x (backward) the bytes of 
   const ModelSpec gpt = resolve_model("gpt2-124m");  // LayerNorm
   CHECK(bytes_of(lower_iteration(gpt, eager).layer.forward, "norm1") == bytes_of(lower_iteration(gpt, fused).layer.forward, "norm1"));
 }
+
+TEST_CASE("GPT-NeoX's unfused softmax masks the scores in place both ways, its unfused bias-GELU adds the bias apart") {
+  const ModelSpec gpt = resolve_model("gpt2-355m");  // biased GELU FFN
+  ParallelPlan fused;
+  fused.attention = AttentionKernel::kUnfused;
+  ParallelPlan neox = fused;
+  neox.softmax_fusion = false;
+  neox.bias_gelu_fusion = false;
+  const IterationWork f = lower_iteration(gpt, fused), n = lower_iteration(gpt, neox);
+  // masked_fill_ reads and writes the scores: two passes, half the softmax's four with its dropout.
+  REQUIRE(gpt.dropout);
+  CHECK(bytes_of(n.layer.forward, "softmax_mask_fill") == Approx(0.5 * bytes_of(f.layer.forward, "softmax")));
+  CHECK(bytes_of(n.layer.backward, "softmax_mask_fill_bwd") == Approx(0.5 * bytes_of(f.layer.forward, "softmax")));
+  CHECK(bytes_of(f.layer.forward, "softmax_mask_fill") == 0);
+  // The bias add reads and writes the FFN's inner tensor, as the GELU does.
+  CHECK(bytes_of(n.layer.forward, "gelu_bias_add") == Approx(bytes_of(f.layer.forward, "gelu")));
+  CHECK(bytes_of(f.layer.forward, "gelu_bias_add") == 0);
+  CHECK(op_category_of("softmax_mask_fill") == OpCategory::kSoftmax);
+  CHECK(op_category_of("gelu_bias_add") == OpCategory::kActivation);
+  // Flash attention has no separate softmax; a SwiGLU FFN no GELU bias.
+  ParallelPlan flash = neox;
+  flash.attention = AttentionKernel::kFlash;
+  CHECK(bytes_of(lower_iteration(gpt, flash).layer.forward, "softmax_mask_fill") == 0);
+  CHECK(bytes_of(lower_iteration(resolve_model("llama3-8b"), neox).layer.forward, "gelu_bias_add") == 0);
+}

@@ -304,6 +304,28 @@ TEST_CASE("an FP8 run's scaling: fp8_current_scaling reads as tensorwise, Megatr
   CHECK(used(bridge, "plan.fp8_recipe=tensorwise (megatron-bridge's FP8 recipes are per-tensor current scaling)"));
   CHECK(fp8_run("pr_fp8_nemo.json", "\"nemo\"", R"("distributed_optimizer")").plan.fp8_recipe == Fp8Recipe::kDelayed);
   CHECK(fp8_run("pr_fp8_rowwise.json", "\"torchtitan\"", R"("float8_rowwise")").plan.fp8_recipe == Fp8Recipe::kRowwise);
+  // FP8 primary weights: NeMo 2's and Megatron-Bridge's default, said so; torchtitan's FP8 is torchao's.
+  CHECK(bridge.plan.fp8_params);
+  CHECK(used(bridge, "plan.fp8_params=true (megatron-bridge's FP8 recipes keep FP8 primary weights)"));
+  CHECK_FALSE(bridge.plan.grad_reduce_in_fp32);
+  const PublishedRun titan = fp8_run("pr_fp8_titan.json", "\"torchtitan\"", R"("torch_compile")");
+  CHECK(titan.plan.torchao_float8);
+  CHECK_FALSE(titan.plan.fp8_params);
+}
+
+TEST_CASE("GPT-NeoX runs: the softmax and bias-GELU fusions are off unless the run names them") {
+  const std::string plan = R"("dp": 4, "tp": 2, "pp": 1, "cp": 1, "ep": 1, "vpp": null, "micro_batch": 1, "global_batch": 64,
+      "zero_stage": null, "recompute": null, "sequence_parallel": null, "schedule": null)";
+  const auto neox_run = [&](const std::string& name, const std::string& options) {
+    return load_published_runs(write_runs(name, "\"gpt-neox\"", "a100-sxm-80gb", plan, R"("tokens_per_s_per_gpu": 1000)", options)).at(0);
+  };
+  const PublishedRun plain = neox_run("pr_neox_plain.json", R"("zero1")");
+  CHECK_FALSE(plain.plan.softmax_fusion);
+  CHECK_FALSE(plain.plan.bias_gelu_fusion);
+  const PublishedRun fused = neox_run("pr_neox_fused.json", R"("scaled_upper_triang_masked_softmax_fusion", "bias_gelu_fusion")");
+  CHECK(fused.plan.softmax_fusion);
+  CHECK(fused.plan.bias_gelu_fusion);
+  CHECK(fused.options_not_modeled.empty());
 }
 
 TEST_CASE("an MoE run's recipe settings stated as options: dispatcher, expert TP, recompute modules, unknown values stay not modeled") {
