@@ -69,12 +69,13 @@ void add_summary_row(TextTable& s, const ErrorSummary& g) {
   s.add_row({g.name, std::to_string(g.count), std::to_string(g.unsupported), has_error ? format_percent(g.mean_abs_error) : "-",
              has_error ? format_percent(g.max_abs_error) : "-", std::to_string(g.memory_count),
              has_memory ? format_percent(g.memory_mean_abs_error) : "-",
-             g.oom_runs > 0 ? std::to_string(g.oom_flagged) + " of " + std::to_string(g.oom_runs) : "-"});
+             g.oom_runs > 0 ? std::to_string(g.oom_flagged) + " of " + std::to_string(g.oom_runs) : "-",
+             std::to_string(g.ran_not_fitting)});
 }
 
 std::string summary_table(const ValidationResult& v) {
   TextTable s({{"summary", TextTable::Align::kLeft}, {"predicted"}, {"unsupported"}, {"mean |error|"}, {"max |error|"},
-               {"memory runs"}, {"memory mean |error|"}, {"OOM flagged"}});
+               {"memory runs"}, {"memory mean |error|"}, {"OOM flagged"}, {"ran, judged OOM"}});
   for (const ErrorSummary& g : v.groups) add_summary_row(s, g);
   s.add_rule();
   for (const ErrorSummary* g : {&v.fit_half, &v.held_out_half, &v.all}) add_summary_row(s, *g);
@@ -120,6 +121,7 @@ nlohmann::ordered_json summary_json(const ErrorSummary& s) {
   if (s.memory_count > 0) j["memory_mean_abs_error"] = s.memory_mean_abs_error;
   j["oom_runs"] = s.oom_runs;
   j["oom_flagged"] = s.oom_flagged;
+  j["ran_not_fitting"] = s.ran_not_fitting;
   return j;
 }
 

@@ -44,6 +44,8 @@ void ErrorSummary::add(const RunResult& r) {
   if (r.run->measured_oom) {
     ++oom_runs;
     oom_flagged += r.predicted_fits ? 0 : 1;
+  } else if (!r.predicted_fits) {
+    ++ran_not_fitting;
   }
 }
 

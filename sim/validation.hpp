@@ -37,6 +37,7 @@ struct ErrorSummary {
   double memory_mean_abs_error = 0;
   double memory_max_abs_error = 0;
   int64_t oom_runs = 0, oom_flagged = 0;  // runs that went out of memory; of them, predicted not to fit
+  int64_t ran_not_fitting = 0;            // runs that trained but are predicted not to fit
 
   void add_error(double error);
   void add_memory_error(double error);

@@ -553,3 +553,6 @@ cli_test("search over FP8, MXFP8 and NVFP4 on H100 and GB200 skips the block-sca
 cli_test("bad: a hybrid Mamba-2 model (Nemotron-H) is refused by name with the reason" RC 2
   MATCH "\"nemotron_h\" is Nemotron-H / Nemotron 3 \\(Mamba-2 layers" "not modeled"
   ARGS model --model ${hf}/nemotron-h/config.json)
+cli_test("validate --summary counts the runs that trained but are judged not to fit" RC 0
+  MATCH "ran, judged OOM" "korthikanti_2022_table5 +8 +0 "
+  ARGS validate --summary --runs ${runs} --groups korthikanti_2022_table5)

@@ -108,6 +108,7 @@ TEST_CASE("five published runs that trained are predicted not to fit in memory")
     ++not_fitting;
   }
   CHECK(not_fitting <= 5);
+  CHECK(result().all.ran_not_fitting == not_fitting);  // the summary's "ran, judged OOM"
 }
 
 TEST_CASE("an interleaved run that does not say vpp takes the fewest chunks that split its layers") {
