@@ -197,7 +197,7 @@ const std::pair<const char*, const char*> kPresetKeyFlags[] = {
     {"dp_overlap", "no-dp-overlap"},  {"tp_overlap", "no-tp-overlap"},           {"micro_batch", "micro-batch"},
     {"global_batch", "global-batch"}, {"zero3_collectives", "zero3-collectives"}, {"zero_engine", "zero-engine"},
     {"grad_reduce_in_fp32", "grad-reduce-in-bf16"}, {"softmax_fusion", "no-masked-softmax-fusion"},
-    {"bias_gelu_fusion", "no-bias-gelu-fusion"}};
+    {"bias_gelu_fusion", "no-bias-gelu-fusion"}, {"fp8_params", "fp8_params"}, {"torchao_float8", "torchao_float8"}};  // the last two: plan-file keys only
 
 // How stderr says what a preset set: "sequence_parallel on", "micro_batch 4 (the local batch at once)".
 std::string setting_text(const PresetSetting& s) {

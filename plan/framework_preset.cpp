@@ -162,6 +162,35 @@ void fill_kernels(const FrameworkPreset& preset, ParallelPlan& p, const StatedKn
     p.norm = NormKernel::kEager;
     set.push_back({"norm", "eager", "torch.compile off by default"});
   }
+  if (preset.unfused_pointwise && !stated.has("softmax_fusion")) {
+    p.softmax_fusion = false;
+    set.push_back({"softmax_fusion", "false", ""});
+  }
+  if (preset.unfused_pointwise && !stated.has("bias_gelu_fusion")) {
+    p.bias_gelu_fusion = false;
+    set.push_back({"bias_gelu_fusion", "false", ""});
+  }
+}
+
+// The precision recipe's defaults: FP8 scaling, the gradient dtype, whose FP8 linears, FP8
+// primary weights.
+void fill_precision(const FrameworkPreset& preset, ParallelPlan& p, const StatedKnobs& stated, std::vector<PresetSetting>& set) {
+  if (preset.fp8_tensorwise && p.precision == Precision::kFp8 && !stated.has("fp8_recipe")) {
+    p.fp8_recipe = Fp8Recipe::kTensorwise;
+    set.push_back({"fp8_recipe", "tensorwise", "the fp8_cs recipes"});
+  }
+  if (preset.grad_reduce_in_bf16 && !stated.has("grad_reduce_in_fp32")) {  // fp32 training keeps fp32 gradients
+    p.grad_reduce_in_fp32 = false;
+    set.push_back({"grad_reduce_in_fp32", "false", "gradients reduced in bf16"});
+  }
+  if (preset.torchao_float8 && p.precision == Precision::kFp8 && !stated.has("torchao_float8")) {
+    p.torchao_float8 = true;
+    set.push_back({"torchao_float8", "true", "torchao's Float8Linear"});
+  }
+  if (preset_fp8_params(preset, p) && !stated.has("fp8_params")) {
+    p.fp8_params = true;
+    set.push_back({"fp8_params", "true", "the FP8 recipes' primary weights"});
+  }
 }
 
 }  // namespace
@@ -196,30 +225,7 @@ std::vector<PresetSetting> apply_framework_preset(const FrameworkPreset& preset,
     p.tp_overlap = false;
     set.push_back({"tp_overlap", "false", ""});
   }
-  if (preset.fp8_tensorwise && p.precision == Precision::kFp8 && !stated.has("fp8_recipe")) {
-    p.fp8_recipe = Fp8Recipe::kTensorwise;
-    set.push_back({"fp8_recipe", "tensorwise", "the fp8_cs recipes"});
-  }
-  if (preset.grad_reduce_in_bf16 && !stated.has("grad_reduce_in_fp32")) {  // fp32 training keeps fp32 gradients
-    p.grad_reduce_in_fp32 = false;
-    set.push_back({"grad_reduce_in_fp32", "false", "gradients reduced in bf16"});
-  }
-  if (preset.torchao_float8 && p.precision == Precision::kFp8 && !stated.has("torchao_float8")) {
-    p.torchao_float8 = true;
-    set.push_back({"torchao_float8", "true", "torchao's Float8Linear"});
-  }
-  if (preset.unfused_pointwise && !stated.has("softmax_fusion")) {
-    p.softmax_fusion = false;
-    set.push_back({"softmax_fusion", "false", ""});
-  }
-  if (preset.unfused_pointwise && !stated.has("bias_gelu_fusion")) {
-    p.bias_gelu_fusion = false;
-    set.push_back({"bias_gelu_fusion", "false", ""});
-  }
-  if (preset_fp8_params(preset, p) && !stated.has("fp8_params")) {
-    p.fp8_params = true;
-    set.push_back({"fp8_params", "true", "the FP8 recipes' primary weights"});
-  }
+  fill_precision(preset, p, stated, set);
   if (preset.deepspeed_zero3_collectives && !stated.has("zero3_collectives")) {
     p.zero3_collectives = Zero3Collectives::kDeepSpeed;
     if (p.zero_stage == 3) set.push_back({"zero3_collectives", "deepspeed", "a gather per module bucket"});

@@ -99,9 +99,10 @@ struct PresetSetting {
 
 // Sets what `stated` leaves out of `plan` to `preset`'s defaults, in this order (each may read the
 // ones before): zero_stage; sequence_parallel (with tp > 1); tp_comm_overlap (with SP); attention;
-// cross_entropy; norm; recompute (selective becomes selective_op where per-op checkpointing is the
-// framework's only selective recomputation, stated or not); dp_overlap; tp_overlap; micro_batch
-// (from a stated global batch, where it divides over dp). A knob the preset has no default for
+// cross_entropy; norm; softmax_fusion; bias_gelu_fusion; recompute (selective becomes selective_op
+// where per-op checkpointing is the framework's only selective recomputation, stated or not);
+// dp_overlap; tp_overlap; fp8_recipe; grad_reduce_in_fp32; torchao_float8; fp8_params;
+// zero3_collectives; zero_engine; micro_batch (from a stated global batch, where it divides over dp). A knob the preset has no default for
 // stays as it is. Returns what it set, in that order. Never throws.
 std::vector<PresetSetting> apply_framework_preset(const FrameworkPreset& preset, ParallelPlan& plan, const StatedKnobs& stated);
 

@@ -132,6 +132,10 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
     note_default(key);
     field = r.optional_int(key, min_value).value_or(field);
   };
+  auto read_bool = [&](const char* key, bool& field) {
+    note_default(key);
+    field = r.optional_bool(key).value_or(field);
+  };
   read_int("dp", p.dp, 1);
   read_int("tp", p.tp, 1);
   read_int("pp", p.pp, 1);
@@ -159,8 +163,7 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
       r.add_problem("recompute_modules", e.problems().front());
     }
   }
-  note_default("sequence_parallel");
-  p.sequence_parallel = r.optional_bool("sequence_parallel").value_or(p.sequence_parallel);
+  read_bool("sequence_parallel", p.sequence_parallel);
   if (auto v = r.optional_choice("schedule", {"gpipe", "1f1b", "interleaved", "zb-1p", "zb-2p", "zb-v"})) {
     p.schedule = parse_schedule(*v);
     if (p.schedule == Schedule::kZeroBubbleV && !r.has("vpp")) p.vpp = 2;  // ZB-V's two chunks per rank
@@ -175,12 +178,9 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   note_default("norm");
   if (auto v = r.optional_choice("norm", {"fused", "eager"})) p.norm = *v == "eager" ? NormKernel::kEager : NormKernel::kFused;
   if (auto v = r.optional_choice("cp_comm", {"p2p", "all_gather", "a2a"})) p.cp_comm = parse_cp_comm(*v);
-  note_default("dp_overlap");
-  p.dp_overlap = r.optional_bool("dp_overlap").value_or(p.dp_overlap);
-  note_default("tp_overlap");
-  p.tp_overlap = r.optional_bool("tp_overlap").value_or(p.tp_overlap);
-  note_default("tp_comm_overlap");
-  p.tp_comm_overlap = r.optional_bool("tp_comm_overlap").value_or(p.tp_comm_overlap);
+  read_bool("dp_overlap", p.dp_overlap);
+  read_bool("tp_overlap", p.tp_overlap);
+  read_bool("tp_comm_overlap", p.tp_comm_overlap);
   note_default("zero3_collectives");
   if (auto v = r.optional_choice("zero3_collectives", {"per_layer", "deepspeed"})) {
     p.zero3_collectives = *v == "deepspeed" ? Zero3Collectives::kDeepSpeed : Zero3Collectives::kPerLayer;
@@ -192,15 +192,11 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   p.deepspeed_reduce_bucket = r.optional_number("deepspeed_reduce_bucket", 1.0).value_or(p.deepspeed_reduce_bucket);
   p.deepspeed_prefetch_bucket = r.optional_number("deepspeed_prefetch_bucket", 1.0).value_or(p.deepspeed_prefetch_bucket);
   p.deepspeed_contiguous_gradients = r.optional_bool("deepspeed_contiguous_gradients").value_or(p.deepspeed_contiguous_gradients);
-  p.fp8_params = r.optional_bool("fp8_params").value_or(p.fp8_params);
-  note_default("grad_reduce_in_fp32");
-  p.grad_reduce_in_fp32 = r.optional_bool("grad_reduce_in_fp32").value_or(p.grad_reduce_in_fp32);
-  note_default("torchao_float8");
-  p.torchao_float8 = r.optional_bool("torchao_float8").value_or(p.torchao_float8);
-  note_default("softmax_fusion");
-  p.softmax_fusion = r.optional_bool("softmax_fusion").value_or(p.softmax_fusion);
-  note_default("bias_gelu_fusion");
-  p.bias_gelu_fusion = r.optional_bool("bias_gelu_fusion").value_or(p.bias_gelu_fusion);
+  read_bool("fp8_params", p.fp8_params);
+  read_bool("grad_reduce_in_fp32", p.grad_reduce_in_fp32);
+  read_bool("torchao_float8", p.torchao_float8);
+  read_bool("softmax_fusion", p.softmax_fusion);
+  read_bool("bias_gelu_fusion", p.bias_gelu_fusion);
   if (auto v = r.optional_choice("fp8_recipe", {"delayed", "rowwise", "tensorwise", "blockwise"})) {
     p.fp8_recipe = parse_fp8_recipe(*v);
   }

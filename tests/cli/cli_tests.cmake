@@ -356,6 +356,9 @@ cli_test("predict --grad-reduce-in-bf16: the plan's gradients in bf16" RC 0
 cli_test("predict --framework gpt-neox: its softmax and bias-GELU unfused, as neox_args.py defaults them" RC 0
   MATCH "softmax_fusion off, bias_gelu_fusion off"
   ARGS predict --model gpt2-355m --gpu a100-sxm-80gb --gpus 8 --tp 2 --global-batch 64 --framework gpt-neox)
+cli_test("predict --framework nemo keeps a plan file's fp8_params false (its FP8 primary-weight default applies only when unstated)" RC 0
+  MATCH "framework nemo: zero_stage 1, sequence_parallel on, tp_comm_overlap on \\(" "TP comm overlap, fp8, flash"
+  ARGS predict --model llama3-8b --plan ${plans}/fp8-params-off.json --gpu h100-sxm-80gb --framework nemo)
 cli_test("predict --framework keeps what the flags state" RC 0
   MATCH "framework nemo: sequence_parallel on, tp_comm_overlap on \\(" "ZeRO-0"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --tp 2 --zero 0 --global-batch 64 --framework nemo)
