@@ -18,13 +18,43 @@ constexpr std::pair<const char*, const char*> kArchitectureNames[] = {
     {"deepseek-v3-671b", "deepseek-v3"},
 };
 
-// Megatron-Bridge's DeepSeek-V3 performance configs of 25.09 (NVIDIA-NeMo/Megatron-Bridge@f37f883,
-// 2025-09-24, "dsv3 2509", scripts/performance): on H100 recompute_modules [mla_up_proj, mlp] with
-// selective recomputation; still so in perf_recipes/deepseek/h100/deepseek_v3.py at 067f987.
+// Megatron-Bridge's H100 performance recipes (NVIDIA-NeMo/Megatron-Bridge, scripts/performance at
+// the release tags named; a config's moe_a2a_overlap=True is set_moe_a2a_overlap_overrides in
+// utils/helpers.py: overlap_moe_expert_parallel_comm and delay_wgrad_compute, the second not
+// modeled; a moe_flex_dispatcher_backend of deepep or hybridep is apply_flex_dispatcher_backend,
+// training/flex_dispatcher_backend.py: moe_token_dispatcher_type "flex"). The rows of the
+// performance tables state none of this.
 constexpr RecipePlan kRecipePlans[] = {
-    {"deepseek-v3", "megatron-bridge", "h100-sxm-80gb", {"mla_up_proj", "mlp", nullptr},
-     "Megatron-Bridge's DeepSeek-V3 H100 recipe (25.09+: recompute_modules mla_up_proj, mlp)"},
+    // f37f883 (2025-09-24, "dsv3 2509") run_script.py, for --gpu h100: recompute_modules
+    // [mla_up_proj, mlp] (still so in perf_recipes/deepseek/h100/deepseek_v3.py at 067f987),
+    // enable_deepep and A2A_1F1B (overlap_moe_expert_parallel_comm, delay_wgrad_compute).
+    {"deepseek-v3", "megatron-bridge", "h100-sxm-80gb", {}, {"mla_up_proj", "mlp", nullptr}, "flex", true,
+     "Megatron-Bridge's DeepSeek-V3 H100 recipe, 25.09+: recompute_modules mla_up_proj, mlp; DeepEP; EP overlap"},
+    // v0.2.0 (25.11) configs/qwen3/workload_base_configs.py QWEN3_235B_A22B_H100_{BF16,FP8_CS}_BASE_CONFIG
+    // and v0.3.0-v0.5.0 configs/qwen/qwen3_workload_base_configs.py ..._H100_*_V1/V2: TP2 PP8 VPP4
+    // EP32, moe_a2a_overlap=True; qwen3_llm_pretrain.py's h100 config: moe_token_dispatcher_type "alltoall".
+    {"qwen3-235b-a22b", "megatron-bridge", "h100-sxm-80gb", {2, 8, 4, 32, 1}, {nullptr}, "alltoall", true,
+     "Megatron-Bridge's Qwen3-235B-A22B H100 recipe, 25.11-26.06: NCCL all-to-all, EP overlap"},
+    // v0.3.0 (26.02) configs/qwen/qwen3_workload_base_configs.py QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_*_V1:
+    // PP2 VPP12 EP8, moe_a2a_overlap=True, moe_flex_dispatcher_backend "deepep".
+    {"qwen3-30b-a3b", "megatron-bridge", "h100-sxm-80gb", {1, 2, 12, 8, 1}, {nullptr}, "flex", true,
+     "Megatron-Bridge's Qwen3-30B-A3B H100 recipe, 26.02: DeepEP, EP overlap"},
+    // v0.3.1-v0.5.0 (26.04+) the same file: EP16 without a pipeline, moe_a2a_overlap=False,
+    // moe_flex_dispatcher_backend "hybridep"; qwen3_llm_pretrain.py's h100 config: "flex".
+    {"qwen3-30b-a3b", "megatron-bridge", "h100-sxm-80gb", {1, 1, 1, 16, 1}, {nullptr}, "flex", false,
+     "Megatron-Bridge's Qwen3-30B-A3B H100 recipe, 26.04+: HybridEP, no EP overlap"},
+    // v0.2.0 configs/gpt_oss/workload_base_configs.py GPT_OSS_120B_H100_BF16_BASE_CONFIG (and
+    // v0.3.0-v0.5.0 ..._PRETRAIN_CONFIG_H100_*_V1): PP4 EP8 micro-batch 1, recompute_modules
+    // [layernorm, moe_act]; recipes/gpt_oss/gpt_oss.py: moe_token_dispatcher_type "alltoall".
+    {"gpt-oss-120b", "megatron-bridge", "h100-sxm-80gb", {1, 4, 1, 8, 1}, {"layernorm", "moe_act", nullptr}, "alltoall", false,
+     "Megatron-Bridge's GPT-OSS-120B H100 recipe, 25.11+: recompute_modules layernorm, moe_act; NCCL all-to-all"},
 };
+
+bool layout_matches(const RecipeLayout& recipe, const RecipeLayout& run) {
+  const auto same = [](int64_t want, int64_t have) { return want == 0 || want == have; };
+  return same(recipe.tp, run.tp) && same(recipe.pp, run.pp) && same(recipe.vpp, run.vpp) && same(recipe.ep, run.ep) &&
+         same(recipe.micro_batch, run.micro_batch);
+}
 
 // A stated size, or 0 where it is missing, mistyped or out of bounds (the reader reports those).
 int64_t size_of(const nlohmann::json& model, const char* key) {
@@ -51,9 +81,9 @@ const ModelSpec* catalog_model_of(const nlohmann::json& model) {
   return nullptr;
 }
 
-const RecipePlan* recipe_plan(const std::string& model, const std::string& framework, const std::string& gpu) {
+const RecipePlan* recipe_plan(const std::string& model, const std::string& framework, const std::string& gpu, const RecipeLayout& run) {
   for (const RecipePlan& recipe : kRecipePlans) {
-    if (model == recipe.model && framework == recipe.framework && gpu == recipe.gpu) return &recipe;
+    if (model == recipe.model && framework == recipe.framework && gpu == recipe.gpu && layout_matches(recipe.layout, run)) return &recipe;
   }
   return nullptr;
 }

@@ -95,7 +95,9 @@ void fill_model(json& model, Filler& fill, std::string& unsupported) {
   fill_known_architecture(model, fill, *known);
 }
 
-// A framework recipe's recompute for a run that states none (sim/published_run_models.hpp).
+// What a framework recipe for the run's model, GPU and layout runs, where the run states none of it
+// (sim/published_run_models.hpp): its recomputation, MoE dispatcher and EP overlap, each noted with
+// the recipe's source.
 void fill_recipe_plan(json& j, Filler& fill) {
   if (!j.is_object() || !j.contains("model") || !j.contains("plan") || !j["plan"].is_object() || !j.contains("hardware") ||
       !j["hardware"].is_object() || !j.contains("framework") || !j["hardware"].contains("gpu")) {
@@ -103,16 +105,35 @@ void fill_recipe_plan(json& j, Filler& fill) {
   }
   const ModelSpec* known = catalog_model_of(j["model"]);
   const json& hw = j["hardware"];
-  if (known == nullptr || !is_null(j["plan"], "recompute") || !j["framework"].is_string() || !hw["gpu"].is_string()) return;
-  const RecipePlan* recipe = recipe_plan(known->name, j["framework"].get<std::string>(), hw["gpu"].get<std::string>());
+  if (known == nullptr || !j["framework"].is_string() || !hw["gpu"].is_string()) return;
+  json& pj = j["plan"];
+  const RecipeLayout layout{int_or(pj, "tp", 1), int_or(pj, "pp", 1), int_or(pj, "vpp", 1), int_or(pj, "ep", 1), int_or(pj, "micro_batch", 1)};
+  const RecipePlan* recipe = recipe_plan(known->name, j["framework"].get<std::string>(), hw["gpu"].get<std::string>(), layout);
   if (recipe == nullptr) return;
-  json modules = json::array();
-  for (const char* module : recipe->recompute_modules) {
-    if (module != nullptr) modules.push_back(module);
+  const std::string why = std::string(" (") + recipe->source + ")";
+  const auto noted = [&](size_t before) {
+    if (fill.used.size() > before) fill.used.back() += why;
+  };
+  if (recipe->recompute_modules[0] != nullptr && is_null(pj, "recompute")) {
+    json modules = json::array();
+    for (const char* module : recipe->recompute_modules) {
+      if (module != nullptr) modules.push_back(module);
+    }
+    const size_t before = fill.used.size();
+    fill(pj, "plan.", "recompute", "selective");
+    fill(pj, "plan.", "recompute_modules", modules);
+    noted(before);
   }
-  fill(j["plan"], "plan.", "recompute", "selective");
-  fill(j["plan"], "plan.", "recompute_modules", modules);
-  fill.used.back() += std::string(" (") + recipe->source + ")";
+  if (recipe->moe_dispatcher != nullptr && !option_value(j, "moe_token_dispatcher")) {
+    const size_t before = fill.used.size();
+    fill(pj, "plan.", "moe_dispatcher", recipe->moe_dispatcher);
+    noted(before);
+  }
+  if (recipe->ep_comm_overlap && !has_option(j, "overlap_moe_expert_parallel_comm")) {
+    const size_t before = fill.used.size();
+    fill(pj, "plan.", "ep_comm_overlap", true);
+    noted(before);
+  }
 }
 
 // GPU-dependent network: its reference server's NIC rate, a catalog capability (DGX A100 200 Gb/s, H100/H200 400).
