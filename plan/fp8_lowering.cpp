@@ -204,6 +204,7 @@ void add_fp8_conversions(LayerWork& w, const ModelSpec& m, const ParallelPlan& p
     if (op.kind != OpKind::kGemm) continue;
     const LinearKind kind = linear_kind(op.name, moe);
     if (kind == LinearKind::kOther) continue;
+    const size_t forward_before = w.forward.size(), backward_before = w.backward.size();
     const double input = static_cast<double>(op.m) * static_cast<double>(op.k) * static_cast<double>(op.batch);
     const double grad = static_cast<double>(op.m) * static_cast<double>(op.n) * static_cast<double>(op.batch);
     switch (kind) {
@@ -243,6 +244,9 @@ void add_fp8_conversions(LayerWork& w, const ModelSpec& m, const ParallelPlan& p
         break;
       case LinearKind::kOther: break;
     }
+    // A linear's casts run where it does (a CUDA graph of its block captures them).
+    tag_graph_scope(w.forward, forward_before, op.graph_scope);
+    tag_graph_scope(w.backward, backward_before, op.graph_scope);
   }
   if (!sp) return;
   gather_quantized(w.forward, "sp_allgather", !moe, s.e, q.gather_forward, 0.0);

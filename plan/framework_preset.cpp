@@ -20,11 +20,16 @@ const std::vector<FrameworkPreset>& presets() {
     // userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192); Megatron-Bridge training/comm_overlap.py's
     // configs for Llama 3 70B and 405B); Megatron-LM's own --tp-comm-overlap is opt-in.
     const char* mcore = "NeMo 2 / Megatron-Bridge performance recipes (use_distributed_optimizer, sequence_parallel with tp > 1)";
-    p.push_back({"megatron-core", true, 1, true, false, mcore});
+    // Megatron-Core, NeMo 2 and Megatron-Bridge build their layers from Transformer Engine's
+    // modules (transformer_impl "transformer_engine", Megatron-Core's default).
+    FrameworkPreset core{"megatron-core", true, 1, true, false, mcore};
+    core.transformer_engine = true;
+    p.push_back(core);
     FrameworkPreset nemo{"nemo", true, 1, true, false,
                          "NeMo 2 / Megatron-Bridge performance recipes (use_distributed_optimizer, sequence_parallel and "
                          "tp_comm_overlap with tp > 1)"};
     nemo.tp_comm_overlap_with_sp = true;
+    nemo.transformer_engine = true;
     // Their FP8 mixed-precision recipes keep FP8 primary weights: NeMo 2's bf16_with_fp8_mixed
     // (nemo/collections/llm/recipes/precision/mixed_precision.py: fp8_params=True), Megatron-
     // Bridge's bf16_with_fp8_delayed_scaling_mixed, _current_scaling_mixed and bf16_with_mxfp8_mixed
@@ -190,6 +195,10 @@ void fill_precision(const FrameworkPreset& preset, ParallelPlan& p, const Stated
   if (preset_fp8_params(preset, p) && !stated.has("fp8_params")) {
     p.fp8_params = true;
     set.push_back({"fp8_params", "true", "the FP8 recipes' primary weights"});
+  }
+  if (preset.transformer_engine && !stated.has("host_stack")) {
+    p.host_stack = HostStack::kTransformerEngine;
+    set.push_back({"host_stack", "transformer_engine", "Transformer Engine's modules issue the ops"});
   }
 }
 

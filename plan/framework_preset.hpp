@@ -73,6 +73,9 @@ struct FrameworkPreset {
   // Unfused attention's softmax and a biased GELU as PyTorch's separate kernels (the plan's
   // softmax_fusion and bias_gelu_fusion off) unless stated.
   bool unfused_pointwise = false;
+  // Transformer Engine's modules under Megatron-Core issue the layers' ops (the plan's host_stack
+  // transformer_engine) unless stated.
+  bool transformer_engine = false;
 };
 
 // Whether `preset` keeps FP8 primary weights for a plan of this precision and recipe that does
@@ -101,7 +104,7 @@ struct PresetSetting {
 // ones before): zero_stage; sequence_parallel (with tp > 1); tp_comm_overlap (with SP); attention;
 // cross_entropy; norm; softmax_fusion; bias_gelu_fusion; recompute (selective becomes selective_op
 // where per-op checkpointing is the framework's only selective recomputation, stated or not);
-// dp_overlap; tp_overlap; fp8_recipe; grad_reduce_in_fp32; torchao_float8; fp8_params;
+// dp_overlap; tp_overlap; fp8_recipe; grad_reduce_in_fp32; torchao_float8; fp8_params; host_stack;
 // zero3_collectives; zero_engine; micro_batch (from a stated global batch, where it divides over dp). A knob the preset has no default for
 // stays as it is. Returns what it set, in that order. Never throws.
 std::vector<PresetSetting> apply_framework_preset(const FrameworkPreset& preset, ParallelPlan& plan, const StatedKnobs& stated);

@@ -68,6 +68,13 @@ void add_ffn_core(LayerWork& w, const ModelSpec& m, const Shapes& s, const FfnNa
   add_linear(w, n.down, n.down_dgrad, n.down_wgrad, tokens, s.h, width, groups);
 }
 
+// Marks the ops from `from` on that no block has claimed as `scope`'s (Op::graph_scope).
+void tag_graph_scope(std::vector<Op>& ops, size_t from, uint32_t scope) {
+  for (size_t i = from; i < ops.size(); ++i) {
+    if (ops[i].graph_scope == 0) ops[i].graph_scope = scope;
+  }
+}
+
 }  // namespace lowering
 
 namespace {
@@ -263,6 +270,9 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
   add_tp_boundary(w, s, sp, false);
   w.forward.push_back(memory("dropout_residual", (m.dropout ? 3.5 : 3.0) * act));
   w.backward.push_back(memory("dropout_residual_bwd", (m.dropout ? 3.5 : 3.0) * act));
+  tag_graph_scope(w.forward, 0, kGraphAttn);
+  tag_graph_scope(w.backward, 0, kGraphAttn);
+  const size_t mlp_forward = w.forward.size(), mlp_backward = w.backward.size();
   LayerMarks marks;
   marks.norm2 = w.forward.size();
   w.forward.push_back(memory("norm2", 2 * act * nt.forward));
@@ -280,7 +290,14 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
   w.forward.push_back(memory("dropout_residual", (m.dropout ? 3.5 : 3.0) * act));
   w.backward.push_back(memory("dropout_residual_bwd", (m.dropout ? 3.5 : 3.0) * act));
 
+  tag_graph_scope(w.forward, mlp_forward, moe ? kGraphMoe : kGraphMlp);
+  tag_graph_scope(w.backward, mlp_backward, moe ? kGraphMoe : kGraphMlp);
+  const size_t bias_grads = w.backward.size();
   add_bias_grads(w, m, s);
+  for (size_t i = bias_grads; i < w.backward.size(); ++i) {
+    const std::string name = w.backward[i].name;
+    w.backward[i].graph_scope = name == "qkv_bias_grad" || name == "proj_bias_grad" ? kGraphAttn : kGraphMlp;
+  }
   add_fp8_conversions(w, m, p, s);
   if (p.tp_comm_overlap) pair_tp_comm_overlaps(w, p, !moe);
   else if (p.tp_overlap) pair_backward_overlaps(w.backward);
@@ -363,6 +380,8 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p, const M
   work.grad_bytes_per_param = state_bytes_per_param(p).gradients;
 
   work.layer = lower_layer(m, p, s);
+  work.host_stack = p.host_stack;
+  work.cuda_graphs = p.cuda_graphs;
   work.v_placement = v_placement(p.schedule);
   if (p.ep_comm_overlap) {
     const int64_t chunks = p.vpp;

@@ -35,6 +35,12 @@ struct Op {
   // causal prefix). The kernel skips the tiles outside the band.
   int64_t attention_window = 0;
   bool backward = false;
+  // The layer block holding the op, for CUDA graph capture (CudaGraphScope: kGraphAttn, kGraphMlp,
+  // kGraphMoeRouter, kGraphMoe); 0: outside a layer (embedding, head, loss, per-chunk work).
+  uint32_t graph_scope = 0;
+  // kGemm of a grouped linear that Transformer Engine issues as one cuBLAS GEMM per local expert
+  // (its multi-stream path; HostStack::kTransformerEngine): the launches; 0: one kernel.
+  int32_t expert_launches = 0;
   // kMemoryBound: bytes read + written
   double bytes = 0;
   // kCollective
@@ -113,6 +119,9 @@ struct IterationWork {
   // without a pipeline, (pp - 1) x 2 + (vpp - 1) x pp of m x vpp on the first stage with
   // interleaving (schedules.py's warm-up count; later stages have fewer: taken for every stage).
   double ep_overlap_paired_share = 0;
+  // Who issues the ops and what CUDA graphs capture (the plan's host_stack and cuda_graphs).
+  HostStack host_stack = HostStack::kPytorch;
+  CudaGraphs cuda_graphs = 0;
 };
 
 // The plan must be valid for the model (validate_plan). `target`: the GPU's memory rules.

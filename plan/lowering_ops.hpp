@@ -89,6 +89,10 @@ void add_ffn_core(LayerWork& w, const ModelSpec& m, const Shapes& s, const FfnNa
                   int64_t groups, bool bias_gelu_fusion);
 
 // Where a layer's parts sit in its forward op list, for selective recomputation by module.
+// Marks the ops from `from` on that no block has claimed as `scope`'s (Op::graph_scope,
+// CudaGraphScope): what a CUDA graph of that scope captures.
+void tag_graph_scope(std::vector<Op>& ops, size_t from, uint32_t scope);
+
 struct LayerMarks {
   static constexpr size_t kNone = static_cast<size_t>(-1);
   size_t norm2 = kNone;                           // the pre-MLP norm

@@ -109,10 +109,13 @@ void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const 
   t.experts = moe.experts;
   if (like_dense) add_tp_boundary(w, s, p.sequence_parallel, true);
 
+  const size_t router_forward = w.forward.size(), router_backward = w.backward.size();
   add_linear(w, "router", "router_dgrad", "router_wgrad", std::max<int64_t>(1, std::llround(tokens)), moe.experts, s.h);
   const double logits = tokens * static_cast<double>(moe.experts) * 4.0;  // fp32 softmax and top-k
   w.forward.push_back(memory("router_topk", 3 * logits));
   w.backward.push_back(memory("router_topk_bwd", 3 * logits));
+  tag_graph_scope(w.forward, router_forward, kGraphMoeRouter);
+  tag_graph_scope(w.backward, router_backward, kGraphMoeRouter);
 
   // The all-gather dispatcher permutes out of (and unpermutes into) the gathered tokens.
   const double outside = allgather ? t.token_bytes * static_cast<double>(p.ep * t.etp) : t.token_bytes;
@@ -126,7 +129,17 @@ void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const 
   const double rank_copies = t.received_bytes / (static_cast<double>(s.h) * s.e) * static_cast<double>(t.etp);
   const int64_t per_expert = std::max<int64_t>(1, std::llround(rank_copies / static_cast<double>(local_experts)));
   marks.routed_act = w.forward.size() + 1;  // after fc1
+  const size_t experts_forward = w.forward.size(), experts_backward = w.backward.size();
   add_ffn_core(w, m, s, kFfnNames, per_expert, moe.expert_ffn_hidden / (like_dense ? s.t : t.etp), local_experts, p.bias_gelu_fusion);
+  // Transformer Engine's GroupedLinear issues one cuBLAS GEMM per local expert (multi-stream
+  // cuBLAS, transformer_engine/common/gemm/cublaslt_gemm.cu nvte_multi_stream_cublas_gemm).
+  if (p.host_stack == HostStack::kTransformerEngine && local_experts > 1) {
+    for (auto [ops, from] : {std::pair{&w.forward, experts_forward}, std::pair{&w.backward, experts_backward}}) {
+      for (size_t i = from; i < ops->size(); ++i) {
+        if ((*ops)[i].kind == OpKind::kGemm) (*ops)[i].expert_launches = static_cast<int32_t>(local_experts);
+      }
+    }
+  }
   if (allgather) add_allgather_exchange(w, p, t, moe.experts, tokens, s.e, false);
   else add_alltoall_exchange(w, p, t, false);
   w.forward.push_back(memory("moe_unpermute", 2 * t.copy_bytes + outside));

@@ -366,6 +366,33 @@ const char* to_string(Fp8Recipe r) {
   }
   return "delayed";
 }
+const char* to_string(HostStack stack) { return stack == HostStack::kTransformerEngine ? "transformer_engine" : "pytorch"; }
+
+namespace {
+constexpr std::pair<const char*, CudaGraphs> kCudaGraphScopes[] = {
+    {"attn", kGraphAttn}, {"mlp", kGraphMlp}, {"moe_router", kGraphMoeRouter}, {"moe_preprocess", kGraphMoePreprocess},
+    {"moe", kGraphMoe},   {"layer", kGraphLayer}, {"full_iteration", kGraphFullIteration}};
+}  // namespace
+
+std::string cuda_graphs_text(CudaGraphs graphs) {
+  std::string out;
+  for (const auto& [name, flag] : kCudaGraphScopes) {
+    if ((graphs & flag) == 0) continue;
+    if (!out.empty()) out += ",";
+    out += name;
+  }
+  return out;
+}
+
+CudaGraphs cuda_graph_flag(const std::string& name) {
+  for (const auto& [scope, flag] : kCudaGraphScopes) {
+    if (name == scope) return flag;
+  }
+  return 0;
+}
+
+const char* cuda_graph_names() { return "attn, mlp, moe_router, moe_preprocess, moe, layer, full_iteration"; }
+
 const char* to_string(MoeDispatcher d) {
   return d == MoeDispatcher::kAllGather ? "allgather" : d == MoeDispatcher::kFlex ? "flex" : "alltoall";
 }

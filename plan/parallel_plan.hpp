@@ -83,6 +83,34 @@ enum class Fp8Recipe { kDelayed, kRowwise, kTensorwise, kBlockwise };
 // dispatcher with DeepEP or HybridEP) sends a token once to each other node holding one of its
 // experts and forwards the copies over NVLink inside the node (the combine the reverse).
 enum class MoeDispatcher { kAllToAll, kAllGather, kFlex };
+// Whose modules issue a layer's ops from the host, which sets the host time per op
+// (sim/step_cost.cpp price_ops): kPytorch, PyTorch modules and legacy Megatron kernels (the host
+// time vTrain's Megatron-DeepSpeed runs were fitted to); kTransformerEngine, Transformer Engine
+// modules under Megatron-Core (NeMo, Megatron-Bridge): an eager FP8 / MoE stack's host time per
+// op, and a grouped linear's experts issued one GEMM each (TE's multi-stream cuBLAS path).
+enum class HostStack { kPytorch, kTransformerEngine };
+const char* to_string(HostStack stack);
+// What CUDA graphs capture (Megatron-Core's --cuda-graph-impl / --cuda-graph-scope), as bit
+// flags: a captured op costs the host nothing (one graph launch per captured run of ops).
+// attn: a layer's attention block; mlp: its dense MLP; moe_router: the router; moe_preprocess:
+// the token dispatcher's metadata (no op of its own in the lowering); moe: the whole MoE block
+// (sync-free dispatch); layer: every op of a layer (Megatron-Core's local graphs, scope "full");
+// full_iteration: everything, embedding, head and loss included.
+enum CudaGraphScope : uint32_t {
+  kGraphAttn = 1u << 0,
+  kGraphMlp = 1u << 1,
+  kGraphMoeRouter = 1u << 2,
+  kGraphMoePreprocess = 1u << 3,
+  kGraphMoe = 1u << 4,
+  kGraphLayer = 1u << 5,
+  kGraphFullIteration = 1u << 6,
+};
+using CudaGraphs = uint32_t;
+// "attn,moe_router"; "" for none.
+std::string cuda_graphs_text(CudaGraphs graphs);
+// One scope's flag by name (attn, mlp, moe_router, moe_preprocess, moe, layer, full_iteration); 0 if none.
+CudaGraphs cuda_graph_flag(const std::string& name);
+const char* cuda_graph_names();
 // How ZeRO-3 issues its data-parallel collectives. kPerLayer: one all-gather of a layer's weights
 // (before its forward, and again before its backward without a pipeline) and one reduce-scatter
 // of its gradients, as FSDP units wrapping each block do (PyTorch FSDP1/FSDP2, torchtitan, LLM
@@ -168,6 +196,10 @@ struct ParallelPlan {
   // beside another's backward, layer by layer, each one's dispatch and combine under the other's
   // attention and expert GEMMs).
   bool ep_comm_overlap = false;
+  // The host side: whose modules issue the ops, and what CUDA graphs capture (HostStack,
+  // CudaGraphScope).
+  HostStack host_stack = HostStack::kPytorch;
+  CudaGraphs cuda_graphs = 0;
   Zero3Collectives zero3_collectives = Zero3Collectives::kPerLayer;  // with zero_stage 3
   ZeroEngine zero_engine = ZeroEngine::kMegatron;  // with zero_stage >= 1
   // DeepSpeed's ZeRO buckets, in elements (zero_optimization.reduce_bucket_size and

@@ -50,6 +50,22 @@ MoeDispatcher parse_moe_dispatcher(const std::string& t) {
   throw InputError("moe_dispatcher: \"" + t + "\" is not one of: alltoall, allgather, flex");
 }
 
+HostStack parse_host_stack(const std::string& t) {
+  if (t == "pytorch") return HostStack::kPytorch;
+  if (t == "transformer_engine") return HostStack::kTransformerEngine;
+  throw InputError("host_stack: \"" + t + "\" is not one of: pytorch, transformer_engine");
+}
+
+CudaGraphs parse_cuda_graphs(const std::vector<std::string>& names) {
+  CudaGraphs graphs = 0;
+  for (const std::string& name : names) {
+    const CudaGraphs flag = cuda_graph_flag(name);
+    if (flag == 0) throw InputError("cuda_graphs: \"" + name + "\" is not a scope (one of: " + cuda_graph_names() + ")");
+    graphs |= flag;
+  }
+  return graphs;
+}
+
 CpComm parse_cp_comm(const std::string& t) {
   if (t == "p2p") return CpComm::kP2p;
   if (t == "all_gather") return CpComm::kAllGather;
@@ -204,6 +220,15 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   p.moe_capacity_factor = r.optional_number("moe_capacity_factor", 0.0).value_or(p.moe_capacity_factor);
   if (auto v = r.optional_choice("moe_dispatcher", {"alltoall", "allgather", "flex"})) p.moe_dispatcher = parse_moe_dispatcher(*v);
   p.ep_comm_overlap = r.optional_bool("ep_comm_overlap").value_or(p.ep_comm_overlap);
+  note_default("host_stack");
+  if (auto v = r.optional_choice("host_stack", {"pytorch", "transformer_engine"})) p.host_stack = parse_host_stack(*v);
+  if (auto names = r.optional_string_list("cuda_graphs")) {
+    try {
+      p.cuda_graphs = parse_cuda_graphs(*names);
+    } catch (const InputError& e) {
+      r.add_problem("cuda_graphs", e.problems().front());
+    }
+  }
   return p;
 }
 
@@ -238,7 +263,7 @@ ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* d
   problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, expert_tp, vpp, first_stage_layers, last_stage_layers, micro_batch, global_batch, zero_stage, dp_shard, recompute, recompute_method, recompute_layers, recompute_modules, "
                         "sequence_parallel, schedule, precision, attention, cross_entropy, norm, cp_comm, dp_overlap, tp_overlap, tp_comm_overlap, zero3_collectives, zero_engine, deepspeed_reduce_bucket, deepspeed_prefetch_bucket, "
                         "deepspeed_contiguous_gradients, fp8_params, fp8_recipe, grad_reduce_in_fp32, torchao_float8, softmax_fusion, bias_gelu_fusion, "
-                        "moe_imbalance, moe_capacity_factor, moe_dispatcher, ep_comm_overlap");
+                        "moe_imbalance, moe_capacity_factor, moe_dispatcher, ep_comm_overlap, host_stack, cuda_graphs");
   return plan;
 }
 
@@ -295,6 +320,14 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& p) {
   if (p.moe_capacity_factor > 0) j["moe_capacity_factor"] = p.moe_capacity_factor;
   if (p.moe_dispatcher != MoeDispatcher::kAllToAll) j["moe_dispatcher"] = to_string(p.moe_dispatcher);
   if (p.ep_comm_overlap) j["ep_comm_overlap"] = true;
+  if (p.host_stack != HostStack::kPytorch) j["host_stack"] = to_string(p.host_stack);
+  if (p.cuda_graphs != 0) {
+    nlohmann::json graphs = nlohmann::json::array();
+    for (CudaGraphs flag = 1; flag <= kGraphFullIteration; flag <<= 1) {
+      if ((p.cuda_graphs & flag) != 0) graphs.push_back(cuda_graphs_text(flag));
+    }
+    j["cuda_graphs"] = graphs;
+  }
   return j;
 }
 

@@ -35,6 +35,10 @@ Precision parse_precision(const std::string& text);
 Fp8Recipe parse_fp8_recipe(const std::string& text);
 CpComm parse_cp_comm(const std::string& text);
 MoeDispatcher parse_moe_dispatcher(const std::string& text);
+// pytorch / transformer_engine; throws InputError naming the choices.
+HostStack parse_host_stack(const std::string& text);
+// Comma-separated scope names (cuda_graph_names); throws InputError naming the unknown one.
+CudaGraphs parse_cuda_graphs(const std::vector<std::string>& names);
 AttentionKernel parse_attention(const std::string& text);
 // Megatron-Core's module names ("core_attn", "moe_act", ...) <-> RecomputeModules; an unknown
 // name is an InputError.

@@ -45,9 +45,12 @@ bool is_modeled_setting(const std::string& option) {
     return !value.empty() && value.size() <= 6 && std::all_of(value.begin(), value.end(), [](unsigned char c) { return std::isdigit(c); }) &&
            std::stoll(value) >= 1;
   }
+  if (key == "cuda_graph_impl") return value == "none" || value == "local" || value == "transformer_engine" || value == "full_iteration";
+  if (key == "cuda_graphs") return value == "true" || value == "false";
   try {  // the plan's own parsers decide which values it takes
     if (key == "moe_token_dispatcher") parse_moe_dispatcher(value);
     else if (key == "recompute_modules") parse_recompute_modules(comma_list(value));
+    else if (key == "cuda_graph_scope") parse_cuda_graphs(comma_list(value));
     else return false;
     return true;
   } catch (const InputError&) {
@@ -66,7 +69,8 @@ bool is_modeled_setting(const std::string& option) {
 // moe_router_force_load_balancing and moe_dropless: what the plan assumes unless told otherwise
 // (moe_imbalance 1, no capacity factor); scaled_upper_triang_masked_softmax_fusion /
 // scaled_masked_softmax_fusion and bias_gelu_fusion (GPT-NeoX's switches): the plan's
-// softmax_fusion and bias_gelu_fusion; "key:value" recipe settings: is_modeled_setting.
+// softmax_fusion and bias_gelu_fusion; "key:value" recipe settings: is_modeled_setting (the CUDA
+// graph settings cuda_graph_impl, cuda_graph_scope and cuda_graphs: the plan's cuda_graphs).
 bool option_is_modeled(const std::string& option) {
   if (is_modeled_setting(option)) return true;
   static const std::vector<std::string> modeled = {"distributed_optimizer", "zero1", "overlap_grad_reduce",

@@ -67,7 +67,48 @@ double overlapped_collective_s(const Op& op, double collective_s, double hiding_
                                                     collective_s - op.overlap_hideable_fraction * hiding_stretched_s);
 }
 
+// Host seconds per op of Transformer Engine's stack (HostStack::kTransformerEngine): measured on
+// the DeepSeek-V3 H800 training step (shared/traces/deepseek-v3-h800-train-step.json.gz, an eager
+// FP8 MoE stack): its 4 layers' CPU ranges attn, mlp and combine (F, B, W) and dispatch (B) span
+// 42.48 ms (bench/deepseek_v3_trace_check.py; dispatch(F), 67.8 ms, is the host waiting on
+// DeepEP's receive counts, left out) for the 4 x 81 ops trainsim lowers those layers to (34
+// forward, 44 backward, 3 recomputed: the bench's plan): 131 us per op. PyTorch's stack keeps
+// EfficiencyConstants::host_dispatch_s (72.3 us, fitted on vTrain's Megatron-DeepSpeed runs).
+constexpr double kTransformerEngineHostPerOpS = 42.48e-3 / (4.0 * 81.0);
+// Host seconds per expert GEMM of a grouped linear in Transformer Engine's multi-stream cuBLAS
+// path: 8 experts of 128 tokens (N = K = 2048) take 0.267 ms there against 0.069 ms as one
+// CUTLASS grouped kernel (NVIDIA/TransformerEngine#3134, SM100, benchmark_grouped_linear.py,
+// "pure" rows: the GEMMs alone): 0.267 / 8 = 33 us per expert GEMM, the math a few us of it.
+constexpr double kExpertGemmLaunchS = 0.267e-3 / 8.0;
+
+HostCost host_cost(const CostModel& cost, HostStack stack, CudaGraphs graphs) {
+  HostCost host;
+  if (cost.host_dispatch_s() <= 0) return host;
+  host.per_op_s = stack == HostStack::kTransformerEngine ? kTransformerEngineHostPerOpS : cost.host_dispatch_s();
+  host.per_expert_launch_s = stack == HostStack::kTransformerEngine ? kExpertGemmLaunchS : 0.0;
+  host.graphs = graphs;
+  return host;
+}
+
+namespace {
+bool captured(const Op& op, CudaGraphs graphs) {
+  if ((graphs & kGraphFullIteration) != 0) return true;
+  if (op.graph_scope == 0) return false;
+  return (graphs & kGraphLayer) != 0 || (graphs & op.graph_scope) != 0 ||
+         ((graphs & kGraphMoe) != 0 && op.graph_scope == kGraphMoeRouter);  // the MoE block holds its router
+}
+}  // namespace
+
+double op_host_s(const Op& op, const HostCost& host) {
+  if (captured(op, host.graphs)) return 0.0;
+  return host.per_op_s + static_cast<double>(op.expert_launches) * host.per_expert_launch_s;
+}
+
 StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const LayerScopes& scopes) {
+  return price_ops(ops, cost, scopes, host_cost(cost, HostStack::kPytorch, 0));
+}
+
+StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const LayerScopes& scopes, const HostCost& host) {
   StepCost c;
   for (const Op& op : ops) {
     double t = cost.op_s(op, scopes.of(op.group));
@@ -80,7 +121,15 @@ StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const Laye
   // The host issues every op in turn; when issuing takes longer than the device runs them (small
   // ops), the device idles for the difference. The op list repeats (layers, micro-batches), so
   // over it the device's time is the longer of the two.
-  const double host_s = static_cast<double>(ops.size()) * cost.host_dispatch_s();
+  // A run of captured ops is one graph launch.
+  double host_s = 0;
+  bool in_graph = false;
+  for (const Op& op : ops) {
+    const bool graph = captured(op, host.graphs);
+    if (graph && !in_graph) host_s += host.per_op_s;
+    in_graph = graph;
+    host_s += op_host_s(op, host);
+  }
   c.host_idle_s = std::max(0.0, host_s - c.total());
   return c;
 }
@@ -90,13 +139,16 @@ namespace {
 // Two op lists the host issues one after the other, priced as one (the device idles only where
 // issuing both takes longer than running both). Neither list's ops overlap the other's.
 StepCost price_ops_in_row(const std::vector<Op>& first, const std::vector<Op>& second, const CostModel& cost,
-                          const LayerScopes& scopes) {
-  StepCost c = price_ops(first, cost, scopes), d = price_ops(second, cost, scopes);
+                          const LayerScopes& scopes, const HostCost& host) {
+  StepCost c = price_ops(first, cost, scopes, host), d = price_ops(second, cost, scopes, host);
   c.compute_s += d.compute_s;
   c.tp_s += d.tp_s;
   c.host_idle_s = 0.0;
-  const double host_s = static_cast<double>(first.size() + second.size()) * cost.host_dispatch_s();
-  c.host_idle_s = std::max(0.0, host_s - c.total());
+  double issue_s = 0;
+  for (const std::vector<Op>* ops : {&first, &second}) {
+    for (const Op& op : *ops) issue_s += op_host_s(op, host);
+  }
+  c.host_idle_s = std::max(0.0, issue_s - c.total());
   return c;
 }
 
@@ -167,13 +219,14 @@ std::vector<StepCost> price_steps(const IterationWork& work, int64_t chunks, con
                                   const LayerScopes& scopes) {
   const int64_t stages = static_cast<int64_t>(work.stages.size());
   const int64_t virtual_stages = stages * chunks;
-  StepCost layer_forward = price_ops(work.layer.forward, cost, scopes);
-  StepCost layer_backward_alone = price_ops(work.layer.backward, cost, scopes);
+  const HostCost host = host_cost(cost, work.host_stack, work.cuda_graphs);
+  StepCost layer_forward = price_ops(work.layer.forward, cost, scopes, host);
+  StepCost layer_backward_alone = price_ops(work.layer.backward, cost, scopes, host);
   StepCost layer_backward = layer_backward_alone;  // with the layer's recomputation before it
-  layer_backward += price_ops(work.layer.recompute, cost, scopes);
+  layer_backward += price_ops(work.layer.recompute, cost, scopes, host);
   if (work.ep_overlap_paired_share > 0) hide_moe_exchange(work, cost, scopes, layer_forward, layer_backward, layer_backward_alone);
-  const StepCost chunk_forward = price_ops(work.chunk_forward, cost, scopes);
-  const StepCost chunk_backward = price_ops(work.chunk_backward, cost, scopes);
+  const StepCost chunk_forward = price_ops(work.chunk_forward, cost, scopes, host);
+  const StepCost chunk_backward = price_ops(work.chunk_backward, cost, scopes, host);
   std::vector<StepCost> out;
   out.reserve(static_cast<size_t>(virtual_stages * 2));
   for (int64_t vs = 0; vs < virtual_stages; ++vs) {
@@ -191,14 +244,14 @@ std::vector<StepCost> price_steps(const IterationWork& work, int64_t chunks, con
     }
     if (vs == 0 && vs == virtual_stages - 1) {
       // Without a pipeline the host issues the embedding's and the head's ops in a row.
-      forward += price_ops_in_row(w.embedding_forward, w.head_forward, cost, scopes);
-      backward += price_ops_in_row(w.embedding_backward, w.head_backward, cost, scopes);
+      forward += price_ops_in_row(w.embedding_forward, w.head_forward, cost, scopes, host);
+      backward += price_ops_in_row(w.embedding_backward, w.head_backward, cost, scopes, host);
     } else if (vs == 0) {
-      forward += price_ops(w.embedding_forward, cost, scopes);
-      backward += price_ops(w.embedding_backward, cost, scopes);
+      forward += price_ops(w.embedding_forward, cost, scopes, host);
+      backward += price_ops(w.embedding_backward, cost, scopes, host);
     } else if (vs == virtual_stages - 1) {
-      forward += price_ops(w.head_forward, cost, scopes);
-      backward += price_ops(w.head_backward, cost, scopes);
+      forward += price_ops(w.head_forward, cost, scopes, host);
+      backward += price_ops(w.head_backward, cost, scopes, host);
     }
     out.push_back(forward);
     out.push_back(backward);

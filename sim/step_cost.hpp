@@ -74,7 +74,23 @@ double optimizer_params(double params, double expert_params, int zero_stage, con
 // communication kernel holds `op.overlap_comm_sms` of the GPU's `sms` (Op's overlap fields).
 double overlapped_collective_s(const Op& op, double collective_s, double hiding_s, int64_t sms);
 
-// Sum over `ops`; a collective that overlaps another op counts only what overlapped_collective_s says.
+// What the host spends issuing ops (sim/step_cost.cpp): per op by the stack that issues them
+// (HostStack), per expert GEMM where Transformer Engine launches one per local expert, nothing for
+// an op a CUDA graph captures (one graph launch per captured run of ops). All 0 where the cost
+// model has no host time (a measured profile).
+struct HostCost {
+  double per_op_s = 0;
+  double per_expert_launch_s = 0;
+  CudaGraphs graphs = 0;
+};
+HostCost host_cost(const CostModel& cost, HostStack stack, CudaGraphs graphs);
+// An op's host seconds under `host` (0 when a CUDA graph captures it).
+double op_host_s(const Op& op, const HostCost& host);
+
+// Sum over `ops`; a collective that overlaps another op counts only what overlapped_collective_s
+// says. The device idles where issuing the ops takes the host longer than running them.
+StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const LayerScopes& scopes, const HostCost& host);
+// The same with PyTorch's host cost and no CUDA graphs.
 StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const LayerScopes& scopes);
 
 // [virtual stage * 2 + (backward ? 1 : 0)] for virtual stages 0 .. pp*chunks-1.
