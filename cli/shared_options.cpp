@@ -179,6 +179,15 @@ void PlanOptions::add_to(CLI::App& app) {
   options["ep-comm-overlap"] = app.add_flag("--ep-comm-overlap", ep_comm_overlap,
                                             "MoE: hide each micro-batch's token all-to-alls under another's compute (Megatron-Core "
                                             "--overlap-moe-expert-parallel-comm); needs --ep > 1, and interleaving with --pp > 1");
+  options["cuda-graphs"] = app.add_option("--cuda-graphs", cuda_graphs,
+                                          "what CUDA graphs capture, so the host issues none of it (Megatron-Core's "
+                                          "--cuda-graph-scope; comma-separated, none for no graphs): " + std::string(cuda_graph_names()))
+                               ->check(CLI::Validator(
+                                   [](std::string& v) {
+                                     if (v == "none") return std::string();
+                                     return comma_list_check(parse_cuda_graph_scope, "a CUDA graph scope", cuda_graph_names())(v);
+                                   },
+                                   "", "cuda graph scopes"));
   options["moe-imbalance"] = app.add_option("--moe-imbalance", moe_imbalance,
                                            "MoE: token copies the busiest EP rank gets over the mean (default 1: balanced)")
                                 ->check(real_number(1, 1000, "times the mean", false));
@@ -197,7 +206,8 @@ const std::pair<const char*, const char*> kPresetKeyFlags[] = {
     {"dp_overlap", "no-dp-overlap"},  {"tp_overlap", "no-tp-overlap"},           {"micro_batch", "micro-batch"},
     {"global_batch", "global-batch"}, {"zero3_collectives", "zero3-collectives"}, {"zero_engine", "zero-engine"},
     {"grad_reduce_in_fp32", "grad-reduce-in-bf16"}, {"softmax_fusion", "no-masked-softmax-fusion"},
-    {"bias_gelu_fusion", "no-bias-gelu-fusion"}, {"fp8_params", "fp8_params"}, {"torchao_float8", "torchao_float8"}};  // the last two: plan-file keys only
+    {"bias_gelu_fusion", "no-bias-gelu-fusion"}, {"fp8_params", "fp8_params"}, {"torchao_float8", "torchao_float8"},
+    {"host_stack", "host_stack"}};  // the last three: plan-file keys only
 
 // How stderr says what a preset set: "sequence_parallel on", "micro_batch 4 (the local batch at once)".
 std::string setting_text(const PresetSetting& s) {
@@ -364,6 +374,12 @@ void PlanOptions::apply_flags(ParallelPlan& p) const {
   if (given("no-bias-gelu-fusion")) p.bias_gelu_fusion = !no_bias_gelu_fusion;
   if (given("tp-comm-overlap")) p.tp_comm_overlap = tp_comm_overlap;
   if (given("ep-comm-overlap")) p.ep_comm_overlap = ep_comm_overlap;
+  if (given("cuda-graphs")) {
+    p.cuda_graphs = 0;
+    if (cuda_graphs != "none") {
+      for (CudaGraphs flag : comma_list(cuda_graphs, parse_cuda_graph_scope)) p.cuda_graphs |= flag;
+    }
+  }
   if (given("moe-imbalance")) p.moe_imbalance = moe_imbalance;
   if (given("moe-capacity-factor")) p.moe_capacity_factor = moe_capacity_factor;
   if (given("moe-dispatcher")) p.moe_dispatcher = parse_moe_dispatcher(moe_dispatcher);

@@ -45,6 +45,7 @@ struct PlanOptions {
   std::string recompute, recompute_method, schedule, precision, fp8_recipe, attention, cross_entropy, norm, cp_comm, moe_dispatcher, zero3_collectives, zero_engine;
   int64_t recompute_layers = 1;  // --recompute-num-layers
   std::string recompute_modules;  // --recompute-modules core_attn,moe_act
+  std::string cuda_graphs;        // --cuda-graphs attn,moe_router
   std::string framework;  // --framework: a preset's defaults for what the flags and plan leave out
   std::string global_batch_tokens;  // --global-batch-tokens 4M: the global batch in tokens
   // model, predict: without a stated global batch, the fewest micro-batches that fill the pipeline

@@ -14,6 +14,8 @@ struct PhaseBreakdown {
   double pp_comm_exposed_s = 0;  // pipeline send/recv not hidden
   double bubble_s = 0;           // pipeline fill and drain, waiting on other stages
   double optimizer_s = 0;        // the optimizer step
+  // Predictions only: of compute_s, the device idle while the host issues ops (the host is behind).
+  double host_idle_s = 0;
   // Measured runs only (0 in a prediction): compute's forward and its backward passes (the
   // backward with recomputation). The runtimes add into these; close() sets compute_s.
   double forward_s = 0;

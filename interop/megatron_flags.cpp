@@ -49,6 +49,9 @@ const Entry kRead[] = {
     {"--fp8-param-gather", Kind::kRead, true, ""}, {"--overlap-moe-expert-parallel-comm", Kind::kRead, true, ""},
     {"--grad-reduce-in-bf16", Kind::kRead, true, ""}, {"--no-masked-softmax-fusion", Kind::kRead, true, ""},
     {"--no-bias-gelu-fusion", Kind::kRead, true, ""},
+    {"--cuda-graph-impl", Kind::kRead, false, ""}, {"--cuda-graph-modules", Kind::kRead, false, ""},
+    {"--cuda-graph-scope", Kind::kRead, false, ""}, {"--enable-cuda-graph", Kind::kRead, true, ""},
+    {"--external-cuda-graph", Kind::kRead, true, ""},
     {"--account-for-embedding-in-pipeline-split", Kind::kRead, true, ""},
     // Multi-head latent attention and the dense first layers: checked against --model's mla and
     // moe.dense_layers (interop/megatron_args.cpp).

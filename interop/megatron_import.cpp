@@ -124,6 +124,38 @@ void read_attention(const MegatronArgs& a, ImportedJob& job) {
   }
 }
 
+// Who issues the ops: Transformer Engine's modules unless --transformer-impl local (Megatron-LM's
+// default is transformer_engine). CUDA graphs: --cuda-graph-impl none | local | transformer_engine
+// | full_iteration with --cuda-graph-modules (or the older --cuda-graph-scope; "full" and an empty
+// list: whole layers), and the older switches --enable-cuda-graph (local) and
+// --external-cuda-graph (transformer_engine), megatron/training/arguments.py at d98e8a6.
+void read_cuda_graphs(const MegatronArgs& a, ImportedJob& job) {
+  ParallelPlan& p = job.plan;
+  p.host_stack = a.text("--transformer-impl", "transformer_engine") == "local" ? HostStack::kPytorch : HostStack::kTransformerEngine;
+  std::string impl = a.text("--cuda-graph-impl", "none");
+  if (impl == "none" && a.has("--enable-cuda-graph")) impl = "local";
+  if (impl == "none" && a.has("--external-cuda-graph")) impl = "transformer_engine";
+  if (impl != "none" && impl != "local" && impl != "transformer_engine" && impl != "full_iteration") {
+    throw InputError(a.file + ": --cuda-graph-impl: \"" + impl + "\" is not one of: none, local, transformer_engine, full_iteration",
+                     "Megatron-LM's --cuda-graph-impl (megatron/training/arguments.py)");
+  }
+  if (impl == "none") return;
+  std::vector<std::string> scopes;
+  for (const char* flag : {"--cuda-graph-modules", "--cuda-graph-scope"}) {
+    if (a.lists.count(flag) > 0) scopes = a.lists.at(flag);
+  }
+  CudaGraphs graphs = 0;
+  for (const std::string& scope : scopes) {
+    if (scope == "full_iteration") graphs |= kGraphFullIteration;
+    else if (scope == "full") graphs |= kGraphLayer;
+    else if (scope == "mamba" || scope == "full_iteration_inference") job.not_modeled.push_back("--cuda-graph-modules " + scope);
+    else if (cuda_graph_flag(scope) != 0 && scope != "layer") graphs |= cuda_graph_flag(scope);
+    else throw InputError(a.file + ": --cuda-graph-modules: \"" + scope + "\" is not one of: attn, mlp, moe, moe_router, moe_preprocess, mamba, full",
+                          "Megatron-LM's --cuda-graph-modules (megatron/training/arguments.py)");
+  }
+  p.cuda_graphs = impl == "full_iteration" ? kGraphFullIteration : graphs == 0 ? kGraphLayer : graphs;
+}
+
 void read_training(const MegatronArgs& a, ImportedJob& job) {
   ParallelPlan& p = job.plan;
   p.sequence_parallel = a.has("--sequence-parallel");
@@ -156,6 +188,7 @@ void read_training(const MegatronArgs& a, ImportedJob& job) {
   p.bias_gelu_fusion = !a.has("--no-bias-gelu-fusion");
   if (a.has("--fp4-param-gather")) job.not_modeled.push_back("--fp4-param-gather (NVFP4 primary weights: priced as 16-bit weights cast every iteration)");
   p.moe_capacity_factor = a.real("--moe-expert-capacity-factor", 0.0);
+  read_cuda_graphs(a, job);
 }
 
 // torchrun --nnodes N --nproc-per-node M, or srun --nodes N --ntasks-per-node M: N x M; 0 if not said.

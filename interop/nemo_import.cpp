@@ -61,6 +61,12 @@ const std::vector<KeyFlag>& key_flags() {
       {"--use-torch-fsdp2", Kind::kSwitch, {"dist.use_torch_fsdp2"}},
       {"--fp8-param-gather", Kind::kSwitch, {"model.fp8_param_gather", "model.fp8_param", "mixed_precision.fp8_param_gather"}},
       {"--use-flash-attn", Kind::kSwitch, {"model.use_flash_attention"}},
+      // Megatron-Bridge's TransformerConfig: cuda_graph_impl and cuda_graph_scope (a list); NeMo 2's
+      // enable_cuda_graph (local graphs of whole layers) and external_cuda_graph.
+      {"--cuda-graph-impl", Kind::kValue, {"model.cuda_graph_impl"}},
+      {"--cuda-graph-modules", Kind::kList, {"model.cuda_graph_modules", "model.cuda_graph_scope"}},
+      {"--enable-cuda-graph", Kind::kSwitch, {"model.enable_cuda_graph"}},
+      {"--external-cuda-graph", Kind::kSwitch, {"model.external_cuda_graph"}},
   };
   return table;
 }

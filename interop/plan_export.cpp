@@ -180,6 +180,18 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
     << (p.attention == AttentionKernel::kFlash ? "fused" : "unfused");
   if (p.tp_comm_overlap) a << " --tp-comm-overlap";
   if (p.ep_comm_overlap) a << " --overlap-moe-expert-parallel-comm";
+  // CUDA graphs: Megatron-LM's --cuda-graph-impl and --cuda-graph-modules (no modules: whole layers).
+  if ((p.cuda_graphs & kGraphFullIteration) != 0) {
+    a << " --cuda-graph-impl full_iteration";
+  } else if (p.cuda_graphs != 0) {
+    a << " --cuda-graph-impl transformer_engine";
+    if ((p.cuda_graphs & kGraphLayer) == 0) {
+      a << " --cuda-graph-modules";
+      for (CudaGraphs flag = 1; flag < kGraphLayer; flag <<= 1) {
+        if ((p.cuda_graphs & flag) != 0) a << " " << cuda_graphs_text(flag);
+      }
+    }
+  }
   if (p.fp8_params && fp8_family(p.precision)) a << " --fp8-param-gather";
   if (!p.grad_reduce_in_fp32 && p.precision != Precision::kFp32) a << " --grad-reduce-in-bf16";
   if (!p.softmax_fusion) a << " --no-masked-softmax-fusion";

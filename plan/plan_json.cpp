@@ -56,13 +56,15 @@ HostStack parse_host_stack(const std::string& t) {
   throw InputError("host_stack: \"" + t + "\" is not one of: pytorch, transformer_engine");
 }
 
+CudaGraphs parse_cuda_graph_scope(const std::string& name) {
+  const CudaGraphs flag = cuda_graph_flag(name);
+  if (flag == 0) throw InputError("cuda_graphs: \"" + name + "\" is not a scope (one of: " + cuda_graph_names() + ")");
+  return flag;
+}
+
 CudaGraphs parse_cuda_graphs(const std::vector<std::string>& names) {
   CudaGraphs graphs = 0;
-  for (const std::string& name : names) {
-    const CudaGraphs flag = cuda_graph_flag(name);
-    if (flag == 0) throw InputError("cuda_graphs: \"" + name + "\" is not a scope (one of: " + cuda_graph_names() + ")");
-    graphs |= flag;
-  }
+  for (const std::string& name : names) graphs |= parse_cuda_graph_scope(name);
   return graphs;
 }
 

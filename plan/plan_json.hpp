@@ -43,6 +43,8 @@ AttentionKernel parse_attention(const std::string& text);
 // Megatron-Core's module names ("core_attn", "moe_act", ...) <-> RecomputeModules; an unknown
 // name is an InputError.
 RecomputeModules parse_recompute_module(const std::string& name);
+// One CUDA graph scope's flag (cuda_graph_names); throws InputError naming the choices.
+CudaGraphs parse_cuda_graph_scope(const std::string& name);
 RecomputeModules parse_recompute_modules(const std::vector<std::string>& names);
 std::vector<std::string> recompute_module_list(RecomputeModules modules);
 

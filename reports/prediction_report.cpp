@@ -67,6 +67,10 @@ nlohmann::ordered_json prediction_result_json(const Prediction& p) {
   j["breakdown"] = {{"compute_s", b.compute_s},         {"tp_comm_exposed_s", b.tp_comm_exposed_s},
                     {"dp_comm_exposed_s", b.dp_comm_exposed_s}, {"pp_comm_exposed_s", b.pp_comm_exposed_s},
                     {"bubble_s", b.bubble_s},           {"optimizer_s", b.optimizer_s}};
+  j["host"] = {{"stack", to_string(p.plan.host_stack)},
+               {"cuda_graphs", cuda_graphs_text(p.plan.cuda_graphs)},
+               {"idle_s", b.host_idle_s},
+               {"note", "idle_s: of breakdown.compute_s, the device waiting for the host to issue ops (docs/cost-model.md \"Host\")"}};
   j["critical_stage"] = p.critical_stage;
   j["cost"] = {{"usd_per_gpu_hour", p.hardware.usd_per_gpu_hour}, {"usd_per_iteration", p.usd_per_iteration}};
   return j;
@@ -156,6 +160,9 @@ std::string render_prediction_table(const Prediction& p, const BatchEcho* batch)
                                                  {"optimizer step", b.optimizer_s}};
   for (const auto& [name, seconds] : rows) {
     parts.add_row({name, format_fixed(seconds, 3), format_percent(seconds / p.iteration_time_s)});
+    if (seconds == b.compute_s && name == rows[0].first && b.host_idle_s > 0) {
+      parts.add_row({"  of it, waiting for the host", format_fixed(b.host_idle_s, 3), format_percent(b.host_idle_s / p.iteration_time_s)});
+    }
   }
   out += parts.render();
   return out;

@@ -58,6 +58,7 @@ PhaseBreakdown attribute(const Builder& b, const std::vector<TaskTiming>& timing
     } else {
       // Compute's wall time: the kernels and the device waiting for the host to issue them.
       out.compute_s += b.parts[i].compute_s + b.parts[i].host_idle_s;
+      out.host_idle_s += b.parts[i].host_idle_s;
       out.tp_comm_exposed_s += b.parts[i].tp_s;
       // A ZeRO-3 step's layers waiting for their prefetched all-gathers (add_layered).
       out.dp_comm_exposed_s += std::max(0.0, tasks[i].duration_s - b.parts[i].total());
