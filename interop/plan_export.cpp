@@ -176,8 +176,13 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
   if (p.precision == Precision::kNvfp4) a << " --bf16 --fp4-format e2m1 --fp4-recipe nvfp4";
   // The kernel priced: Megatron-Core's AttnBackend (megatron/core/transformer/enums.py) through
   // Transformer Engine; fused is cuDNN's (sim/reference_efficiency.cpp prices it on Hopper).
-  a << " --transformer-impl transformer_engine --attention-backend "
-    << (p.attention == AttentionKernel::kFlash ? "fused" : "unfused");
+  // A plan issued by PyTorch's modules (host_stack pytorch) runs Megatron's local layers, flash
+  // attention through --use-flash-attn.
+  if (p.host_stack == HostStack::kPytorch) {
+    a << " --transformer-impl local" << (p.attention == AttentionKernel::kFlash ? " --use-flash-attn" : "");
+  } else {
+    a << " --transformer-impl transformer_engine --attention-backend " << (p.attention == AttentionKernel::kFlash ? "fused" : "unfused");
+  }
   if (p.tp_comm_overlap) a << " --tp-comm-overlap";
   if (p.ep_comm_overlap) a << " --overlap-moe-expert-parallel-comm";
   // CUDA graphs: Megatron-LM's --cuda-graph-impl and --cuda-graph-modules (no modules: whole layers).

@@ -20,16 +20,11 @@ const std::vector<FrameworkPreset>& presets() {
     // userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192); Megatron-Bridge training/comm_overlap.py's
     // configs for Llama 3 70B and 405B); Megatron-LM's own --tp-comm-overlap is opt-in.
     const char* mcore = "NeMo 2 / Megatron-Bridge performance recipes (use_distributed_optimizer, sequence_parallel with tp > 1)";
-    // Megatron-Core, NeMo 2 and Megatron-Bridge build their layers from Transformer Engine's
-    // modules (transformer_impl "transformer_engine", Megatron-Core's default).
-    FrameworkPreset core{"megatron-core", true, 1, true, false, mcore};
-    core.transformer_engine = true;
-    p.push_back(core);
+    p.push_back({"megatron-core", true, 1, true, false, mcore});
     FrameworkPreset nemo{"nemo", true, 1, true, false,
                          "NeMo 2 / Megatron-Bridge performance recipes (use_distributed_optimizer, sequence_parallel and "
                          "tp_comm_overlap with tp > 1)"};
     nemo.tp_comm_overlap_with_sp = true;
-    nemo.transformer_engine = true;
     // Their FP8 mixed-precision recipes keep FP8 primary weights: NeMo 2's bf16_with_fp8_mixed
     // (nemo/collections/llm/recipes/precision/mixed_precision.py: fp8_params=True), Megatron-
     // Bridge's bf16_with_fp8_delayed_scaling_mixed, _current_scaling_mixed and bf16_with_mxfp8_mixed
@@ -64,6 +59,8 @@ const std::vector<FrameworkPreset>& presets() {
     mds.dp_overlap_only_at_zero3 = true;
     // Stage 3 fetches parameters module by module (partitioned_param_coordinator.py).
     mds.deepspeed_zero3_collectives = true;
+    // Megatron-DeepSpeed's layers are Megatron's legacy PyTorch modules (no Transformer Engine).
+    mds.host_stack = HostStack::kPytorch;
     p.push_back(mds);
     // GPT-NeoX (EleutherAI/gpt-neox@ea7aefd8, megatron/neox_arguments/neox_args.py and
     // megatron/training.py): Megatron's layers on DeepSpeed's engine, so the same ZeRO stage 0 and
@@ -100,11 +97,16 @@ const std::vector<FrameworkPreset>& presets() {
     titan.eager_unless_compiled = true;  // JobConfig compile.enable = false
     titan.compiled_loss = true;          // build_cross_entropy_loss compiles it with the model
     titan.torchao_float8 = true;         // its float8 converter swaps in torchao's Float8Linear
+    titan.host_stack = HostStack::kPytorch;  // PyTorch modules (no Transformer Engine)
     p.push_back(titan);
     // LLM Foundry / Composer benchmark configs shard with FSDP FULL_SHARD. Composer is the trainer
     // LLM Foundry runs on (PyTorch FSDP1): the same preset under its name.
-    p.push_back({"llm-foundry", true, 3, false, true, "llm-foundry scripts/train/benchmarking configs (FSDP FULL_SHARD, flash-attn 2)", true});
-    p.push_back({"composer", true, 3, false, true, "Composer's FSDP as llm-foundry's benchmarking configs run it (FSDP FULL_SHARD, flash-attn 2)", true});
+    FrameworkPreset foundry{"llm-foundry", true, 3, false, true, "llm-foundry scripts/train/benchmarking configs (FSDP FULL_SHARD, flash-attn 2)", true};
+    foundry.host_stack = HostStack::kPytorch;  // PyTorch modules (no Transformer Engine)
+    p.push_back(foundry);
+    foundry.name = "composer";
+    foundry.source = "Composer's FSDP as llm-foundry's benchmarking configs run it (FSDP FULL_SHARD, flash-attn 2)";
+    p.push_back(foundry);
     return p;
   }();
   return all;
@@ -196,9 +198,9 @@ void fill_precision(const FrameworkPreset& preset, ParallelPlan& p, const Stated
     p.fp8_params = true;
     set.push_back({"fp8_params", "true", "the FP8 recipes' primary weights"});
   }
-  if (preset.transformer_engine && !stated.has("host_stack")) {
-    p.host_stack = HostStack::kTransformerEngine;
-    set.push_back({"host_stack", "transformer_engine", "Transformer Engine's modules issue the ops"});
+  if (preset.host_stack != p.host_stack && !stated.has("host_stack")) {
+    p.host_stack = preset.host_stack;
+    set.push_back({"host_stack", to_string(p.host_stack), "PyTorch's modules issue the ops"});
   }
 }
 

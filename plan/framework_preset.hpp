@@ -73,9 +73,9 @@ struct FrameworkPreset {
   // Unfused attention's softmax and a biased GELU as PyTorch's separate kernels (the plan's
   // softmax_fusion and bias_gelu_fusion off) unless stated.
   bool unfused_pointwise = false;
-  // Transformer Engine's modules under Megatron-Core issue the layers' ops (the plan's host_stack
-  // transformer_engine) unless stated.
-  bool transformer_engine = false;
+  // Who issues the layers' ops unless stated (the plan's host_stack): Transformer Engine's modules
+  // under Megatron-Core, or PyTorch's modules and legacy Megatron kernels.
+  HostStack host_stack = HostStack::kTransformerEngine;
 };
 
 // Whether `preset` keeps FP8 primary weights for a plan of this precision and recipe that does

@@ -198,7 +198,7 @@ struct ParallelPlan {
   bool ep_comm_overlap = false;
   // The host side: whose modules issue the ops, and what CUDA graphs capture (HostStack,
   // CudaGraphScope).
-  HostStack host_stack = HostStack::kPytorch;
+  HostStack host_stack = HostStack::kTransformerEngine;
   CudaGraphs cuda_graphs = 0;
   Zero3Collectives zero3_collectives = Zero3Collectives::kPerLayer;  // with zero_stage 3
   ZeroEngine zero_engine = ZeroEngine::kMegatron;  // with zero_stage >= 1

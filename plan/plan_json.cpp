@@ -322,7 +322,7 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& p) {
   if (p.moe_capacity_factor > 0) j["moe_capacity_factor"] = p.moe_capacity_factor;
   if (p.moe_dispatcher != MoeDispatcher::kAllToAll) j["moe_dispatcher"] = to_string(p.moe_dispatcher);
   if (p.ep_comm_overlap) j["ep_comm_overlap"] = true;
-  if (p.host_stack != HostStack::kPytorch) j["host_stack"] = to_string(p.host_stack);
+  if (p.host_stack != HostStack::kTransformerEngine) j["host_stack"] = to_string(p.host_stack);
   if (p.cuda_graphs != 0) {
     nlohmann::json graphs = nlohmann::json::array();
     for (CudaGraphs flag = 1; flag <= kGraphFullIteration; flag <<= 1) {

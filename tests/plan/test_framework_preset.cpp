@@ -34,7 +34,8 @@ TEST_CASE("torchtitan's preset shards with FSDP, turns SP on with TP and runs th
   ParallelPlan p = tp2_plan();
   p.recompute = Recompute::kSelective;
   const std::vector<PresetSetting> set = apply_framework_preset(framework_preset("torchtitan"), p, StatedKnobs{{"global_batch"}});
-  CHECK(keys_of(set) == std::vector<std::string>{"zero_stage", "sequence_parallel", "cross_entropy", "norm", "recompute", "micro_batch"});
+  CHECK(keys_of(set) == std::vector<std::string>{"zero_stage", "sequence_parallel", "cross_entropy", "norm", "recompute", "host_stack", "micro_batch"});
+  CHECK(p.host_stack == HostStack::kPytorch);  // PyTorch modules issue its ops
   CHECK(p.zero_stage == 3);
   CHECK(p.sequence_parallel);
   CHECK(p.cross_entropy == LossKernel::kPytorch);
@@ -48,7 +49,7 @@ TEST_CASE("a preset leaves every stated knob as it is") {
   ParallelPlan p = tp2_plan();
   p.zero_stage = 1;
   p.cross_entropy = LossKernel::kFused;
-  const StatedKnobs stated{{"zero_stage", "sequence_parallel", "cross_entropy", "norm", "micro_batch", "global_batch"}};
+  const StatedKnobs stated{{"zero_stage", "sequence_parallel", "cross_entropy", "norm", "micro_batch", "global_batch", "host_stack"}};
   const std::vector<PresetSetting> set = apply_framework_preset(framework_preset("torchtitan"), p, stated);
   CHECK(set.empty());
   CHECK(p.zero_stage == 1);
@@ -95,7 +96,9 @@ TEST_CASE("Megatron-Core recipes overlap TP communication with SP, Megatron-Deep
   CHECK(p.tp_comm_overlap);
   ParallelPlan q = tp2_plan();
   const std::vector<PresetSetting> set = apply_framework_preset(framework_preset("megatron-deepspeed"), q, StatedKnobs{});
-  CHECK(keys_of(set) == std::vector<std::string>{"zero_stage", "sequence_parallel", "attention", "dp_overlap"});
+  CHECK(keys_of(set) == std::vector<std::string>{"zero_stage", "sequence_parallel", "attention", "dp_overlap", "host_stack"});
+  CHECK(q.host_stack == HostStack::kPytorch);  // Megatron's legacy modules
+  CHECK(p.host_stack == HostStack::kTransformerEngine);
   CHECK(q.attention == AttentionKernel::kUnfused);
   CHECK_FALSE(q.dp_overlap);
   CHECK(q.tp_overlap);

@@ -214,6 +214,7 @@ TEST_CASE("predictions on every catalog GPU are the ones trainsim printed before
     plan.global_batch = 64;
     plan.zero_stage = 1;
     plan.precision = p.precision;
+    plan.host_stack = HostStack::kPytorch;  // the pins predate the host stacks
     const DatasheetCostModel cost(hw, p.precision, default_efficiency_constants());
     const Prediction r = predict_iteration(model, plan, hw, cost);
     CHECK(r.iteration_time_s == p.iteration_time_s);

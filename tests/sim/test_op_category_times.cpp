@@ -45,7 +45,7 @@ TEST_CASE("per-op-category prices of a one-stage plan add up to its compute, TP 
     const std::vector<OpCategoryTimes>& ops = r.op_categories;
     REQUIRE(ops.size() == 1);
     CHECK(column_sum(ops[0].forward_s) + column_sum(ops[0].backward_s) ==
-          Approx(r.breakdown.compute_s + r.breakdown.tp_comm_exposed_s).epsilon(1e-9));
+          Approx(r.breakdown.compute_s - r.breakdown.host_idle_s + r.breakdown.tp_comm_exposed_s).epsilon(1e-9));  // ops priced alone: no host wait
     CHECK(ops[0].forward_s[static_cast<size_t>(OpCategory::kOptimizer)] == Approx(r.breakdown.optimizer_s).epsilon(1e-12));
     CHECK(ops[0].total_s(OpCategory::kTpComm) > 0);
     CHECK(ops[0].total_s(OpCategory::kOther) == 0);  // the runtime's unattributed time: never priced
