@@ -350,6 +350,15 @@ cli_test("predict --framework torchtitan --norm fused: a compiled run's RMSNorm 
 cli_test("predict --framework megatron-bridge: gradients in bf16 and FP8 primary weights, as its recipes" RC 0
   MATCH "grad_reduce_in_fp32 off .gradients reduced in bf16." "fp8_params on .the FP8 recipes' primary weights."
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --tp 2 --global-batch 64 --precision fp8 --framework megatron-bridge)
+cli_test("predict: a small-expert MoE under Transformer Engine shows the device waiting for the host" RC 0
+  MATCH "of it, waiting for the host"
+  ARGS predict --model qwen3-30b-a3b --gpu h100-sxm-80gb --gpus 8 --ep 8 --global-batch 64 --precision fp8)
+cli_test("predict --cuda-graphs: the scopes in the plan JSON and the host part" RC 0
+  MATCH "\"cuda_graphs\": \"attn,moe_router\"" "\"stack\": \"transformer_engine\"" "\"idle_s\": "
+  ARGS predict --model qwen3-30b-a3b --gpu h100-sxm-80gb --gpus 8 --ep 8 --global-batch 64 --cuda-graphs attn,moe_router --format json)
+cli_test("predict --framework torchtitan: PyTorch's modules issue the ops" RC 0
+  MATCH "host_stack pytorch"
+  ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --global-batch 16 --framework torchtitan)
 cli_test("predict --grad-reduce-in-bf16: the plan's gradients in bf16" RC 0
   MATCH "\"grad_reduce_in_fp32\": *false"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --tp 2 --global-batch 64 --grad-reduce-in-bf16 --format json)

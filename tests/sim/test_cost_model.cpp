@@ -8,6 +8,7 @@
 #include "model/model_catalog.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/step_cost.hpp"
+#include "sim/simulator.hpp"
 
 using namespace trainsim;
 
@@ -18,6 +19,14 @@ Hardware a100_cluster() {
   hw.gpus = 64;
   hw.gpus_per_node = 8;
   hw.inter_node_gbps_per_gpu = 200;
+  return hw;
+}
+Hardware h100_cluster(int64_t gpus) {
+  Hardware hw;
+  hw.gpu = find_gpu("h100-sxm-80gb");
+  hw.gpus = gpus;
+  hw.gpus_per_node = 8;
+  hw.inter_node_gbps_per_gpu = 400;
   return hw;
 }
 EfficiencyConstants no_latency() {
@@ -116,6 +125,62 @@ TEST_CASE("the device idles while the host issues ops that run faster than they 
   c.host_dispatch_s = 0;
   const DatasheetCostModel no_host(hw, Precision::kBf16, c);
   CHECK(price_ops(std::vector<Op>(100, tiny), no_host, tp).host_idle_s == 0.0);
+}
+
+TEST_CASE("Transformer Engine's stack issues each op at the trace's host cost and each expert GEMM apart; a CUDA graph issues none") {
+  const Hardware hw = a100_cluster();
+  const DatasheetCostModel cost(hw, Precision::kBf16, default_efficiency_constants());
+  const HostCost torch = host_cost(cost, HostStack::kPytorch, 0);
+  const HostCost te = host_cost(cost, HostStack::kTransformerEngine, 0);
+  CHECK(torch.per_op_s == Approx(72.3e-6));
+  CHECK(torch.per_expert_launch_s == 0.0);
+  CHECK(te.per_op_s == Approx(42.48e-3 / 324.0));  // 131 us: the DeepSeek-V3 H800 trace
+  CHECK(te.per_expert_launch_s == Approx(0.267e-3 / 8.0));  // 33 us: TransformerEngine#3134
+  Op grouped;
+  grouped.kind = OpKind::kGemm;
+  grouped.graph_scope = kGraphMoe;
+  grouped.expert_launches = 16;
+  CHECK(op_host_s(grouped, te) == Approx(te.per_op_s + 16 * te.per_expert_launch_s));
+  CHECK(op_host_s(grouped, host_cost(cost, HostStack::kTransformerEngine, kGraphAttn)) > 0.0);  // another block's graph
+  for (const CudaGraphs g : {CudaGraphs{kGraphMoe}, CudaGraphs{kGraphLayer}, CudaGraphs{kGraphFullIteration}}) {
+    CHECK(op_host_s(grouped, host_cost(cost, HostStack::kTransformerEngine, g)) == 0.0);
+  }
+  Op head;  // outside every layer: only a full-iteration graph captures it
+  head.graph_scope = 0;
+  CHECK(op_host_s(head, host_cost(cost, HostStack::kTransformerEngine, kGraphLayer)) == Approx(te.per_op_s));
+  CHECK(op_host_s(head, host_cost(cost, HostStack::kTransformerEngine, kGraphFullIteration)) == 0.0);
+  // A measured profile's op times hold their issue cost: no host time at all.
+  EfficiencyConstants none = default_efficiency_constants();
+  none.host_dispatch_s = 0;
+  CHECK(host_cost(DatasheetCostModel(hw, Precision::kBf16, none), HostStack::kTransformerEngine, 0).per_op_s == 0.0);
+}
+
+TEST_CASE("a small-expert MoE layer under Transformer Engine waits on the host; graphs of its layers take the wait away") {
+  const ModelSpec m = resolve_model("qwen3-30b-a3b");
+  const Hardware hw = h100_cluster(8);
+  ParallelPlan p;
+  p.dp = 8;
+  p.ep = 8;
+  p.global_batch = 64;
+  p.precision = Precision::kFp8;
+  const DatasheetCostModel cost(hw, p.precision, default_efficiency_constants());
+  const auto idle = [&](HostStack stack, CudaGraphs graphs) {
+    ParallelPlan q = p;
+    q.host_stack = stack;
+    q.cuda_graphs = graphs;
+    return predict_iteration(m, q, hw, cost);
+  };
+  const Prediction te = idle(HostStack::kTransformerEngine, 0);
+  CHECK(te.breakdown.host_idle_s > 0.1 * te.iteration_time_s);  // 16 local experts, 4096 tokens each micro-batch
+  CHECK(te.breakdown.host_idle_s <= te.breakdown.compute_s);
+  const Prediction torch = idle(HostStack::kPytorch, 0);
+  CHECK(torch.breakdown.host_idle_s < te.breakdown.host_idle_s);
+  const Prediction router = idle(HostStack::kTransformerEngine, kGraphMoeRouter | kGraphMoePreprocess);
+  CHECK(router.breakdown.host_idle_s < te.breakdown.host_idle_s);
+  CHECK(router.breakdown.host_idle_s > 0.0);
+  const Prediction layers = idle(HostStack::kTransformerEngine, kGraphLayer);
+  CHECK(layers.breakdown.host_idle_s < 0.01 * te.breakdown.host_idle_s);  // the embedding and the head stay eager
+  CHECK(layers.iteration_time_s < te.iteration_time_s);
 }
 
 TEST_CASE("context parallelism: a ring of cp - 1 K,V blocks beside attention, which does 1/cp of the work") {
