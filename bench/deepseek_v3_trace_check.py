@@ -214,6 +214,17 @@ def main():
         total = measured((name[:-3],), (name[-2],))
         print(f"| {name} | {kernels} | {total * 1e3:.2f} | {busy * 1e3:.2f} | {cpu[name]['time_s'] * 1e3:.2f} |")
     print()
+    # The host time per op of sim/step_cost.cpp (kTransformerEngineHostPerOpS): what the CPU spends
+    # issuing these layers -- every range's CPU span but dispatch(F)'s, which is the host waiting
+    # on DeepEP's receive counts -- over the ops trainsim lowers the same layers to.
+    per_layer = doc["host"]["ops_per_layer"]
+    ops = LAYERS * (per_layer["forward"] + per_layer["backward"] + per_layer["recompute"])
+    issuing = [n for n in per_range if n != "dispatch(F)"]
+    cpu_issue = sum(cpu[n]["time_s"] for n in issuing)
+    print(f"Host: CPU spans of {', '.join(sorted(issuing))}: {cpu_issue * 1e3:.2f} ms for {LAYERS} layers of "
+          f"{per_layer['forward']} + {per_layer['backward']} + {per_layer['recompute']} ops (forward, backward, "
+          f"recomputed): {cpu_issue / ops * 1e6:.1f} us per op")
+    print()
     print(f"FP8 weight casts, priced once per iteration (not in the rows above): {weight_cast_s * 1e3:.2f} ms predicted")
 
     print()

@@ -70,6 +70,7 @@ nlohmann::ordered_json prediction_result_json(const Prediction& p) {
   j["host"] = {{"stack", to_string(p.plan.host_stack)},
                {"cuda_graphs", cuda_graphs_text(p.plan.cuda_graphs)},
                {"idle_s", b.host_idle_s},
+               {"ops_per_layer", {{"forward", p.layer_ops_forward}, {"backward", p.layer_ops_backward}, {"recompute", p.layer_ops_recompute}}},
                {"note", "idle_s: of breakdown.compute_s, the device waiting for the host to issue ops (docs/cost-model.md \"Host\")"}};
   j["critical_stage"] = p.critical_stage;
   j["cost"] = {{"usd_per_gpu_hour", p.hardware.usd_per_gpu_hour}, {"usd_per_iteration", p.usd_per_iteration}};

@@ -142,6 +142,9 @@ Prediction predict_iteration(const ModelSpec& model, const ParallelPlan& plan, c
   out.cost_model = cost.describe();
 
   const IterationWork work = lower_iteration(model, plan, memory_target(hardware));
+  out.layer_ops_forward = static_cast<int64_t>(work.layer.forward.size());
+  out.layer_ops_backward = static_cast<int64_t>(work.layer.backward.size());
+  out.layer_ops_recompute = static_cast<int64_t>(work.layer.recompute.size());
   const LayerScopes scopes = layer_scopes(plan, hardware.gpus_per_node);
   const std::vector<StepCost> step_costs = price_steps(work, plan.vpp, cost, scopes);
   const std::vector<StepCost> weight_grads =

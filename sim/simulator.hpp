@@ -50,6 +50,8 @@ struct Prediction {
   // Per pipeline stage, seconds per op category (sim/op_category_times.hpp); filled when
   // SimulationOptions::op_categories asks (predict does; a search does not pay for it).
   std::vector<OpCategoryTimes> op_categories;
+  // The ops one transformer layer issues: forward, backward, recomputed (the host's count).
+  int64_t layer_ops_forward = 0, layer_ops_backward = 0, layer_ops_recompute = 0;
 };
 
 struct SimulationOptions {

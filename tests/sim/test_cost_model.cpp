@@ -127,7 +127,7 @@ TEST_CASE("the device idles while the host issues ops that run faster than they 
   CHECK(price_ops(std::vector<Op>(100, tiny), no_host, tp).host_idle_s == 0.0);
 }
 
-TEST_CASE("Transformer Engine's stack issues each op at the trace's host cost and each expert GEMM apart; a CUDA graph issues none") {
+TEST_CASE("Transformer Engine's stack issues each op at the trace's host cost and each expert GEMM apart, a CUDA graph issues none") {
   const Hardware hw = a100_cluster();
   const DatasheetCostModel cost(hw, Precision::kBf16, default_efficiency_constants());
   const HostCost torch = host_cost(cost, HostStack::kPytorch, 0);
@@ -155,7 +155,7 @@ TEST_CASE("Transformer Engine's stack issues each op at the trace's host cost an
   CHECK(host_cost(DatasheetCostModel(hw, Precision::kBf16, none), HostStack::kTransformerEngine, 0).per_op_s == 0.0);
 }
 
-TEST_CASE("a small-expert MoE layer under Transformer Engine waits on the host; graphs of its layers take the wait away") {
+TEST_CASE("a small-expert MoE layer under Transformer Engine waits on the host, graphs of its layers take the wait away") {
   const ModelSpec m = resolve_model("qwen3-30b-a3b");
   const Hardware hw = h100_cluster(8);
   ParallelPlan p;
