@@ -110,6 +110,11 @@ StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const Laye
 
 StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const LayerScopes& scopes, const HostCost& host) {
   StepCost c;
+  // The host issues every op in turn; when issuing takes longer than the device runs them (small
+  // ops), the device idles for the difference. The op list repeats (layers, micro-batches), so
+  // over it the device's time is the longer of the two. A run of captured ops is one graph launch.
+  double host_s = 0;
+  bool in_graph = false;
   for (const Op& op : ops) {
     double t = cost.op_s(op, scopes.of(op.group));
     if (op.kind == OpKind::kCollective && op.overlaps_op >= 0) {
@@ -117,18 +122,14 @@ StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const Laye
       t = overlapped_collective_s(op, t, cost.op_s(hidden_by, scopes.of(hidden_by.group)), cost.sm_count());
     }
     (op.kind == OpKind::kCollective ? c.tp_s : c.compute_s) += t;
-  }
-  // The host issues every op in turn; when issuing takes longer than the device runs them (small
-  // ops), the device idles for the difference. The op list repeats (layers, micro-batches), so
-  // over it the device's time is the longer of the two.
-  // A run of captured ops is one graph launch.
-  double host_s = 0;
-  bool in_graph = false;
-  for (const Op& op : ops) {
+    if (host.graphs == 0) {
+      host_s += host.per_op_s + static_cast<double>(op.expert_launches) * host.per_expert_launch_s;
+      continue;
+    }
     const bool graph = captured(op, host.graphs);
     if (graph && !in_graph) host_s += host.per_op_s;
     in_graph = graph;
-    host_s += op_host_s(op, host);
+    if (!graph) host_s += host.per_op_s + static_cast<double>(op.expert_launches) * host.per_expert_launch_s;
   }
   c.host_idle_s = std::max(0.0, host_s - c.total());
   return c;
