@@ -41,13 +41,13 @@ const EfficiencyConstants& default_efficiency_constants() {
 
 const char* datasheet_validated_error() {
   // `trainsim validate --summary` (published-runs files of shared/validation) and `--cross-validate`,
-  // 2026-11-28 (session 21: quantized training's memory, FP8 primary weights and bf16 gradients
-  // at NeMo 2's and Megatron-Bridge's defaults): mean |error| of iteration time; memory on the
-  // runs that report it.
-  return "datasheet model validated on 332 published training runs: mean |iteration-time error| 8.6% (8.8% on the "
-         "half the constants were not fitted on, 9.6% leave-one-group-out), memory 3.9% (68 runs); worst on MoE "
-         "with expert parallelism and FP8 groups; on Blackwell 109 Megatron-Bridge runs (BF16 to NVFP4), 22.0%: dense "
-         "Llama 10.9%, MoE 31.1% (docs/validation.md)";
+  // 2026-11-28 (session 22: the Megatron-Bridge recipes' MoE settings by layout, Transformer
+  // Engine's host time per op and per expert GEMM, CUDA graphs): mean |error| of iteration time;
+  // memory on the runs that report it.
+  return "datasheet model validated on 332 published training runs: mean |iteration-time error| 7.8% (7.7% on the "
+         "half the constants were not fitted on, 8.7% leave-one-group-out), memory 3.9% (68 runs); worst on MoE "
+         "with expert parallelism (GPT-OSS); on Blackwell 109 Megatron-Bridge runs (BF16 to NVFP4), 17.4%: dense "
+         "Llama 10.9%, MoE 22.8% (docs/validation.md)";
 }
 
 }  // namespace trainsim
