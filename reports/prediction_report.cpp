@@ -117,8 +117,9 @@ std::string render_prediction_table(const Prediction& p, const BatchEcho* batch)
          (p.model.moe && plan.ep > 1 ? std::string(", ") + to_string(plan.moe_dispatcher) + " dispatcher" : "") +
          (plan.ep_comm_overlap ? ", EP comm overlap" : "") + ", " + to_string(plan.precision) +
          (plan.fp8_recipe != Fp8Recipe::kDelayed && plan.precision == Precision::kFp8 ? std::string(" (") + to_string(plan.fp8_recipe) + ")" : "") +
-         ", " + to_string(plan.attention) +
-         " attention\n  " + batch_echo_text(batch != nullptr ? *batch : make_batch_echo(p.model, p.plan, "", "")) + "\n";
+         ", " + to_string(plan.attention) + " attention" +
+         (plan.cuda_graphs != 0 ? ", CUDA graphs " + cuda_graphs_text(plan.cuda_graphs) : "") +
+         "\n  " + batch_echo_text(batch != nullptr ? *batch : make_batch_echo(p.model, p.plan, "", "")) + "\n";
   const std::string stage_layers = describe_stage_layers(p.model, plan);
   if (!stage_layers.empty()) out += "  layers per pipeline stage: " + stage_layers + "\n";
   out += "  cost model: " + p.cost_model + "\n";
