@@ -31,6 +31,9 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
                  " without sequence_parallel: the runtime's TP ranks route their own sequence shards over the EP group, as Megatron-Core "
                  "(which requires SP for MoE with TP); add --sequence-parallel, or leave ep at 1 to split the experts over TP");
   }
+  if (p.cuda_graphs != 0) {
+    problems.add("plan: cuda_graphs " + cuda_graphs_text(p.cuda_graphs) + ": the runtime issues every op from the host, no CUDA graph (leave --cuda-graphs out)");
+  }
   if (p.tp_comm_overlap) {
     problems.add("plan: tp_comm_overlap: the runtime runs its TP collectives between the GEMMs, not beside them (leave --tp-comm-overlap out)");
   }
