@@ -35,6 +35,15 @@ void add_space_options(CLI::App& app, SearchCommandOptions& o) {
   o.options["ep-comm-overlap"] = app.add_flag("--ep-comm-overlap", o.request.ep_comm_overlap,
                                               "also try every MoE plan with expert parallelism with its token all-to-alls hidden "
                                               "under another micro-batch's compute (Megatron-Core --overlap-moe-expert-parallel-comm)");
+  o.options["cuda-graphs"] = app.add_option("--cuda-graphs", o.request.cuda_graphs,
+                  "what CUDA graphs capture on every candidate, so the host issues none of it (Megatron-Core's "
+                  "--cuda-graph-modules; comma-separated, none for no graphs): " + std::string(cuda_graph_names()))
+                  ->check(CLI::Validator(
+                      [](std::string& v) {
+                        if (v == "none") return std::string();
+                        return comma_list_check(parse_cuda_graph_scope, "a CUDA graph scope", cuda_graph_names())(v);
+                      },
+                      "", "cuda graph scopes"));
   o.options["recompute-method"] = app.add_option("--recompute-method", o.request.recompute_method,
                   "also try full recomputation of these layers (Megatron's --recompute-method): block (the first N "
                   "of each model chunk), uniform (groups of N) or every (every N-th layer)")->check(CLI::IsMember({"uniform", "block", "every"}));

@@ -210,6 +210,8 @@ int64_t enumerate_plans(const ModelSpec& m, const PlanSpaceOptions& o,
               base.norm = o.norm;
               base.zero3_collectives = o.zero3_collectives;
               base.zero_engine = o.zero_engine;
+              base.host_stack = o.host_stack;
+              base.cuda_graphs = o.cuda_graphs;
               for (MoeDispatcher d : dispatcher_choices(m, o, base)) {
                 base.moe_dispatcher = d;
                 count += enumerate_knobs(m, o, base, visit);

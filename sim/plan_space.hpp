@@ -37,6 +37,10 @@ struct PlanSpaceOptions {
   NormKernel norm = NormKernel::kFused;
   Zero3Collectives zero3_collectives = Zero3Collectives::kPerLayer;  // the framework's ZeRO-3 (FrameworkPreset)
   ZeroEngine zero_engine = ZeroEngine::kMegatron;                    // the framework's ZeRO (FrameworkPreset)
+  // Who issues the ops (the framework's, FrameworkPreset) and what CUDA graphs capture (search
+  // --cuda-graphs): every candidate's.
+  HostStack host_stack = HostStack::kTransformerEngine;
+  CudaGraphs cuda_graphs = 0;
   // The framework can overlap TP communication with the GEMMs (Megatron-Core's --tp-comm-overlap,
   // torchtitan's async TP): every plan with SP is also tried with tp_comm_overlap.
   bool tp_comm_overlap = false;

@@ -50,6 +50,7 @@ void apply_framework(const SearchRequest& r, SearchOptions& options) {
   options.space.norm = probe.norm;
   options.space.zero3_collectives = probe.zero3_collectives;
   options.space.zero_engine = probe.zero_engine;
+  options.space.host_stack = probe.host_stack;
   options.space.tp_comm_overlap = r.tp_comm_overlap || probe.tp_comm_overlap;
 }
 
@@ -118,6 +119,15 @@ SearchOptions search_options_for(const SearchRequest& r) {
     }
   }
   options.space.ep_comm_overlap = r.ep_comm_overlap;
+  if (!r.cuda_graphs.empty() && r.cuda_graphs != "none") {
+    std::vector<std::string> scopes;
+    for (size_t begin = 0; begin <= r.cuda_graphs.size();) {
+      const size_t comma = std::min(r.cuda_graphs.find(',', begin), r.cuda_graphs.size());
+      scopes.push_back(r.cuda_graphs.substr(begin, comma - begin));
+      begin = comma + 1;
+    }
+    options.space.cuda_graphs = parse_cuda_graphs(scopes);
+  }
   return options;
 }
 

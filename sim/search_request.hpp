@@ -25,6 +25,7 @@ struct SearchRequest {
   std::string objective = "time";  // time, cost, effective-time, effective-cost
   std::string precision = "bf16", attention = "flash", framework, recompute_method = "uniform";
   std::string cp_comm = "p2p", moe_dispatcher = "alltoall", recompute_modules, zero_bubble;
+  std::string cuda_graphs;  // --cuda-graphs: scopes every candidate's CUDA graphs capture ("" / none: none)
   int64_t recompute_layers = 1;
   bool compiled = false, tp_comm_overlap = false, ep_comm_overlap = false, tp_across_nodes = false;
   double train_tokens = 0, deadline_days = 0, budget_usd = 0;

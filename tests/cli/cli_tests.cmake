@@ -356,6 +356,12 @@ cli_test("predict: a small-expert MoE under Transformer Engine shows the device 
 cli_test("predict --cuda-graphs: the scopes in the plan JSON and the host part" RC 0
   MATCH "\"cuda_graphs\": \"attn,moe_router\"" "\"stack\": \"transformer_engine\"" "\"idle_s\": "
   ARGS predict --model qwen3-30b-a3b --gpu h100-sxm-80gb --gpus 8 --ep 8 --global-batch 64 --cuda-graphs attn,moe_router --format json)
+cli_test("search --cuda-graphs: every candidate's layers captured, none waits for the host" RC 0
+  MATCH "of it, waiting for the host +0.00[0-9] +0.0%"
+  ARGS search --model qwen3-30b-a3b --gpu h100-sxm-80gb --gpus 16 --global-batch 512 --top 1 --precision fp8 --cuda-graphs layer)
+cli_test("search --cuda-graphs bogus: not a scope" RC 2
+  MATCH "--cuda-graphs: bogus is not a CUDA graph scope"
+  ARGS search --model qwen3-30b-a3b --gpu h100-sxm-80gb --gpus 16 --cuda-graphs bogus)
 cli_test("predict --framework torchtitan: PyTorch's modules issue the ops" RC 0
   MATCH "host_stack pytorch"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --global-batch 16 --framework torchtitan)
