@@ -11,6 +11,7 @@
 
 #include "common/limits.hpp"
 #include "common/nearest_name.hpp"
+#include "plan/plan_json.hpp"
 
 namespace trainsim {
 
@@ -116,6 +117,19 @@ std::string parse_error_message(const CLI::ParseError& error, const CLI::App* co
                " --help` lists every option and what it takes";
   }
   return message;
+}
+
+CLI::Validator cuda_graphs_check() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        try {
+          parse_cuda_graph_list(text);
+        } catch (const InputError&) {
+          return text + " is not a CUDA graph scope or a comma-separated list of them (" + cuda_graph_names() + ")";
+        }
+        return "";
+      },
+      "SCOPE[,SCOPE...]");
 }
 
 }  // namespace trainsim

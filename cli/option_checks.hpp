@@ -32,6 +32,9 @@ CLI::Validator real_number(double min, double max, const std::string& unit, bool
 std::optional<int64_t> parse_token_count(const std::string& text);
 CLI::Validator token_count();
 
+// --cuda-graphs: comma-separated CUDA graph scopes, or none.
+CLI::Validator cuda_graphs_check();
+
 // The check of such an option: "<text> is not a <what> or comma-separated list of them (<names>)".
 template <typename T>
 CLI::Validator comma_list_check(T (*parse)(const std::string&), const std::string& what, const std::string& names) {

@@ -38,12 +38,7 @@ void add_space_options(CLI::App& app, SearchCommandOptions& o) {
   o.options["cuda-graphs"] = app.add_option("--cuda-graphs", o.request.cuda_graphs,
                   "what CUDA graphs capture on every candidate, so the host issues none of it (Megatron-Core's "
                   "--cuda-graph-modules; comma-separated, none for no graphs): " + std::string(cuda_graph_names()))
-                  ->check(CLI::Validator(
-                      [](std::string& v) {
-                        if (v == "none") return std::string();
-                        return comma_list_check(parse_cuda_graph_scope, "a CUDA graph scope", cuda_graph_names())(v);
-                      },
-                      "", "cuda graph scopes"));
+                  ->check(cuda_graphs_check());
   o.options["recompute-method"] = app.add_option("--recompute-method", o.request.recompute_method,
                   "also try full recomputation of these layers (Megatron's --recompute-method): block (the first N "
                   "of each model chunk), uniform (groups of N) or every (every N-th layer)")->check(CLI::IsMember({"uniform", "block", "every"}));

@@ -182,12 +182,7 @@ void PlanOptions::add_to(CLI::App& app) {
   options["cuda-graphs"] = app.add_option("--cuda-graphs", cuda_graphs,
                                           "what CUDA graphs capture, so the host issues none of it (Megatron-Core's "
                                           "--cuda-graph-scope; comma-separated, none for no graphs): " + std::string(cuda_graph_names()))
-                               ->check(CLI::Validator(
-                                   [](std::string& v) {
-                                     if (v == "none") return std::string();
-                                     return comma_list_check(parse_cuda_graph_scope, "a CUDA graph scope", cuda_graph_names())(v);
-                                   },
-                                   "", "cuda graph scopes"));
+                               ->check(cuda_graphs_check());
   options["moe-imbalance"] = app.add_option("--moe-imbalance", moe_imbalance,
                                            "MoE: token copies the busiest EP rank gets over the mean (default 1: balanced)")
                                 ->check(real_number(1, 1000, "times the mean", false));
@@ -374,12 +369,7 @@ void PlanOptions::apply_flags(ParallelPlan& p) const {
   if (given("no-bias-gelu-fusion")) p.bias_gelu_fusion = !no_bias_gelu_fusion;
   if (given("tp-comm-overlap")) p.tp_comm_overlap = tp_comm_overlap;
   if (given("ep-comm-overlap")) p.ep_comm_overlap = ep_comm_overlap;
-  if (given("cuda-graphs")) {
-    p.cuda_graphs = 0;
-    if (cuda_graphs != "none") {
-      for (CudaGraphs flag : comma_list(cuda_graphs, parse_cuda_graph_scope)) p.cuda_graphs |= flag;
-    }
-  }
+  if (given("cuda-graphs")) p.cuda_graphs = parse_cuda_graph_list(cuda_graphs);
   if (given("moe-imbalance")) p.moe_imbalance = moe_imbalance;
   if (given("moe-capacity-factor")) p.moe_capacity_factor = moe_capacity_factor;
   if (given("moe-dispatcher")) p.moe_dispatcher = parse_moe_dispatcher(moe_dispatcher);

@@ -68,6 +68,17 @@ CudaGraphs parse_cuda_graphs(const std::vector<std::string>& names) {
   return graphs;
 }
 
+CudaGraphs parse_cuda_graph_list(const std::string& text) {
+  if (text.empty() || text == "none") return 0;
+  CudaGraphs graphs = 0;
+  for (size_t begin = 0; begin <= text.size();) {
+    const size_t comma = std::min(text.find(',', begin), text.size());
+    graphs |= parse_cuda_graph_scope(text.substr(begin, comma - begin));
+    begin = comma + 1;
+  }
+  return graphs;
+}
+
 CpComm parse_cp_comm(const std::string& t) {
   if (t == "p2p") return CpComm::kP2p;
   if (t == "all_gather") return CpComm::kAllGather;

@@ -39,6 +39,8 @@ MoeDispatcher parse_moe_dispatcher(const std::string& text);
 HostStack parse_host_stack(const std::string& text);
 // Comma-separated scope names (cuda_graph_names); throws InputError naming the unknown one.
 CudaGraphs parse_cuda_graphs(const std::vector<std::string>& names);
+// The same from "attn,moe_router" ("none" or "": no graphs), as --cuda-graphs and a run's options write it.
+CudaGraphs parse_cuda_graph_list(const std::string& text);
 AttentionKernel parse_attention(const std::string& text);
 // Megatron-Core's module names ("core_attn", "moe_act", ...) <-> RecomputeModules; an unknown
 // name is an InputError.

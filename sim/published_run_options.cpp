@@ -37,6 +37,18 @@ std::vector<std::string> comma_list(const std::string& text) {
   return out;
 }
 
+std::optional<CudaGraphs> stated_cuda_graphs(const json& run) {
+  const auto impl = option_value(run, "cuda_graph_impl");
+  const auto scope = option_value(run, "cuda_graph_scope");
+  const auto on = option_value(run, "cuda_graphs");
+  if (!(impl && is_modeled_setting("cuda_graph_impl:" + *impl)) && !(on && is_modeled_setting("cuda_graphs:" + *on))) return std::nullopt;
+  // An implementation without a scope captures whole layers (the scope's default, "full");
+  // full_iteration captures everything.
+  if (impl && *impl == "full_iteration") return kGraphFullIteration;
+  if (impl && *impl != "none") return scope && is_modeled_setting("cuda_graph_scope:" + *scope) ? parse_cuda_graph_list(*scope) : kGraphLayer;
+  return !impl && *on == "true" ? kGraphLayer : 0;
+}
+
 bool is_modeled_setting(const std::string& option) {
   const size_t colon = option.find(':');
   if (colon == std::string::npos) return false;
@@ -50,7 +62,7 @@ bool is_modeled_setting(const std::string& option) {
   try {  // the plan's own parsers decide which values it takes
     if (key == "moe_token_dispatcher") parse_moe_dispatcher(value);
     else if (key == "recompute_modules") parse_recompute_modules(comma_list(value));
-    else if (key == "cuda_graph_scope") parse_cuda_graphs(comma_list(value));
+    else if (key == "cuda_graph_scope") parse_cuda_graph_list(value);
     else return false;
     return true;
   } catch (const InputError&) {

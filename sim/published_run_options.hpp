@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan/parallel_plan.hpp"
+
 namespace trainsim {
 
 // Whether the run lists `option` exactly.
@@ -20,6 +22,11 @@ std::optional<std::string> option_value(const nlohmann::json& run, const std::st
 
 // "a,b,c" -> {"a", "b", "c"}.
 std::vector<std::string> comma_list(const std::string& text);
+
+// What a run's CUDA graph settings capture (Megatron-Core's --cuda-graph-impl and
+// --cuda-graph-scope as cuda_graph_impl:... and cuda_graph_scope:...; the 25.09 tables'
+// cuda_graphs:true|false, Megatron-Core's local graphs of whole layers); nullopt where it states none.
+std::optional<CudaGraphs> stated_cuda_graphs(const nlohmann::json& run);
 
 // Whether a "key:value" option is a recipe setting the plan takes: moe_token_dispatcher (the
 // plan's moe_dispatcher), expert_tensor_parallel (expert_tp, a positive integer),

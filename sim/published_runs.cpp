@@ -257,19 +257,8 @@ void apply_format_defaults(const json& j, ParallelPlan& plan, StatedKnobs& state
     plan.moe_dispatcher = parse_moe_dispatcher(*v);
     stated.keys.push_back("moe_dispatcher");
   }
-  // CUDA graphs (Megatron-Core's --cuda-graph-impl and --cuda-graph-scope; the 25.09 tables'
-  // cuda_graphs, Megatron-Core's local graphs of whole layers): a scope list as stated; an
-  // implementation without one captures whole layers (the scope's default, "full"); full_iteration
-  // captures everything.
-  const auto impl = option_value(j, "cuda_graph_impl");
-  const auto scope = option_value(j, "cuda_graph_scope");
-  const auto on = option_value(j, "cuda_graphs");
-  if ((impl && is_modeled_setting("cuda_graph_impl:" + *impl)) || (on && is_modeled_setting("cuda_graphs:" + *on))) {
-    CudaGraphs graphs = 0;
-    if (impl && *impl == "full_iteration") graphs = kGraphFullIteration;
-    else if (impl && *impl != "none") graphs = scope && is_modeled_setting("cuda_graph_scope:" + *scope) ? parse_cuda_graphs(comma_list(*scope)) : kGraphLayer;
-    else if (!impl && on && *on == "true") graphs = kGraphLayer;
-    plan.cuda_graphs = graphs;
+  if (const auto graphs = stated_cuda_graphs(j)) {
+    plan.cuda_graphs = *graphs;
     stated.keys.push_back("cuda_graphs");
   }
   if (const auto v = option_value(j, "expert_tensor_parallel"); v && is_modeled_setting("expert_tensor_parallel:" + *v)) {

@@ -119,15 +119,7 @@ SearchOptions search_options_for(const SearchRequest& r) {
     }
   }
   options.space.ep_comm_overlap = r.ep_comm_overlap;
-  if (!r.cuda_graphs.empty() && r.cuda_graphs != "none") {
-    std::vector<std::string> scopes;
-    for (size_t begin = 0; begin <= r.cuda_graphs.size();) {
-      const size_t comma = std::min(r.cuda_graphs.find(',', begin), r.cuda_graphs.size());
-      scopes.push_back(r.cuda_graphs.substr(begin, comma - begin));
-      begin = comma + 1;
-    }
-    options.space.cuda_graphs = parse_cuda_graphs(scopes);
-  }
+  options.space.cuda_graphs = parse_cuda_graph_list(r.cuda_graphs);
   return options;
 }
 
