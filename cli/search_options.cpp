@@ -39,6 +39,9 @@ void add_space_options(CLI::App& app, SearchCommandOptions& o) {
                   "what CUDA graphs capture on every candidate, so the host issues none of it (Megatron-Core's "
                   "--cuda-graph-modules; comma-separated, none for no graphs): " + std::string(cuda_graph_names()))
                   ->check(cuda_graphs_check());
+  o.options["te-op-fuser"] = app.add_flag("--te-op-fuser", o.request.te_op_fuser,
+                                          "MoE: every candidate's experts through Transformer Engine's operation fuser (Megatron-Core "
+                                          "--use-transformer-engine-op-fuser): a biased expert's bias inside the fused op");
   o.options["recompute-method"] = app.add_option("--recompute-method", o.request.recompute_method,
                   "also try full recomputation of these layers (Megatron's --recompute-method): block (the first N "
                   "of each model chunk), uniform (groups of N) or every (every N-th layer)")->check(CLI::IsMember({"uniform", "block", "every"}));

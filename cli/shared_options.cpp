@@ -173,6 +173,10 @@ void PlanOptions::add_to(CLI::App& app) {
   options["no-bias-gelu-fusion"] = app.add_flag("--no-bias-gelu-fusion", no_bias_gelu_fusion,
                                                 "a biased GELU FFN adds its bias in a kernel of its own (Megatron-LM's flag; "
                                                 "GPT-NeoX's default)");
+  options["te-op-fuser"] = app.add_flag("--te-op-fuser", te_op_fuser,
+                                        "MoE: the experts' MLP through Transformer Engine's operation fuser (Megatron-Core "
+                                        "--use-transformer-engine-op-fuser): a biased expert's bias inside the fused op, "
+                                        "not a Python loop over the local experts");
   options["tp-comm-overlap"] = app.add_flag("--tp-comm-overlap", tp_comm_overlap,
                                             "overlap every TP collective with a GEMM, forward and backward (Megatron-Core "
                                             "--tp-comm-overlap, torchtitan async TP); needs --sequence-parallel");
@@ -367,6 +371,7 @@ void PlanOptions::apply_flags(ParallelPlan& p) const {
   if (given("grad-reduce-in-bf16")) p.grad_reduce_in_fp32 = !grad_reduce_in_bf16;
   if (given("no-masked-softmax-fusion")) p.softmax_fusion = !no_masked_softmax_fusion;
   if (given("no-bias-gelu-fusion")) p.bias_gelu_fusion = !no_bias_gelu_fusion;
+  if (given("te-op-fuser")) p.te_op_fuser = te_op_fuser;
   if (given("tp-comm-overlap")) p.tp_comm_overlap = tp_comm_overlap;
   if (given("ep-comm-overlap")) p.ep_comm_overlap = ep_comm_overlap;
   if (given("cuda-graphs")) p.cuda_graphs = parse_cuda_graph_list(cuda_graphs);

@@ -58,6 +58,7 @@ struct PlanOptions {
   bool grad_reduce_in_bf16 = false;
   bool no_masked_softmax_fusion = false;
   bool no_bias_gelu_fusion = false;
+  bool te_op_fuser = false;
   bool tp_comm_overlap = false;
   bool ep_comm_overlap = false;
   double moe_imbalance = 1.0, moe_capacity_factor = 0.0;

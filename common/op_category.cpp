@@ -13,7 +13,7 @@ OpCategory op_category_of(std::string_view name) {
     return name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix;
   };
   // Order matters: "fc1_bias_grad" is a bias gradient, not an FC1 GEMM.
-  if (ends("_bias_grad") || starts("dropout_residual")) return OpCategory::kResidualBias;
+  if (ends("_bias_grad") || starts("dropout_residual") || starts("expert_bias")) return OpCategory::kResidualBias;
   if (starts("tp_") || starts("sp_") || starts("cp_") || starts("embedding_allreduce") || starts("embedding_reducescatter") ||
       starts("embedding_allgather") || starts("head_")) {
     return OpCategory::kTpComm;

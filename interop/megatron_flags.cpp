@@ -48,7 +48,7 @@ const Entry kRead[] = {
     {"--overlap-grad-reduce", Kind::kRead, true, ""}, {"--tp-comm-overlap", Kind::kRead, true, ""},
     {"--fp8-param-gather", Kind::kRead, true, ""}, {"--overlap-moe-expert-parallel-comm", Kind::kRead, true, ""},
     {"--grad-reduce-in-bf16", Kind::kRead, true, ""}, {"--no-masked-softmax-fusion", Kind::kRead, true, ""},
-    {"--no-bias-gelu-fusion", Kind::kRead, true, ""},
+    {"--no-bias-gelu-fusion", Kind::kRead, true, ""}, {"--use-transformer-engine-op-fuser", Kind::kRead, true, ""},
     {"--cuda-graph-impl", Kind::kRead, false, ""}, {"--cuda-graph-modules", Kind::kRead, false, ""},
     {"--cuda-graph-scope", Kind::kRead, false, ""}, {"--enable-cuda-graph", Kind::kRead, true, ""},
     {"--external-cuda-graph", Kind::kRead, true, ""},

@@ -67,6 +67,7 @@ const std::vector<KeyFlag>& key_flags() {
       {"--cuda-graph-modules", Kind::kList, {"model.cuda_graph_modules", "model.cuda_graph_scope"}},
       {"--enable-cuda-graph", Kind::kSwitch, {"model.enable_cuda_graph"}},
       {"--external-cuda-graph", Kind::kSwitch, {"model.external_cuda_graph"}},
+      {"--use-transformer-engine-op-fuser", Kind::kSwitch, {"model.use_transformer_engine_op_fuser"}},
   };
   return table;
 }

@@ -201,6 +201,7 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
   if (!p.grad_reduce_in_fp32 && p.precision != Precision::kFp32) a << " --grad-reduce-in-bf16";
   if (!p.softmax_fusion) a << " --no-masked-softmax-fusion";
   if (!p.bias_gelu_fusion) a << " --no-bias-gelu-fusion";
+  if (p.te_op_fuser) a << " --use-transformer-engine-op-fuser";
   if (p.dp_overlap) a << " --overlap-grad-reduce";
   return a.str();
 }

@@ -34,13 +34,17 @@ struct Op {
   // Sliding-window attention: each query sees the last `attention_window` keys (0: the whole
   // causal prefix). The kernel skips the tiles outside the band.
   int64_t attention_window = 0;
-  bool backward = false;
+  bool backward = false;  // an attention op's backward pass; a memory op's eager_ops are autograd nodes
   // The layer block holding the op, for CUDA graph capture (CudaGraphScope: kGraphAttn, kGraphMlp,
   // kGraphMoeRouter, kGraphMoe); 0: outside a layer (embedding, head, loss, per-chunk work).
   uint32_t graph_scope = 0;
   // kGemm of a grouped linear that Transformer Engine issues as one cuBLAS GEMM per local expert
   // (its multi-stream path; HostStack::kTransformerEngine): the launches; 0: one kernel.
   int32_t expert_launches = 0;
+  // PyTorch ops the framework issues one at a time from a Python loop for this op (Megatron-Core's
+  // per-expert bias add): aten calls in a forward op, autograd nodes in a backward one (`backward`);
+  // priced on the host per op (sim/step_cost.cpp), 0: none beyond the op itself.
+  int32_t eager_ops = 0;
   // kMemoryBound: bytes read + written
   double bytes = 0;
   // kCollective

@@ -89,6 +89,27 @@ void add_allgather_exchange(LayerWork& w, const ParallelPlan& p, const Traffic& 
   w.backward.push_back(collective("moe_combine_bwd", CollectiveKind::kAllGather, GroupKind::kExpertTpEp, gathered_fp32));
 }
 
+// The experts' fc2 bias (GPT-OSS: biased experts), as Megatron-Core's TEGroupedMLP adds it
+// (megatron/core/transformer/moe/experts.py `_apply_bias`, through core_v0.16 and the Megatron-LM
+// pinned by Megatron-Bridge v0.2.0-v0.5.0; fc1's bias is in its GEMMs' epilogue): a Python loop
+// over the local experts, `t + b * p` on each expert's rows (b: the bf16 bias, p: the fp32 router
+// weights, so the sum is fp32), the pieces concatenated and cast back to the activations' type.
+// Forward: b * p written, added to t, the sum copied by torch.cat, cast down; 2 aten calls per
+// expert and 4 per layer (two splits, cat, to). Backward: the cast's gradient up to fp32, t's
+// gradient cast down, b's and p's gradients each a product and a sum over it, t's pieces
+// concatenated; 2 autograd nodes per expert (AddBackward0, MulBackward0) and 4 per layer.
+// `elements`: the rows this rank's experts ran times hidden.
+void add_expert_bias_loop(LayerWork& w, double elements, double e, int64_t local_experts) {
+  const double f = std::max(4.0, e);        // the fp32 sum
+  const double cast = e != f ? e + f : 0.0;  // a cast between the activations' type and fp32
+  Op forward = memory("expert_bias_add", elements * (f + (e + 2 * f) + 2 * f + cast));
+  Op backward = memory("expert_bias_add_bwd", elements * (cast + cast + 6 * f + 2 * e));
+  forward.eager_ops = backward.eager_ops = static_cast<int32_t>(2 * local_experts + 4);
+  backward.backward = true;
+  w.forward.push_back(forward);
+  w.backward.push_back(backward);
+}
+
 }  // namespace
 
 void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s, LayerMarks& marks) {
@@ -140,6 +161,7 @@ void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const 
       }
     }
   }
+  if (m.linear_bias && !p.te_op_fuser) add_expert_bias_loop(w, rank_copies * static_cast<double>(s.h), s.e, local_experts);
   if (allgather) add_allgather_exchange(w, p, t, moe.experts, tokens, s.e, false);
   else add_alltoall_exchange(w, p, t, false);
   w.forward.push_back(memory("moe_unpermute", 2 * t.copy_bytes + outside));

@@ -184,6 +184,10 @@ struct ParallelPlan {
   // A biased GELU FFN adds fc1's bias inside the GELU kernel (Megatron's bias_gelu fusion);
   // false: a separate add first (Megatron --no-bias-gelu-fusion; GPT-NeoX's default).
   bool bias_gelu_fusion = true;
+  // Megatron-Core builds the MoE experts' MLP from Transformer Engine's operation fuser
+  // (use_transformer_engine_op_fuser; Megatron-Bridge's cutedsl_fused_grouped_mlp): the experts'
+  // fc2 bias is scaled and added inside the fused op, not in TEGroupedMLP's per-expert Python loop.
+  bool te_op_fuser = false;
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // with precision fp8
   // MoE routing: the busiest EP rank's token copies over the mean (1: balanced, as NVIDIA's
   // benchmarks force it), and the expert capacity factor (Megatron-Core's

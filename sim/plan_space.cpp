@@ -212,6 +212,7 @@ int64_t enumerate_plans(const ModelSpec& m, const PlanSpaceOptions& o,
               base.zero_engine = o.zero_engine;
               base.host_stack = o.host_stack;
               base.cuda_graphs = o.cuda_graphs;
+              base.te_op_fuser = o.te_op_fuser;
               for (MoeDispatcher d : dispatcher_choices(m, o, base)) {
                 base.moe_dispatcher = d;
                 count += enumerate_knobs(m, o, base, visit);

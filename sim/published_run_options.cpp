@@ -81,7 +81,8 @@ bool is_modeled_setting(const std::string& option) {
 // moe_router_force_load_balancing and moe_dropless: what the plan assumes unless told otherwise
 // (moe_imbalance 1, no capacity factor); scaled_upper_triang_masked_softmax_fusion /
 // scaled_masked_softmax_fusion and bias_gelu_fusion (GPT-NeoX's switches): the plan's
-// softmax_fusion and bias_gelu_fusion; "key:value" recipe settings: is_modeled_setting (the CUDA
+// softmax_fusion and bias_gelu_fusion; cutedsl_fused_grouped_mlp: the plan's te_op_fuser (the
+// experts' bias inside the fused op; its CuTe DSL kernels are priced as the grouped GEMMs); "key:value" recipe settings: is_modeled_setting (the CUDA
 // graph settings cuda_graph_impl, cuda_graph_scope and cuda_graphs: the plan's cuda_graphs).
 bool option_is_modeled(const std::string& option) {
   if (is_modeled_setting(option)) return true;
@@ -91,7 +92,8 @@ bool option_is_modeled(const std::string& option) {
                                                    "fp8_params", "float8_rowwise", "fp8_current_scaling",
                                                    "overlap_moe_expert_parallel_comm", "moe_router_force_load_balancing",
                                                    "moe_dropless", "scaled_upper_triang_masked_softmax_fusion",
-                                                   "scaled_masked_softmax_fusion", "bias_gelu_fusion"};
+                                                   "scaled_masked_softmax_fusion", "bias_gelu_fusion",
+                                                   "cutedsl_fused_grouped_mlp"};
   return std::find(modeled.begin(), modeled.end(), option) != modeled.end();
 }
 

@@ -88,6 +88,11 @@ void fill_model(json& model, Filler& fill, std::string& unsupported) {
   const ModelSpec* known = catalog_model_of(model);
   if (known == nullptr) return;
   if (!model.contains("head_dim") && known->head_dim * known->heads != known->hidden) fill(model, "model.", "head_dim", known->head_dim);
+  // Biases: the format has none; the FFN family's default (biases with GELU only) unless the
+  // catalog's architecture says otherwise (GPT-OSS: every linear, its experts' too; Qwen2: Q, K, V).
+  const bool family_bias = model["ffn_kind"] == "gelu";
+  if (!model.contains("linear_bias") && known->linear_bias != family_bias) fill(model, "model.", "linear_bias", known->linear_bias);
+  if (!model.contains("qkv_bias") && known->qkv_bias && !known->linear_bias) fill(model, "model.", "qkv_bias", true);
   if (known->sliding_window > 0 && !model.contains("sliding_window")) {
     fill(model, "model.", "sliding_window", known->sliding_window);
     fill(model, "model.", "sliding_window_layers", known->sliding_window_layers);
@@ -251,6 +256,15 @@ void apply_format_defaults(const json& j, ParallelPlan& plan, StatedKnobs& state
   if (has_option(j, "bias_gelu_fusion")) {
     plan.bias_gelu_fusion = true;
     stated.keys.push_back("bias_gelu_fusion");
+  }
+  // Megatron-Bridge's cutedsl_fused_grouped_mlp sets use_transformer_engine_op_fuser
+  // (scripts/performance/utils/overrides.py, v0.5.0 and v0.6.0); a per-rank expert capacity
+  // (moe_expert_rank_capacity_factor) required it in Megatron-Core through the Megatron-LM that
+  // Megatron-Bridge v0.5.0 pins (transformer_config.py at d0b3b77), and the recipe that sets it at
+  // v0.6.0 sets the fuser too (perf_recipes/gpt_oss/common.py).
+  if (has_option(j, "cutedsl_fused_grouped_mlp") || option_value(j, "moe_expert_rank_capacity_factor")) {
+    plan.te_op_fuser = true;
+    stated.keys.push_back("te_op_fuser");
   }
   // "key:value" recipe settings (is_modeled_setting): each states its plan key.
   if (const auto v = option_value(j, "moe_token_dispatcher"); v && is_modeled_setting("moe_token_dispatcher:" + *v)) {

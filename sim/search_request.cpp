@@ -120,6 +120,7 @@ SearchOptions search_options_for(const SearchRequest& r) {
   }
   options.space.ep_comm_overlap = r.ep_comm_overlap;
   options.space.cuda_graphs = parse_cuda_graph_list(r.cuda_graphs);
+  options.space.te_op_fuser = r.te_op_fuser;
   return options;
 }
 

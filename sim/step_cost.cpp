@@ -81,11 +81,22 @@ constexpr double kTransformerEngineHostPerOpS = 42.48e-3 / (4.0 * 81.0);
 // "pure" rows: the GEMMs alone): 0.267 / 8 = 33 us per expert GEMM, the math a few us of it.
 constexpr double kExpertGemmLaunchS = 0.267e-3 / 8.0;
 
+// Host seconds of one eager PyTorch op and one autograd node that a framework issues from a Python
+// loop (Op::eager_ops): the median CPU spans of aten::mul and aten::add (8.50 and 8.97 us) on an
+// H100 host (shared/traces/h100-qwen1.5-0.5b-forward.json.gz) and of MulBackward0's autograd node
+// (24.5 us) on an A100-SXM4-80GB host (shared/traces/a100-16rank-recsys-rank0.json.gz);
+// bench/eager_host_check.py prints them. Measured under the profiler; Python's own time between
+// ops is not in them.
+constexpr double kEagerOpHostS = (8.50e-6 + 8.97e-6) / 2.0;
+constexpr double kAutogradNodeHostS = 24.5e-6;
+
 HostCost host_cost(const CostModel& cost, HostStack stack, CudaGraphs graphs) {
   HostCost host;
   if (cost.host_dispatch_s() <= 0) return host;
   host.per_op_s = stack == HostStack::kTransformerEngine ? kTransformerEngineHostPerOpS : cost.host_dispatch_s();
   host.per_expert_launch_s = stack == HostStack::kTransformerEngine ? kExpertGemmLaunchS : 0.0;
+  host.per_eager_op_s = kEagerOpHostS;
+  host.per_autograd_node_s = kAutogradNodeHostS;
   host.graphs = graphs;
   return host;
 }
@@ -97,11 +108,17 @@ bool captured(const Op& op, CudaGraphs graphs) {
   return (graphs & kGraphLayer) != 0 || (graphs & op.graph_scope) != 0 ||
          ((graphs & kGraphMoe) != 0 && op.graph_scope == kGraphMoeRouter);  // the MoE block holds its router
 }
+
+// An op's host seconds when the host issues it (not captured).
+double issued_host_s(const Op& op, const HostCost& host) {
+  return host.per_op_s + static_cast<double>(op.expert_launches) * host.per_expert_launch_s +
+         static_cast<double>(op.eager_ops) * (op.backward ? host.per_autograd_node_s : host.per_eager_op_s);
+}
 }  // namespace
 
 double op_host_s(const Op& op, const HostCost& host) {
   if (captured(op, host.graphs)) return 0.0;
-  return host.per_op_s + static_cast<double>(op.expert_launches) * host.per_expert_launch_s;
+  return issued_host_s(op, host);
 }
 
 StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const LayerScopes& scopes) {
@@ -123,13 +140,13 @@ StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const Laye
     }
     (op.kind == OpKind::kCollective ? c.tp_s : c.compute_s) += t;
     if (host.graphs == 0) {
-      host_s += host.per_op_s + static_cast<double>(op.expert_launches) * host.per_expert_launch_s;
+      host_s += issued_host_s(op, host);
       continue;
     }
     const bool graph = captured(op, host.graphs);
     if (graph && !in_graph) host_s += host.per_op_s;
     in_graph = graph;
-    if (!graph) host_s += host.per_op_s + static_cast<double>(op.expert_launches) * host.per_expert_launch_s;
+    if (!graph) host_s += issued_host_s(op, host);
   }
   c.host_idle_s = std::max(0.0, host_s - c.total());
   return c;

@@ -81,6 +81,7 @@ double overlapped_collective_s(const Op& op, double collective_s, double hiding_
 struct HostCost {
   double per_op_s = 0;
   double per_expert_launch_s = 0;
+  double per_eager_op_s = 0, per_autograd_node_s = 0;  // Op::eager_ops in a forward / backward op
   CudaGraphs graphs = 0;
 };
 HostCost host_cost(const CostModel& cost, HostStack stack, CudaGraphs graphs);

@@ -574,3 +574,13 @@ cli_test("bad: a hybrid Mamba-2 model (Nemotron-H) is refused by name with the r
 cli_test("validate --summary counts the runs that trained but are judged not to fit" RC 0
   MATCH "ran, judged OOM" "korthikanti_2022_table5 +8 +0 "
   ARGS validate --summary --runs ${runs} --groups korthikanti_2022_table5)
+# Megatron-Core's per-expert bias loop (GPT-OSS's biased experts) and the op fuser that removes it.
+cli_test("predict gpt-oss-120b: the experts' bias loop is priced under residual and bias adds" RC 0
+  MATCH "\"residual_bias\": *[0-9.]+[1-9]"
+  ARGS predict --model gpt-oss-120b --gpu h100-sxm-80gb --gpus 64 --pp 4 --ep 8 --global-batch 256 --format json)
+cli_test("predict --te-op-fuser: the plan says so" RC 0
+  MATCH "\"te_op_fuser\": *true"
+  ARGS predict --model gpt-oss-120b --gpu h100-sxm-80gb --gpus 64 --pp 4 --ep 8 --global-batch 256 --te-op-fuser --format json)
+cli_test("search --export megatron --te-op-fuser writes --use-transformer-engine-op-fuser" RC 0
+  MATCH "--use-transformer-engine-op-fuser"
+  ARGS search --model gpt-oss-120b --gpu h100-sxm-80gb --gpus 64 --global-batch 256 --top 1 --te-op-fuser --export megatron)

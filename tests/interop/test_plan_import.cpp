@@ -208,4 +208,10 @@ TEST_CASE("Megatron-LM's --fp8-recipe: tensorwise, blockwise and mxfp8 are read 
   CHECK(unfused.not_modeled.empty());
   CHECK_THAT(export_plan(&m, unfused.plan, 8, ExportTarget::kMegatron),
              Catch::Contains("--no-masked-softmax-fusion") && Catch::Contains("--no-bias-gelu-fusion"));
+  // Transformer Engine's op fuser (the experts' MLP): read into the plan, written back.
+  const ImportedJob fuser = import_megatron("--bf16 --use-transformer-engine-op-fuser", "args", m, 8);
+  CHECK(fuser.plan.te_op_fuser);
+  CHECK(fuser.not_modeled.empty());
+  CHECK_FALSE(unfused.plan.te_op_fuser);
+  CHECK_THAT(export_plan(&m, fuser.plan, 8, ExportTarget::kMegatron), Catch::Contains("--use-transformer-engine-op-fuser"));
 }

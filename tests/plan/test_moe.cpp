@@ -81,6 +81,32 @@ TEST_CASE("the dispatch and combine all-to-alls move top_k copies of every token
   CHECK(expert_flops == Approx(2.0 * tokens * 8 * 3 * 2048 * 768));
 }
 
+TEST_CASE("biased experts: Megatron-Core's per-expert bias loop moves fp32 sums and issues eager ops per local expert, the op fuser none") {
+  const ModelSpec m = resolve_model("gpt-oss-120b");  // h 2880, 128 experts, top 4, biases on every linear
+  REQUIRE(m.linear_bias);
+  ParallelPlan p;
+  p.dp = 8;
+  p.ep = 8;
+  p.global_batch = 8;
+  const LayerWork w = lower_iteration(m, p).layer;
+  const double elements = 4096.0 * 4 * 2880;  // the copies this rank's 16 experts run, x hidden
+  const Op& forward = find_op(w.forward, "expert_bias_add");
+  // b x p written in fp32, added to the bf16 output (fp32 sum), torch.cat's copy, the cast down.
+  CHECK(forward.bytes == Approx(elements * (4 + (2 + 8) + 8 + 6)));
+  CHECK(forward.eager_ops == 2 * 16 + 4);
+  CHECK_FALSE(forward.backward);
+  const Op& backward = find_op(w.backward, "expert_bias_add_bwd");
+  // the cast's gradient up, t's down, b's and p's products and sums, t's pieces concatenated.
+  CHECK(backward.bytes == Approx(elements * (6 + 6 + 24 + 4)));
+  CHECK(backward.eager_ops == 2 * 16 + 4);
+  CHECK(backward.backward);
+  CHECK(forward.graph_scope == kGraphMoe);
+  p.te_op_fuser = true;  // the bias inside Transformer Engine's fused grouped MLP
+  for (const Op& op : lower_iteration(m, p).layer.forward) CHECK(std::string(op.name) != "expert_bias_add");
+  const ModelSpec qwen = resolve_model("qwen3-30b-a3b");  // no biases: no loop
+  for (const Op& op : lower_iteration(qwen, qwen_plan()).layer.forward) CHECK(std::string(op.name) != "expert_bias_add");
+}
+
 TEST_CASE("router imbalance: the busiest EP rank runs and receives imbalance x the mean copies, capped by the capacity factor") {
   const ModelSpec m = resolve_model("qwen3-30b-a3b");
   ParallelPlan p = qwen_plan();

@@ -155,6 +155,25 @@ TEST_CASE("Transformer Engine's stack issues each op at the trace's host cost an
   CHECK(host_cost(DatasheetCostModel(hw, Precision::kBf16, none), HostStack::kTransformerEngine, 0).per_op_s == 0.0);
 }
 
+TEST_CASE("a Python loop's eager ops cost the host per aten call forward and per autograd node backward") {
+  const Hardware hw = a100_cluster();
+  const DatasheetCostModel cost(hw, Precision::kBf16, default_efficiency_constants());
+  const HostCost te = host_cost(cost, HostStack::kTransformerEngine, 0);
+  CHECK(te.per_eager_op_s == Approx((8.50e-6 + 8.97e-6) / 2));  // aten::mul, aten::add on an H100 host
+  CHECK(te.per_autograd_node_s == Approx(24.5e-6));               // MulBackward0 on an A100 host
+  Op loop;
+  loop.kind = OpKind::kMemoryBound;
+  loop.graph_scope = kGraphMoe;
+  loop.eager_ops = 36;
+  CHECK(op_host_s(loop, te) == Approx(te.per_op_s + 36 * te.per_eager_op_s));
+  loop.backward = true;
+  CHECK(op_host_s(loop, te) == Approx(te.per_op_s + 36 * te.per_autograd_node_s));
+  CHECK(op_host_s(loop, host_cost(cost, HostStack::kTransformerEngine, kGraphMoe)) == 0.0);  // captured
+  EfficiencyConstants none = default_efficiency_constants();
+  none.host_dispatch_s = 0;  // a measured profile: no host time
+  CHECK(host_cost(DatasheetCostModel(hw, Precision::kBf16, none), HostStack::kTransformerEngine, 0).per_eager_op_s == 0.0);
+}
+
 TEST_CASE("a small-expert MoE layer under Transformer Engine waits on the host, graphs of its layers take the wait away") {
   const ModelSpec m = resolve_model("qwen3-30b-a3b");
   const Hardware hw = h100_cluster(8);
