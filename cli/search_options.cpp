@@ -42,6 +42,10 @@ void add_space_options(CLI::App& app, SearchCommandOptions& o) {
   o.options["te-op-fuser"] = app.add_flag("--te-op-fuser", o.request.te_op_fuser,
                                           "MoE: every candidate's experts through Transformer Engine's operation fuser (Megatron-Core "
                                           "--use-transformer-engine-op-fuser): a biased expert's bias inside the fused op");
+  o.options["lora-rank"] = app.add_option("--lora-rank", o.request.lora_rank,
+                                          "LoRA fine-tuning on every candidate: adapters of this rank beside each layer's qkv, proj, "
+                                          "fc1 and fc2, the base weights frozen (ZeRO-3 candidates are left out)")
+                              ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   o.options["recompute-method"] = app.add_option("--recompute-method", o.request.recompute_method,
                   "also try full recomputation of these layers (Megatron's --recompute-method): block (the first N "
                   "of each model chunk), uniform (groups of N) or every (every N-th layer)")->check(CLI::IsMember({"uniform", "block", "every"}));

@@ -177,6 +177,10 @@ void PlanOptions::add_to(CLI::App& app) {
                                         "MoE: the experts' MLP through Transformer Engine's operation fuser (Megatron-Core "
                                         "--use-transformer-engine-op-fuser): a biased expert's bias inside the fused op, "
                                         "not a Python loop over the local experts");
+  options["lora-rank"] = app.add_option("--lora-rank", lora_rank,
+                                        "LoRA fine-tuning: adapters of this rank beside every layer's qkv, proj, fc1 and fc2 "
+                                        "(Megatron-Bridge's peft lora); the base weights frozen (no weight gradients, optimizer "
+                                        "states or gradient reduction for them)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   options["tp-comm-overlap"] = app.add_flag("--tp-comm-overlap", tp_comm_overlap,
                                             "overlap every TP collective with a GEMM, forward and backward (Megatron-Core "
                                             "--tp-comm-overlap, torchtitan async TP); needs --sequence-parallel");
@@ -372,6 +376,7 @@ void PlanOptions::apply_flags(ParallelPlan& p) const {
   if (given("no-masked-softmax-fusion")) p.softmax_fusion = !no_masked_softmax_fusion;
   if (given("no-bias-gelu-fusion")) p.bias_gelu_fusion = !no_bias_gelu_fusion;
   if (given("te-op-fuser")) p.te_op_fuser = te_op_fuser;
+  if (given("lora-rank")) p.lora_rank = lora_rank;
   if (given("tp-comm-overlap")) p.tp_comm_overlap = tp_comm_overlap;
   if (given("ep-comm-overlap")) p.ep_comm_overlap = ep_comm_overlap;
   if (given("cuda-graphs")) p.cuda_graphs = parse_cuda_graph_list(cuda_graphs);

@@ -22,6 +22,8 @@ OpCategory op_category_of(std::string_view name) {
   if (starts("moe_dispatch") || starts("moe_combine")) return OpCategory::kEpComm;
   if (starts("moe_permute") || starts("moe_unpermute")) return OpCategory::kMoePermute;
   if (starts("router")) return OpCategory::kMoeRouter;
+  if (starts("lora_add")) return OpCategory::kResidualBias;
+  if (starts("lora_")) return OpCategory::kGemmOther;
   if (starts("shared_fc1")) return OpCategory::kGemmFc1;
   if (starts("shared_fc2")) return OpCategory::kGemmFc2;
   if (starts("qkv")) return OpCategory::kGemmQkv;

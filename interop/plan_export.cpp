@@ -87,6 +87,10 @@ std::string launch_comment(const ModelSpec* m, const ParallelPlan& p) {
                                                                         : "unfused attention (--attention-backend unfused)")
     << ".\n";
   if (m == nullptr) c << "# Without --model: add the model's arguments (layers, widths, heads, norm, positions, RoPE base).\n";
+  if (p.lora_rank > 0) {
+    c << "# LoRA rank " << p.lora_rank << " was priced: these arguments train every weight; LoRA is set in the\n"
+         "# framework's fine-tuning config (Megatron-Bridge: peft=LoRA(dim=" << p.lora_rank << "), target_modules qkv, proj, fc1, fc2).\n";
+  }
   if (m != nullptr && vocab_divisor(*m, p.tp) == 0) {
     c << "# Megatron pads the vocabulary (" << m->vocab << ") to a multiple of --make-vocab-size-divisible-by x tp (" << p.tp
       << "); trainsim priced it unpadded.\n";

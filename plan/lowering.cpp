@@ -299,6 +299,7 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
     w.backward[i].graph_scope = name == "qkv_bias_grad" || name == "proj_bias_grad" ? kGraphAttn : kGraphMlp;
   }
   add_fp8_conversions(w, m, p, s);
+  add_lora(w, p.lora_rank, s.e);
   if (p.tp_comm_overlap) pair_tp_comm_overlaps(w, p, !moe);
   else if (p.tp_overlap) pair_backward_overlaps(w.backward);
   if (p.recompute == Recompute::kFull) {
@@ -326,7 +327,7 @@ void add_embedding_ops(StageWork& w, const ParallelPlan& p, const Shapes& s) {
   if (p.tp > 1 && p.sequence_parallel) {
     w.embedding_backward.push_back(collective("embedding_allgather_bwd", CollectiveKind::kAllGather, GroupKind::kTp, full_act));
   }
-  w.embedding_backward.push_back(memory("embedding_bwd", 3 * full_act));
+  if (p.lora_rank <= 0) w.embedding_backward.push_back(memory("embedding_bwd", 3 * full_act));  // LoRA: frozen
 }
 
 // The final norm, LM head and loss, forward and backward.
@@ -348,7 +349,7 @@ void add_head_ops(StageWork& w, const ModelSpec& m, const ParallelPlan& p, const
   }
   w.head_backward.push_back(memory("cross_entropy_bwd", 2 * logits));
   w.head_backward.push_back(gemm("lm_head_dgrad", s.tokens, s.h, m.vocab / p.tp));
-  w.head_backward.push_back(gemm("lm_head_wgrad", s.h, m.vocab / p.tp, s.tokens));
+  if (p.lora_rank <= 0) w.head_backward.push_back(gemm("lm_head_wgrad", s.h, m.vocab / p.tp, s.tokens));  // LoRA: frozen
   if (p.tp > 1) {
     w.head_backward.push_back(collective(p.sequence_parallel ? "head_reducescatter" : "head_allreduce",
                                           p.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
@@ -402,8 +403,9 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p, const M
       w.chunk_recomputed_layers.push_back(chunk_recompute_span(p, w.chunk_layers.back()).recomputed_layers);
     }
     w.layers = rank_memory.stages[static_cast<size_t>(stage)].layers;
-    w.params = static_cast<double>(rank_memory.stages[static_cast<size_t>(stage)].params);
-    w.expert_params = static_cast<double>(rank_memory.stages[static_cast<size_t>(stage)].expert_params);
+    // What trains: its gradients are reduced, its optimizer states updated (LoRA: the adapters).
+    w.params = static_cast<double>(rank_memory.stages[static_cast<size_t>(stage)].trainable_params);
+    w.expert_params = p.lora_rank > 0 ? 0.0 : static_cast<double>(rank_memory.stages[static_cast<size_t>(stage)].expert_params);
     if (stage == 0) add_embedding_ops(w, p, s);
     if (stage == place_of_virtual_stage(v_placement(p.schedule), p.pp, p.pp * p.vpp - 1).stage) add_head_ops(w, m, p, s);
     if (p.pp > 1) w.send_bytes = act;  // Megatron sends the (SP-split or scatter-gathered) activation

@@ -99,7 +99,7 @@ struct StageWork {
   std::vector<Op> embedding_forward, embedding_backward;
   std::vector<Op> head_forward, head_backward;
   double send_bytes = 0;           // activation sent between stages per micro-batch (0 without a pipeline)
-  double params = 0;               // parameters held by one rank (before ZeRO sharding)
+  double params = 0;               // parameters of one rank that train (before ZeRO sharding; LoRA: its adapters)
   double expert_params = 0;        // of which routed experts under expert parallelism
   double params_per_layer = 0;     // a transformer layer's parameters on one rank
 };

@@ -74,6 +74,10 @@ void pair_tp_comm_overlaps(LayerWork& w, const ParallelPlan& p, bool dense_ffn);
 // the latents, up projections and the fused RoPE (plan/mla_lowering.cpp).
 void add_mla_projections(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s, double norm_forward, double norm_backward);
 
+// LoRA (ParallelPlan::lora_rank > 0): the frozen linears' weight gradients dropped, an adapter
+// (A, B, the add) beside each of qkv, proj, fc1 and fc2 (plan/lora_lowering.cpp).
+void add_lora(LayerWork& w, int64_t rank, double e);
+
 // The op names of an FFN's two linears (string literals: ops keep the pointer).
 struct FfnNames {
   const char *up, *up_dgrad, *up_wgrad, *down, *down_dgrad, *down_wgrad;

@@ -188,6 +188,11 @@ struct ParallelPlan {
   // (use_transformer_engine_op_fuser; Megatron-Bridge's cutedsl_fused_grouped_mlp): the experts'
   // fc2 bias is scaled and added inside the fused op, not in TEGroupedMLP's per-expert Python loop.
   bool te_op_fuser = false;
+  // LoRA fine-tuning (Megatron-Bridge's peft "lora"): adapters of this rank (A: in x r, B: r x out)
+  // beside every layer's qkv, proj, fc1 and fc2 (its default target_modules); the base weights,
+  // the embedding and the output layer frozen: no weight gradients, gradient buffers, optimizer
+  // states or gradient reduction for them. 0: no LoRA, every weight trains.
+  int64_t lora_rank = 0;
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // with precision fp8
   // MoE routing: the busiest EP rank's token copies over the mean (1: balanced, as NVIDIA's
   // benchmarks force it), and the expert capacity factor (Megatron-Core's

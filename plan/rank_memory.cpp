@@ -69,6 +69,14 @@ double layer_weight_bytes_per_param(const ParallelPlan& plan, const MemoryTarget
   return (primary ? 0.0 : state_bytes_per_param(plan).weights) + copies * layout;
 }
 
+int64_t lora_params_per_layer(const ModelSpec& m, const ParallelPlan& p) {
+  if (p.lora_rank <= 0) return 0;
+  const int64_t t = p.tp, h = m.hidden, q = m.attention_width(), kv = m.kv_width();
+  const int64_t up = (m.ffn_kind == FfnKind::kSwiglu ? 2 : 1) * m.ffn_hidden;
+  // Column-parallel qkv and fc1: A whole, B split; row-parallel proj and fc2: A split, B whole.
+  return p.lora_rank * ((h + (q + 2 * kv) / t) + (q / t + h) + (h + up / t) + (m.ffn_hidden / t + h));
+}
+
 namespace {
 
 // Weights, gradients and optimizer states of a stage's parameters, sharded as the ZeRO stage says.
@@ -87,6 +95,11 @@ void set_state_bytes(const ParallelPlan& plan, StageMemory& s, int64_t layer_on_
   s.memory.weights_bytes += static_cast<double>(s.layer_params) * (layer_weight_bytes_per_param(plan, target) - bytes.weights);
   s.memory.gradients_bytes = state(bytes.gradients, plan.zero_stage >= 2);
   s.memory.optimizer_bytes = state(bytes.optimizer, plan.zero_stage >= 1);
+  if (s.trainable_params < s.params) {  // LoRA: only the adapters have gradients and optimizer states (no experts: refused)
+    const double trainable = static_cast<double>(s.trainable_params);
+    s.memory.gradients_bytes = trainable * bytes.gradients / (plan.zero_stage >= 2 ? dp : 1.0);
+    s.memory.optimizer_bytes = trainable * bytes.optimizer / (plan.zero_stage >= 1 ? dp : 1.0);
+  }
   if (keeps_gathered_weights(plan)) {
     // The unsharded gradients being accumulated, in FSDP2's reduce dtype (fp32 in torchtitan's
     // default mixed_precision_reduce): FSDPParam.to_accumulated_grad_if_needed upcasts each
@@ -162,6 +175,8 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
     s.params = s.layers * layer_on_rank;
     s.expert_params = s.layers * layer_experts;
     s.layer_params = s.params;
+    s.trainable_params = s.layers * lora_params_per_layer(model, plan);
+    s.params += s.trainable_params;
     s.in_flight_micro_batches = in_flight_micro_batches(plan, stage);
     double activations = stored_layer_bytes(model, act, span) * s.in_flight_micro_batches;
     if (stage == 0) {
@@ -181,6 +196,7 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
     double working = recompute_working_bytes(model, act, span.group_layers);
     if (stage == head_stage) working = std::max(working, loss_working_bytes(model, act));
     activations += working;
+    if (plan.lora_rank <= 0) s.trainable_params = s.params;
     set_state_bytes(plan, s, layer_on_rank, target);
     s.memory.activations_bytes = activations;
     result.stages.push_back(s);

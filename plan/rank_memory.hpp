@@ -28,6 +28,7 @@ struct StageMemory {
   int64_t params = 0;                  // parameters held by one rank of this stage, before ZeRO sharding
   int64_t expert_params = 0;           // of which routed experts (expert parallelism: sharded over expert_dp)
   int64_t layer_params = 0;            // of which in transformer layers (not the embedding or LM head)
+  int64_t trainable_params = 0;        // of which train: all of them, or under LoRA its adapters (plan lora_rank)
   double in_flight_micro_batches = 0;  // micro-batches whose activations are alive at the peak
   MemoryBreakdown memory;
 };
@@ -44,6 +45,10 @@ struct StateBytes {
   double weights = 2, gradients = 4, optimizer = 12;
 };
 StateBytes state_bytes_per_param(const ParallelPlan& plan);
+
+// LoRA's adapter parameters on one rank per transformer layer (0 without LoRA): A (in x r) and B
+// (r x out) beside qkv, proj, fc1 and fc2, the side their linear splits over TP split with it.
+int64_t lora_params_per_layer(const ModelSpec& model, const ParallelPlan& plan);
 
 // DeepSpeed's contiguous gradient buckets on every rank (ZeroEngine::kDeepSpeed at ZeRO >= 1), bytes;
 // 0 for Megatron-Core's and FSDP's ZeRO, whose buffers are the gradients already counted.

@@ -145,6 +145,7 @@ int64_t enumerate_knobs(const ModelSpec& m, const PlanSpaceOptions& o, ParallelP
       for (int zero = 0; zero <= 3; ++zero) {
         if (zero > 0 && base.dp * base.cp == 1) continue;  // nothing to shard
         if (zero == 2 && base.pp > 1) continue;           // with a pipeline ZeRO-2 runs as ZeRO-3 does: searched once, as 3
+        if (zero == 3 && base.lora_rank > 0) continue;    // LoRA with ZeRO-3 is not modeled (validate_plan)
         for (const RecomputeChoice& r : recomputes) {
           for (int sp = 0; sp <= (base.tp > 1 ? 1 : 0); ++sp) {
             if (sp == 1 && (m.seq_len / base.cp) % base.tp != 0) continue;
@@ -213,6 +214,7 @@ int64_t enumerate_plans(const ModelSpec& m, const PlanSpaceOptions& o,
               base.host_stack = o.host_stack;
               base.cuda_graphs = o.cuda_graphs;
               base.te_op_fuser = o.te_op_fuser;
+              base.lora_rank = o.lora_rank;
               for (MoeDispatcher d : dispatcher_choices(m, o, base)) {
                 base.moe_dispatcher = d;
                 count += enumerate_knobs(m, o, base, visit);

@@ -41,6 +41,7 @@ struct PlanSpaceOptions {
   // --cuda-graphs): every candidate's.
   HostStack host_stack = HostStack::kTransformerEngine;
   CudaGraphs cuda_graphs = 0;
+  int64_t lora_rank = 0;     // search --lora-rank: every candidate's (ParallelPlan::lora_rank)
   bool te_op_fuser = false;  // search --te-op-fuser: every candidate's (ParallelPlan::te_op_fuser)
   // The framework can overlap TP communication with the GEMMs (Megatron-Core's --tp-comm-overlap,
   // torchtitan's async TP): every plan with SP is also tried with tp_comm_overlap.

@@ -59,6 +59,7 @@ bool is_modeled_setting(const std::string& option) {
   }
   if (key == "cuda_graph_impl") return value == "none" || value == "local" || value == "transformer_engine" || value == "full_iteration";
   if (key == "cuda_graphs") return value == "true" || value == "false";
+  if (key == "peft" || key == "task") return value == "lora";  // the plan's lora_rank
   try {  // the plan's own parsers decide which values it takes
     if (key == "moe_token_dispatcher") parse_moe_dispatcher(value);
     else if (key == "recompute_modules") parse_recompute_modules(comma_list(value));

@@ -5,6 +5,7 @@
 #include "sim/published_runs.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <limits>
 #include <map>
 
@@ -209,7 +210,7 @@ void read_options(const json& j, JsonObjectReader& r, PublishedRun& run) {
 }
 
 // The plan keys a run may leave out, in the order their defaults are listed.
-const char* const kDefaultedPlanKeys[] = {"vpp", "micro_batch", "global_batch", "zero_stage", "recompute", "sequence_parallel"};
+const char* const kDefaultedPlanKeys[] = {"vpp", "micro_batch", "global_batch", "zero_stage", "recompute", "sequence_parallel", "lora_rank"};
 
 // The format's own defaults and what the run's options state: the chunks of an interleaved or ZB-V
 // schedule, ZeRO-1 for the distributed optimizer, the recomputation, TP and EP communication
@@ -265,6 +266,19 @@ void apply_format_defaults(const json& j, ParallelPlan& plan, StatedKnobs& state
   if (has_option(j, "cutedsl_fused_grouped_mlp") || option_value(j, "moe_expert_rank_capacity_factor")) {
     plan.te_op_fuser = true;
     stated.keys.push_back("te_op_fuser");
+  }
+  // LoRA fine-tuning (peft:lora): the adapter rank Megatron-Bridge's recipe gives the model
+  // (recipes/llama/llama3.py at v0.5.0: Llama 3 8B dim 8, 70B and 405B dim 16; the 405B recipe
+  // adapts linear_qkv only, priced here on all four targets), else peft/lora.py's default 32.
+  if (option_value(j, "peft") == std::optional<std::string>("lora")) {
+    std::string name = j.contains("model") && j["model"].is_object() && j["model"].contains("name") && j["model"]["name"].is_string()
+                           ? j["model"]["name"].get<std::string>() : "";
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const auto ends = [&](const std::string& tail) { return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0; };
+    const bool llama = name.find("llama") != std::string::npos;
+    const char* which = !llama ? "peft/lora.py's default" : ends("-8b") ? "its Llama 3 8B recipe" : ends("-70b") || ends("-405b") ? "its Llama 3 70B / 405B recipes" : "peft/lora.py's default";
+    plan.lora_rank = llama && ends("-8b") ? 8 : llama && (ends("-70b") || ends("-405b")) ? 16 : 32;
+    fill("lora_rank", std::to_string(plan.lora_rank) + " (Megatron-Bridge's LoRA dim: " + which + ")");
   }
   // "key:value" recipe settings (is_modeled_setting): each states its plan key.
   if (const auto v = option_value(j, "moe_token_dispatcher"); v && is_modeled_setting("moe_token_dispatcher:" + *v)) {

@@ -121,6 +121,7 @@ SearchOptions search_options_for(const SearchRequest& r) {
   options.space.ep_comm_overlap = r.ep_comm_overlap;
   options.space.cuda_graphs = parse_cuda_graph_list(r.cuda_graphs);
   options.space.te_op_fuser = r.te_op_fuser;
+  options.space.lora_rank = r.lora_rank;
   return options;
 }
 

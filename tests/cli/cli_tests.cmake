@@ -584,3 +584,16 @@ cli_test("predict --te-op-fuser: the plan says so" RC 0
 cli_test("search --export megatron --te-op-fuser writes --use-transformer-engine-op-fuser" RC 0
   MATCH "--use-transformer-engine-op-fuser"
   ARGS search --model gpt-oss-120b --gpu h100-sxm-80gb --gpus 64 --global-batch 256 --top 1 --te-op-fuser --export megatron)
+# LoRA fine-tuning: the plan line says so, the frozen base weights fit where full training does not.
+cli_test("predict --lora-rank: the plan line names LoRA and the frozen base" RC 0
+  MATCH "LoRA rank 16 \\(base weights frozen\\)" "memory peak per GPU +[0-9.]+ of 79.6 GiB"
+  ARGS predict --model llama3-70b --gpu h100-sxm-80gb --gpus 8 --tp 8 --global-batch 8 --lora-rank 16)
+cli_test("predict --lora-rank --format json: the plan carries lora_rank" RC 0
+  MATCH "\"lora_rank\": *16"
+  ARGS predict --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --global-batch 16 --lora-rank 16 --format json)
+cli_test("search --lora-rank: LoRA on every candidate, no ZeRO-3" RC 0
+  MATCH "Best plans"
+  ARGS search --model llama3-70b --gpu h100-sxm-80gb --gpus 8 --global-batch 32 --lora-rank 16 --top 3)
+cli_test("export --to megatron of a LoRA plan says where LoRA is set" RC 0
+  MATCH "LoRA rank 8 was priced: these arguments train every weight"
+  ARGS export ${plans}/llama3-8b-lora8.json --model llama3-8b --to megatron)
