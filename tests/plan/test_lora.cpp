@@ -67,7 +67,7 @@ TEST_CASE("LoRA: the frozen linears lose their weight gradients, each target gai
   CHECK(find_op(lower_iteration(m, full_recompute).layer.recompute, "lora_a") != nullptr);
 }
 
-TEST_CASE("LoRA: weights stay whole, gradients and optimizer states are the adapters' alone; the LM head and embedding do not train") {
+TEST_CASE("LoRA: weights stay whole, gradients and optimizer states are the adapters' alone, the LM head and embedding do not train") {
   const ModelSpec m = resolve_model("llama3-8b");
   const StageMemory full = estimate_rank_memory(m, lora_plan(0)).peak();
   const StageMemory lora = estimate_rank_memory(m, lora_plan(16)).peak();
