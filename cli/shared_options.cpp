@@ -181,6 +181,11 @@ void PlanOptions::add_to(CLI::App& app) {
                                         "LoRA fine-tuning: adapters of this rank beside every layer's qkv, proj, fc1 and fc2 "
                                         "(Megatron-Bridge's peft lora); the base weights frozen (no weight gradients, optimizer "
                                         "states or gradient reduction for them)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  options["cpu-offload-layers"] = app.add_option("--cpu-offload-layers", cpu_offload_layers,
+                                                 "CPU activation offloading (Megatron-Core --cpu-offloading-num-layers): this many "
+                                                 "layers' saved activations go to the host after their forward and come back for "
+                                                 "their backward, over the GPU's host link; needs pp 1 and no recompute")
+                                      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   options["tp-comm-overlap"] = app.add_flag("--tp-comm-overlap", tp_comm_overlap,
                                             "overlap every TP collective with a GEMM, forward and backward (Megatron-Core "
                                             "--tp-comm-overlap, torchtitan async TP); needs --sequence-parallel");
@@ -377,6 +382,7 @@ void PlanOptions::apply_flags(ParallelPlan& p) const {
   if (given("no-bias-gelu-fusion")) p.bias_gelu_fusion = !no_bias_gelu_fusion;
   if (given("te-op-fuser")) p.te_op_fuser = te_op_fuser;
   if (given("lora-rank")) p.lora_rank = lora_rank;
+  if (given("cpu-offload-layers")) p.cpu_offload_layers = cpu_offload_layers;
   if (given("tp-comm-overlap")) p.tp_comm_overlap = tp_comm_overlap;
   if (given("ep-comm-overlap")) p.ep_comm_overlap = ep_comm_overlap;
   if (given("cuda-graphs")) p.cuda_graphs = parse_cuda_graph_list(cuda_graphs);

@@ -60,6 +60,7 @@ struct PlanOptions {
   bool no_bias_gelu_fusion = false;
   bool te_op_fuser = false;
   int64_t lora_rank = 0;
+  int64_t cpu_offload_layers = 0;
   bool tp_comm_overlap = false;
   bool ep_comm_overlap = false;
   double moe_imbalance = 1.0, moe_capacity_factor = 0.0;

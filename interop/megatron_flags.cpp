@@ -49,6 +49,7 @@ const Entry kRead[] = {
     {"--fp8-param-gather", Kind::kRead, true, ""}, {"--overlap-moe-expert-parallel-comm", Kind::kRead, true, ""},
     {"--grad-reduce-in-bf16", Kind::kRead, true, ""}, {"--no-masked-softmax-fusion", Kind::kRead, true, ""},
     {"--no-bias-gelu-fusion", Kind::kRead, true, ""}, {"--use-transformer-engine-op-fuser", Kind::kRead, true, ""},
+    {"--cpu-offloading-num-layers", Kind::kRead, false, ""}, {"--cpu-offloading", Kind::kRead, true, ""},
     {"--cuda-graph-impl", Kind::kRead, false, ""}, {"--cuda-graph-modules", Kind::kRead, false, ""},
     {"--cuda-graph-scope", Kind::kRead, false, ""}, {"--enable-cuda-graph", Kind::kRead, true, ""},
     {"--external-cuda-graph", Kind::kRead, true, ""},
@@ -84,12 +85,10 @@ const Entry kNotModeled[] = {
     {"--deepspeed-activation-checkpointing", Kind::kNotModeled, true, "DeepSpeed's checkpointing of the layers --checkpoint-activations names"},
     {"--zero-stage", Kind::kNotModeled, false, "Megatron-DeepSpeed's ZeRO stage: give its config with --from deepspeed"}};
 
-// Host offload: refused until modeled (the prediction would be a GPU-only job's).
+// Optimizer offload to the host: refused until modeled (the prediction would be a GPU-only job's).
 const Entry kRefused[] = {
     {"--optimizer-cpu-offload", Kind::kRefused, true,
-     "moves the optimizer states and their step to the host; trainsim does not model host offload yet"},
-    {"--cpu-offloading", Kind::kRefused, true,
-     "moves activations to the host between forward and backward; trainsim does not model host offload yet"}};
+     "moves the optimizer states and their step to the host; trainsim does not model optimizer offload yet"}};
 
 // Known, no effect on an iteration's speed or memory: optimizer values, the learning-rate schedule,
 // data, tokenizer, checkpoints, logging, numerics.

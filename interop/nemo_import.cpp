@@ -68,6 +68,7 @@ const std::vector<KeyFlag>& key_flags() {
       {"--enable-cuda-graph", Kind::kSwitch, {"model.enable_cuda_graph"}},
       {"--external-cuda-graph", Kind::kSwitch, {"model.external_cuda_graph"}},
       {"--use-transformer-engine-op-fuser", Kind::kSwitch, {"model.use_transformer_engine_op_fuser"}},
+      {"--cpu-offloading-num-layers", Kind::kValue, {"model.cpu_offloading_num_layers"}},
   };
   return table;
 }

@@ -206,6 +206,7 @@ std::string megatron_args(const ModelSpec* model, const ParallelPlan& p) {
   if (!p.softmax_fusion) a << " --no-masked-softmax-fusion";
   if (!p.bias_gelu_fusion) a << " --no-bias-gelu-fusion";
   if (p.te_op_fuser) a << " --use-transformer-engine-op-fuser";
+  if (p.cpu_offload_layers > 0) a << " --cpu-offloading-num-layers " << p.cpu_offload_layers;
   if (p.dp_overlap) a << " --overlap-grad-reduce";
   return a.str();
 }

@@ -393,6 +393,8 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p, const M
   add_fp8_amax_reductions(work, m, p);
   work.memory = estimate_rank_memory(m, p, target);
   const RankMemory& rank_memory = work.memory;
+  work.offloaded_layers = p.cpu_offload_layers;
+  work.offloaded_layer_bytes = rank_memory.stages.front().offloaded_layer_bytes;
   const std::vector<int64_t> stage_layers = virtual_stage_layers(m, p);
   const double act = s.sp_tokens * static_cast<double>(s.h) * s.e;
   for (int64_t stage = 0; stage < p.pp; ++stage) {

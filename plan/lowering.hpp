@@ -126,6 +126,12 @@ struct IterationWork {
   // Who issues the ops and what CUDA graphs capture (the plan's host_stack and cuda_graphs).
   HostStack host_stack = HostStack::kPytorch;
   CudaGraphs cuda_graphs = 0;
+  // CPU activation offloading (ParallelPlan::cpu_offload_layers; pp 1): the layers offloaded, and
+  // the seconds one layer's activations take over the host link each way (set by the simulator
+  // from the GPU's host link; each copy overlaps the next layer's forward or backward).
+  int64_t offloaded_layers = 0;
+  double offloaded_layer_bytes = 0;
+  double offload_copy_s = 0;
 };
 
 // The plan must be valid for the model (validate_plan). `target`: the GPU's memory rules.

@@ -325,6 +325,13 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
   check_expert_parallel(p, m, of_model, add);
   check_recompute_span(p, add);
   check_recompute_modules(p, m, of_model, add);
+  if (p.cpu_offload_layers < 0 || p.cpu_offload_layers >= m.layers) {
+    add("cpu_offload_layers", "cpu_offload_layers (" + s(p.cpu_offload_layers) + ") must be >= 0 and < layers (" + s(m.layers) + ")" + of_model);
+  }
+  if (p.cpu_offload_layers > 0 && (p.pp > 1 || p.recompute != Recompute::kNone)) {
+    add("cpu_offload_layers", "CPU offloading needs pp 1 and no recomputation (Megatron-Core refuses both with it; pp " + s(p.pp) +
+                                  ", recompute " + to_string(p.recompute) + ")");
+  }
   if (p.lora_rank < 0 || p.lora_rank > kMaxPlanSize) add("lora_rank", "lora_rank (" + s(p.lora_rank) + ") must be >= 0 (0: no LoRA)");
   if (p.lora_rank > 0 && m.moe) add("lora_rank", "LoRA on the MoE layers" + of_model + " (adapters on the experts) is not modeled; LoRA applies to dense models");
   if (p.lora_rank > 0 && p.zero_stage >= 3) add("lora_rank", "LoRA with ZeRO-3 / FSDP is not modeled (zero_stage " + s(p.zero_stage) + "); use 0-2");

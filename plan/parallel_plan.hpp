@@ -193,6 +193,11 @@ struct ParallelPlan {
   // the embedding and the output layer frozen: no weight gradients, gradient buffers, optimizer
   // states or gradient reduction for them. 0: no LoRA, every weight trains.
   int64_t lora_rank = 0;
+  // CPU activation offloading (Megatron-Core's --cpu-offloading-num-layers, through Transformer
+  // Engine's get_cpu_offload_context): the saved activations of this many layers are copied to the
+  // host after their forward and back before their backward, so the GPU holds (layers - N) layers'
+  // worth. 0: none.
+  int64_t cpu_offload_layers = 0;
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // with precision fp8
   // MoE routing: the busiest EP rank's token copies over the mean (1: balanced, as NVIDIA's
   // benchmarks force it), and the expert capacity factor (Megatron-Core's

@@ -228,6 +228,7 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   read_bool("bias_gelu_fusion", p.bias_gelu_fusion);
   read_bool("te_op_fuser", p.te_op_fuser);
   p.lora_rank = r.optional_int("lora_rank", 0).value_or(p.lora_rank);
+  p.cpu_offload_layers = r.optional_int("cpu_offload_layers", 0).value_or(p.cpu_offload_layers);
   if (auto v = r.optional_choice("fp8_recipe", {"delayed", "rowwise", "tensorwise", "blockwise"})) {
     p.fp8_recipe = parse_fp8_recipe(*v);
   }
@@ -277,7 +278,7 @@ ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* d
   reader.reject_unknown_keys();
   problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, expert_tp, vpp, first_stage_layers, last_stage_layers, micro_batch, global_batch, zero_stage, dp_shard, recompute, recompute_method, recompute_layers, recompute_modules, "
                         "sequence_parallel, schedule, precision, attention, cross_entropy, norm, cp_comm, dp_overlap, tp_overlap, tp_comm_overlap, zero3_collectives, zero_engine, deepspeed_reduce_bucket, deepspeed_prefetch_bucket, "
-                        "deepspeed_contiguous_gradients, fp8_params, fp8_recipe, grad_reduce_in_fp32, torchao_float8, softmax_fusion, bias_gelu_fusion, te_op_fuser, lora_rank, "
+                        "deepspeed_contiguous_gradients, fp8_params, fp8_recipe, grad_reduce_in_fp32, torchao_float8, softmax_fusion, bias_gelu_fusion, te_op_fuser, lora_rank, cpu_offload_layers, "
                         "moe_imbalance, moe_capacity_factor, moe_dispatcher, ep_comm_overlap, host_stack, cuda_graphs");
   return plan;
 }
@@ -332,6 +333,7 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& p) {
   if (!p.bias_gelu_fusion) j["bias_gelu_fusion"] = false;
   if (p.te_op_fuser) j["te_op_fuser"] = true;
   if (p.lora_rank > 0) j["lora_rank"] = p.lora_rank;
+  if (p.cpu_offload_layers > 0) j["cpu_offload_layers"] = p.cpu_offload_layers;
   if (p.fp8_recipe != Fp8Recipe::kDelayed) j["fp8_recipe"] = to_string(p.fp8_recipe);
   if (p.moe_imbalance != 1.0) j["moe_imbalance"] = p.moe_imbalance;
   if (p.moe_capacity_factor > 0) j["moe_capacity_factor"] = p.moe_capacity_factor;

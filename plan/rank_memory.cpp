@@ -179,6 +179,13 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
     s.params += s.trainable_params;
     s.in_flight_micro_batches = in_flight_micro_batches(plan, stage);
     double activations = stored_layer_bytes(model, act, span) * s.in_flight_micro_batches;
+    // CPU offloading leaves (layers - N) layers' activations on the GPU (Transformer Engine's
+    // get_cpu_offload_context: "activation memory usage is equal to (num_layers -
+    // num_offloaded_layers) * T"); the plan has pp 1 and no recomputation.
+    if (plan.cpu_offload_layers > 0 && s.layers > 0) {
+      s.offloaded_layer_bytes = activations / static_cast<double>(s.layers);
+      activations *= static_cast<double>(std::max<int64_t>(0, s.layers - plan.cpu_offload_layers)) / static_cast<double>(s.layers);
+    }
     if (stage == 0) {
       s.params += embedding_on_rank + params.position_embedding;
       activations += activation_bytes_embedding(model, act) * s.in_flight_micro_batches;

@@ -28,7 +28,8 @@ struct StageMemory {
   int64_t params = 0;                  // parameters held by one rank of this stage, before ZeRO sharding
   int64_t expert_params = 0;           // of which routed experts (expert parallelism: sharded over expert_dp)
   int64_t layer_params = 0;            // of which in transformer layers (not the embedding or LM head)
-  int64_t trainable_params = 0;        // of which train: all of them, or under LoRA its adapters (plan lora_rank)
+  int64_t trainable_params = 0;
+  double offloaded_layer_bytes = 0;    // CPU offloading: one offloaded layer's activations per micro-batch, copied each way        // of which train: all of them, or under LoRA its adapters (plan lora_rank)
   double in_flight_micro_batches = 0;  // micro-batches whose activations are alive at the peak
   MemoryBreakdown memory;
 };

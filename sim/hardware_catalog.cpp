@@ -103,6 +103,7 @@ GpuCapabilities read_capabilities(JsonObjectReader& r) {
   c.nccl_ll_max_bus_bytes_per_s = gb_per_s_to_bytes_per_s(required_positive(r, "nccl_ll_max_busbw_one_node_gb_per_s"));
   c.cublas_workspace_bytes = mib_to_bytes(required_positive(r, "cublas_workspace_mib"));
   c.reference_node_nic_gbps_per_gpu = r.required_int("reference_node_nic_gbps_per_gpu", 1);
+  c.host_link_bytes_per_s = gb_per_s_to_bytes_per_s(r.optional_number("host_link_gb_per_s_per_direction", 1e-3).value_or(0.0));
   c.source = r.required_string("source");
   r.reject_unknown_keys();
   return c;

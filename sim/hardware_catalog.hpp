@@ -46,6 +46,9 @@ struct GpuCapabilities {
   // H200: NDR 400): the default of a published run that does not state its network, and of
   // `--gpu` without `--cluster` or `--inter-node-gbps` (`--cluster` takes its preset's rate).
   int64_t reference_node_nic_gbps_per_gpu = 0;
+  // The GPU's link to its host CPU, bytes/s per direction (PCIe, or NVLink-C2C on Grace boards):
+  // what CPU activation offloading copies over. 0: not stated (offloading cannot be priced).
+  double host_link_bytes_per_s = 0;
   std::string source;  // where this GPU's capability figures come from
 };
 

@@ -37,6 +37,7 @@ nlohmann::ordered_json gpu_capabilities_to_json(const GpuCapabilities& c) {
   j["nccl_ll_max_busbw_one_node_gb_per_s"] = bytes_per_s_to_gb_per_s(c.nccl_ll_max_bus_bytes_per_s);
   j["cublas_workspace_mib"] = bytes_to_mib(c.cublas_workspace_bytes);
   j["reference_node_nic_gbps_per_gpu"] = c.reference_node_nic_gbps_per_gpu;
+  if (c.host_link_bytes_per_s > 0) j["host_link_gb_per_s_per_direction"] = bytes_per_s_to_gb_per_s(c.host_link_bytes_per_s);
   j["source"] = c.source;
   return j;
 }

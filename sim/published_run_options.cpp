@@ -57,6 +57,9 @@ bool is_modeled_setting(const std::string& option) {
     return !value.empty() && value.size() <= 6 && std::all_of(value.begin(), value.end(), [](unsigned char c) { return std::isdigit(c); }) &&
            std::stoll(value) >= 1;
   }
+  if (key == "cpu_offloading_num_layers") {  // the plan's cpu_offload_layers
+    return !value.empty() && value.size() <= 6 && std::all_of(value.begin(), value.end(), [](unsigned char c) { return std::isdigit(c); });
+  }
   if (key == "cuda_graph_impl") return value == "none" || value == "local" || value == "transformer_engine" || value == "full_iteration";
   if (key == "cuda_graphs") return value == "true" || value == "false";
   if (key == "peft" || key == "task") return value == "lora";  // the plan's lora_rank

@@ -280,6 +280,10 @@ void apply_format_defaults(const json& j, ParallelPlan& plan, StatedKnobs& state
     plan.lora_rank = llama && ends("-8b") ? 8 : llama && (ends("-70b") || ends("-405b")) ? 16 : 32;
     fill("lora_rank", std::to_string(plan.lora_rank) + " (Megatron-Bridge's LoRA dim: " + which + ")");
   }
+  if (const auto v = option_value(j, "cpu_offloading_num_layers"); v && is_modeled_setting("cpu_offloading_num_layers:" + *v)) {
+    plan.cpu_offload_layers = std::stoll(*v);
+    stated.keys.push_back("cpu_offload_layers");
+  }
   // "key:value" recipe settings (is_modeled_setting): each states its plan key.
   if (const auto v = option_value(j, "moe_token_dispatcher"); v && is_modeled_setting("moe_token_dispatcher:" + *v)) {
     plan.moe_dispatcher = parse_moe_dispatcher(*v);

@@ -141,7 +141,16 @@ Prediction predict_iteration(const ModelSpec& model, const ParallelPlan& plan, c
   out.hardware = hardware;
   out.cost_model = cost.describe();
 
-  const IterationWork work = lower_iteration(model, plan, memory_target(hardware));
+  IterationWork work = lower_iteration(model, plan, memory_target(hardware));
+  if (work.offloaded_layers > 0) {
+    const double link = hardware.gpu.capabilities.host_link_bytes_per_s;
+    if (link <= 0) {
+      throw InputError("cpu_offload_layers " + std::to_string(plan.cpu_offload_layers) + ": GPU \"" + hardware.gpu.name +
+                           "\" states no host link bandwidth (capabilities.host_link_gb_per_s_per_direction), so the copies cannot be priced",
+                       "add host_link_gb_per_s_per_direction to the GPU's capabilities (PCIe Gen5 x16 measures ~55 GB/s)");
+    }
+    work.offload_copy_s = work.offloaded_layer_bytes / link;
+  }
   out.layer_ops_forward = static_cast<int64_t>(work.layer.forward.size());
   out.layer_ops_backward = static_cast<int64_t>(work.layer.backward.size());
   out.layer_ops_recompute = static_cast<int64_t>(work.layer.recompute.size());

@@ -260,6 +260,13 @@ std::vector<StepCost> price_steps(const IterationWork& work, int64_t chunks, con
       forward += chunk_forward;
       backward += chunk_backward;
     }
+    if (work.offloaded_layers > 0) {
+      // Each offloaded layer's copy to the host runs beside the next layer's forward, its copy back
+      // beside the backward of the layer after it: only what is longer shows (pp 1: one chunk).
+      const double n = static_cast<double>(std::min<int64_t>(work.offloaded_layers, w.chunk_layers[chunk]));
+      forward.compute_s += n * std::max(0.0, work.offload_copy_s - layer_forward.total());
+      backward.compute_s += n * std::max(0.0, work.offload_copy_s - layer_backward_alone.total());
+    }
     if (vs == 0 && vs == virtual_stages - 1) {
       // Without a pipeline the host issues the embedding's and the head's ops in a row.
       forward += price_ops_in_row(w.embedding_forward, w.head_forward, cost, scopes, host);

@@ -34,6 +34,9 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
   if (p.cuda_graphs != 0) {
     problems.add("plan: cuda_graphs " + cuda_graphs_text(p.cuda_graphs) + ": the runtime issues every op from the host, no CUDA graph (leave --cuda-graphs out)");
   }
+  if (p.cpu_offload_layers > 0) {
+    problems.add("plan: cpu_offload_layers " + std::to_string(p.cpu_offload_layers) + ": the runtime keeps every activation in memory (leave --cpu-offload-layers out)");
+  }
   if (p.lora_rank > 0) {
     problems.add("plan: lora_rank " + std::to_string(p.lora_rank) + ": the runtime trains every weight, it has no LoRA adapters (leave --lora-rank out)");
   }

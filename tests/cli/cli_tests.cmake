@@ -597,3 +597,7 @@ cli_test("search --lora-rank: LoRA on every candidate, no ZeRO-3" RC 0
 cli_test("export --to megatron of a LoRA plan says where LoRA is set" RC 0
   MATCH "LoRA rank 8 was priced: these arguments train every weight"
   ARGS export ${plans}/llama3-8b-lora8.json --model llama3-8b --to megatron)
+# CPU activation offloading: fewer layers' activations on the GPU, the copies over the host link.
+cli_test("predict --cpu-offload-layers: Llama 3 70B on 64 GB200 with ZeRO-3 fits with 40 of 80 layers offloaded" RC 0
+  MATCH "memory peak per GPU +1[0-9][0-9].[0-9] of 185.0 GiB"
+  ARGS predict --model llama3-70b --cluster gb200-nvl72 --gpus 64 --micro-batch 2 --global-batch 256 --precision fp8 --zero 3 --cpu-offload-layers 40)

@@ -91,7 +91,7 @@ TEST_CASE("Megatron-LM: --attention-backend is the kernel, flash is listed as pr
                     Catch::Contains("run.sh: --attention-backend: \"cudnn\" is not one of: flash, fused, unfused, local, auto"));
 }
 
-TEST_CASE("Megatron-LM: host offload is refused with the reason") {
+TEST_CASE("Megatron-LM: optimizer offload to the host is refused with the reason") {
   const ModelSpec m = resolve_model("llama3-8b");
   CHECK_THROWS_WITH(import_megatron("--use-distributed-optimizer --optimizer-cpu-offload", "run.sh", m, 8),
                     Catch::Contains("run.sh: --optimizer-cpu-offload: moves the optimizer states and their step to the host"));

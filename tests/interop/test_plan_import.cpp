@@ -214,4 +214,9 @@ TEST_CASE("Megatron-LM's --fp8-recipe: tensorwise, blockwise and mxfp8 are read 
   CHECK(fuser.not_modeled.empty());
   CHECK_FALSE(unfused.plan.te_op_fuser);
   CHECK_THAT(export_plan(&m, fuser.plan, 8, ExportTarget::kMegatron), Catch::Contains("--use-transformer-engine-op-fuser"));
+  // CPU activation offloading: read into the plan, written back.
+  const ImportedJob offload = import_megatron("--bf16 --cpu-offloading --cpu-offloading-num-layers 4", "args", m, 8);
+  CHECK(offload.plan.cpu_offload_layers == 4);
+  CHECK(offload.not_modeled.empty());
+  CHECK_THAT(export_plan(&m, offload.plan, 8, ExportTarget::kMegatron), Catch::Contains("--cpu-offloading-num-layers 4"));
 }
