@@ -6,6 +6,7 @@
 #include "common/units.hpp"
 #include "model/model_json.hpp"
 #include "plan/plan_json.hpp"
+#include "plan/rank_memory.hpp"
 #include "plan/recompute_span.hpp"
 #include "reports/json_output.hpp"
 #include "reports/text_table.hpp"
@@ -79,8 +80,18 @@ std::string describe_plan(const ParallelPlan& p, const BatchEcho& batch) {
   text += " = " + std::to_string(p.gpus()) + (p.gpus() == 1 ? " GPU" : " GPUs") + "; micro-batch " + std::to_string(p.micro_batch) + " (" +
           count_micro_batches(p.micro_batches()) + " per DP rank), " + to_string(p.schedule) + "\n  ZeRO-" + std::to_string(p.zero_stage) +
           ", recompute " + describe_recompute(p) + (p.sequence_parallel ? ", sequence parallel" : "") + ", " +
-          to_string(p.precision) + ", " + to_string(p.attention) + " attention\n  " + batch_echo_text(batch);
+          to_string(p.precision) + ", " + to_string(p.attention) + " attention" +
+          (p.lora_rank > 0 ? ", LoRA rank " + std::to_string(p.lora_rank) + " (base weights frozen)" : "") +
+          (p.cpu_offload_layers > 0 ? ", " + std::to_string(p.cpu_offload_layers) + " layers' activations offloaded to the CPU" : "") +
+          "\n  " + batch_echo_text(batch);
   return text;
+}
+
+// LoRA's adapter parameters over every TP rank (0 without LoRA).
+int64_t lora_adapters(const ModelReport& r) {
+  ParallelPlan whole = r.plan;
+  whole.tp = 1;
+  return lora_params_per_layer(r.model, whole) * r.model.layers;
 }
 
 std::string params_table(const ModelReport& r) {
@@ -104,6 +115,11 @@ std::string params_table(const ModelReport& r) {
   t.add_rule();
   t.add_row({"total", format_count(c.total), format_fixed(total / 1e9, 2) + " B"});
   if (r.model.moe) t.add_row({"active per token", format_count(c.active_per_token), ""});
+  if (r.plan.lora_rank > 0) {
+    const int64_t adapters = lora_adapters(r);
+    t.add_row({"LoRA adapters (rank " + std::to_string(r.plan.lora_rank) + "; what trains)", format_count(adapters),
+               format_percent(static_cast<double>(adapters) / total)});
+  }
   return t.render();
 }
 
@@ -190,6 +206,7 @@ nlohmann::ordered_json model_report_json(const ModelReport& r) {
   params["per_layer"] = {{"attention", c.per_layer.attention}, {"mlp", c.per_layer.mlp}, {"shared_experts", c.per_layer.shared},
                          {"router", c.per_layer.router},       {"norms", c.per_layer.norms},
                          {"total", c.per_layer.total()}};
+  if (r.plan.lora_rank > 0) params["lora_adapters"] = lora_adapters(r);  // what trains under LoRA
   doc["params"] = params;
   doc["params_b"] = static_cast<double>(c.total) / 1e9;
   nlohmann::ordered_json flops;

@@ -121,6 +121,7 @@ std::string render_prediction_table(const Prediction& p, const BatchEcho* batch)
          (plan.cuda_graphs != 0 ? ", CUDA graphs " + cuda_graphs_text(plan.cuda_graphs) : "") +
          (plan.te_op_fuser ? ", TE op fuser" : "") +
          (plan.lora_rank > 0 ? ", LoRA rank " + std::to_string(plan.lora_rank) + " (base weights frozen)" : "") +
+         (plan.cpu_offload_layers > 0 ? ", " + std::to_string(plan.cpu_offload_layers) + " layers' activations offloaded to the CPU" : "") +
          "\n  " + batch_echo_text(batch != nullptr ? *batch : make_batch_echo(p.model, p.plan, "", "")) + "\n";
   const std::string stage_layers = describe_stage_layers(p.model, plan);
   if (!stage_layers.empty()) out += "  layers per pipeline stage: " + stage_layers + "\n";

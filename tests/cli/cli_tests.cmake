@@ -601,3 +601,6 @@ cli_test("export --to megatron of a LoRA plan says where LoRA is set" RC 0
 cli_test("predict --cpu-offload-layers: Llama 3 70B on 64 GB200 with ZeRO-3 fits with 40 of 80 layers offloaded" RC 0
   MATCH "memory peak per GPU +1[0-9][0-9].[0-9] of 185.0 GiB"
   ARGS predict --model llama3-70b --cluster gb200-nvl72 --gpus 64 --micro-batch 2 --global-batch 256 --precision fp8 --zero 3 --cpu-offload-layers 40)
+cli_test("model --lora-rank: the adapters are counted as what trains, the plan line says LoRA and offloading" RC 0
+  MATCH "LoRA adapters \\(rank 16; what trains\\) +175,636,480" "LoRA rank 16 \\(base weights frozen\\), 8 layers' activations offloaded to the CPU"
+  ARGS model --model llama3-70b --gpu h100-sxm-80gb --gpus 8 --tp 8 --global-batch 8 --lora-rank 16 --cpu-offload-layers 8)
