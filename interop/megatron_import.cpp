@@ -187,7 +187,7 @@ void read_training(const MegatronArgs& a, ImportedJob& job) {
   p.softmax_fusion = !a.has("--no-masked-softmax-fusion");
   p.bias_gelu_fusion = !a.has("--no-bias-gelu-fusion");
   p.te_op_fuser = a.has("--use-transformer-engine-op-fuser");
-  p.cpu_offload_layers = static_cast<int64_t>(a.real("--cpu-offloading-num-layers", 0.0));
+  p.cpu_offload_layers = a.number("--cpu-offloading-num-layers", 0, 0, int64_t{1} << 20);
   if (a.has("--fp4-param-gather")) job.not_modeled.push_back("--fp4-param-gather (NVFP4 primary weights: priced as 16-bit weights cast every iteration)");
   p.moe_capacity_factor = a.real("--moe-expert-capacity-factor", 0.0);
   read_cuda_graphs(a, job);

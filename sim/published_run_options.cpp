@@ -49,6 +49,31 @@ std::optional<CudaGraphs> stated_cuda_graphs(const json& run) {
   return !impl && *on == "true" ? kGraphLayer : 0;
 }
 
+bool stated_te_op_fuser(const json& run) {
+  // Megatron-Bridge's cutedsl_fused_grouped_mlp sets use_transformer_engine_op_fuser
+  // (scripts/performance/utils/overrides.py, v0.5.0 and v0.6.0); a per-rank expert capacity
+  // (moe_expert_rank_capacity_factor) required it in Megatron-Core through the Megatron-LM that
+  // Megatron-Bridge v0.5.0 pins (transformer_config.py at d0b3b77), and the recipe that sets it at
+  // v0.6.0 sets the fuser too (perf_recipes/gpt_oss/common.py).
+  return has_option(run, "cutedsl_fused_grouped_mlp") || option_value(run, "moe_expert_rank_capacity_factor").has_value();
+}
+
+std::optional<LoraRank> stated_lora_rank(const json& run) {
+  if (option_value(run, "peft") != std::optional<std::string>("lora")) return std::nullopt;
+  // recipes/llama/llama3.py at v0.5.0: Llama 3 8B dim 8, 70B and 405B dim 16 (the 405B recipe
+  // adapts linear_qkv only, priced on all four targets); peft/lora.py's default dim 32 otherwise.
+  const json* model = run.contains("model") && run["model"].is_object() ? &run["model"] : nullptr;
+  std::string name = model != nullptr && model->contains("name") && (*model)["name"].is_string() ? (*model)["name"].get<std::string>() : "";
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const auto ends = [&](const std::string& tail) {
+    return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  if (name.find("llama") == std::string::npos) return LoraRank{32, "peft/lora.py's default"};
+  if (ends("-8b")) return LoraRank{8, "its Llama 3 8B recipe"};
+  if (ends("-70b") || ends("-405b")) return LoraRank{16, "its Llama 3 70B / 405B recipes"};
+  return LoraRank{32, "peft/lora.py's default"};
+}
+
 bool is_modeled_setting(const std::string& option) {
   const size_t colon = option.find(':');
   if (colon == std::string::npos) return false;

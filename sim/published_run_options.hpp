@@ -28,6 +28,18 @@ std::vector<std::string> comma_list(const std::string& text);
 // cuda_graphs:true|false, Megatron-Core's local graphs of whole layers); nullopt where it states none.
 std::optional<CudaGraphs> stated_cuda_graphs(const nlohmann::json& run);
 
+// Whether a run's options put the experts on Transformer Engine's op fuser (the plan's
+// te_op_fuser): cutedsl_fused_grouped_mlp, or a per-rank expert capacity that required it.
+bool stated_te_op_fuser(const nlohmann::json& run);
+
+// A LoRA run's (peft:lora) adapter rank as Megatron-Bridge's recipe gives the run's model, and
+// which recipe says so; nullopt for a run without LoRA.
+struct LoraRank {
+  int64_t rank = 0;
+  std::string source;
+};
+std::optional<LoraRank> stated_lora_rank(const nlohmann::json& run);
+
 // Whether a "key:value" option is a recipe setting the plan takes: moe_token_dispatcher (the
 // plan's moe_dispatcher), expert_tensor_parallel (expert_tp, a positive integer),
 // recompute_modules (selective recomputation of those modules), with a value the plan accepts.

@@ -5,7 +5,6 @@
 #include "sim/published_runs.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <limits>
 #include <map>
 
@@ -258,27 +257,13 @@ void apply_format_defaults(const json& j, ParallelPlan& plan, StatedKnobs& state
     plan.bias_gelu_fusion = true;
     stated.keys.push_back("bias_gelu_fusion");
   }
-  // Megatron-Bridge's cutedsl_fused_grouped_mlp sets use_transformer_engine_op_fuser
-  // (scripts/performance/utils/overrides.py, v0.5.0 and v0.6.0); a per-rank expert capacity
-  // (moe_expert_rank_capacity_factor) required it in Megatron-Core through the Megatron-LM that
-  // Megatron-Bridge v0.5.0 pins (transformer_config.py at d0b3b77), and the recipe that sets it at
-  // v0.6.0 sets the fuser too (perf_recipes/gpt_oss/common.py).
-  if (has_option(j, "cutedsl_fused_grouped_mlp") || option_value(j, "moe_expert_rank_capacity_factor")) {
+  if (stated_te_op_fuser(j)) {
     plan.te_op_fuser = true;
     stated.keys.push_back("te_op_fuser");
   }
-  // LoRA fine-tuning (peft:lora): the adapter rank Megatron-Bridge's recipe gives the model
-  // (recipes/llama/llama3.py at v0.5.0: Llama 3 8B dim 8, 70B and 405B dim 16; the 405B recipe
-  // adapts linear_qkv only, priced here on all four targets), else peft/lora.py's default 32.
-  if (option_value(j, "peft") == std::optional<std::string>("lora")) {
-    std::string name = j.contains("model") && j["model"].is_object() && j["model"].contains("name") && j["model"]["name"].is_string()
-                           ? j["model"]["name"].get<std::string>() : "";
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    const auto ends = [&](const std::string& tail) { return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0; };
-    const bool llama = name.find("llama") != std::string::npos;
-    const char* which = !llama ? "peft/lora.py's default" : ends("-8b") ? "its Llama 3 8B recipe" : ends("-70b") || ends("-405b") ? "its Llama 3 70B / 405B recipes" : "peft/lora.py's default";
-    plan.lora_rank = llama && ends("-8b") ? 8 : llama && (ends("-70b") || ends("-405b")) ? 16 : 32;
-    fill("lora_rank", std::to_string(plan.lora_rank) + " (Megatron-Bridge's LoRA dim: " + which + ")");
+  if (const auto lora = stated_lora_rank(j)) {
+    plan.lora_rank = lora->rank;
+    fill("lora_rank", std::to_string(lora->rank) + " (Megatron-Bridge's LoRA dim: " + lora->source + ")");
   }
   if (const auto v = option_value(j, "cpu_offloading_num_layers"); v && is_modeled_setting("cpu_offloading_num_layers:" + *v)) {
     plan.cpu_offload_layers = std::stoll(*v);
