@@ -29,14 +29,22 @@ constexpr Curve kHopperFlash2 = {2, {6, 7, 0}, {Row{141, 192, 232, 257, 273, 284
 constexpr Curve kHopperCudnn = {3, {6, 7, 8}, {Row{225, 288, 334, 363, 379, 388}, Row{315, 410, 484, 518, 529, 539},
                                                Row{308, 391, 450, 483, 497, 509}}};
 
-// Blackwell, head dim 128 only (the one width measured), causal, forward + backward as
+// Blackwell, head dim 128 (the width measured along the sequence), causal, forward + backward as
 // 3.5 / (1/fwd + 2.5/bwd) per sequence 512 .. 16k (NVIDIA/cudnn-frontend@0b1577c
 // benchmark/sdpa_benchmark_training B200 CSVs, Llama-3.1-405B GQA shape, batch 1;
 // shared/reference/microbench-moe-blackwell-amd.json): cuDNN SDPA called directly, fwd 244.1 /
 // 561.3 / 907.5 / 1141.1 / 1384.2 / 1475.3 and bwd 200.6 / 376.9 / 545.1 / 832.9 / 994.9 / 1151.7
 // TFLOP/s; FlashAttention-2 2.7.4.post1, fwd 63.9 / 154.4 / 254.4 / 343.0 / 399.9 / 425.1 and bwd
 // 81.4 / 104.9 / 198.8 / 273.5 / 318.0 / 336.6.
-constexpr Curve kBlackwellCudnn = {1, {7, 0, 0}, {Row{211.4, 416.0, 615.3, 902.6, 1081.8, 1228.7}, Row{}, Row{}}};
+// Head dim 64: the head-dim-128 row times 979.5 / 1428 = 0.686, the one same-source, same-shape
+// pair of cuDNN SDPA forward figures at both widths on a Blackwell GPU (non-causal, 1k tokens,
+// batch 32; Dao-AILab/flash-attention PR #2605 benchmark tables, shared/reference/microbench.json).
+// Hopper's cuDNN curves give 0.70 for the same pair (288 / 410 causal at 1k): a head of 64 fills
+// half a tensor-core tile in the P.V product on both generations.
+constexpr double kBlackwellHead64 = 979.5 / 1428.0;
+constexpr Row kBlackwellCudnn128 = {211.4, 416.0, 615.3, 902.6, 1081.8, 1228.7};
+constexpr Row scaled(const Row& r, double f) { return {r[0] * f, r[1] * f, r[2] * f, r[3] * f, r[4] * f, r[5] * f}; }
+constexpr Curve kBlackwellCudnn = {2, {6, 7, 0}, {scaled(kBlackwellCudnn128, kBlackwellHead64), kBlackwellCudnn128, Row{}}};
 constexpr Curve kBlackwellFlash2 = {1, {7, 0, 0}, {Row{75.5, 115.4, 212.1, 290.3, 337.8, 357.9}, Row{}, Row{}}};
 
 double along_seq(const Row& row, double log2_seq) {

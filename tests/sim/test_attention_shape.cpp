@@ -31,6 +31,17 @@ TEST_CASE("attention shape factors are the measured TFLOP/s over the head-128, 4
   CHECK(attention_shape_factor(AttentionCurve::kNone, 64, 1024) == 1.0);
 }
 
+TEST_CASE("Blackwell's cuDNN curve: head dim 64 at the measured same-source ratio to head dim 128") {
+  // cuDNN SDPA forward, non-causal, 1k tokens, batch 32 (flash-attention PR #2605): 979.5 at head
+  // dim 64, 1428 at 128. Head dims above 128 take the 128 row (no wider one measured).
+  CHECK(attention_shape_factor(AttentionCurve::kBlackwellCudnn, 128, 4096) == Approx(1.0));
+  CHECK(attention_shape_factor(AttentionCurve::kBlackwellCudnn, 64, 4096) == Approx(979.5 / 1428));
+  CHECK(attention_shape_factor(AttentionCurve::kBlackwellCudnn, 64, 16384) == Approx(979.5 / 1428 * 1228.7 / 902.6));
+  CHECK(attention_shape_factor(AttentionCurve::kBlackwellCudnn, 192, 4096) == Approx(1.0));
+  // GPT-OSS's heads (64) cost more per FLOP than Llama's (128) on a B200.
+  CHECK(attention_shape_factor(AttentionCurve::kBlackwellCudnn, 64, 4096) < attention_shape_factor(AttentionCurve::kBlackwellCudnn, 128, 4096));
+}
+
 TEST_CASE("the datasheet model prices fused attention at each op's head size and per-rank sequence") {
   Hardware hw;
   hw.gpu = find_gpu("h100-sxm-80gb");

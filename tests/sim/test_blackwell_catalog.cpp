@@ -88,8 +88,10 @@ TEST_CASE("the Blackwell attention curves are the B200's fwd+bwd TFLOP/s over th
   CHECK(attention_shape_factor(AttentionCurve::kBlackwellCudnn, 128, 4096) == Approx(1.0));
   CHECK(attention_shape_factor(AttentionCurve::kBlackwellCudnn, 128, 8192) ==
         Approx(fwd_bwd(1384.231, 994.85) / fwd_bwd(1141.14, 832.907)).epsilon(1e-3));
+  CHECK(attention_shape_factor(AttentionCurve::kBlackwellCudnn, 256, 512) ==
+        Approx(fwd_bwd(244.143, 200.594) / fwd_bwd(1141.14, 832.907)).epsilon(1e-3));  // wider than 128: the 128 row
   CHECK(attention_shape_factor(AttentionCurve::kBlackwellCudnn, 64, 512) ==
-        Approx(fwd_bwd(244.143, 200.594) / fwd_bwd(1141.14, 832.907)).epsilon(1e-3));  // one width: every head size alike
+        Approx(979.5 / 1428 * fwd_bwd(244.143, 200.594) / fwd_bwd(1141.14, 832.907)).epsilon(1e-3));  // head dim 64: x 0.686
   CHECK(attention_shape_factor(AttentionCurve::kBlackwellFlash2, 128, 131072) == Approx(357.9 / 290.3));  // clamped at 16k
 }
 
