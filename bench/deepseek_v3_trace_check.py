@@ -39,7 +39,7 @@ GPU = "h800-sxm-80gb"
 # section 3.2.3, "Recomputation of RMSNorm and MLA Up-Projection"): Megatron-Core's mla_up_proj module.
 PREDICT_FLAGS = ["--cluster", "deepseek-h800", "--gpus", "64", "--ep", "64", "--tp", "1", "--pp", "1",
                  "--micro-batch", "1", "--seq-len", "4096", "--precision", "fp8",
-                 "--moe-dispatcher", "flex", "--recompute", "selective", "--recompute-modules", "mla_up_proj"]
+                 "--fp8-recipe", "blockwise", "--moe-dispatcher", "flex", "--recompute", "selective", "--recompute-modules", "mla_up_proj"]
 
 # Phase -> trainsim op categories (common/op_category.hpp). DeepSeek's attn phase runs the
 # pre-attention and pre-MLP norms, the attention block and the MoE gate (top-k): it ends where the
