@@ -48,8 +48,8 @@ const char* datasheet_validated_error() {
   // report it.
   return "datasheet model validated on 332 published training runs: mean |iteration-time error| 7.5% (7.3% on the "
          "half the constants were not fitted on, 8.5% leave-one-group-out), memory 3.9% (68 runs); worst on MoE "
-         "with expert parallelism (GPT-OSS); on Blackwell 109 Megatron-Bridge runs (BF16 to NVFP4), 15.1%: dense "
-         "Llama 10.0%, MoE 19.2% (docs/validation.md)";
+         "with expert parallelism (GPT-OSS); on Blackwell 109 Megatron-Bridge runs (BF16 to NVFP4), 14.4%: dense "
+         "Llama 10.0%, MoE 18.0% (docs/validation.md)";
 }
 
 }  // namespace trainsim
