@@ -37,6 +37,8 @@ GPU = "h800-sxm-80gb"
 # 64 GPUs, TP1, no PP (the trace leaves PP communication out), FP8 GEMMs, DeepEP's dispatcher.
 # DeepSeek recomputes MLA's up projections in the backward (DeepSeek-V3 report, arXiv 2412.19437
 # section 3.2.3, "Recomputation of RMSNorm and MLA Up-Projection"): Megatron-Core's mla_up_proj module.
+# Its FP8 is fine-grained, 1x128 activation and 128x128 weight tiles (section 3.3.2): Transformer
+# Engine's blockwise recipe, --fp8-recipe blockwise.
 PREDICT_FLAGS = ["--cluster", "deepseek-h800", "--gpus", "64", "--ep", "64", "--tp", "1", "--pp", "1",
                  "--micro-batch", "1", "--seq-len", "4096", "--precision", "fp8",
                  "--fp8-recipe", "blockwise", "--moe-dispatcher", "flex", "--recompute", "selective", "--recompute-modules", "mla_up_proj"]
