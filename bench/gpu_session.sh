@@ -5,9 +5,12 @@
 #   tests      the GPU Catch2 tests: [cuda_kernels], [cuda_runtime], the quick GPU calibration
 #   parity     CUDA-vs-CPU loss parity on one GPU, then DP2, TP2, PP2 (NCCL sockets, NCCL_HOSTID per rank),
 #              a Llama-style toy on one GPU and TP2+SP, checkpoint resume on 1 and 2 ranks
-#   calibrate  trainsim calibrate gpu (CALIBRATE_FLAGS, e.g. --quick) -> profile.json
+#   calibrate  trainsim calibrate gpu (CALIBRATE_FLAGS, e.g. --quick or --gemm-dtypes bf16,fp8; at most
+#              CALIBRATE_TIMEOUT_S, default 540) -> profile.json
+#   kernels    bench/gpu_kernels.py through the machine's PyTorch: MoE grouped GEMMs, FP8 GEMMs per
+#              scaling recipe, FlashAttention-2 / cuDNN attention (KERNEL_TABLES) -> kernels.jsonl
 #   sweep      every plan of bench/gpu_validation/runs.txt (RUNS="id ..." picks some) -> runs/ID.json
-# Everything lands in OUT (the device tool's $OUT): session.log, profile.json and results.tar.gz
+# Everything lands in OUT (the device tool's $OUT): session.log, profile.json, kernels.jsonl and results.tar.gz
 # (re-packed after each step, so a call cut short still returns what it did). bench/gpu_report.sh
 # turns the results into the measured-vs-predicted report here.
 # Usage: source .device-kit/env.sh && bench/gpu_session.sh check tests parity calibrate sweep
@@ -19,7 +22,7 @@ out=${OUT:-$root/gpu-session-out}
 deadline=${DEADLINE_S:-540}
 start=$SECONDS
 if [ -z "${TRAINSIM_KIT:-}" ]; then echo "source the kit's env.sh first (scripts/device_kit.sh)" >&2; exit 2; fi
-# Only three files go to OUT (the device tool brings back at most 8); the work lies beside it.
+# Only four files go to OUT (the device tool brings back at most 8); the work lies beside it.
 work=${WORK:-/tmp/trainsim-gpu-session}
 mkdir -p "$out" "$work/runs" "$work/logs"
 log=$out/session.log
@@ -76,8 +79,15 @@ stage_parity() {
 
 stage_calibrate() {
   # shellcheck disable=SC2086
-  step calibrate 540 trainsim calibrate gpu ${CALIBRATE_FLAGS:-} --out "$work/profile.json"
+  step calibrate "${CALIBRATE_TIMEOUT_S:-540}" trainsim calibrate gpu ${CALIBRATE_FLAGS:-} --out "$work/profile.json"
   [ -f "$work/profile.json" ] && cp "$work/profile.json" "$out/profile.json"
+}
+
+stage_kernels() {
+  # The machine's own PyTorch, with its own CUDA libraries: the kit's LD_LIBRARY_PATH stays out.
+  step kernels 240 env LD_LIBRARY_PATH= PYTHONUNBUFFERED=1 python3 "$root/bench/gpu_kernels.py" --out "$work/kernels.jsonl" \
+    ${KERNEL_TABLES:+--tables "$KERNEL_TABLES"}
+  [ -f "$work/kernels.jsonl" ] && cp "$work/kernels.jsonl" "$out/kernels.jsonl"
 }
 
 stage_sweep() {
@@ -95,9 +105,9 @@ stage_sweep() {
 
 for stage in "$@"; do
   case $stage in
-    check|tests|parity|calibrate|sweep) time_left "$stage" && say "== $stage" && "stage_$stage" ;;
-    *) echo "unknown stage '$stage' (check, tests, parity, calibrate, sweep)" >&2; exit 2 ;;
+    check|tests|parity|calibrate|kernels|sweep) time_left "$stage" && say "== $stage" && "stage_$stage" ;;
+    *) echo "unknown stage '$stage' (check, tests, parity, calibrate, kernels, sweep)" >&2; exit 2 ;;
   esac
 done
 pack
-say "done; results in $out (session.log, profile.json, results.tar.gz)"
+say "done; results in $out (session.log, profile.json, kernels.jsonl, results.tar.gz)"

@@ -87,7 +87,7 @@ int calibrate_trace_command(const std::vector<std::string>& traces, const std::s
 Command add_calibrate_command(CLI::App& root) {
   struct Options {
     std::string device, out, checkpoint_dir;
-    std::vector<std::string> traces;
+    std::vector<std::string> traces, gemm_dtypes;
     bool quick = false;
   };
   auto o = std::make_shared<Options>();
@@ -98,6 +98,9 @@ Command add_calibrate_command(CLI::App& root) {
   app->add_option("traces", o->traces, "trace: the PyTorch profiler (Kineto) trace files, .json or .json.gz, recorded with record_shapes=True");
   app->add_option("--out", o->out, "profile JSON to write")->required();
   app->add_flag("--quick", o->quick, "a smaller sweep (CPU: < 1 min; GPU: < 2 min)");
+  app->add_option("--gemm-dtypes", o->gemm_dtypes, "gpu: the GEMM tables to measure, out of bf16, fp16, tf32, fp8 "
+                                                   "(default: all four, fp8 where the GPU has it)")
+      ->delimiter(',');
   app->add_option("--checkpoint-dir", o->checkpoint_dir, "cpu: measure checkpoint write / read rates in this folder "
                                                          "(run --checkpoint-dir; predict --profile then prices checkpoints)");
   return {app, [o]() {
@@ -106,8 +109,9 @@ Command add_calibrate_command(CLI::App& root) {
               if (o->traces.empty()) {
                 throw InputError("calibrate trace: no trace file given", "trainsim calibrate trace TRACE.json.gz... --out PROFILE.json");
               }
-              if (o->quick || !o->checkpoint_dir.empty()) {
-                throw InputError(std::string("calibrate trace: ") + (o->quick ? "--quick" : "--checkpoint-dir") + " applies to a sweep, not to traces",
+              if (o->quick || !o->checkpoint_dir.empty() || !o->gemm_dtypes.empty()) {
+                const std::string option = o->quick ? "--quick" : !o->checkpoint_dir.empty() ? "--checkpoint-dir" : "--gemm-dtypes";
+                throw InputError("calibrate trace: " + option + " applies to a sweep, not to traces",
                                  "leave it out: calibrate trace only reads the traces");
               }
               return calibrate_trace_command(o->traces, o->out);
@@ -119,10 +123,14 @@ Command add_calibrate_command(CLI::App& root) {
             if (!o->checkpoint_dir.empty() && !std::filesystem::is_directory(o->checkpoint_dir)) {
               throw InputError("--checkpoint-dir: " + o->checkpoint_dir + " is not a folder", "create it first (mkdir -p), or point at where run --checkpoint-dir writes");
             }
+            if (o->device == "cpu" && !o->gemm_dtypes.empty()) {
+              throw InputError("--gemm-dtypes: calibrate cpu measures the host's own GEMM dtypes", "leave it out, or use it with calibrate gpu");
+            }
             if (o->device == "cpu") return calibrate_cpu_command(o->out, o->quick, o->checkpoint_dir);
             if (!o->checkpoint_dir.empty()) throw InputError("--checkpoint-dir: calibrate gpu does not measure storage yet", "measure it with calibrate cpu --checkpoint-dir DIR on the same node, or give predict --node-storage-write-gb-per-s");
             GpuCalibrationOptions options;
             options.quick = o->quick;
+            options.dtypes = o->gemm_dtypes;
             options.progress = [](const std::string& line) { std::cerr << "calibrate gpu: " << line << "\n"; };
             const HardwareProfile profile = calibrate_gpu_with_cuda_module(options);
             write_profile(profile, o->out);
