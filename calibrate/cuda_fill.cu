@@ -86,11 +86,19 @@ void fill_eighths(ElementType type, void* data, size_t count, uint64_t seed, cud
 
 void fill_uniform(ElementType type, void* data, size_t count, uint64_t seed, float lo, float hi, cudaStream_t stream) {
   const unsigned blocks = blocks_for(count);
-  if (type == ElementType::bf16) {
-    fill_uniform_kernel<<<blocks, kFillThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(data), count, seed, lo, hi - lo);
-  } else {
-    TRAINSIM_ASSERT(type == ElementType::fp32, "fill_uniform writes bf16 or fp32");
-    fill_uniform_kernel<<<blocks, kFillThreads, 0, stream>>>(static_cast<float*>(data), count, seed, lo, hi - lo);
+  switch (type) {
+    case ElementType::bf16:
+      fill_uniform_kernel<<<blocks, kFillThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(data), count, seed, lo, hi - lo);
+      break;
+    case ElementType::fp16:
+      fill_uniform_kernel<<<blocks, kFillThreads, 0, stream>>>(static_cast<__half*>(data), count, seed, lo, hi - lo);
+      break;
+    case ElementType::fp32:
+      fill_uniform_kernel<<<blocks, kFillThreads, 0, stream>>>(static_cast<float*>(data), count, seed, lo, hi - lo);
+      break;
+    case ElementType::fp8_e4m3:
+      fill_uniform_kernel<<<blocks, kFillThreads, 0, stream>>>(static_cast<__nv_fp8_e4m3*>(data), count, seed, lo, hi - lo);
+      break;
   }
   check_cuda(cudaGetLastError(), "launching a fill kernel");
 }

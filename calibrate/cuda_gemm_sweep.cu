@@ -1,7 +1,8 @@
-// GEMM sweep with cuBLASLt (see cuda_gemm_sweep.cuh). Inputs are multiples of 1/8, exact in
-// every dtype, so the reference kernel (fp64 dot products over the stored inputs) is exact and
-// only the output rounding and accumulation order are tolerated; buffers rotate through an arena
-// larger than twice the L2. A wrong entry is a DeviceError, never a data point.
+// GEMM sweep with cuBLASLt (see cuda_gemm_sweep.cuh). Inputs are uniform in [-1, 1) with a full
+// mantissa in their dtype: the rate of real training data, not the faster one of low-entropy values
+// (cuda_fill.cuh). The reference kernel takes fp64 dot products over the stored inputs, so only
+// the GPU's accumulation and output rounding are tolerated; buffers rotate through an arena larger
+// than twice the L2. A wrong entry is a DeviceError, never a data point.
 #include "calibrate/cuda_gemm_sweep.cuh"
 
 #include <cuda_bf16.h>
@@ -22,10 +23,12 @@ constexpr int kCheckedEntries = 48;
 constexpr int kReferenceThreads = 256;
 constexpr double kUsableFreeMemory = 0.85;
 
-// Allowed |D - reference| per unit of (|reference| + sqrt(sum_k (a_k b_k)^2)). Products and fp32
-// sums of our inputs are exact, so the error is the output's rounding (bf16 2^-9, fp16 2^-11) plus,
-// when cuBLASLt splits k, the rounding of the partial sums in the output type; fp8 also
-// accumulates with less precision. A wrong layout or garbage is off by about 1 in these units.
+// Allowed |D - reference| per unit of (|reference| + sqrt(sum_k (a_k b_k)^2)). Products of 16-bit
+// and fp8 inputs are exact in fp32 and their fp32 sums err by about sqrt(k) 2^-24 in these units,
+// so the error is the output's rounding (bf16 2^-9, fp16 2^-11) plus, when cuBLASLt splits k, the
+// rounding of the partial sums in the output type; tf32 rounds its fp32 inputs to 10 mantissa bits
+// (about 2^-11); fp8 also accumulates with less precision. A wrong layout or garbage is off by about
+// 1 in these units.
 double tolerance(GemmDtype dtype) {
   switch (dtype) {
     case GemmDtype::bf16: return 1.0 / 32;
@@ -198,8 +201,8 @@ GemmTable measure_gemm_table(const GpuContext& context, GemmDtype dtype, GemmGri
   const GemmMemory memory = memory_for(grid, dtype, context.l2_bytes);
   DeviceBuffer arena(memory.arena_bytes, "GEMM inputs");
   DeviceBuffer d(memory.d_bytes, "GEMM outputs");
-  fill_eighths(gemm_input_type(dtype), arena.bytes_ptr(), arena.bytes() / in, static_cast<uint64_t>(dtype) + 1,
-               context.stream);
+  fill_uniform(gemm_input_type(dtype), arena.bytes_ptr(), arena.bytes() / in, static_cast<uint64_t>(dtype) + 1, -1.0f,
+               1.0f, context.stream);
 
   GemmTable table;
   table.dtype = name;

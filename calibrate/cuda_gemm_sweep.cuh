@@ -25,8 +25,8 @@ GemmGrid gemm_grid(bool quick);
 GemmTable measure_gemm_table(const GpuContext& context, GemmDtype dtype, GemmGrid grid,
                              std::vector<std::string>& notes);
 
-// Runs `matmul` once on (a, b) into d and compares sampled entries of d with an exact reference
-// (inputs filled by fill_eighths); a wrong entry is a DeviceError.
+// Runs `matmul` once on (a, b) into d and compares sampled entries of d with an fp64 reference
+// (inputs filled by fill_uniform); a wrong entry is a DeviceError.
 void check_gemm(const GpuContext& context, const LtMatmul& matmul, const void* a, const void* b, void* d);
 
 }  // namespace trainsim
