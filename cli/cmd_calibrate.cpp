@@ -100,7 +100,8 @@ Command add_calibrate_command(CLI::App& root) {
   app->add_flag("--quick", o->quick, "a smaller sweep (CPU: < 1 min; GPU: < 2 min)");
   app->add_option("--gemm-dtypes", o->gemm_dtypes, "gpu: the GEMM tables to measure, out of bf16, fp16, tf32, fp8 "
                                                    "(default: all four, fp8 where the GPU has it)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(CLI::IsMember({"bf16", "fp16", "tf32", "fp8"}));
   app->add_option("--checkpoint-dir", o->checkpoint_dir, "cpu: measure checkpoint write / read rates in this folder "
                                                          "(run --checkpoint-dir; predict --profile then prices checkpoints)");
   return {app, [o]() {
