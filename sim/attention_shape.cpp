@@ -26,6 +26,10 @@ constexpr Curve kA100Flash2 = {2, {6, 7, 0}, {Row{88, 119, 140, 156, 165, 171}, 
 constexpr Curve kHopperFlash2 = {2, {6, 7, 0}, {Row{141, 192, 232, 257, 273, 284}, Row{163, 221, 265, 294, 308, 328}, Row{}}};
 // cuDNN fused attention forward, causal, H100-SXM5 (assets/flash3_fp16_fwd.png, FA3 paper): head
 // dim 64, 128, 256. No cuDNN backward curve is in the reference: the forward's shape stands for both.
+// Checked against cuDNN 9.19 forward + backward on an H200 (reports/measured/2026-11-28-h200-sxm-141gb,
+// kernels.jsonl): at head dim 128 the measured shape is 0.89 / 1 / 1.02 / 1.07 of 4k at 2k / 4k / 8k /
+// 16k, this row's 0.93 / 1 / 1.02 / 1.04; at head dim 64 it measured 0.79 of 128 at 4k, where this
+// row gives 0.70 (left as it is: one measured point against the chart's whole row).
 constexpr Curve kHopperCudnn = {3, {6, 7, 8}, {Row{225, 288, 334, 363, 379, 388}, Row{315, 410, 484, 518, 529, 539},
                                                Row{308, 391, 450, 483, 497, 509}}};
 

@@ -20,11 +20,14 @@ constexpr double kH200MamfFp8 = 1453.4 / 1979.0;
 // Causal attention, head dim 128, sequence 4096, forward + backward: FlashAttention-2 on
 // A100-SXM4-80GB 173 TFLOP/s of 312 and on H100-SXM5 294 of 989 (Dao-AILab/flash-attention@0251105
 // assets/flash2_{a100,h100}_fwd_bwd_benchmark.png). Megatron-Core and NeMo run cuDNN's fused
-// attention on Hopper (Transformer Engine): its forward is 518 TFLOP/s where FlashAttention-2's is
-// 319 on the same chart (assets/flash3_fp16_fwd.png); the backward is taken to gain as much (no
-// cuDNN backward figure in the reference: an assumption), so 294 x 518 / 319 = 477 TFLOP/s.
+// attention on Hopper (Transformer Engine): 506 TFLOP/s forward + backward as 3.5 / (1/fwd +
+// 2.5/bwd) (fwd 538, bwd 494), timed on an H200 through PyTorch 2.11's cuDNN SDPA backend (cuDNN
+// 9.19), batch 4 x 32 heads, 2026-11-28 (bench/gpu_kernels.py;
+// reports/measured/2026-11-28-h200-sxm-141gb/kernels.jsonl). The H100 takes the same figure: the
+// same GH100 die and clocks, and the kernel is compute-bound at this shape. It replaces 477, which
+// assumed cuDNN's backward gains over FlashAttention-2's as much as its forward (518 / 319).
 constexpr double kA100Attention = 173.0 / 312.0;
-constexpr double kHopperAttention = 294.0 * 518.0 / 319.0 / 989.0;
+constexpr double kHopperAttention = 506.0 / 989.0;
 constexpr double kHopperFlash2Attention = 294.0 / 989.0;
 
 // Blackwell (shared/reference/microbench-moe-blackwell-amd.json, "MAMF" and "attention" records;
@@ -80,16 +83,16 @@ struct ReferenceRecords {
   const char* stand_ins;
 };
 
-constexpr const char* kCudnnDerived = "cuDNN fused attention (derived)";
+constexpr const char* kCudnnH200 = "cuDNN fused attention (measured on the H200)";
 constexpr const char* kCudnnMeasured = "cuDNN fused attention";
 
 constexpr ReferenceRecords kA100{"A100", true, kA100Mamf, 0.0, false, kA100Attention, kA100Attention,
                                  AttentionCurve::kA100Flash2, AttentionCurve::kA100Flash2, "", ""};
 constexpr ReferenceRecords kH100{"H100", false, kH100MamfBf16, kH100MamfFp8, false, kHopperAttention, kHopperFlash2Attention,
-                                 AttentionCurve::kHopperCudnn, AttentionCurve::kHopperFlash2, kCudnnDerived, ""};
-// H200 BF16 and attention: the H100's records (the same GH100 die and clocks).
+                                 AttentionCurve::kHopperCudnn, AttentionCurve::kHopperFlash2, kCudnnH200, ""};
+// H200 BF16 GEMMs: the H100's record (the same GH100 die and clocks).
 constexpr ReferenceRecords kH200{"H200", false, kH100MamfBf16, kH200MamfFp8, false, kHopperAttention, kHopperFlash2Attention,
-                                 AttentionCurve::kHopperCudnn, AttentionCurve::kHopperFlash2, kCudnnDerived, ""};
+                                 AttentionCurve::kHopperCudnn, AttentionCurve::kHopperFlash2, kCudnnH200, ""};
 // Blackwell: the attention curves (how the rate moves with sequence) are the B200's for every part.
 constexpr ReferenceRecords kB200{"B200", false, kB200MamfBf16, kB200MamfFp8, true, kB200Attention, kB200Flash2Attention,
                                  AttentionCurve::kBlackwellCudnn, AttentionCurve::kBlackwellFlash2, kCudnnMeasured, ""};
