@@ -135,15 +135,18 @@ def gemm_cases(rec):
         bf16_ms = row.get("ms")
         ref = torch.mm(a[:256].float(), w.float().t())
 
+        def timed_fp8(call):  # one FP8 GEMM: its time, rate, speed-up over BF16 and error on 256 rows
+            out = call()
+            ms, n_s, spread = median_ms(call)
+            return {"ms": ms, "tflops": flops / ms / 1e9, "vs_bf16": (bf16_ms / ms) if bf16_ms else None,
+                    "rel_err": rel_err(out[:256], ref), "samples": n_s, "spread": spread}
+
         def tensorwise(fast):
             def run():
                 aq, sa = to_fp8_tensorwise(a)
                 wq, sw = to_fp8_tensorwise(w)
-                call = lambda: torch._scaled_mm(aq, wq.t(), scale_a=sa, scale_b=sw, out_dtype=BF16, use_fast_accum=fast)
-                out = call()
-                ms, n_s, spread = median_ms(call)
-                return {"ms": ms, "tflops": flops / ms / 1e9, "vs_bf16": (bf16_ms / ms) if bf16_ms else None,
-                        "rel_err": rel_err(out[:256], ref), "samples": n_s, "spread": spread}
+                return timed_fp8(lambda: torch._scaled_mm(aq, wq.t(), scale_a=sa, scale_b=sw, out_dtype=BF16,
+                                                          use_fast_accum=fast))
             return run
 
         rec.case("gemm", {"case": "fp8_tensorwise_fast_accum", "m": m, "n": n, "k": k}, tensorwise(True))
@@ -152,11 +155,7 @@ def gemm_cases(rec):
         def rowwise():
             aq, sa = to_fp8_rowwise(a)
             wq, sw = to_fp8_rowwise(w)
-            call = lambda: torch._scaled_mm(aq, wq.t(), scale_a=sa, scale_b=sw.t(), out_dtype=BF16)
-            out = call()
-            ms, n_s, spread = median_ms(call)
-            return {"ms": ms, "tflops": flops / ms / 1e9, "vs_bf16": (bf16_ms / ms) if bf16_ms else None,
-                    "rel_err": rel_err(out[:256], ref), "samples": n_s, "spread": spread}
+            return timed_fp8(lambda: torch._scaled_mm(aq, wq.t(), scale_a=sa, scale_b=sw.t(), out_dtype=BF16))
 
         rec.case("gemm", {"case": "fp8_rowwise", "m": m, "n": n, "k": k}, rowwise)
 
@@ -164,12 +163,8 @@ def gemm_cases(rec):
             aq, sa = to_fp8_blocks(a, 1, 128)      # activations: 1 x 128 tiles, scales [m, k/128]
             wq, sw = to_fp8_blocks(w, 128, 128)    # weights: 128 x 128 blocks, scales [n/128, k/128]
             sa_t = sa.t().contiguous().t()         # cuBLAS wants the activation scales token-major
-            call = lambda: F.scaled_mm(aq, wq.t(), sa_t, F.ScalingType.BlockWise1x128, sw.t(),
-                                       F.ScalingType.BlockWise128x128, output_dtype=BF16)
-            out = call()
-            ms, n_s, spread = median_ms(call)
-            return {"ms": ms, "tflops": flops / ms / 1e9, "vs_bf16": (bf16_ms / ms) if bf16_ms else None,
-                    "rel_err": rel_err(out[:256], ref), "samples": n_s, "spread": spread}
+            return timed_fp8(lambda: F.scaled_mm(aq, wq.t(), sa_t, F.ScalingType.BlockWise1x128, sw.t(),
+                                                 F.ScalingType.BlockWise128x128, output_dtype=BF16))
 
         rec.case("gemm", {"case": "fp8_blockwise_1x128_128x128", "m": m, "n": n, "k": k}, blockwise)
 
