@@ -26,9 +26,13 @@ constexpr double kH200MamfFp8 = 1453.4 / 1979.0;
 // reports/measured/2026-11-28-h200-sxm-141gb/kernels.jsonl). The H100 takes the same figure: the
 // same GH100 die and clocks, and the kernel is compute-bound at this shape. It replaces 477, which
 // assumed cuDNN's backward gains over FlashAttention-2's as much as its forward (518 / 319).
+// Frameworks whose attention is PyTorch SDPA (torchtitan, LLM Foundry) run its FlashAttention-2
+// backend on Hopper: 270 TFLOP/s (fwd 295, bwd 262) at the same shape through PyTorch 2.11's SDPA
+// on the same H200 (kernels.jsonl as above). It replaces the flash-attn package's 294 (the chart
+// above): the kernel PyTorch ships, timed as those frameworks call it.
 constexpr double kA100Attention = 173.0 / 312.0;
 constexpr double kHopperAttention = 506.0 / 989.0;
-constexpr double kHopperFlash2Attention = 294.0 / 989.0;
+constexpr double kHopperFlash2Attention = 270.0 / 989.0;
 
 // Blackwell (shared/reference/microbench-moe-blackwell-amd.json, "MAMF" and "attention" records;
 // microbench.json for the B200's MAMF), each over the dense peak of its `spec` record:
