@@ -10,7 +10,13 @@ shipped values (sim/cost_model.hpp EfficiencyConstants) can be checked. Only sha
 1024 enter: below that cuBLAS picks smaller tiles and split-K, which the tile model does not have.
 The rate is the table's own; the simulator's rate is the fitted gemm_peak_fraction (docs/validation.md).
 
+With --profile PROFILE.json it reads the GEMM tables a `trainsim calibrate gpu` measured instead
+(one per dtype; the H200 of reports/measured/2026-11-28-h200-sxm-141gb/profile.json) and also prints
+the shipped model's error on them: the H100/H200 rate the simulator uses (989 x 0.774 x the MAMF
+ratio over the A100's: 707.5 TFLOP/s BF16, 1294 FP8), 1.2 us per wave, 4.5 us per kernel.
+
 Usage: bench/gemm_shape_fit.py [path/to/microbench.json]
+       bench/gemm_shape_fit.py --profile PROFILE.json [--sms 132] [--hbm-gb-per-s 4800]
 """
 import json
 import math
@@ -36,7 +42,47 @@ def rms_log_error(points, wave_s, kernel_s, sms, rate, bandwidth, bpv):
     return math.sqrt(total / len(points))
 
 
+SHIPPED_RATE = {"bf16": 989e12 * 0.774 * (794.5 / 989.0) / (271.2 / 312.0),
+                "fp8": 989e12 * 0.774 * (1453.4 / 989.0) / (271.2 / 312.0)}  # the H200's FP8 MAMF
+
+
+def fit(points, sms, bandwidth, bpv):
+    rates = [x * 1e12 for x in range(300, 3200, 10)]
+    best = min((rms_log_error(points, w * 1e-7, f * 5e-7, sms, r, bandwidth, bpv), w * 1e-7, f * 5e-7, r)
+               for w in range(0, 31) for f in range(0, 17) for r in rates)
+    plain = min((rms_log_error(points, 0, 0, sms, r, bandwidth, bpv), r) for r in rates)
+    return best, plain
+
+
+def main_profile(path, sms, bandwidth):
+    profile = json.load(open(path))
+    device = profile.get("provenance", {}).get("device", "?")
+    for table in profile["gemm"]:
+        dtype = table["dtype"]
+        points = [(q["m"], q["n"], q["k"], q["timing"]["median_s"]) for q in table["points"]
+                  if q["m"] >= 1024 and q["n"] >= 1024]
+        bpv = 1.0 if dtype == "fp8" else 2.0
+        (err, wave_s, kernel_s, rate), plain = fit(points, sms, bandwidth, bpv)
+        print(f"{device} {dtype}: {len(points)} shapes with m, n >= 1024; fitted gemm_wave_s {wave_s * 1e6:.1f} us, "
+              f"gemm_kernel_s {kernel_s * 1e6:.1f} us, rate {rate / 1e12:.0f} TFLOP/s: rms log error {err:.3f} "
+              f"(without the two costs {plain[0]:.3f} at {plain[1] / 1e12:.0f} TFLOP/s)")
+        if dtype in SHIPPED_RATE:
+            shipped = SHIPPED_RATE[dtype]
+            ratios = sorted(model_s(m, n, k, 1.2e-6, 4.5e-6, sms, shipped, bandwidth * 0.503, bpv) / t for m, n, k, t in points)
+            mean_log = sum(math.log(x) for x in ratios) / len(ratios)
+            print(f"  shipped ({shipped / 1e12:.1f} TFLOP/s, 1.2 us, 4.5 us, HBM x 0.503): model / measured median "
+                  f"{ratios[len(ratios) // 2]:.3f}, 10th-90th percentile {ratios[len(ratios) // 10]:.3f} .. "
+                  f"{ratios[len(ratios) * 9 // 10]:.3f}, rms log error "
+                  f"{rms_log_error(points, 1.2e-6, 4.5e-6, sms, shipped, bandwidth * 0.503, bpv):.3f} "
+                  f"(mean log {mean_log:+.3f})")
+
+
 def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--profile":
+        args = sys.argv[2:]
+        sms = int(args[args.index("--sms") + 1]) if "--sms" in args else 132
+        bandwidth = float(args[args.index("--hbm-gb-per-s") + 1]) * 1e9 if "--hbm-gb-per-s" in args else 4.8e12
+        return main_profile(args[0], sms, bandwidth)
     path = sys.argv[1] if len(sys.argv) > 1 else "../shared/reference/microbench.json"
     records = json.load(open(path))
     records = records["measurements"] if isinstance(records, dict) else records
