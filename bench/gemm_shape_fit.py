@@ -18,9 +18,9 @@ ratio over the A100's: 707.5 TFLOP/s BF16, 1294 FP8), 1.2 us per wave, 4.5 us pe
 Usage: bench/gemm_shape_fit.py [path/to/microbench.json]
        bench/gemm_shape_fit.py --profile PROFILE.json [--sms 132] [--hbm-gb-per-s 4800]
 """
+import argparse
 import json
 import math
-import sys
 
 TABLES = [  # (gpu prefix in the records, dtype in `what`, SMs, HBM bytes/s from the catalog)
     ("H100 (XLA", "BF16", 132, 3.35e12),
@@ -78,12 +78,15 @@ def main_profile(path, sms, bandwidth):
 
 
 def main():
-    if len(sys.argv) > 2 and sys.argv[1] == "--profile":
-        args = sys.argv[2:]
-        sms = int(args[args.index("--sms") + 1]) if "--sms" in args else 132
-        bandwidth = float(args[args.index("--hbm-gb-per-s") + 1]) * 1e9 if "--hbm-gb-per-s" in args else 4.8e12
-        return main_profile(args[0], sms, bandwidth)
-    path = sys.argv[1] if len(sys.argv) > 1 else "../shared/reference/microbench.json"
+    parser = argparse.ArgumentParser(description="GEMM fixed costs fitted on measured GEMM tables")
+    parser.add_argument("microbench", nargs="?", default="../shared/reference/microbench.json")
+    parser.add_argument("--profile", help="a trainsim calibrate gpu profile: fit on its GEMM tables instead")
+    parser.add_argument("--sms", type=int, default=132, help="the profile's GPU's SMs (H100/H200: 132)")
+    parser.add_argument("--hbm-gb-per-s", type=float, default=4800, help="its HBM bandwidth (H200: 4800)")
+    args = parser.parse_args()
+    if args.profile:
+        return main_profile(args.profile, args.sms, args.hbm_gb_per_s * 1e9)
+    path = args.microbench
     records = json.load(open(path))
     records = records["measurements"] if isinstance(records, dict) else records
     for prefix, dtype, sms, bandwidth in TABLES:

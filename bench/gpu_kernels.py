@@ -168,20 +168,36 @@ def gemm_cases(rec):
 
         rec.case("gemm", {"case": "fp8_blockwise_1x128_128x128", "m": m, "n": n, "k": k}, blockwise)
 
-        # The casts around an FP8 GEMM as PyTorch eager runs them (unfused): what a framework without
-        # fused cast kernels pays per operand, and the floor a fused kernel approaches.
-        def cast_cost():
-            ms_t, _, _ = median_ms(lambda: to_fp8_tensorwise(a))
-            ms_r, _, _ = median_ms(lambda: to_fp8_rowwise(a))
-            ms_b, _, _ = median_ms(lambda: to_fp8_blocks(a, 1, 128))
-            ms_copy, _, _ = median_ms(lambda: a.clone())
-            nbytes = a.numel() * 2
-            return {"bytes_bf16": nbytes, "eager_tensorwise_ms": ms_t, "eager_rowwise_ms": ms_r,
-                    "eager_blockwise_1x128_ms": ms_b, "bf16_copy_ms": ms_copy,
-                    "copy_gb_per_s": 2 * nbytes / ms_copy / 1e6}
-
-        rec.case("fp8_cast", {"case": "activation_m_by_k", "m": m, "n": n, "k": k}, cast_cost)
+        rec.case("fp8_cast", {"case": "activation_m_by_k", "m": m, "n": n, "k": k}, lambda: eager_cast_cost(a))
         del a, w, ref
+
+
+def eager_cast_cost(a):
+    """The casts around an FP8 GEMM as PyTorch eager runs them (unfused): what a framework without
+    fused cast kernels pays per operand, against a copy of the same tensor."""
+    ms_t, _, _ = median_ms(lambda: to_fp8_tensorwise(a))
+    ms_r, _, _ = median_ms(lambda: to_fp8_rowwise(a))
+    ms_b, _, _ = median_ms(lambda: to_fp8_blocks(a, 1, 128))
+    ms_copy, _, _ = median_ms(lambda: a.clone())
+    nbytes = a.numel() * 2
+    return {"bytes_bf16": nbytes, "eager_tensorwise_ms": ms_t, "eager_rowwise_ms": ms_r,
+            "eager_blockwise_1x128_ms": ms_b, "bf16_copy_ms": ms_copy, "copy_gb_per_s": 2 * nbytes / ms_copy / 1e6}
+
+
+def grouped_fp8_rowwise(x, w, offs, t, flops):
+    """fc1 of the experts as an FP8 grouped GEMM with row-wise scales (torch._scaled_grouped_mm, fast
+    accumulation): x [g t, h], w [g, n, h]; scales 1-D over x's rows and [g, n] over w's."""
+    xq, sx = to_fp8_rowwise(x)
+    wq_list, sw_list = zip(*[to_fp8_rowwise(w[i]) for i in range(w.shape[0])])
+    wq, sw = torch.stack(wq_list), torch.stack(sw_list).squeeze(-1)
+    sa = sx.squeeze(-1)
+    call = lambda: torch._scaled_grouped_mm(xq, wq.transpose(-2, -1), sa, sw, offs=offs, out_dtype=BF16,
+                                            use_fast_accum=True)
+    out = call()
+    ms, n_s, spread = median_ms(call)
+    ref = torch.mm(x[:t].float(), w[0].float().t())
+    return {"ms": ms, "tflops": flops / ms / 1e9, "rel_err": rel_err(out[:t], ref), "samples": n_s,
+            "spread": spread, "scale_a_shape": list(sa.shape)}
 
 
 # ---------------------------------------------------------------- MoE grouped GEMMs
@@ -230,26 +246,8 @@ def grouped_cases(rec):
             xf = rnd(m, f, scale=0.5)
             rec.case("grouped_gemm", {"case": "fc2_bf16", **params}, fc(w2, fl2, rnd(m, h), xf))
 
-            def fc1_fp8_rowwise():
-                xq, sx = to_fp8_rowwise(x)
-                wq_list, sw_list = zip(*[to_fp8_rowwise(w1[i]) for i in range(g)])
-                wq = torch.stack(wq_list)             # [g, 2f, h]
-                sw = torch.stack(sw_list).squeeze(-1)  # [g, 2f]
-                errors = []
-                for sa in (sx.squeeze(-1), sx):
-                    try:
-                        call = lambda: torch._scaled_grouped_mm(xq, wq.transpose(-2, -1), sa, sw, offs=offs,
-                                                                out_dtype=BF16, use_fast_accum=True)
-                        out = call()
-                        ms, n_s, spread = median_ms(call)
-                        ref = torch.mm(x[:t].float(), w1[0].float().t())
-                        return {"ms": ms, "tflops": fl1 / ms / 1e9, "rel_err": rel_err(out[:t], ref),
-                                "samples": n_s, "spread": spread, "scale_a_shape": list(sa.shape)}
-                    except Exception as e:  # try the other scale shape before giving up
-                        errors.append(str(e).splitlines()[0][:150])
-                raise RuntimeError(" | ".join(errors))
-
-            rec.case("grouped_gemm", {"case": "fc1_fp8_rowwise_fast_accum", **params}, fc1_fp8_rowwise)
+            rec.case("grouped_gemm", {"case": "fc1_fp8_rowwise_fast_accum", **params},
+                     lambda: grouped_fp8_rowwise(x, w1, offs, t, fl1))
             del x, w1, w2, dy1, xf
             if not rec.time_left():
                 return

@@ -10,7 +10,9 @@ import json
 import math
 import sys
 
-BF16_RATE = 989e12 * 0.774 * (794.5 / 989.0) / (271.2 / 312.0)
+from gemm_shape_fit import SHIPPED_RATE  # the simulator's H100/H200 GEMM rates, with their sources
+
+BF16_RATE = SHIPPED_RATE["bf16"]
 
 
 def model_grouped_s(m, n, k, batch, rate=BF16_RATE, sms=132, wave_s=1.2e-6, kernel_s=4.5e-6, bandwidth=4.8e12 * 0.503):

@@ -27,14 +27,6 @@ __device__ uint64_t mix(uint64_t x) {  // splitmix64 finaliser
 }
 
 template <class T>
-__global__ void fill_eighths_kernel(T* data, size_t count, uint64_t seed) {
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count; i += size_t{gridDim.x} * blockDim.x) {
-    const int k = static_cast<int>(mix(i ^ (seed << 40)) % 17) - 8;
-    data[i] = static_cast<T>(static_cast<float>(k) * 0.125f);
-  }
-}
-
-template <class T>
 __global__ void fill_uniform_kernel(T* data, size_t count, uint64_t seed, float lo, float span) {
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count; i += size_t{gridDim.x} * blockDim.x) {
     const float u = static_cast<float>(mix(i ^ (seed << 40)) >> 40) * (1.0f / 16777216.0f);
@@ -63,25 +55,6 @@ size_t element_bytes(ElementType type) {
     case ElementType::fp8_e4m3: return 1;
   }
   return 0;
-}
-
-void fill_eighths(ElementType type, void* data, size_t count, uint64_t seed, cudaStream_t stream) {
-  const unsigned blocks = blocks_for(count);
-  switch (type) {
-    case ElementType::bf16:
-      fill_eighths_kernel<<<blocks, kFillThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(data), count, seed);
-      break;
-    case ElementType::fp16:
-      fill_eighths_kernel<<<blocks, kFillThreads, 0, stream>>>(static_cast<__half*>(data), count, seed);
-      break;
-    case ElementType::fp32:
-      fill_eighths_kernel<<<blocks, kFillThreads, 0, stream>>>(static_cast<float*>(data), count, seed);
-      break;
-    case ElementType::fp8_e4m3:
-      fill_eighths_kernel<<<blocks, kFillThreads, 0, stream>>>(static_cast<__nv_fp8_e4m3*>(data), count, seed);
-      break;
-  }
-  check_cuda(cudaGetLastError(), "launching a fill kernel");
 }
 
 void fill_uniform(ElementType type, void* data, size_t count, uint64_t seed, float lo, float hi, cudaStream_t stream) {

@@ -25,8 +25,9 @@ constexpr int kMaxAllReducesPerSample = 64;
 OverlapPoint measure_gemm_beside_all_reduce(const GpuContext& context, const NcclGroup& group) {
   const size_t matrix_bytes = static_cast<size_t>(kGemmSize * kGemmSize) * 2;
   DeviceBuffer a(matrix_bytes, "overlap GEMM A"), b(matrix_bytes, "overlap GEMM B"), d(matrix_bytes, "overlap GEMM D");
-  fill_eighths(ElementType::bf16, a.get(), matrix_bytes / 2, 41, context.stream);
-  fill_eighths(ElementType::bf16, b.get(), matrix_bytes / 2, 42, context.stream);
+  // Full-mantissa inputs, as the GEMM sweep times (cuda_fill.cuh: low-entropy data runs faster).
+  fill_uniform(ElementType::bf16, a.get(), matrix_bytes / 2, 41, -1.0f, 1.0f, context.stream);
+  fill_uniform(ElementType::bf16, b.get(), matrix_bytes / 2, 42, -1.0f, 1.0f, context.stream);
   const LtMatmul matmul(context, GemmDtype::bf16, kGemmSize, kGemmSize, kGemmSize);
   auto gemm = [&](int64_t) { matmul.run(a.get(), b.get(), d.get(), context.stream); };
 

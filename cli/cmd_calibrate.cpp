@@ -101,6 +101,8 @@ Command add_calibrate_command(CLI::App& root) {
   app->add_option("--gemm-dtypes", o->gemm_dtypes, "gpu: the GEMM tables to measure, out of bf16, fp16, tf32, fp8 "
                                                    "(default: all four, fp8 where the GPU has it)")
       ->delimiter(',')
+      // gpu_calibration_dtypes() (calibrate/cuda_calibrator.hpp) lives in the CUDA module, which a
+      // build without CUDA lacks: the names are checked here so every build refuses the same way.
       ->check(CLI::IsMember({"bf16", "fp16", "tf32", "fp8"}));
   app->add_option("--checkpoint-dir", o->checkpoint_dir, "cpu: measure checkpoint write / read rates in this folder "
                                                          "(run --checkpoint-dir; predict --profile then prices checkpoints)");
