@@ -171,7 +171,10 @@ Hardware HardwareOptions::resolve(const ParallelPlan& plan) const {
     }
     throw InputError("--precision: " + std::string(to_string(plan.precision)) + " is not supported by " + hw.gpu.name +
                          " (no tensor-core peak for it" +
-                         (plan.precision == Precision::kMxfp8 || plan.precision == Precision::kNvfp4 ? "; MXFP8 and NVFP4 need Blackwell's block-scaled tensor cores)" : ")"),
+                         (plan.precision == Precision::kMxfp8 || plan.precision == Precision::kNvfp4
+                              ? "; MXFP8 and NVFP4 are priced on Blackwell's block-scaled tensor cores only: Transformer Engine's "
+                                "recipes there are the only MX-format training kernels in trainsim's references)"
+                              : ")"),
                      "this GPU trains in " + has);
   }
   return hw;

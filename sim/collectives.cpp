@@ -80,11 +80,18 @@ void set_nvls_links(CollectiveLinks& links, int64_t nvlink_generation, double nv
   links.nvls_min_ranks = blackwell ? 6 : 5;
 }
 
+double scale_up_bus_bytes_per_s(int64_t ranks_per_node, const CollectiveLinks& links) {
+  if (links.mesh_links <= 0) return links.nvlink_bus_bytes_per_s;
+  const double used = static_cast<double>(std::clamp<int64_t>(ranks_per_node - 1, 1, links.mesh_links));
+  return links.nvlink_bus_bytes_per_s * used / static_cast<double>(links.mesh_links);
+}
+
 double collective_bus_bytes_per_s(const GroupScope& scope, const CollectiveLinks& links) {
-  if (scope.intra_node()) return links.nvlink_bus_bytes_per_s;
+  const double scale_up = scale_up_bus_bytes_per_s(scope.ranks_per_node, links);
+  if (scope.intra_node()) return scale_up;
   // Across nodes each node's members drive their own NICs (rail-optimised fabric); the node's
   // traffic crosses ranks_per_node NICs, so busbw per rank = ranks_per_node x NIC bandwidth.
-  return std::min(links.nvlink_bus_bytes_per_s, static_cast<double>(scope.ranks_per_node) * links.nic_bytes_per_s);
+  return std::min(scale_up, static_cast<double>(scope.ranks_per_node) * links.nic_bytes_per_s);
 }
 
 double datasheet_collective_s(CollectiveKind kind, double bytes, const GroupScope& scope, const CollectiveLinks& links) {
@@ -112,7 +119,7 @@ double datasheet_collective_s(CollectiveKind kind, double bytes, const GroupScop
     // staying in the node moves over NVLink at the same time.
     const double r = static_cast<double>(scope.ranks_per_node);
     const double nic = links.alltoall_nic_bytes_per_s > 0 ? links.alltoall_nic_bytes_per_s : links.nic_bytes_per_s;
-    const double nvlink = links.nvlink_bus_bytes_per_s;
+    const double nvlink = scale_up_bus_bytes_per_s(scope.ranks_per_node, links);
     bandwidth_s = std::max(bytes * (n - r) / n / nic, nvlink > 0 ? bytes * (r - 1.0) / n / nvlink : 0.0);
   }
   const double alpha = scope.intra_node() ? links.step_intra_s : links.step_inter_s;

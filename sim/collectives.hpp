@@ -52,7 +52,16 @@ struct CollectiveLinks {
   // NCCL runs it on (nvls_links below).
   double nvls_bus_bytes_per_s = 0;
   int64_t nvls_min_ranks = 0;
+  // A full mesh of point-to-point links (AMD's xGMI; ScaleUpFabric::kFullMesh): the links each GPU
+  // has, one per peer of its domain, over which nvlink_bus_bytes_per_s is spread; 0: a switch.
+  int64_t mesh_links = 0;
 };
+
+// Scale-up bus bandwidth of `ranks_per_node` GPUs of one domain, bytes/s: the whole per-GPU
+// bandwidth behind a switch; on a full mesh the share of the GPU's links that reach the group's
+// other members, (ranks_per_node - 1) / mesh_links (RCCL's rings use every such link: rccl-tests
+// all-reduce on 8 MI300X, 319 GB/s busbw = 7 x 45.6 GB/s; 2 GPUs of the same node, 47.7 GB/s).
+double scale_up_bus_bytes_per_s(int64_t ranks_per_node, const CollectiveLinks& links);
 
 // The NVLS links of a GPU: its generation's NCCL nvlsEfficiency (NVIDIA/nccl@5067397c
 // src/graph/tuning.cc: Hopper 0.85, Blackwell 0.74) x 2 (an all-reduce's reduce and multicast
@@ -63,8 +72,8 @@ struct CollectiveLinks {
 // "Communication"). No NVLS without an NVSwitch generation that has it (NVLink 4 and up).
 void set_nvls_links(CollectiveLinks& links, int64_t nvlink_generation, double nvlink_bytes_per_s);
 
-// Bus bandwidth of a group (nccl-tests convention), bytes/s: NVLink inside a node; across nodes
-// each node's members drive their own NICs (rail-optimised fabric), capped by NVLink.
+// Bus bandwidth of a group (nccl-tests convention), bytes/s: NVLink (or xGMI) inside a node; across
+// nodes each node's members drive their own NICs (rail-optimised fabric), capped by the scale-up links.
 double collective_bus_bytes_per_s(const GroupScope& scope, const CollectiveLinks& links);
 
 // Seconds of one collective of `bytes` (the whole buffer S) over the group `scope`.

@@ -48,8 +48,9 @@ struct GenerationName {
   GpuGeneration generation;
   const char* name;
 };
-constexpr GenerationName kGenerations[] = {
-    {GpuGeneration::kAmpere, "ampere"}, {GpuGeneration::kHopper, "hopper"}, {GpuGeneration::kBlackwell, "blackwell"}};
+constexpr GenerationName kGenerations[] = {{GpuGeneration::kAmpere, "ampere"},       {GpuGeneration::kHopper, "hopper"},
+                                           {GpuGeneration::kBlackwell, "blackwell"}, {GpuGeneration::kCdna3, "cdna3"},
+                                           {GpuGeneration::kCdna4, "cdna4"}};
 
 struct FamilyName {
   ReferenceFamily family;
@@ -62,7 +63,16 @@ constexpr FamilyName kFamilies[] = {{ReferenceFamily::kA100, "a100", GpuGenerati
                                     {ReferenceFamily::kB200, "b200", GpuGeneration::kBlackwell},
                                     {ReferenceFamily::kGB200, "gb200", GpuGeneration::kBlackwell},
                                     {ReferenceFamily::kB300, "b300", GpuGeneration::kBlackwell},
-                                    {ReferenceFamily::kGB300, "gb300", GpuGeneration::kBlackwell}};
+                                    {ReferenceFamily::kGB300, "gb300", GpuGeneration::kBlackwell},
+                                    {ReferenceFamily::kMI300X, "mi300x", GpuGeneration::kCdna3},
+                                    {ReferenceFamily::kMI325X, "mi325x", GpuGeneration::kCdna3},
+                                    {ReferenceFamily::kMI355X, "mi355x", GpuGeneration::kCdna4}};
+
+struct FabricName {
+  ScaleUpFabric fabric;
+  const char* name;
+};
+constexpr FabricName kFabrics[] = {{ScaleUpFabric::kSwitch, "switch"}, {ScaleUpFabric::kFullMesh, "full_mesh"}};
 
 template <typename Entry>
 std::vector<std::string> names_of(const Entry& entries) {
@@ -98,9 +108,17 @@ GpuCapabilities read_capabilities(JsonObjectReader& r) {
     r.add_problem("reference_efficiency", std::string(family->name) + " records were measured on " + measured_on +
                                               " silicon, but generation is " + generation->name);
   }
-  c.nvlink_generation = r.required_int("nvlink_generation", 1);
+  c.nvlink_generation = r.required_int("nvlink_generation", 0);
   c.nvlink_domain_gpus = r.required_int("nvlink_domain_gpus", 1);
-  c.nccl_ll_max_bus_bytes_per_s = gb_per_s_to_bytes_per_s(required_positive(r, "nccl_ll_max_busbw_one_node_gb_per_s"));
+  if (r.has("scale_up_fabric")) {  // absent: a switch, as on every NVIDIA board
+    const FabricName* fabric = read_known(r, "scale_up_fabric", kFabrics, "scale-up fabric");
+    if (fabric != nullptr) c.scale_up_fabric = fabric->fabric;
+    if (c.scale_up_fabric == ScaleUpFabric::kFullMesh && c.nvlink_domain_gpus < 2) {
+      r.add_problem("scale_up_fabric", "a full mesh needs nvlink_domain_gpus >= 2 (its GPUs' links are domain - 1 each)");
+    }
+  }
+  // 0: no LL cap known (RCCL); the NVIDIA parts state NCCL's.
+  c.nccl_ll_max_bus_bytes_per_s = gb_per_s_to_bytes_per_s(required_number(r, "nccl_ll_max_busbw_one_node_gb_per_s", 0));
   c.cublas_workspace_bytes = mib_to_bytes(required_positive(r, "cublas_workspace_mib"));
   c.reference_node_nic_gbps_per_gpu = r.required_int("reference_node_nic_gbps_per_gpu", 1);
   c.host_link_bytes_per_s = gb_per_s_to_bytes_per_s(r.optional_number("host_link_gb_per_s_per_direction", 1e-3).value_or(0.0));
@@ -203,6 +221,13 @@ const char* to_string(GpuGeneration generation) {
 const char* to_string(ReferenceFamily family) {
   for (const FamilyName& f : kFamilies) {
     if (f.family == family) return f.name;
+  }
+  return "none";
+}
+
+const char* to_string(ScaleUpFabric fabric) {
+  for (const FabricName& f : kFabrics) {
+    if (f.fabric == fabric) return f.name;
   }
   return "none";
 }

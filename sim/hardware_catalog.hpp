@@ -14,33 +14,47 @@
 namespace trainsim {
 
 // A GPU's silicon generation (CUDA compute capability: Ampere sm_80, Hopper sm_90, Blackwell
-// sm_100 / sm_103). kNone: not a catalog GPU (the CPU host a CPU profile measured).
-enum class GpuGeneration { kNone, kAmpere, kHopper, kBlackwell };
+// sm_100 / sm_103; AMD's LLVM targets: CDNA 3 gfx942 (MI300X, MI325X), CDNA 4 gfx950 (MI355X)).
+// kNone: not a catalog GPU (the CPU host a CPU profile measured).
+enum class GpuGeneration { kNone, kAmpere, kHopper, kBlackwell, kCdna3, kCdna4 };
 // The reference record set a GPU's GEMM and attention efficiencies rest on (MAMF, attention
 // ratios and curve; sim/reference_efficiency.cpp). kNone: no datasheet reference (the CPU host,
 // whose measured profile prices its ops): ratios 1.
-enum class ReferenceFamily { kNone, kA100, kH100, kH200, kB200, kGB200, kB300, kGB300 };
+enum class ReferenceFamily { kNone, kA100, kH100, kH200, kB200, kGB200, kB300, kGB300, kMI300X, kMI325X, kMI355X };
+// How a GPU reaches the others of its scale-up domain: through a switch (NVSwitch: every GPU of the
+// domain at its full per-GPU bandwidth, whatever the group), or over a full mesh of point-to-point
+// links (AMD's 8-GPU Infinity Fabric boards: 7 xGMI links per GPU, one to each peer), where a
+// group of g GPUs uses g - 1 of a GPU's links.
+enum class ScaleUpFabric { kSwitch, kFullMesh };
 const char* to_string(GpuGeneration generation);
 const char* to_string(ReferenceFamily family);
+const char* to_string(ScaleUpFabric fabric);
 
 // What the cost model keys on, per GPU (configs/hardware.json "capabilities"; the catalog's
 // "note" gives each key's source). FP8 support is GpuSpec::peak_fp8_flops_per_s > 0.
 struct GpuCapabilities {
-  GpuGeneration generation = GpuGeneration::kNone;  // "ampere", "hopper", "blackwell"
-  // key "reference_efficiency": "a100", "h100", "h200", "b200", "gb200", "b300", "gb300"
+  GpuGeneration generation = GpuGeneration::kNone;  // "ampere", "hopper", "blackwell", "cdna3", "cdna4"
+  // key "reference_efficiency": "a100", "h100", "h200", "b200", "gb200", "b300", "gb300", "mi300x",
+  // "mi325x", "mi355x"
   ReferenceFamily reference_family = ReferenceFamily::kNone;
-  // NVLink generation: 3 on A100, 4 on H100/H200, 5 on Blackwell (NVIDIA datasheets).
+  // NVLink generation: 3 on A100, 4 on H100/H200, 5 on Blackwell (NVIDIA datasheets); 0 on a GPU
+  // whose scale-up links are not NVLink (AMD's xGMI): no NVLink SHARP.
   int64_t nvlink_generation = 0;
+  // key "scale_up_fabric": "switch" (the default: NVSwitch) or "full_mesh" (xGMI). On a full mesh
+  // the per-GPU scale-up bandwidth (GpuSpec::nvlink_bandwidth_bytes_per_s) is the sum of its
+  // nvlink_domain_gpus - 1 links.
+  ScaleUpFabric scale_up_fabric = ScaleUpFabric::kSwitch;
   // GPUs one NVSwitch fabric joins: 8 on HGX A100 / H100 / H200 / B200 boards (NVIDIA HGX
   // datasheets), 72 in a GB200 / GB300 NVL72 rack (its NVLink switch trays). The catalog checks
   // that no cluster preset puts more GPUs in a node; the cost model takes a node's GPUs as one
   // NVLink domain (a 72-GPU "node" is the rack).
   int64_t nvlink_domain_gpus = 0;
   // NCCL's LL-protocol bus-bandwidth cap inside one node, bytes/s (llMaxBws, NVIDIA/nccl@5067397c
-  // src/graph/tuning.cc: Ampere 87.7, Hopper 141, Blackwell 282 GB/s); 0: LL uncapped (the CPU host).
+  // src/graph/tuning.cc: Ampere 87.7, Hopper 141, Blackwell 282 GB/s); 0: LL uncapped (the CPU
+  // host; RCCL on AMD parts, whose cap trainsim has no record of).
   double nccl_ll_max_bus_bytes_per_s = 0;
   // cuBLASLt workspace PyTorch >= 2.3 allocates per handle, bytes: 32 MiB on Hopper and newer,
-  // 4 MiB on Ampere parts with >= 24 GB (pytorch PR #120925).
+  // 4 MiB on Ampere parts with >= 24 GB (pytorch PR #120925); hipBLASLt's on ROCm, 76 MiB.
   double cublas_workspace_bytes = 0;
   // NIC line rate per GPU of the GPU's reference server, Gbit/s (DGX A100: HDR 200; DGX H100 and
   // H200: NDR 400): the default of a published run that does not state its network, and of
@@ -65,7 +79,8 @@ struct GpuSpec {
   double peak_fp4_flops_per_s = 0;
   double memory_bytes = 0;              // HBM capacity as the driver reports it
   double memory_bandwidth_bytes_per_s = 0;
-  double nvlink_bandwidth_bytes_per_s = 0;  // per GPU, per direction
+  // Scale-up bandwidth per GPU, per direction: NVLink, or on AMD parts the sum of its xGMI links.
+  double nvlink_bandwidth_bytes_per_s = 0;
   int64_t sm_count = 0;
   double l2_bytes = 0;
   double power_w = 0;  // board TDP

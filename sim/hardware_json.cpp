@@ -34,6 +34,7 @@ nlohmann::ordered_json gpu_capabilities_to_json(const GpuCapabilities& c) {
   j["reference_efficiency"] = to_string(c.reference_family);
   j["nvlink_generation"] = c.nvlink_generation;
   j["nvlink_domain_gpus"] = c.nvlink_domain_gpus;
+  if (c.scale_up_fabric != ScaleUpFabric::kSwitch) j["scale_up_fabric"] = to_string(c.scale_up_fabric);
   j["nccl_ll_max_busbw_one_node_gb_per_s"] = bytes_per_s_to_gb_per_s(c.nccl_ll_max_bus_bytes_per_s);
   j["cublas_workspace_mib"] = bytes_to_mib(c.cublas_workspace_bytes);
   j["reference_node_nic_gbps_per_gpu"] = c.reference_node_nic_gbps_per_gpu;

@@ -71,6 +71,27 @@ constexpr double kGB200Attention = fwd_bwd_tflops(1408.0, 1148.0) / 2500.0;
 constexpr double kGB300Attention = fwd_bwd_tflops(1703.0, 1248.0) / 2500.0;
 constexpr double kB200Flash2Attention = fwd_bwd_tflops(342.99, 273.484) / 2250.0;
 
+// AMD Instinct (shared/reference/microbench-moe-blackwell-amd.json, "gemm" records), each over the
+// GPU's AMD datasheet dense peak, the catalog's (MI300X and MI325X BF16 1,307.4, FP8 2,614.9;
+// MI355X 2,516.6 and 5,033.2; the references' spec records round them to 1,300 / 2,610 / 2,500 /
+// 5,000), so a GEMM is priced at the measured rate itself. BF16: MAMF (mamf-finder with PyTorch
+// TunableOp, stas00/ml-engineering compute/accelerator/README.md) MI300X 668.4, MI325X 784.9,
+// MI355X 1565.0. FP8 on CDNA 3 has no mamf-finder record, only AMD's hipBLASLt Max-Achievable FLOPs
+// (MAF; f8_fnuz): MI300X 1273, MI325X 1519. AMD's tool reaches more than mamf-finder on the same
+// GPU in BF16 (MAF 708 against MAMF 668.4 on the MI300X, 843 against 784.9 on the MI325X), so each
+// FP8 MAF is taken at its GPU's BF16 MAMF / MAF (an extrapolation, named in the output). MI355X
+// FP8: hipBLASLt e4m3fn at 8192^3, 3130.21 (one shape, a lower bound of a shape search; its 4096^3
+// run reaches 2750.42). No attention kernel on any AMD part is in the references: the fused
+// attention is taken at the H100's cuDNN attention / BF16 MAMF (0.637) times the GPU's BF16 MAMF,
+// with the Hopper cuDNN curve, and named as a stand-in.
+constexpr double kMI300XMamfBf16 = 668.4 / 1307.4;
+constexpr double kMI325XMamfBf16 = 784.9 / 1307.4;
+constexpr double kMI355XMamfBf16 = 1565.0 / 2516.6;
+constexpr double kMI300XMamfFp8 = 1273.0 * (668.4 / 708.0) / 2614.9;
+constexpr double kMI325XMamfFp8 = 1519.0 * (784.9 / 843.0) / 2614.9;
+constexpr double kMI355XMamfFp8 = 3130.21 / 5033.2;
+constexpr double kAttentionOverMamfH100 = kHopperAttention / kH100MamfBf16;
+
 // One reference set: what was measured on that GPU (GpuCapabilities::reference_family picks it).
 struct ReferenceRecords {
   const char* gpu;               // "H100": the GPU the records were measured on
@@ -112,6 +133,23 @@ constexpr ReferenceRecords kGB300{"GB300", false, kGB200MamfBf16, kGB200MamfFp8,
                                   "no GB300 MAMF record: BF16 and FP8 MAMF are the GB200's ratios, FlashAttention-2 the "
                                   "B200's"};
 
+constexpr const char* kAmdAttention = "fused attention at the H100's attention / GEMM ratio";
+constexpr ReferenceRecords kMI300X{"MI300X", false, kMI300XMamfBf16, kMI300XMamfFp8, false,
+                                   kMI300XMamfBf16 * kAttentionOverMamfH100, kMI300XMamfBf16 * kAttentionOverMamfH100,
+                                   AttentionCurve::kHopperCudnn, AttentionCurve::kHopperCudnn, kAmdAttention,
+                                   "FP8 is AMD's hipBLASLt MAF at the BF16 MAMF / MAF ratio; attention has no AMD record "
+                                   "(the H100's attention / GEMM ratio and curve)"};
+constexpr ReferenceRecords kMI325X{"MI325X", false, kMI325XMamfBf16, kMI325XMamfFp8, false,
+                                   kMI325XMamfBf16 * kAttentionOverMamfH100, kMI325XMamfBf16 * kAttentionOverMamfH100,
+                                   AttentionCurve::kHopperCudnn, AttentionCurve::kHopperCudnn, kAmdAttention,
+                                   "FP8 is AMD's hipBLASLt MAF at the BF16 MAMF / MAF ratio; attention has no AMD record "
+                                   "(the H100's attention / GEMM ratio and curve)"};
+constexpr ReferenceRecords kMI355X{"MI355X", false, kMI355XMamfBf16, kMI355XMamfFp8, false,
+                                   kMI355XMamfBf16 * kAttentionOverMamfH100, kMI355XMamfBf16 * kAttentionOverMamfH100,
+                                   AttentionCurve::kHopperCudnn, AttentionCurve::kHopperCudnn, kAmdAttention,
+                                   "FP8 is one hipBLASLt shape (8192^3); attention has no AMD record (the H100's "
+                                   "attention / GEMM ratio and curve)"};
+
 const ReferenceRecords* records_of(ReferenceFamily family) {
   switch (family) {
     case ReferenceFamily::kNone: return nullptr;
@@ -122,6 +160,9 @@ const ReferenceRecords* records_of(ReferenceFamily family) {
     case ReferenceFamily::kGB200: return &kGB200;
     case ReferenceFamily::kB300: return &kB300;
     case ReferenceFamily::kGB300: return &kGB300;
+    case ReferenceFamily::kMI300X: return &kMI300X;
+    case ReferenceFamily::kMI325X: return &kMI325X;
+    case ReferenceFamily::kMI355X: return &kMI355X;
   }
   TRAINSIM_ASSERT(false, "unhandled reference family");
   return nullptr;
