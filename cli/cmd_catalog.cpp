@@ -20,8 +20,9 @@ namespace trainsim {
 namespace {
 
 const char* const kHardwareNotes =
-    "Peaks are dense tensor-core TFLOP/s (no sparsity); NVLink is per GPU, per direction; inter-node is the NIC\n"
-    "line rate per GPU. Prices are reference on-demand rates (2025), not quotes: override them with --price.\n"
+    "Peaks are dense tensor-core TFLOP/s (no sparsity); NVLink is per GPU, per direction (on AMD parts the sum of\n"
+    "its 7 Infinity Fabric links: a full mesh, where a group of g GPUs uses g - 1 of them); inter-node is the NIC\n"
+    "line rate per GPU. Prices are reference on-demand rates, not quotes: override them with --price.\n"
     "`trainsim catalog --format json` gives the source of every figure.";
 
 std::string models_table() {
