@@ -217,6 +217,12 @@ void HardwareOptions::apply_what_ifs(Hardware& hw) const {
                        "give one of them (both set the GPUs that reach each other over NVLink)");
     }
     note("--nvlink-domain", static_cast<double>(g.capabilities.nvlink_domain_gpus), static_cast<double>(nvlink_domain));
+    if (g.capabilities.scale_up_fabric == ScaleUpFabric::kFullMesh && nvlink_domain != g.capabilities.nvlink_domain_gpus) {
+      // A full mesh is the board it was built as (AMD's 8 GPUs, 7 links each): a larger or smaller
+      // domain is asked of a switch, every group at the GPU's whole scale-up bandwidth.
+      g.capabilities.scale_up_fabric = ScaleUpFabric::kSwitch;
+      changed += " as a switch (the GPU's full mesh is a board of " + std::to_string(g.capabilities.nvlink_domain_gpus) + ")";
+    }
     g.capabilities.nvlink_domain_gpus = nvlink_domain;
     hw.gpus_per_node = nvlink_domain;
   }
