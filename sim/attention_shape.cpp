@@ -24,13 +24,19 @@ struct Curve {
 // assets/flash2_a100_fwd_bwd_benchmark.png, flash2_h100_fwd_bwd_benchmark.png): head dim 64, 128.
 constexpr Curve kA100Flash2 = {2, {6, 7, 0}, {Row{88, 119, 140, 156, 165, 171}, Row{99, 133, 155, 173, 182, 189}, Row{}}};
 constexpr Curve kHopperFlash2 = {2, {6, 7, 0}, {Row{141, 192, 232, 257, 273, 284}, Row{163, 221, 265, 294, 308, 328}, Row{}}};
-// cuDNN fused attention forward, causal, H100-SXM5 (assets/flash3_fp16_fwd.png, FA3 paper): head
-// dim 64, 128, 256. No cuDNN backward curve is in the reference: the forward's shape stands for both.
-// Checked against cuDNN 9.19 forward + backward on an H200 (reports/measured/2026-11-28-h200-sxm-141gb,
-// kernels.jsonl): at head dim 128 the measured shape is 0.89 / 1 / 1.02 / 1.07 of 4k at 2k / 4k / 8k /
-// 16k, this row's 0.93 / 1 / 1.02 / 1.04; at head dim 64 it measured 0.79 of 128 at 4k, where this
-// row gives 0.70 (left as it is: one measured point against the chart's whole row).
-constexpr Curve kHopperCudnn = {3, {6, 7, 8}, {Row{225, 288, 334, 363, 379, 388}, Row{315, 410, 484, 518, 529, 539},
+// cuDNN fused attention, causal, Hopper. Head dim 64 and 256: the forward on an H100-SXM5
+// (assets/flash3_fp16_fwd.png, FA3 paper), its shape standing for forward + backward. Head dim 128:
+// forward + backward as 3.5 / (1/fwd + 2.5/bwd), NVIDIA's cuDNN 9.19 run on an H200 at Llama 3.1's
+// GQA (64 query / 8 KV heads, batch 1; NVIDIA/cudnn-frontend@3929da2 benchmark/
+// sdpa_benchmark_training/results/h200_919_only_cudnn/llama3.1_20260227_034703.csv): fwd 484 / 591 /
+// 644 / 673, bwd 370 / 474 / 541 / 579 TFLOP/s at 2k / 4k / 8k / 16k, i.e. 0.790 / 1 / 1.128 / 1.200
+// of 4k, on the chart's 518 at 4k (the level is the reference ratio's; this row gives the shape).
+// 512 and 1k (below the CSV) keep the chart's ratios to its 2k point (315 / 484, 410 / 484). It
+// replaced the chart's forward-only 484 / 518 / 529 / 539 on 2026-11-28 (session 26: all 332 runs
+// 7.2% -> 7.1%, leave-one-group-out 8.0% -> 7.7%, no group worse; docs/validation.md). Session 25's
+// own H200 run at 32 heads x batch 4 (MHA) is flatter, 0.89 / 1 / 1.02 / 1.07: the GQA shape is the
+// Llama runs' own. At head dim 64 that run measured 0.79 of 128 at 4k, where the rows give 0.70.
+constexpr Curve kHopperCudnn = {3, {6, 7, 8}, {Row{225, 288, 334, 363, 379, 388}, Row{266, 347, 409, 518, 584, 622},
                                                Row{308, 391, 450, 483, 497, 509}}};
 
 // Blackwell, head dim 128 (the width measured along the sequence), causal, forward + backward as

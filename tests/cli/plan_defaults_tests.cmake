@@ -58,7 +58,7 @@ cli_test("search --save-plan --save-plan-rank 2 writes the second plan" RC 0 MAT
   ARGS search --model llama3-8b --gpu h100-sxm-80gb --gpus 8 --global-batch 64 --top 3
        --save-plan ${CMAKE_CURRENT_BINARY_DIR}/saved_rank2_plan.json --save-plan-rank 2)
 set_tests_properties("cli: search --save-plan --save-plan-rank 2 writes the second plan" PROPERTIES FIXTURES_SETUP saved_plan)
-cli_test("predict --plan reads the plan search --save-plan wrote" RC 0 MATCH "dp 8 x tp 1 x pp 1, micro-batch 1 " "ZeRO-2" "iteration time  +6.528 s"
+cli_test("predict --plan reads the plan search --save-plan wrote" RC 0 MATCH "dp 8 x tp 1 x pp 1, micro-batch 1 " "ZeRO-2" "iteration time  +6.395 s"
   ARGS predict --model llama3-8b --gpu h100-sxm-80gb --plan ${CMAKE_CURRENT_BINARY_DIR}/saved_rank2_plan.json)
 set_tests_properties("cli: predict --plan reads the plan search --save-plan wrote" PROPERTIES FIXTURES_REQUIRED saved_plan)
 cli_test("predict --plan reads a search's JSON output: its #1 plan" RC 0
