@@ -75,9 +75,10 @@ DatasheetCostModel::DatasheetCostModel(const Hardware& hardware, Precision preci
   links_.step_intra_s = c_.collective_step_intra_s;
   links_.step_inter_s = c_.collective_step_inter_s;
   links_.kernel_overhead_s = c_.kernel_overhead_s;
-  set_nvls_links(links_, hardware.gpu.capabilities.nvlink_generation, hardware.gpu.nvlink_bandwidth_bytes_per_s);
   if (hardware.gpu.capabilities.scale_up_fabric == ScaleUpFabric::kFullMesh) {
-    links_.mesh_links = hardware.gpu.capabilities.nvlink_domain_gpus - 1;
+    links_.mesh_links = hardware.gpu.capabilities.nvlink_domain_gpus - 1;  // no switch: no NVLink SHARP
+  } else {
+    set_nvls_links(links_, hardware.gpu.capabilities.nvlink_generation, hardware.gpu.nvlink_bandwidth_bytes_per_s);
   }
   const ReferenceEfficiency reference = reference_efficiency(hardware.gpu, precision, flash2_attention);
   gemm_flops_per_s_ = peak_flops_per_s_ * c_.gemm_peak_fraction * reference.gemm_ratio;

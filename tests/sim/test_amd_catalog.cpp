@@ -135,6 +135,17 @@ TEST_CASE("MI300X all-reduce against the rccl-tests and torch records: 8 GPUs on
   CHECK(allreduce_busbw("h100-sxm-80gb", 2, 4 * GiB) > 5 * allreduce_busbw("mi300x-oam-192gb", 2, 4 * GiB));
 }
 
+TEST_CASE("a full mesh has no NVLink SHARP, whatever its link generation says") {
+  // An NVLink mesh (no NVSwitch) given NVLink 4 in a file: the all-reduce stays a ring.
+  Hardware mesh, ring;
+  mesh.gpu = find_gpu("mi300x-oam-192gb");
+  mesh.gpu.capabilities.nvlink_generation = 4;
+  ring.gpu = find_gpu("mi300x-oam-192gb");
+  const DatasheetCostModel with_gen(mesh, Precision::kBf16, EfficiencyConstants{}), without(ring, Precision::kBf16, EfficiencyConstants{});
+  const GroupScope board{8, 8, 1};
+  CHECK(with_gen.collective_s(CollectiveKind::kAllReduce, 1e9, board) == without.collective_s(CollectiveKind::kAllReduce, 1e9, board));
+}
+
 TEST_CASE("TP 2 on an MI300X board pays one xGMI link, TP 8 the whole mesh") {
   Hardware hw;
   hw.gpu = find_gpu("mi300x-oam-192gb");
