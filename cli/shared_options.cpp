@@ -22,15 +22,23 @@ void ModelOptions::add_to(CLI::App& app) {
   seq_len_option = app.add_option("--seq-len,--seq-length", seq_len,
                                   "training sequence length (default: the model's; a Hugging Face config's is its maximum context)")
                        ->transform(whole_number(1, limits::kMaxSeqLen, "tokens"));
+  mtp_layers_option = app.add_option("--mtp-layers,--mtp-num-layers", mtp_layers,
+                                     "multi-token-prediction depths on the last pipeline stage (Megatron-Core's --mtp-num-layers; "
+                                     "default: the model's, 1 for deepseek-v3; 0 turns them off)")
+                          ->transform(whole_number(0, limits::kMaxMtpLayers, "depths"));
 }
 
 ModelSpec ModelOptions::resolve() const {
-  return resolve_model(model, seq_len_option->count() > 0 ? std::optional<int64_t>(seq_len) : std::nullopt);
+  ModelSpec m = resolve_model(model, seq_len_option->count() > 0 ? std::optional<int64_t>(seq_len) : std::nullopt);
+  if (mtp_layers_option != nullptr && mtp_layers_option->count() > 0) m.mtp_layers = mtp_layers;
+  return m;
 }
 
 ModelSpec ModelOptions::resolve(int64_t file_seq_len) const {
   if (seq_len_option->count() > 0 || file_seq_len <= 0) return resolve();
-  return resolve_model(model, file_seq_len);
+  ModelSpec m = resolve_model(model, file_seq_len);
+  if (mtp_layers_option != nullptr && mtp_layers_option->count() > 0) m.mtp_layers = mtp_layers;
+  return m;
 }
 
 std::string ModelOptions::seq_len_source(const ModelSpec& m, const std::string& imported_file) const {
@@ -151,6 +159,17 @@ void PlanOptions::add_to(CLI::App& app) {
                                                 "with --recompute selective, what it re-runs (Megatron-Core's --recompute-modules, "
                                                 "comma-separated; default core_attn): " + std::string(recompute_module_names()))
                                      ->check(comma_list_check(parse_recompute_module, "a recompute module", recompute_module_names()));
+  options["pipeline-layout"] = app.add_option("--pipeline-layout", pipeline_layout,
+                                              "transformer layers of each virtual pipeline stage in model order, comma-separated "
+                                              "(pp x vpp counts: Megatron-Core's --pipeline-model-parallel-layout, its t's per stage)")
+                                   ->check([](const std::string& text) -> std::string {
+                                     try {
+                                       parse_pipeline_layout(text);
+                                     } catch (const InputError& e) {
+                                       return e.what();
+                                     }
+                                     return "";
+                                   });
   options["sequence-parallel"] = app.add_flag("--sequence-parallel", sequence_parallel, "Megatron sequence parallelism");
   options["global-batch-tokens"] = app.add_option("--global-batch-tokens", global_batch_tokens,
                                                   "tokens per iteration instead of --global-batch (4M = 4 x 2^20, 512K = 512 x 2^10; "
@@ -352,6 +371,7 @@ void PlanOptions::apply_flags(ParallelPlan& p) const {
   take("first-stage-layers", p.first_stage_layers);
   take("dp-shard", p.dp_shard);
   take("last-stage-layers", p.last_stage_layers);
+  if (given("pipeline-layout")) p.pipeline_layout = parse_pipeline_layout(pipeline_layout);
   take("micro-batch", p.micro_batch);
   take("global-batch", p.global_batch);
   if (given("zero")) p.zero_stage = static_cast<int>(sizes.at("zero"));

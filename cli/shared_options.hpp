@@ -25,6 +25,8 @@ struct ModelOptions {
   std::string model;
   int64_t seq_len = 0;
   CLI::Option* seq_len_option = nullptr;
+  int64_t mtp_layers = 0;  // --mtp-layers: the model's multi-token-prediction depths instead of its own
+  CLI::Option* mtp_layers_option = nullptr;
   void add_to(CLI::App& app);
   ModelSpec resolve() const;
   // With `seq_len` (> 0) as the sequence length unless --seq-len states one.
@@ -45,6 +47,7 @@ struct PlanOptions {
   std::string recompute, recompute_method, schedule, precision, fp8_recipe, attention, cross_entropy, norm, cp_comm, moe_dispatcher, zero3_collectives, zero_engine;
   int64_t recompute_layers = 1;  // --recompute-num-layers
   std::string recompute_modules;  // --recompute-modules core_attn,moe_act
+  std::string pipeline_layout;    // --pipeline-layout 4,4,4,1: layers per virtual stage
   std::string cuda_graphs;        // --cuda-graphs attn,moe_router
   std::string framework;  // --framework: a preset's defaults for what the flags and plan leave out
   std::string global_batch_tokens;  // --global-batch-tokens 4M: the global batch in tokens

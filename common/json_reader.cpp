@@ -201,6 +201,26 @@ std::optional<std::vector<std::string>> JsonObjectReader::optional_string_list(c
   return v->get<std::vector<std::string>>();
 }
 
+std::optional<std::vector<int64_t>> JsonObjectReader::optional_int_list(const std::string& key, int64_t min_value) {
+  const nlohmann::json* v = find(key);
+  if (v == nullptr) return std::nullopt;
+  const bool ints = v->is_array() && std::all_of(v->begin(), v->end(), [](const nlohmann::json& x) { return x.is_number_integer(); });
+  if (!ints) {
+    add_problem(key, "expected a list of integers, got " + type_name(*v) + " (" + v->dump() + ")");
+    return std::nullopt;
+  }
+  std::vector<int64_t> out;
+  for (const nlohmann::json& x : *v) {
+    const int64_t n = x.get<int64_t>();
+    if (n < min_value) {
+      add_problem(key, "every element must be >= " + std::to_string(min_value) + " (one is " + std::to_string(n) + ")");
+      return std::nullopt;
+    }
+    out.push_back(n);
+  }
+  return out;
+}
+
 std::string JsonObjectReader::required_string(const std::string& key) {
   if (is_object_ && !has(key)) {
     add_problem(key, "missing required key \"" + key + "\" (a string)");

@@ -38,6 +38,8 @@ class JsonObjectReader {
   std::string required_string(const std::string& key);
   // A list of strings (it may be empty); nullopt when absent or null.
   std::optional<std::vector<std::string>> optional_string_list(const std::string& key);
+  // A list of integers, each >= min_value (it may be empty); nullopt when absent or null.
+  std::optional<std::vector<int64_t>> optional_int_list(const std::string& key, int64_t min_value);
   // A string that must be one of `choices` (the message lists them).
   std::optional<std::string> optional_choice(const std::string& key, const std::vector<std::string>& choices);
   std::string required_choice(const std::string& key, const std::vector<std::string>& choices);

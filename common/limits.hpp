@@ -20,6 +20,7 @@ inline constexpr int64_t kMaxWidth = int64_t{1} << 20;
 // Attention heads and MoE experts: 2^16 = 65,536 (published: 128 heads, 256-384 experts).
 inline constexpr int64_t kMaxHeads = int64_t{1} << 16;
 inline constexpr int64_t kMaxExperts = int64_t{1} << 16;
+inline constexpr int64_t kMaxMtpLayers = 16;  // multi-token-prediction depths (DeepSeek-V3: 1)
 // Vocabulary: 2^24 = 16.8M entries (published: up to ~256k).
 inline constexpr int64_t kMaxVocab = int64_t{1} << 24;
 // Sequence length: 2^26 = 67M tokens (published long-context training: up to 10M).

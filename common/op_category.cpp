@@ -15,7 +15,8 @@ OpCategory op_category_of(std::string_view name) {
   // Order matters: "fc1_bias_grad" is a bias gradient, not an FC1 GEMM.
   if (ends("_bias_grad") || starts("dropout_residual") || starts("expert_bias")) return OpCategory::kResidualBias;
   if (starts("tp_") || starts("sp_") || starts("cp_") || starts("embedding_allreduce") || starts("embedding_reducescatter") ||
-      starts("embedding_allgather") || starts("head_")) {
+      starts("embedding_allgather") || starts("head_") || starts("mtp_allgather") || starts("mtp_eh_proj_gather") ||
+      starts("mtp_reducescatter") || starts("mtp_allreduce")) {
     return OpCategory::kTpComm;
   }
   if (starts("fp8_")) return OpCategory::kFp8Cast;
@@ -24,6 +25,11 @@ OpCategory op_category_of(std::string_view name) {
   if (starts("router")) return OpCategory::kMoeRouter;
   if (starts("lora_add")) return OpCategory::kResidualBias;
   if (starts("lora_")) return OpCategory::kGemmOther;
+  // Multi-token prediction (plan/lowering.cpp add_mtp_ops): its projection, norms, lookup, concatenation.
+  if (starts("mtp_eh_proj")) return OpCategory::kGemmOther;
+  if (starts("mtp_norms")) return OpCategory::kNorm;
+  if (starts("mtp_embedding")) return OpCategory::kEmbedding;
+  if (starts("mtp_concat")) return OpCategory::kResidualBias;
   if (starts("shared_fc1")) return OpCategory::kGemmFc1;
   if (starts("shared_fc2")) return OpCategory::kGemmFc2;
   if (starts("qkv")) return OpCategory::kGemmQkv;

@@ -143,6 +143,11 @@ void check_shape(const MegatronArgs& a, const ModelSpec& m) {
     problems.push_back(a.file + ": --swiglu is " + (a.has("--swiglu") ? "" : "not ") + "given, but model \"" + m.name +
                        "\"'s FFN is " + to_string(m.ffn_kind));
   }
+  if (a.has("--num-layers") && a.number("--mtp-num-layers", 0) != m.mtp_layers) {
+    problems.push_back(a.file + ": --mtp-num-layers " + std::to_string(a.number("--mtp-num-layers", 0)) + (a.has("--mtp-num-layers") ? "" : " (absent)") +
+                       " is not model \"" + m.name + "\"'s mtp_layers (" + std::to_string(m.mtp_layers) + "): --mtp-layers " +
+                       std::to_string(a.number("--mtp-num-layers", 0)) + " gives the model the script's multi-token-prediction depths");
+  }
   if (a.has("--num-layers")) check_architecture(a, m, problems);
   if (!problems.empty()) throw InputError(problems, "give the --model the script trains (a Hugging Face config.json works)");
 }

@@ -59,7 +59,8 @@ const Entry kRead[] = {
     {"--multi-latent-attention", Kind::kRead, true, ""}, {"--q-lora-rank", Kind::kRead, false, ""},
     {"--kv-lora-rank", Kind::kRead, false, ""}, {"--qk-head-dim", Kind::kRead, false, ""},
     {"--qk-pos-emb-head-dim", Kind::kRead, false, ""}, {"--v-head-dim", Kind::kRead, false, ""},
-    {"--moe-layer-freq", Kind::kRead, false, ""},
+    {"--moe-layer-freq", Kind::kRead, false, ""}, {"--mtp-num-layers", Kind::kRead, false, ""},
+    {"--pipeline-model-parallel-layout", Kind::kRead, false, ""},
     {"--account-for-loss-in-pipeline-split", Kind::kRead, true, ""}};
 
 // Known, not modeled: each may change the iteration's time or memory.

@@ -19,6 +19,69 @@ namespace trainsim {
 
 namespace {
 
+// Megatron-Core's --pipeline-model-parallel-layout ("Et*4|(t*4|)*14tmL": E the embedding, t a layer,
+// m an MTP depth, L the loss, | between virtual stages, X*N and (...)*N repeat, commas and spaces
+// cosmetic) flattened to one symbol per item; throws InputError naming what it cannot read.
+std::string expand_layout(const std::string& text, size_t& i, bool nested, const std::string& file) {
+  std::string out;
+  const auto fail = [&](const std::string& why) {
+    throw InputError(file + ": --pipeline-model-parallel-layout '" + text + "': " + why,
+                     "Megatron-Core's syntax: E, t, m, L, | between stages, X*N and (...)*N, e.g. 'Et*4|(t*4|)*14tmL'");
+  };
+  while (i < text.size()) {
+    const char c = text[i];
+    std::string item;
+    if (c == ')') {
+      if (!nested) fail("a ')' without its '('");
+      ++i;
+      return out;
+    }
+    if (c == '(') {
+      ++i;
+      item = expand_layout(text, i, true, file);
+    } else if (c == 'E' || c == 't' || c == 'm' || c == 'L' || c == '|') {
+      item = std::string(1, c);
+      ++i;
+    } else if (c == ',' || c == ' ' || c == '"' || c == '\'') {
+      ++i;
+      continue;
+    } else {
+      fail(std::string("'") + c + "' is not a layout symbol");
+    }
+    int64_t times = 1;
+    if (i < text.size() && text[i] == '*') {
+      size_t end = ++i;
+      while (end < text.size() && end - i < 6 && text[end] >= '0' && text[end] <= '9') ++end;
+      if (end == i) fail("'*' without a count");
+      times = std::stoll(text.substr(i, end - i));
+      i = end;
+    }
+    for (int64_t k = 0; k < times; ++k) out += item;
+  }
+  if (nested) fail("a '(' without its ')'");
+  return out;
+}
+
+// The layout's transformer layers per virtual stage; its MTP depths must be the model's.
+std::vector<int64_t> read_layout(const MegatronArgs& a, const ModelSpec& m) {
+  const std::string text = a.text("--pipeline-model-parallel-layout", "");
+  size_t i = 0;
+  const std::string flat = expand_layout(text, i, false, a.file);
+  std::vector<int64_t> layers(1, 0);
+  int64_t mtp = 0;
+  for (const char c : flat) {
+    if (c == '|') layers.push_back(0);
+    if (c == 't') ++layers.back();
+    if (c == 'm') ++mtp;
+  }
+  if (mtp != m.mtp_layers) {
+    throw InputError(a.file + ": --pipeline-model-parallel-layout places " + std::to_string(mtp) + " MTP depths; model \"" + m.name +
+                         "\" has " + std::to_string(m.mtp_layers),
+                     "give --mtp-layers " + std::to_string(mtp) + ", or a layout with the model's depths");
+  }
+  return layers;
+}
+
 // How the layers are placed: interleaving, explicit first/last-stage counts, and Megatron-Core's
 // embedding/loss accounting (which trainsim applies by itself when layers + 2 divides pp x vpp).
 void read_pipeline(const MegatronArgs& a, const ModelSpec& m, ParallelPlan& p) {
@@ -33,6 +96,13 @@ void read_pipeline(const MegatronArgs& a, const ModelSpec& m, ParallelPlan& p) {
     p.vpp = m.layers / (p.pp * layers_per_chunk);
   } else {
     p.vpp = a.number("--num-virtual-stages-per-pipeline-rank", 1);
+  }
+  if (a.has("--pipeline-model-parallel-layout")) {
+    p.pipeline_layout = read_layout(a, m);
+    if (p.vpp == 1 && static_cast<int64_t>(p.pipeline_layout.size()) > p.pp && p.pp > 0 &&
+        static_cast<int64_t>(p.pipeline_layout.size()) % p.pp == 0) {
+      p.vpp = static_cast<int64_t>(p.pipeline_layout.size()) / p.pp;  // Megatron-Core infers the chunks from the layout
+    }
   }
   p.first_stage_layers = a.number("--decoder-first-pipeline-num-layers", 0);
   p.last_stage_layers = a.number("--decoder-last-pipeline-num-layers", 0);

@@ -65,6 +65,7 @@ std::string model_args(const ModelSpec& m, int64_t tp) {
     // Megatron-LM's per-layer pattern: 0 a dense layer, 1 an MoE one.
     if (m.moe->dense_layers > 0) a << " --moe-layer-freq '([0]*" << m.moe->dense_layers << "+[1]*" << m.moe_layers() << ")'";
   }
+  if (m.mtp_layers > 0) a << " --mtp-num-layers " << m.mtp_layers;
   if (m.mla) {
     a << " \\\n  --multi-latent-attention";
     if (m.mla->q_lora_rank > 0) a << " --q-lora-rank " << m.mla->q_lora_rank;
@@ -103,6 +104,20 @@ std::string launch_comment(const ModelSpec* m, const ParallelPlan& p) {
 std::string pipeline_split_args(const ModelSpec& m, const ParallelPlan& p) {
   std::ostringstream a;
   const int64_t stages = p.pp * p.vpp;
+  if (!p.pipeline_layout.empty()) {
+    // Megatron-Core's layout string: E the embedding, t a layer, m an MTP depth, L the loss; | between stages.
+    a << " --pipeline-model-parallel-layout '";
+    for (size_t vs = 0; vs < p.pipeline_layout.size(); ++vs) {
+      if (vs > 0) a << "|";
+      if (vs == 0) a << "E";
+      const int64_t n = p.pipeline_layout[vs];
+      if (n == 1) a << "t";
+      else if (n > 1) a << "t*" << n;
+      if (vs + 1 == p.pipeline_layout.size()) a << std::string(static_cast<size_t>(m.mtp_layers), 'm') << "L";
+    }
+    a << "'";
+    return a.str();
+  }
   const bool explicit_ends = p.first_stage_layers > 0 || p.last_stage_layers > 0;
   if (p.first_stage_layers > 0) a << " --decoder-first-pipeline-num-layers " << p.first_stage_layers;
   if (p.last_stage_layers > 0) a << " --decoder-last-pipeline-num-layers " << p.last_stage_layers;

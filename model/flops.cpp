@@ -38,13 +38,15 @@ double selective_rerun(const ModelSpec& m, const FlopsPerToken& f, RecomputeModu
 FlopsPerToken flops_per_token(const ModelSpec& m, Recompute recompute, int64_t recomputed_layers, RecomputeModules modules) {
   FlopsPerToken f;
   const ParamCounts params = count_params(m);
-  f.forward_matmul = 2.0 * static_cast<double>(params.matmul_active);
-  f.forward_lm_head = 2.0 * static_cast<double>(m.vocab) * static_cast<double>(m.hidden);
+  // Multi-token prediction adds, per depth, a layer (full attention), eh_proj and the LM head again.
+  f.forward_matmul = 2.0 * static_cast<double>(params.matmul_active + params.mtp_matmul_active);
+  f.forward_lm_head = 2.0 * static_cast<double>(1 + m.mtp_layers) * static_cast<double>(m.vocab) * static_cast<double>(m.hidden);
   // Each query against seq_len keys (the usual MFU convention, causal masking not discounted); a
   // windowed layer's query against sliding_window keys. QK^T is 2 keys qk_head_dim FLOPs per head,
   // AV 2 keys head_dim: 4 keys head_dim, or with MLA's 192-wide QK and 128-wide V heads 2 keys (192 + 128).
   const double windowed = static_cast<double>(m.windowed_layers());
-  const double keys = (static_cast<double>(m.layers) - windowed) * static_cast<double>(m.seq_len) + windowed * static_cast<double>(m.sliding_window);
+  const double keys = (static_cast<double>(m.layers + m.mtp_layers) - windowed) * static_cast<double>(m.seq_len) +
+                      windowed * static_cast<double>(m.sliding_window);
   f.forward_attention = 2.0 * keys * static_cast<double>(m.heads) * static_cast<double>(m.qk_head_dim() + m.head_dim);
   f.model = 3.0 * f.forward();
   switch (recompute) {

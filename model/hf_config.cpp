@@ -105,9 +105,9 @@ void read_llama_family(JsonObjectReader& r, const std::string& type, ModelSpec& 
 // DeepSeek-V2 / V3 (transformers' DeepseekV2Config, DeepseekV3Config; deepseek-ai's config.json):
 // multi-head latent attention (q_lora_rank null: Q projected from h, DeepSeek-V2-Lite), the first
 // first_k_dense_replace layers dense (intermediate_size), the others n_routed_experts of
-// moe_intermediate_size, top num_experts_per_tok, n_shared_experts beside them. The group-limited
-// routing (n_group, topk_group) and the multi-token-prediction module (num_nextn_predict_layers)
-// are not modeled; YaRN rope_scaling changes no work.
+// moe_intermediate_size, top num_experts_per_tok, n_shared_experts beside them, and
+// num_nextn_predict_layers multi-token-prediction depths (ModelSpec::mtp_layers). The group-limited
+// routing (n_group, topk_group) is not modeled; YaRN rope_scaling changes no work.
 void read_deepseek(JsonObjectReader& r, ModelSpec& m) {
   MlaSpec mla;
   mla.q_lora_rank = r.optional_int("q_lora_rank", 1).value_or(0);  // null in DeepSeek-V2-Lite: no Q compression
@@ -124,6 +124,7 @@ void read_deepseek(JsonObjectReader& r, ModelSpec& m) {
   moe.expert_ffn_hidden = r.required_int("moe_intermediate_size", 1);
   moe.shared_experts = r.optional_int("n_shared_experts", 0).value_or(0);
   moe.dense_layers = r.optional_int("first_k_dense_replace", 0).value_or(0);
+  m.mtp_layers = r.optional_int("num_nextn_predict_layers", 0).value_or(0);
   if (r.optional_int("moe_layer_freq", 1).value_or(1) != 1) {
     r.add_problem("moe_layer_freq", "dense layers between MoE layers are not modeled (moe_layer_freq must be 1)");
   }

@@ -65,6 +65,10 @@ ProblemList validate_model(const ModelSpec& m, const std::string& where) {
     p.add(where + ": /moe/dense_layers: dense_layers (" + std::to_string(m.moe->dense_layers) + ") must be from 0 to layers - 1 (" +
           std::to_string(m.layers - 1) + "): the first layers with a dense FFN, at least one MoE layer after them");
   }
+  if (m.mtp_layers < 0 || m.mtp_layers > limits::kMaxMtpLayers) {
+    p.add(where + ": /mtp_layers: mtp_layers (" + std::to_string(m.mtp_layers) + ") must be from 0 (no multi-token prediction) to " +
+          std::to_string(limits::kMaxMtpLayers) + " (DeepSeek-V3 trains with 1)");
+  }
   if (m.mla) {
     if (m.mla->q_lora_rank < 0 || m.mla->q_lora_rank > limits::kMaxWidth) {
       p.add(where + ": /mla/q_lora_rank: q_lora_rank (" + std::to_string(m.mla->q_lora_rank) + ") must be from 0 (no Q compression) to " +

@@ -67,6 +67,14 @@ struct ModelSpec {
   // prefix (Mistral: every layer; Gemma 2, GPT-OSS: every other layer). 0: no window.
   int64_t sliding_window = 0;
   int64_t sliding_window_layers = 0;
+  // Multi-token prediction (DeepSeek-V3 num_nextn_predict_layers; Megatron-Core --mtp-num-layers):
+  // after the last layer, each MTP depth k normalizes the hidden state and the embedding of the
+  // tokens k ahead (hnorm, enorm), projects their concatenation 2h -> h (eh_proj), runs one more
+  // transformer layer (an MoE one in an MoE model), its own final norm, the shared LM head and a
+  // second loss. It runs on the pipeline's last stage (Megatron-Core's post-process stage) and
+  // shares the embedding and LM head with the model. Its parameters are not in the model's stated
+  // count (DeepSeek-V3's 671B leaves its 14B MTP module out).
+  int64_t mtp_layers = 0;
   std::optional<double> params_b_stated;  // a parameter count the source stated, for reference
   std::string source;                     // where the architecture comes from
 

@@ -81,6 +81,8 @@ ParamCounts count_params(const ModelSpec& m) {
   c.final_norm = norm_params(m);
   c.lm_head = m.tied_embeddings ? 0 : m.vocab * h;
   c.total = c.layers_total + c.token_embedding + c.position_embedding + c.final_norm + c.lm_head;
+  c.mtp_per_depth = m.mtp_layers > 0 ? c.per_layer.total() + 2 * h * h + 3 * norm_params(m) : 0;
+  c.mtp = m.mtp_layers * c.mtp_per_depth;
 
   const int64_t layer_active = c.per_layer.attention + c.per_layer.norms + c.per_layer.router + mlp_active;
   c.active_per_token = c.total - c.layers_total + layer_active * sparse_layers + c.dense_layer.total() * dense_layers;
@@ -92,6 +94,7 @@ ParamCounts count_params(const ModelSpec& m) {
   const int64_t router_matmul = m.moe ? h * m.moe->experts : 0;
   c.matmul_active = m.layers * attention_matmul + sparse_layers * (ffn_matmul + router_matmul) + dense_layers * matrices * h * m.ffn_hidden +
                     m.vocab * h;
+  c.mtp_matmul_active = m.mtp_layers * (attention_matmul + ffn_matmul + router_matmul + 2 * h * h + m.vocab * h);
   return c;
 }
 

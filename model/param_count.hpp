@@ -28,11 +28,19 @@ struct ParamCounts {
   int64_t position_embedding = 0; // learned positions only
   int64_t final_norm = 0;
   int64_t lm_head = 0;            // 0 when tied to the token embedding
+  // Multi-token prediction (ModelSpec::mtp_layers): per depth a transformer layer of the model's
+  // last kind, eh_proj (2h x h, no bias) and its three norms (enorm, hnorm, final); the embedding
+  // and LM head are the model's. Outside `total`, as the sources state model sizes.
+  int64_t mtp_per_depth = 0;
+  int64_t mtp = 0;
   int64_t total = 0;
   int64_t active_per_token = 0;   // MoE: only top_k experts count (== total for dense models)
   // Parameters whose weights take part in GEMMs (every linear layer, the LM head even when tied,
   // not the embedding lookups, norms or biases): the N in "6N" FLOPs per token.
   int64_t matmul_active = 0;
+  // The multi-token-prediction depths' GEMM weights a token passes through: each depth's layer
+  // (its top-k and shared experts), eh_proj and the LM head again. Not in matmul_active.
+  int64_t mtp_matmul_active = 0;
 };
 
 ParamCounts count_params(const ModelSpec& model);

@@ -358,6 +358,34 @@ void add_head_ops(StageWork& w, const ModelSpec& m, const ParallelPlan& p, const
   w.head_backward.push_back(memory("final_norm_bwd", 3 * act * norm_traffic(m, p).backward));
 }
 
+// One multi-token-prediction depth beside its transformer layer (counted in the last chunk's
+// layers): the shifted tokens' embedding, enorm and hnorm, the 2h concatenation through eh_proj
+// (column-parallel 2h -> h: its input gathered with SP, its output gathered back), then its own
+// final norm, the shared LM head and a second loss (Megatron-Core multi_token_prediction.py).
+void add_mtp_ops(StageWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s) {
+  const double act = s.sp_tokens * static_cast<double>(s.h) * s.e;
+  const double full_act = static_cast<double>(s.tokens) * static_cast<double>(s.h) * s.e;
+  w.head_forward.push_back(memory("mtp_embedding", 3 * full_act));
+  w.head_forward.push_back(memory("mtp_norms", 2 * 2 * act * norm_traffic(m, p).forward));
+  w.head_forward.push_back(memory("mtp_concat", 4 * act));
+  if (p.sequence_parallel && p.tp > 1) {
+    w.head_forward.push_back(collective("mtp_allgather", CollectiveKind::kAllGather, GroupKind::kTp, 2 * full_act));
+  }
+  w.head_forward.push_back(gemm("mtp_eh_proj", s.tokens, s.h / p.tp, 2 * s.h));
+  if (p.tp > 1) w.head_forward.push_back(collective("mtp_eh_proj_gather", CollectiveKind::kAllGather, GroupKind::kTp, full_act));
+  w.head_backward.push_back(gemm("mtp_eh_proj_dgrad", s.tokens, 2 * s.h, s.h / p.tp));
+  if (p.lora_rank <= 0) w.head_backward.push_back(gemm("mtp_eh_proj_wgrad", 2 * s.h, s.h / p.tp, s.tokens));
+  if (p.tp > 1) {
+    w.head_backward.push_back(collective(p.sequence_parallel ? "mtp_reducescatter" : "mtp_allreduce",
+                                         p.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
+                                         GroupKind::kTp, 2 * full_act));
+  }
+  w.head_backward.push_back(memory("mtp_norms_bwd", 2 * 3 * act * norm_traffic(m, p).backward));
+  w.head_backward.push_back(memory("mtp_concat_bwd", 4 * act));
+  if (p.lora_rank <= 0) w.head_backward.push_back(memory("mtp_embedding_bwd", 3 * full_act));
+  add_head_ops(w, m, p, s);
+}
+
 }  // namespace
 
 IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p, const MemoryTarget& target) {
@@ -401,7 +429,9 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p, const M
     StageWork w;
     w.stage = stage;
     for (int64_t c = 0; c < p.vpp; ++c) {
-      w.chunk_layers.push_back(stage_layers[static_cast<size_t>(virtual_stage_at(v_placement(p.schedule), p.pp, stage, c))]);
+      const int64_t vs = virtual_stage_at(v_placement(p.schedule), p.pp, stage, c);
+      // The multi-token-prediction depths' layers run after the last virtual stage's own.
+      w.chunk_layers.push_back(stage_layers[static_cast<size_t>(vs)] + (vs == p.pp * p.vpp - 1 ? m.mtp_layers : 0));
       w.chunk_recomputed_layers.push_back(chunk_recompute_span(p, w.chunk_layers.back()).recomputed_layers);
     }
     w.layers = rank_memory.stages[static_cast<size_t>(stage)].layers;
@@ -409,7 +439,10 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p, const M
     w.params = static_cast<double>(rank_memory.stages[static_cast<size_t>(stage)].trainable_params);
     w.expert_params = p.lora_rank > 0 ? 0.0 : static_cast<double>(rank_memory.stages[static_cast<size_t>(stage)].expert_params);
     if (stage == 0) add_embedding_ops(w, p, s);
-    if (stage == place_of_virtual_stage(v_placement(p.schedule), p.pp, p.pp * p.vpp - 1).stage) add_head_ops(w, m, p, s);
+    if (stage == place_of_virtual_stage(v_placement(p.schedule), p.pp, p.pp * p.vpp - 1).stage) {
+      for (int64_t depth = 0; depth < m.mtp_layers; ++depth) add_mtp_ops(w, m, p, s);
+      add_head_ops(w, m, p, s);
+    }
     if (p.pp > 1) w.send_bytes = act;  // Megatron sends the (SP-split or scatter-gathered) activation
     w.params_per_layer = w.layers > 0 ? static_cast<double>(rank_memory.stages[static_cast<size_t>(stage)].layer_params) / static_cast<double>(w.layers) : 0.0;
     work.stages.push_back(std::move(w));

@@ -147,6 +147,32 @@ void check_stage_layers(const ParallelPlan& p, const ModelSpec& m, const std::st
   }
 }
 
+// An explicit layout: one count per virtual stage, the model's layers in all; not with the
+// first/last-stage counts or the V placement (whose chunks it would have to name by rank).
+template <typename Add>
+void check_pipeline_layout(const ParallelPlan& p, const ModelSpec& m, const std::string& of_model, Add& add) {
+  if (p.pipeline_layout.empty()) return;
+  const int64_t stages = p.pp * p.vpp;
+  if (static_cast<int64_t>(p.pipeline_layout.size()) != stages) {
+    add("pipeline_layout", "pipeline_layout has " + s(static_cast<int64_t>(p.pipeline_layout.size())) +
+                               " stages; pp x vpp (" + s(p.pp) + " x " + s(p.vpp) + ") needs " + s(stages) + ", one per virtual stage in model order");
+    return;
+  }
+  int64_t sum = 0;
+  for (const int64_t n : p.pipeline_layout) {
+    if (n < 0 || n > limits::kMaxLayers) {
+      add("pipeline_layout", "every stage's layer count must be from 0 to " + s(limits::kMaxLayers) + " (one is " + s(n) + ")");
+      return;
+    }
+    sum += n;
+  }
+  if (sum != m.layers) add("pipeline_layout", "pipeline_layout places " + s(sum) + " layers, not the " + s(m.layers) + of_model);
+  if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
+    add("pipeline_layout", "give either pipeline_layout or first/last_stage_layers, not both");
+  }
+  if (p.schedule == Schedule::kZeroBubbleV) add("pipeline_layout", "the zb-v schedule places its chunks in a V: pipeline_layout is not supported with it");
+}
+
 // FP8 primary weights and torchao's row-wise recipe need precision fp8, and exclude each other.
 template <typename Add>
 void check_fp8(const ParallelPlan& p, Add& add) {
@@ -192,7 +218,8 @@ void check_interleaving(const ParallelPlan& p, const ModelSpec& m, const std::st
     // Layers that pp x vpp does not divide go one each to the earliest virtual stages; when
     // layers + 2 divides, the embedding and the loss count as a layer each (Megatron-Core's
     // accounting, NeMo's 405B recipes), so the first and last virtual stage may hold none.
-    const bool accounted = (m.layers + 2) % (p.pp * p.vpp) == 0 || p.first_stage_layers > 0 || p.last_stage_layers > 0;
+    const bool accounted = (m.layers + 2) % (p.pp * p.vpp) == 0 || p.first_stage_layers > 0 || p.last_stage_layers > 0 ||
+                           !p.pipeline_layout.empty();
     if (m.layers < p.pp * p.vpp && !accounted) {
       add("vpp", "pp x vpp (" + s(p.pp) + " x " + s(p.vpp) + " = " + s(p.pp * p.vpp) + ") virtual stages need at least one layer each (or layers + 2 divisible by pp x vpp, the embedding and loss counted as layers); the model has " +
                      s(m.layers) + of_model);
@@ -320,6 +347,7 @@ ProblemList validate_plan(const ParallelPlan& p, const ModelSpec& m, const std::
   }
   check_interleaving(p, m, of_model, add);
   check_stage_layers(p, m, of_model, add);
+  check_pipeline_layout(p, m, of_model, add);
   check_zero(p, add);
   check_context_parallel(p, m, of_model, rules, add);
   check_expert_parallel(p, m, of_model, add);

@@ -132,6 +132,10 @@ struct ParallelPlan {
   // Transformer layers on the first / last pipeline stage, the rest split evenly over the middle
   // stages (Megatron-Core's --decoder-first/last-pipeline-num-layers); 0: not set.
   int64_t first_stage_layers = 0, last_stage_layers = 0;
+  // Transformer layers of each virtual pipeline stage in model order (pp x vpp of them; Megatron-Core's
+  // --pipeline-model-parallel-layout, its "t" count per stage: the embedding stays on the first
+  // stage, the loss and any multi-token-prediction depths on the last); empty: derived as above.
+  std::vector<int64_t> pipeline_layout;
   int64_t micro_batch = 1;   // sequences per micro-batch per DP rank
   int64_t global_batch = 1;  // sequences per iteration over all DP ranks
   int zero_stage = 0;        // 0: none, 1: optimizer states, 2: + gradients, 3: + weights (FSDP)

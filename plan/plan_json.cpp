@@ -110,6 +110,24 @@ AttentionKernel parse_attention(const std::string& t) {
   throw InputError("attention: \"" + t + "\" is not one of: flash, unfused");
 }
 
+std::vector<int64_t> parse_pipeline_layout(const std::string& text) {
+  std::vector<int64_t> out;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const size_t comma = text.find(',', begin);
+    const std::string item = text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    const bool digits = !item.empty() && item.size() <= 9 && std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits) {
+      throw InputError("pipeline layout \"" + text + "\": \"" + item + "\" is not a layer count",
+                       "give each virtual stage's transformer layers in model order, e.g. 4,4,4,1 (pp x vpp whole numbers)");
+    }
+    out.push_back(std::stoll(item));
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  return out;
+}
+
 RecomputeModules parse_recompute_module(const std::string& name) {
   const RecomputeModules flag = recompute_module_flag(name);
   if (flag == 0) {
@@ -176,6 +194,7 @@ ParallelPlan read_plan(JsonObjectReader& r, const ParallelPlan& defaults, std::v
   p.first_stage_layers = r.optional_int("first_stage_layers", 1).value_or(p.first_stage_layers);
   p.dp_shard = r.optional_int("dp_shard", 1).value_or(p.dp_shard);
   p.last_stage_layers = r.optional_int("last_stage_layers", 1).value_or(p.last_stage_layers);
+  if (auto layout = r.optional_int_list("pipeline_layout", 0)) p.pipeline_layout = *layout;
   read_int("global_batch", p.global_batch, 1);
   note_default("zero_stage");
   if (auto z = r.optional_int("zero_stage", 0)) {
@@ -276,7 +295,7 @@ ParallelPlan load_plan_file(const std::string& path, std::vector<std::string>* d
   JsonObjectReader reader(*plan_doc, path, pointer, problems);
   ParallelPlan plan = read_plan(reader, ParallelPlan{}, defaulted);
   reader.reject_unknown_keys();
-  problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, expert_tp, vpp, first_stage_layers, last_stage_layers, micro_batch, global_batch, zero_stage, dp_shard, recompute, recompute_method, recompute_layers, recompute_modules, "
+  problems.throw_if_any("plan keys: dp, tp, pp, cp, ep, expert_tp, vpp, first_stage_layers, last_stage_layers, pipeline_layout, micro_batch, global_batch, zero_stage, dp_shard, recompute, recompute_method, recompute_layers, recompute_modules, "
                         "sequence_parallel, schedule, precision, attention, cross_entropy, norm, cp_comm, dp_overlap, tp_overlap, tp_comm_overlap, zero3_collectives, zero_engine, deepspeed_reduce_bucket, deepspeed_prefetch_bucket, "
                         "deepspeed_contiguous_gradients, fp8_params, fp8_recipe, grad_reduce_in_fp32, torchao_float8, softmax_fusion, bias_gelu_fusion, te_op_fuser, lora_rank, cpu_offload_layers, "
                         "moe_imbalance, moe_capacity_factor, moe_dispatcher, ep_comm_overlap, host_stack, cuda_graphs");
@@ -301,6 +320,7 @@ nlohmann::ordered_json plan_to_json(const ParallelPlan& p) {
   j["vpp"] = p.vpp;
   if (p.first_stage_layers > 0) j["first_stage_layers"] = p.first_stage_layers;
   if (p.last_stage_layers > 0) j["last_stage_layers"] = p.last_stage_layers;
+  if (!p.pipeline_layout.empty()) j["pipeline_layout"] = p.pipeline_layout;
   j["micro_batch"] = p.micro_batch;
   j["global_batch"] = p.global_batch;
   j["zero_stage"] = p.zero_stage;

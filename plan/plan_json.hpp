@@ -49,6 +49,9 @@ RecomputeModules parse_recompute_module(const std::string& name);
 CudaGraphs parse_cuda_graph_scope(const std::string& name);
 RecomputeModules parse_recompute_modules(const std::vector<std::string>& names);
 std::vector<std::string> recompute_module_list(RecomputeModules modules);
+// --pipeline-layout "4,4,4,1": a whole number of layers per virtual stage, every one kept (unlike
+// comma_list, duplicates are the point); throws InputError naming the item that is not one.
+std::vector<int64_t> parse_pipeline_layout(const std::string& text);
 
 // Several values of one key, comma-separated (search --precision bf16,fp8): each item through
 // `parse` (one of the parse_* above), which throws InputError for one it does not know; in the

@@ -168,7 +168,9 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
     s.stage = stage;
     RecomputeSpan span;  // stage_recompute_span, from the layers split once
     for (int64_t c = 0; c < plan.vpp; ++c) {
-      const int64_t chunk_layers = stage_layers[static_cast<size_t>(virtual_stage_at(v_shape, plan.pp, stage, c))];
+      const int64_t vs = virtual_stage_at(v_shape, plan.pp, stage, c);
+      // The last virtual stage also runs the multi-token-prediction depths' layers.
+      const int64_t chunk_layers = stage_layers[static_cast<size_t>(vs)] + (vs == plan.pp * plan.vpp - 1 ? model.mtp_layers : 0);
       s.layers += chunk_layers;
       span += chunk_recompute_span(plan, chunk_layers);
     }
@@ -197,6 +199,19 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
       else if (head_stage != 0) s.params += embedding_on_rank;  // with the V, the first rank holds both
       const double head_in_flight = plan.schedule == Schedule::kGpipe ? s.in_flight_micro_batches : 1.0;
       activations += activation_bytes_output(model, act) * head_in_flight;
+      if (model.mtp_layers > 0) {
+        // Each depth: eh_proj (2h x h, column-parallel) and three norms; the word embedding it
+        // looks the shifted tokens up in (Megatron-Core builds it on the MTP stage; tied models
+        // hold it already). Stored per depth: the enorm and hnorm inputs, eh_proj's 2h-wide input,
+        // and the head's own output activations (its final-norm input, LM-head input, logits).
+        const int64_t depth_params = 2 * model.hidden * model.hidden / plan.tp + 3 * (params.final_norm);
+        s.params += model.mtp_layers * depth_params;
+        if (head_stage != 0 && !model.tied_embeddings) s.params += embedding_on_rank;
+        const double sp_split = plan.sequence_parallel ? static_cast<double>(plan.tp) : 1.0;
+        const double hidden_bytes = act.bytes_per_value * static_cast<double>(plan.micro_batch) *
+                                    static_cast<double>(model.seq_len / plan.cp) * static_cast<double>(model.hidden) / sp_split;
+        activations += static_cast<double>(model.mtp_layers) * (4.0 * hidden_bytes + activation_bytes_output(model, act)) * head_in_flight;
+      }
     }
     // Beside the stored activations, one micro-batch's working memory at a time: a layer (uniform
     // N: a group) being recomputed for its backward, or (last stage) the loss being computed.

@@ -16,6 +16,7 @@ std::string s(int64_t x) { return std::to_string(x); }
 
 std::vector<int64_t> virtual_stage_layers(const ModelSpec& m, const ParallelPlan& p) {
   const int64_t stages = p.pp * p.vpp;
+  if (!p.pipeline_layout.empty()) return p.pipeline_layout;
   std::vector<int64_t> layers(stages, 0);
   if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
     const int64_t middle_stages = p.pp - (p.first_stage_layers > 0) - (p.last_stage_layers > 0);
@@ -61,10 +62,12 @@ std::string describe_stage_layers(const ModelSpec& m, const ParallelPlan& p) {
     if (!runs.empty() && runs.back().first == layers) ++runs.back().second;
     else runs.emplace_back(layers, 1);
   }
-  if (runs.size() <= 1) return "";
+  const std::string mtp = m.mtp_layers > 0 ? " (+ " + s(m.mtp_layers) + " multi-token-prediction layer" + (m.mtp_layers > 1 ? "s" : "") +
+                                                  " on the last)" : "";
+  if (runs.size() <= 1) return mtp.empty() ? "" : s(runs.front().first) + (runs.front().second > 1 ? " x " + s(runs.front().second) : "") + mtp;
   std::string out;
   for (const auto& [layers, count] : runs) out += (out.empty() ? "" : ", ") + s(layers) + (count > 1 ? " x " + s(count) : "");
-  return out;
+  return out + mtp;
 }
 
 }  // namespace trainsim

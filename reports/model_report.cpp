@@ -51,6 +51,9 @@ std::string describe_model(const ModelSpec& m) {
             std::to_string(m.moe->expert_ffn_hidden) + ")";
     if (m.moe->dense_layers > 0) text += ", the first " + std::to_string(m.moe->dense_layers) + " layers dense";
   }
+  if (m.mtp_layers > 0) {
+    text += ", " + std::to_string(m.mtp_layers) + " multi-token-prediction depth" + (m.mtp_layers > 1 ? "s" : "") + " (--mtp-layers)";
+  }
   if (m.mla) {
     const MlaSpec& a = *m.mla;
     text += "\n  multi-head latent attention: Q " + (a.q_lora_rank > 0 ? "via rank " + std::to_string(a.q_lora_rank) : std::string("from hidden")) +
@@ -115,6 +118,11 @@ std::string params_table(const ModelReport& r) {
   t.add_rule();
   t.add_row({"total", format_count(c.total), format_fixed(total / 1e9, 2) + " B"});
   if (r.model.moe) t.add_row({"active per token", format_count(c.active_per_token), ""});
+  if (c.mtp > 0) {
+    t.add_row({"multi-token prediction (" + std::to_string(r.model.mtp_layers) + (r.model.mtp_layers > 1 ? " depths" : " depth") +
+                   "; beside the total)",
+               format_count(c.mtp), format_percent(static_cast<double>(c.mtp) / total)});
+  }
   if (r.plan.lora_rank > 0) {
     const int64_t adapters = lora_adapters(r);
     t.add_row({"LoRA adapters (rank " + std::to_string(r.plan.lora_rank) + "; what trains)", format_count(adapters),
@@ -203,6 +211,7 @@ nlohmann::ordered_json model_report_json(const ModelReport& r) {
   params["position_embedding"] = c.position_embedding;
   params["final_norm"] = c.final_norm;
   params["lm_head"] = c.lm_head;
+  if (c.mtp > 0) params["mtp"] = c.mtp;  // the multi-token-prediction depths, outside "total"
   params["per_layer"] = {{"attention", c.per_layer.attention}, {"mlp", c.per_layer.mlp}, {"shared_experts", c.per_layer.shared},
                          {"router", c.per_layer.router},       {"norms", c.per_layer.norms},
                          {"total", c.per_layer.total()}};

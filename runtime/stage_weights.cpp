@@ -26,6 +26,9 @@ ProblemList model_problems(const ModelSpec& m) {
   if (m.moe && m.moe->dense_layers > 0) {
     p.add(where + ": moe/dense_layers " + std::to_string(m.moe->dense_layers) + " (dense first layers of an MoE model are not implemented in the CPU runtime: every layer is MoE there)");
   }
+  if (m.mtp_layers > 0) {
+    p.add(where + ": mtp_layers " + std::to_string(m.mtp_layers) + " (multi-token prediction is not implemented in the CPU runtime; --mtp-layers 0 runs the model without it)");
+  }
   if (m.dropout) p.add(where + ": dropout is not implemented in the CPU runtime (describe the model with \"dropout\": false)");
   if (m.head_dim * m.heads != m.hidden) p.add(where + ": head_dim x heads must equal hidden in the CPU runtime");
   return p;

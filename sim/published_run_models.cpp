@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <utility>
 
 #include "common/limits.hpp"
+#include "model/flops.hpp"
 #include "model/model_catalog.hpp"
 
 namespace trainsim {
@@ -63,7 +65,70 @@ int64_t size_of(const nlohmann::json& model, const char* key) {
   return value >= 1 && value <= limits::kMaxSeqLen ? value : 0;
 }
 
+// Megatron-Bridge's DeepSeek-V3 layouts (recipes/deepseek/deepseek_v3.py map_pp_vp_to_layout /
+// layout_map, f37f883 (25.09) to v0.6.0: by (pp, vpp), the embedding on the first stage and the MTP
+// depths and loss on the last; the H100's PP8 x VPP4 "Et|(tt|)*30mL" in f37f883's
+// scripts/performance/configs/deepseek/deepseek_v3_llm_pretrain.yaml and v0.3.0+'s
+// deepseek_workload_base_configs.py pp_layout, which also gives 16 stages as "Et*4|(t*4|)*14tmL").
+const RecipeLayoutMap kRecipeLayouts[] = {
+    {"deepseek-v3", 4, {16, 16, 16, 13}, "Megatron-Bridge's DeepSeek-V3 layout for 4 virtual stages (layout_map (4, 1))"},
+    {"deepseek-v3", 8, {8, 8, 8, 8, 8, 8, 8, 5}, "Megatron-Bridge's DeepSeek-V3 layout for 8 virtual stages (layout_map (8, 1), (4, 2))"},
+    {"deepseek-v3", 16, {4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1},
+     "Megatron-Bridge's DeepSeek-V3 layout for 16 virtual stages (layout_map (16, 1), (8, 2), (4, 4); pp_layout Et*4|(t*4|)*14tmL)"},
+    {"deepseek-v3", 32, {1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 0},
+     "Megatron-Bridge's DeepSeek-V3 layout for 32 virtual stages (pp_layout Et|(tt|)*30mL)"},
+};
+
+bool megatron_family(const std::string& framework) {
+  return framework == "megatron-bridge" || framework == "nemo" || framework == "megatron-lm" || framework == "megatron-core";
+}
+
+// FLOPs per token as Megatron counts them (num_floating_point_operations): forward and backward,
+// causal attention halved.
+double megatron_flops_per_token(const ModelSpec& m) {
+  const FlopsPerToken f = flops_per_token(m, Recompute::kNone);
+  return f.model - 1.5 * f.forward_attention;
+}
+
 }  // namespace
+
+std::optional<MtpChoice> run_mtp_layers(const ModelSpec& known, const std::string& framework, const nlohmann::json& run) {
+  if (known.mtp_layers <= 0) return std::nullopt;
+  ModelSpec m = known;
+  if (run.contains("model") && size_of(run["model"], "seq_len") > 0) m.seq_len = size_of(run["model"], "seq_len");
+  if (run.contains("model") && size_of(run["model"], "vocab") > 0) m.vocab = size_of(run["model"], "vocab");
+  const nlohmann::json* measured = run.contains("measured") && run["measured"].is_object() ? &run["measured"] : nullptr;
+  const auto number = [&](const char* key) {
+    return measured != nullptr && measured->contains(key) && (*measured)[key].is_number() ? (*measured)[key].get<double>() : 0.0;
+  };
+  const double tflops = number("model_tflops_per_gpu"), tokens = number("tokens_per_s_per_gpu");
+  if (tflops > 0 && tokens > 0) {
+    const double stated = tflops * 1e12 / tokens;
+    m.mtp_layers = 0;
+    const double without = megatron_flops_per_token(m);
+    m.mtp_layers = known.mtp_layers;
+    const double with = megatron_flops_per_token(m);
+    const auto g = [](double flops) { return std::to_string(static_cast<int64_t>(flops / 1e8 + 0.5) / 10) + "." +
+                                             std::to_string(static_cast<int64_t>(flops / 1e8 + 0.5) % 10) + " G"; };
+    const std::string counts = "the record's " + g(stated) + " FLOPs per token (model TFLOP/s over tokens/s) against Megatron's count of " +
+                               g(without) + " without multi-token prediction and " + g(with) + " with " + std::to_string(known.mtp_layers);
+    if (std::abs(stated / with - 1.0) <= 0.02) return MtpChoice{known.mtp_layers, counts};
+    if (std::abs(stated / without - 1.0) <= 0.02) return MtpChoice{0, counts};
+  }
+  if (megatron_family(framework)) {
+    return MtpChoice{known.mtp_layers, "the catalog's " + known.name + " (Megatron-Bridge's DeepSeek-V3 recipes: mtp_num_layers " +
+                                           std::to_string(known.mtp_layers) + ")"};
+  }
+  return MtpChoice{0, "a " + framework + " run: multi-token prediction is Megatron-Core's (--mtp-num-layers)"};
+}
+
+const RecipeLayoutMap* recipe_pipeline_layout(const std::string& model, const std::string& framework, int64_t virtual_stages) {
+  if (framework != "megatron-bridge") return nullptr;
+  for (const RecipeLayoutMap& layout : kRecipeLayouts) {
+    if (model == layout.model && virtual_stages == layout.virtual_stages) return &layout;
+  }
+  return nullptr;
+}
 
 const ModelSpec* catalog_model_of(const nlohmann::json& model) {
   if (!model.is_object() || !model.contains("name") || !model["name"].is_string()) return nullptr;

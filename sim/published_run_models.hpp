@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -37,5 +39,27 @@ struct RecipePlan {
 };
 // The recipe for (catalog model, framework, GPU) whose layout the run's is; nullptr if none is known.
 const RecipePlan* recipe_plan(const std::string& model, const std::string& framework, const std::string& gpu, const RecipeLayout& run);
+
+// Multi-token-prediction depths of a run of `known` (a catalog model with them) under `framework`,
+// and why. The record's own FLOP count settles it where it states model TFLOP/s and tokens/s: their
+// ratio is the publisher's FLOPs per token, which Megatron counts with the MTP depths and causal
+// attention halved; the depth count (0 or the model's) whose count it is within 2% of is the
+// run's. Otherwise Megatron-family recipes keep the model's depths (Megatron-Bridge's DeepSeek-V3
+// recipes: mtp_num_layers 1) and other frameworks none. nullopt: the model has none.
+struct MtpChoice {
+  int64_t depths = 0;
+  std::string why;
+};
+std::optional<MtpChoice> run_mtp_layers(const ModelSpec& known, const std::string& framework, const nlohmann::json& run);
+
+// Megatron-Bridge's pipeline layout for a catalog model over pp x vpp virtual stages (transformer
+// layers per virtual stage, model order), with its source; nullptr where the recipe sets none.
+struct RecipeLayoutMap {
+  const char* model;
+  int64_t virtual_stages;
+  std::vector<int64_t> layers;
+  const char* source;
+};
+const RecipeLayoutMap* recipe_pipeline_layout(const std::string& model, const std::string& framework, int64_t virtual_stages);
 
 }  // namespace trainsim

@@ -100,9 +100,38 @@ void fill_model(json& model, Filler& fill, std::string& unsupported) {
   fill_known_architecture(model, fill, *known);
 }
 
+// The recipe's recomputation, dispatcher and EP overlap where the run states none of them, each
+// noted with the recipe's source.
+void fill_recipe_settings(json& j, json& pj, Filler& fill, const RecipePlan& recipe) {
+  const std::string why = std::string(" (") + recipe.source + ")";
+  const auto noted = [&](size_t before) {
+    if (fill.used.size() > before) fill.used.back() += why;
+  };
+  if (recipe.recompute_modules[0] != nullptr && is_null(pj, "recompute")) {
+    json modules = json::array();
+    for (const char* module : recipe.recompute_modules) {
+      if (module != nullptr) modules.push_back(module);
+    }
+    const size_t before = fill.used.size();
+    fill(pj, "plan.", "recompute", "selective");
+    fill(pj, "plan.", "recompute_modules", modules);
+    noted(before);
+  }
+  if (recipe.moe_dispatcher != nullptr && !option_value(j, "moe_token_dispatcher")) {
+    const size_t before = fill.used.size();
+    fill(pj, "plan.", "moe_dispatcher", recipe.moe_dispatcher);
+    noted(before);
+  }
+  if (recipe.ep_comm_overlap && !has_option(j, "overlap_moe_expert_parallel_comm")) {
+    const size_t before = fill.used.size();
+    fill(pj, "plan.", "ep_comm_overlap", true);
+    noted(before);
+  }
+}
+
 // What a framework recipe for the run's model, GPU and layout runs, where the run states none of it
-// (sim/published_run_models.hpp): its recomputation, MoE dispatcher and EP overlap, each noted with
-// the recipe's source.
+// (sim/published_run_models.hpp): its recomputation, MoE dispatcher and EP overlap, its pipeline
+// layout, and the model's multi-token-prediction depths.
 void fill_recipe_plan(json& j, Filler& fill) {
   if (!j.is_object() || !j.contains("model") || !j.contains("plan") || !j["plan"].is_object() || !j.contains("hardware") ||
       !j["hardware"].is_object() || !j.contains("framework") || !j["hardware"].contains("gpu")) {
@@ -111,33 +140,22 @@ void fill_recipe_plan(json& j, Filler& fill) {
   const ModelSpec* known = catalog_model_of(j["model"]);
   const json& hw = j["hardware"];
   if (known == nullptr || !j["framework"].is_string() || !hw["gpu"].is_string()) return;
+  const std::string framework = j["framework"].get<std::string>();
   json& pj = j["plan"];
   const RecipeLayout layout{int_or(pj, "tp", 1), int_or(pj, "pp", 1), int_or(pj, "vpp", 1), int_or(pj, "ep", 1), int_or(pj, "micro_batch", 1)};
-  const RecipePlan* recipe = recipe_plan(known->name, j["framework"].get<std::string>(), hw["gpu"].get<std::string>(), layout);
-  if (recipe == nullptr) return;
-  const std::string why = std::string(" (") + recipe->source + ")";
-  const auto noted = [&](size_t before) {
-    if (fill.used.size() > before) fill.used.back() += why;
-  };
-  if (recipe->recompute_modules[0] != nullptr && is_null(pj, "recompute")) {
-    json modules = json::array();
-    for (const char* module : recipe->recompute_modules) {
-      if (module != nullptr) modules.push_back(module);
-    }
+  const RecipePlan* recipe = recipe_plan(known->name, framework, hw["gpu"].get<std::string>(), layout);
+  if (recipe != nullptr) fill_recipe_settings(j, pj, fill, *recipe);
+  const int64_t stages = int_or(pj, "pp", 1) * int_or(pj, "vpp", 1);
+  const RecipeLayoutMap* pipeline = stages > 1 ? recipe_pipeline_layout(known->name, framework, stages) : nullptr;
+  if (pipeline != nullptr && is_null(pj, "first_stage_layers") && is_null(pj, "last_stage_layers")) {
     const size_t before = fill.used.size();
-    fill(pj, "plan.", "recompute", "selective");
-    fill(pj, "plan.", "recompute_modules", modules);
-    noted(before);
+    fill(pj, "plan.", "pipeline_layout", pipeline->layers);
+    if (fill.used.size() > before) fill.used.back() += std::string(" (") + pipeline->source + ")";
   }
-  if (recipe->moe_dispatcher != nullptr && !option_value(j, "moe_token_dispatcher")) {
+  if (const std::optional<MtpChoice> mtp = run_mtp_layers(*known, framework, j); mtp && j["model"].is_object()) {
     const size_t before = fill.used.size();
-    fill(pj, "plan.", "moe_dispatcher", recipe->moe_dispatcher);
-    noted(before);
-  }
-  if (recipe->ep_comm_overlap && !has_option(j, "overlap_moe_expert_parallel_comm")) {
-    const size_t before = fill.used.size();
-    fill(pj, "plan.", "ep_comm_overlap", true);
-    noted(before);
+    fill(j["model"], "model.", "mtp_layers", mtp->depths);
+    if (fill.used.size() > before) fill.used.back() += " (" + mtp->why + ")";
   }
 }
 

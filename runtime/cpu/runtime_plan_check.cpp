@@ -60,7 +60,7 @@ void check_runtime_plan(const ModelSpec& m, const ParallelPlan& p, int world_siz
   if (is_zero_bubble(p.schedule)) {
     problems.add(std::string("plan: schedule ") + to_string(p.schedule) + " (Zero Bubble) is not implemented by the runtime (gpipe, 1f1b or interleaved)");
   }
-  if (p.vpp > 1 && (m.layers % (p.pp * p.vpp) != 0 || p.first_stage_layers > 0 || p.last_stage_layers > 0)) {
+  if (p.vpp > 1 && (m.layers % (p.pp * p.vpp) != 0 || p.first_stage_layers > 0 || p.last_stage_layers > 0 || !p.pipeline_layout.empty())) {
     problems.add("plan: pp x vpp (" + std::to_string(p.pp * p.vpp) + ") must divide the layers (" + std::to_string(m.layers) +
                  ") evenly for the runtime's interleaved schedule (no first/last-stage counts)");
   }

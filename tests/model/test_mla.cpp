@@ -69,7 +69,8 @@ TEST_CASE("DeepSeek-V2-Lite (no Q compression) has 15.7B parameters", "[mla]") {
 }
 
 TEST_CASE("MLA FLOPs per token: projections by their weights, attention with 192-wide QK and 128-wide V heads", "[mla]") {
-  const ModelSpec m = resolve_model("deepseek-v3");
+  ModelSpec m = resolve_model("deepseek-v3");
+  m.mtp_layers = 0;  // the multi-token-prediction depth apart: tests/model/test_mtp.cpp
   const FlopsPerToken f = flops_per_token(m, Recompute::kNone);
   // QK^T 2 s 192 and AV 2 s 128 per head, 128 heads, 61 layers, s = 4096 (no causal discount).
   CHECK(f.forward_attention == Approx(2.0 * 61 * 4096 * 128 * (192 + 128)));
