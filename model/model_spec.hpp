@@ -22,7 +22,8 @@ struct MoeSpec {
   int64_t shared_experts = 0;     // experts every token also passes through (DeepSeek, Qwen2-MoE)
   // The first `dense_layers` layers have a dense FFN of the model's ffn_hidden instead (DeepSeek-V3:
   // 3, HF first_k_dense_replace). Counted exactly in parameters and FLOPs; the lowering and the
-  // rank memory price every layer as an MoE layer (docs/model-math.md "Multi-head latent attention").
+  // rank memory price them as dense layers, their activations as an MoE layer's (docs/model-math.md
+  // "Dense first layers").
   int64_t dense_layers = 0;
 };
 

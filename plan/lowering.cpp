@@ -409,6 +409,15 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p, const M
   work.grad_bytes_per_param = state_bytes_per_param(p).gradients;
 
   work.layer = lower_layer(m, p, s);
+  if (m.moe && m.moe->dense_layers > 0) {
+    // DeepSeek-V3's first three layers: the same attention, a dense FFN of ffn_hidden split over TP,
+    // no router, permutation or token exchange (Megatron-Core's --moe-layer-freq pattern).
+    ModelSpec dense = m;
+    dense.moe.reset();
+    Shapes dense_shapes = s;
+    dense_shapes.f = m.ffn_hidden;
+    work.dense_layer = lower_layer(dense, p, dense_shapes);
+  }
   work.host_stack = p.host_stack;
   work.cuda_graphs = p.cuda_graphs;
   work.v_placement = v_placement(p.schedule);
@@ -433,6 +442,9 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p, const M
       // The multi-token-prediction depths' layers run after the last virtual stage's own.
       w.chunk_layers.push_back(stage_layers[static_cast<size_t>(vs)] + (vs == p.pp * p.vpp - 1 ? m.mtp_layers : 0));
       w.chunk_recomputed_layers.push_back(chunk_recompute_span(p, w.chunk_layers.back()).recomputed_layers);
+      const LayerRange range = layers_of_chunk(m, p, stage, c);
+      const int64_t dense = m.moe ? m.moe->dense_layers : 0;
+      w.chunk_dense_layers.push_back(std::max<int64_t>(0, std::min(range.last, dense) - range.first));
     }
     w.layers = rank_memory.stages[static_cast<size_t>(stage)].layers;
     // What trains: its gradients are reduced, its optimizer states updated (LoRA: the adapters).

@@ -94,6 +94,9 @@ struct StageWork {
   // Of each chunk's layers, those whose LayerWork::recompute runs (plan/recompute_span.hpp: block
   // N recomputes the first N of a chunk; every layer otherwise).
   std::vector<int64_t> chunk_recomputed_layers;
+  // Of each chunk's layers, the MoE model's dense first layers (ModelSpec: MoeSpec::dense_layers),
+  // priced with IterationWork::dense_layer; 0 in every chunk of other models.
+  std::vector<int64_t> chunk_dense_layers;
   // Beside the layers: the embedding (the rank of the first virtual stage) and the final norm, LM
   // head and loss (the rank of the last: the last rank, or with the V placement the first).
   std::vector<Op> embedding_forward, embedding_backward;
@@ -105,7 +108,8 @@ struct StageWork {
 };
 
 struct IterationWork {
-  LayerWork layer;                // every transformer layer does the same work
+  LayerWork layer;                // every transformer layer does the same work (an MoE model's: an MoE layer)
+  LayerWork dense_layer;          // an MoE model's dense first layers (their FFN dense, no exchange); empty otherwise
   std::vector<StageWork> stages;  // one per pipeline stage
   RankMemory memory;              // memory per GPU per stage (plan/rank_memory)
   bool v_placement = false;       // model chunks placed in a V (ZB-V): place_of_virtual_stage

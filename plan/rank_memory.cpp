@@ -146,7 +146,8 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
   // Norms, row-parallel biases (attention output, FFN down) and the MoE router are replicated over
   // tensor-parallel ranks, and so are MLA's down projections and latent norms (Megatron-Core builds
   // them duplicated); everything else in a layer is split t ways (Shoeybi et al. 2019). An MoE model's
-  // dense first layers are held as MoE layers (ModelSpec: MoeSpec::dense_layers).
+  // dense first layers hold a dense FFN instead of experts (ModelSpec: MoeSpec::dense_layers); their
+  // activations are taken as an MoE layer's.
   const int64_t layer_replicated = params.per_layer.norms + params.per_layer.router + params.per_layer.attention_replicated +
                                    (model.linear_bias ? 2 * model.hidden : 0);
   // Routed experts apart from the dense TP split (expert parallelism, or an expert TP other than
@@ -157,6 +158,10 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
   const int64_t layer_split = params.per_layer.total() - layer_replicated - (experts_apart ? params.per_layer.mlp : 0);
   const int64_t layer_on_rank = layer_split / plan.tp + layer_replicated + layer_experts;
   const int64_t embedding_on_rank = params.token_embedding / plan.tp;  // vocab-parallel
+  // An MoE model's dense first layers: the same attention, a dense FFN split over TP, no router.
+  const int64_t dense_replicated = params.dense_layer.norms + params.dense_layer.attention_replicated + (model.linear_bias ? 2 * model.hidden : 0);
+  const int64_t dense_on_rank = (params.dense_layer.total() - dense_replicated) / plan.tp + dense_replicated;
+  const int64_t dense_layers = model.moe ? model.moe->dense_layers : 0;
 
   const ActivationLayout act = activation_layout(plan);
   RankMemory result;
@@ -174,8 +179,13 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
       s.layers += chunk_layers;
       span += chunk_recompute_span(plan, chunk_layers);
     }
-    s.params = s.layers * layer_on_rank;
-    s.expert_params = s.layers * layer_experts;
+    int64_t dense = 0;  // of the stage's layers, the model's dense first ones
+    for (int64_t c = 0; c < plan.vpp && dense_layers > 0; ++c) {
+      const LayerRange range = layers_of_chunk(model, plan, stage, c);
+      dense += std::max<int64_t>(0, std::min(range.last, dense_layers) - range.first);
+    }
+    s.params = (s.layers - dense) * layer_on_rank + dense * dense_on_rank;
+    s.expert_params = (s.layers - dense) * layer_experts;
     s.layer_params = s.params;
     s.trainable_params = s.layers * lora_params_per_layer(model, plan);
     s.params += s.trainable_params;

@@ -29,12 +29,24 @@ std::vector<OpCategoryTimes> price_op_categories(const IterationWork& work, cons
   std::vector<OpCategoryTimes> out;
   for (const StageWork& stage : work.stages) {
     OpCategoryTimes t;
-    const double layer_passes = static_cast<double>(stage.layers) * micro_batches;
+    // An MoE model's dense first layers take their own ops (the first of their chunks: block
+    // recompute reaches them first).
+    int64_t dense = 0, dense_recomputed = 0, recomputed = 0;  // block recompute: the first N layers of each chunk
+    for (size_t c = 0; c < stage.chunk_recomputed_layers.size(); ++c) {
+      const int64_t d = work.dense_layer.forward.empty() ? 0 : stage.chunk_dense_layers[c];
+      dense += d;
+      dense_recomputed += std::min(d, stage.chunk_recomputed_layers[c]);
+      recomputed += stage.chunk_recomputed_layers[c];
+    }
+    const double layer_passes = static_cast<double>(stage.layers - dense) * micro_batches;
     add_ops(t.forward_s, work.layer.forward, layer_passes, cost, scopes);
     add_ops(t.backward_s, work.layer.backward, layer_passes, cost, scopes);
-    int64_t recomputed = 0;  // block recompute: the first N layers of each chunk
-    for (int64_t layers : stage.chunk_recomputed_layers) recomputed += layers;
-    add_ops(t.backward_s, work.layer.recompute, static_cast<double>(recomputed) * micro_batches, cost, scopes);
+    add_ops(t.backward_s, work.layer.recompute, static_cast<double>(recomputed - dense_recomputed) * micro_batches, cost, scopes);
+    if (dense > 0) {
+      add_ops(t.forward_s, work.dense_layer.forward, static_cast<double>(dense) * micro_batches, cost, scopes);
+      add_ops(t.backward_s, work.dense_layer.backward, static_cast<double>(dense) * micro_batches, cost, scopes);
+      add_ops(t.backward_s, work.dense_layer.recompute, static_cast<double>(dense_recomputed) * micro_batches, cost, scopes);
+    }
     for (const auto* ops : {&stage.embedding_forward, &stage.head_forward}) add_ops(t.forward_s, *ops, micro_batches, cost, scopes);
     for (const auto* ops : {&stage.embedding_backward, &stage.head_backward}) add_ops(t.backward_s, *ops, micro_batches, cost, scopes);
     const double chunk_passes = static_cast<double>(std::count_if(stage.chunk_layers.begin(), stage.chunk_layers.end(),

@@ -243,6 +243,12 @@ std::vector<StepCost> price_steps(const IterationWork& work, int64_t chunks, con
   StepCost layer_backward = layer_backward_alone;  // with the layer's recomputation before it
   layer_backward += price_ops(work.layer.recompute, cost, scopes, host);
   if (work.ep_overlap_paired_share > 0) hide_moe_exchange(work, cost, scopes, layer_forward, layer_backward, layer_backward_alone);
+  // An MoE model's dense first layers: their own ops, nothing to exchange (so nothing to hide).
+  const bool dense_apart = !work.dense_layer.forward.empty();
+  const StepCost dense_forward = dense_apart ? price_ops(work.dense_layer.forward, cost, scopes, host) : StepCost{};
+  const StepCost dense_backward_alone = dense_apart ? price_ops(work.dense_layer.backward, cost, scopes, host) : StepCost{};
+  StepCost dense_backward = dense_backward_alone;
+  if (dense_apart) dense_backward += price_ops(work.dense_layer.recompute, cost, scopes, host);
   const StepCost chunk_forward = price_ops(work.chunk_forward, cost, scopes, host);
   const StepCost chunk_backward = price_ops(work.chunk_backward, cost, scopes, host);
   std::vector<StepCost> out;
@@ -253,9 +259,17 @@ std::vector<StepCost> price_steps(const IterationWork& work, int64_t chunks, con
     const size_t chunk = static_cast<size_t>(place.chunk);
     const int64_t recomputed = w.chunk_recomputed_layers[chunk];
     const double layers = static_cast<double>(w.chunk_layers[chunk]);
-    // Block recompute runs the recomputation of the chunk's first N layers only.
-    StepCost forward = layer_forward.scaled(layers), backward = layer_backward.scaled(static_cast<double>(recomputed));
-    backward += layer_backward_alone.scaled(static_cast<double>(w.chunk_layers[chunk] - recomputed));
+    // Block recompute runs the recomputation of the chunk's first N layers only; the dense first
+    // layers open the model, so they are the first of their chunks.
+    const int64_t dense = dense_apart ? w.chunk_dense_layers[chunk] : 0, dense_recomputed = std::min(dense, recomputed);
+    StepCost forward = layer_forward.scaled(layers - static_cast<double>(dense));
+    StepCost backward = layer_backward.scaled(static_cast<double>(recomputed - dense_recomputed));
+    backward += layer_backward_alone.scaled(static_cast<double>(w.chunk_layers[chunk] - recomputed - (dense - dense_recomputed)));
+    if (dense > 0) {
+      forward += dense_forward.scaled(static_cast<double>(dense));
+      backward += dense_backward.scaled(static_cast<double>(dense_recomputed));
+      backward += dense_backward_alone.scaled(static_cast<double>(dense - dense_recomputed));
+    }
     if (layers > 0) {
       forward += chunk_forward;
       backward += chunk_backward;
@@ -301,12 +315,17 @@ std::vector<StepCost> price_weight_grad_steps(const IterationWork& work, int64_t
   const int64_t virtual_stages = stages * chunks;
   StepCost layer = price_ops(weight_grad_ops(work.layer.backward), cost, scopes);
   layer.host_idle_s = 0.0;  // W's ops are issued within the backward's stream of ops
+  StepCost dense_layer = price_ops(weight_grad_ops(work.dense_layer.backward), cost, scopes);
+  dense_layer.host_idle_s = 0.0;
   std::vector<StepCost> out;
   out.reserve(static_cast<size_t>(virtual_stages));
   for (int64_t vs = 0; vs < virtual_stages; ++vs) {
     const ChunkPlace place = place_of_virtual_stage(work.v_placement, stages, vs);
     const StageWork& w = work.stages[static_cast<size_t>(place.stage)];
-    StepCost step = layer.scaled(static_cast<double>(w.chunk_layers[static_cast<size_t>(place.chunk)]));
+    const size_t chunk = static_cast<size_t>(place.chunk);
+    const int64_t dense = work.dense_layer.backward.empty() ? 0 : w.chunk_dense_layers[chunk];
+    StepCost step = layer.scaled(static_cast<double>(w.chunk_layers[chunk] - dense));
+    if (dense > 0) step += dense_layer.scaled(static_cast<double>(dense));
     if (vs == virtual_stages - 1) {
       StepCost head = price_ops(weight_grad_ops(w.head_backward), cost, scopes);
       head.host_idle_s = 0.0;

@@ -90,7 +90,8 @@ TEST_CASE("mla_up_proj re-runs the up projections and RoPE before the backward",
 
 TEST_CASE("a TP rank holds MLA's down projections whole and its up projections split", "[mla]") {
   ModelSpec m = resolve_model("deepseek-v3");
-  m.mtp_layers = 0;  // the one stage would also hold the MTP depth (tests/plan/test_pipeline_layout.cpp)
+  m.mtp_layers = 0;         // the one stage would also hold the MTP depth (tests/plan/test_pipeline_layout.cpp)
+  m.moe->dense_layers = 0;  // and dense FFNs split over TP (the dense-first-layers case below)
   const ParamCounts c = count_params(m);
   const int64_t one = estimate_rank_memory(m, mla_plan(1, false)).stages[0].params;
   const int64_t two = estimate_rank_memory(m, mla_plan(2, true)).stages[0].params;
@@ -110,4 +111,33 @@ TEST_CASE("context parallelism's ring passes MLA's 192-wide K and 128-wide V hea
   REQUIRE(ring != nullptr);
   // One step of the ring: this rank's 2048 tokens of K (128 x 192) and V (128 x 128), bf16.
   CHECK(ring->bytes == Approx(2048.0 * (128 * 192 + 128 * 128) * 2));
+}
+
+TEST_CASE("DeepSeek-V3's three dense first layers are lowered apart: a dense FFN over TP, no router or exchange", "[mla][dense_layers]") {
+  const ModelSpec m = resolve_model("deepseek-v3");
+  ParallelPlan p = mla_plan(2, true);
+  p.pp = 4;
+  p.dp = 2;
+  p.global_batch = 8;
+  const IterationWork work = lower_iteration(m, p);
+  REQUIRE_FALSE(work.dense_layer.forward.empty());
+  CHECK(find_op(work.dense_layer.forward, "moe_dispatch") == nullptr);
+  CHECK(find_op(work.dense_layer.forward, "router") == nullptr);
+  CHECK(find_op(work.layer.forward, "moe_dispatch") != nullptr);
+  // SwiGLU's fc1 is 2 x 18432 wide, split over TP 2, on every token of the sequence.
+  REQUIRE(find_op(work.dense_layer.forward, "fc1") != nullptr);
+  CHECK(find_op(work.dense_layer.forward, "fc1")->n == 2 * 18432 / 2);
+  // 61 layers over 4 stages (16, 15, 15, 15): the three dense ones open the first stage's chunk.
+  CHECK(work.stages[0].chunk_dense_layers == std::vector<int64_t>{3});
+  CHECK(work.stages[1].chunk_dense_layers == std::vector<int64_t>{0});
+  // The first stage holds three dense FFNs (3 x 7168 x 18432 over TP 2) where MoE layers would
+  // hold their local experts (256 / EP 8, whole) and shared expert over TP: its weights differ by that.
+  ModelSpec all_moe = m;
+  all_moe.moe->dense_layers = 0;
+  const int64_t moe_first = estimate_rank_memory(all_moe, p).stages[0].params;
+  const int64_t dense_first = work.memory.stages[0].params;
+  const int64_t expert = 3 * 7168 * 2048;
+  const int64_t per_moe_layer_ffn = 32 * expert + expert / 2 + 7168 * 256;  // local experts, shared expert over TP, router
+  CHECK(moe_first - dense_first == 3 * (per_moe_layer_ffn - 3 * 7168 * 18432 / 2));
+  CHECK(work.memory.stages[1].params == estimate_rank_memory(all_moe, p).stages[1].params);
 }
