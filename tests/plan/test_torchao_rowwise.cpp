@@ -2,6 +2,8 @@
 // speedup table, its interpolation, and how the lowering and the cost model use it.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <cmath>
 #include <string>
 
@@ -15,7 +17,7 @@
 using namespace trainsim;
 using trainsim::test::find_op;
 
-TEST_CASE("the row-wise table gives its measured points, interpolates in log2 between them and clamps outside") {
+TEST_CASE("the row-wise table gives its measured points, interpolates in log2, continues its first octave to 512 and holds beyond") {
   // Points read off torchao's chart (pytorch/ao@fdddb2cf docs/static/fp8-rowwise-perf.png).
   CHECK(torchao_rowwise_speedup(1024, 1024, 1024) == Approx(0.42));
   CHECK(torchao_rowwise_speedup(4096, 8192, 16384) == Approx(1.07));
@@ -23,9 +25,20 @@ TEST_CASE("the row-wise table gives its measured points, interpolates in log2 be
   CHECK(torchao_rowwise_speedup(32768, 32768, 32768) == Approx(1.52));
   // Half-way in log2(N) between 8192 (1.20) and 16384 (1.31) at M 8192, K 8192.
   CHECK(torchao_rowwise_speedup(8192, 8192, static_cast<int64_t>(std::llround(8192 * std::sqrt(2.0)))) == Approx(1.255).epsilon(1e-3));
-  // Outside the measured range the nearest edge.
-  CHECK(torchao_rowwise_speedup(131072, 4096, 128) == Approx(torchao_rowwise_speedup(32768, 4096, 1024)));
-  CHECK(torchao_rowwise_speedup(1, 1, 1) == Approx(0.42));
+  // Above 32768 the last point; below 1024 the first octave's slope, one octave on: at M 32768,
+  // K 4096, N 1024 -> 2048 is 0.59 -> 0.81, so N 512 is 0.37, and N 128 holds at 512's.
+  CHECK(torchao_rowwise_speedup(131072, 4096, 1024) == Approx(0.59));
+  CHECK(torchao_rowwise_speedup(32768, 4096, 512) == Approx(0.37));
+  CHECK(torchao_rowwise_speedup(131072, 4096, 128) == Approx(0.37));
+  CHECK(torchao_rowwise_speedup(1, 1, 1) == Approx(torchao_rowwise_speedup(512, 512, 512)));
+  // Never at or below zero: the smallest over every shape is M 512, K and N 4096.
+  double lowest = 10.0;
+  for (int64_t m = 256; m <= 65536; m *= 2) {
+    for (int64_t k = 256; k <= 65536; k *= 2) {
+      for (int64_t n = 256; n <= 65536; n *= 2) lowest = std::min(lowest, torchao_rowwise_speedup(m, k, n));
+    }
+  }
+  CHECK(lowest == Approx(0.24));
 }
 
 TEST_CASE("a row-wise FP8 layer: its linears carry the table's speedup, no casts, no amax reductions, no weight casts") {
@@ -48,7 +61,7 @@ TEST_CASE("a row-wise FP8 layer: its linears carry the table's speedup, no casts
   CHECK_FALSE(delayed.chunk_forward.empty());
   // The all-gathers stay bf16 (the delayed recipe gathers FP8: half the bytes).
   CHECK(find_op(rowwise.layer.forward, "sp_allgather")->bytes == Approx(2 * find_op(delayed.layer.forward, "sp_allgather")->bytes));
-  // The projection: M = 8192 tokens, K = 4096 / 8, N = 4096: the table at K clamped to 1024.
+  // The projection: M = 8192 tokens, K = 4096 / 8, N = 4096: the table's first octave continued to K 512.
   const Op* proj = find_op(rowwise.layer.forward, "proj");
   CHECK(proj->fp8_linear_speedup == Approx(torchao_rowwise_speedup(8192, 512, 4096)));
   CHECK(find_op(rowwise.layer.backward, "proj_dgrad")->fp8_linear_speedup == proj->fp8_linear_speedup);

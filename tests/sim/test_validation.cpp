@@ -410,8 +410,8 @@ TEST_CASE("FP8 over BF16, the same plan: the predicted speed-up against the meas
     sum += std::abs(p.error);
   }
   CHECK(pairs.size() == 146);
-  CHECK(within_ten >= 138);  // measured 140 of 146, mean 5.4% (session 22: a GPT-3 175B pair came in with the host side); 139 of 146 (2026-11-28): the misses are the archive's two MoE pairs (Qwen3-30B's contradictory one +103%, Qwen3-235B -20%), three GPT-3 175B pairs across releases (+10..+18%) and two torchtitan 8B TP8 ones (+11%, +14%)
-  CHECK(sum / static_cast<double>(pairs.size()) <= 0.06);  // measured 5.5%
+  CHECK(within_ten >= 141);  // measured 142 of 146, mean 5.3% (2026-11-29: torchao's row-wise table continued below 1024 brought the two torchtitan 8B TP8 pairs in, +11%/+14% -> within 10%); the misses are the archive's two MoE pairs across releases with an unstated precision (Qwen3-30B +103%, Qwen3-235B -21%) and two GPT-3 175B pairs across releases (+12%, +17%)
+  CHECK(sum / static_cast<double>(pairs.size()) <= 0.055);  // measured 5.27%
 }
 
 TEST_CASE("Blackwell (Megatron-Bridge on B200 and GB200): every precision predicted, and each precision's speed-up over the same plan's other") {
