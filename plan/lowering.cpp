@@ -75,6 +75,16 @@ void tag_graph_scope(std::vector<Op>& ops, size_t from, uint32_t scope) {
   }
 }
 
+// Bytes an RMSNorm moves relative to one fused kernel: PyTorch's eager composite (fp32 up-cast,
+// square, mean, rsqrt, two multiplies, down-cast) against Liger's fused kernel on A100-SXM4-80GB,
+// bf16, M = 2048, H = 4096: 1080 / 120 GB/s forward, 508 / 68 GB/s backward of the same minimal
+// bytes (shared/reference/microbench.md §3b, Liger benchmark CSV). LayerNorm's eager kernel is
+// one fused native kernel (the same table: within 1.1-1.5x of Liger), so it stays at 1.
+NormTraffic norm_traffic(const ModelSpec& m, const ParallelPlan& p) {
+  if (p.norm != NormKernel::kEager || m.norm != NormKind::kRmsNorm) return {};
+  return {1080.0 / 120.0, 508.0 / 68.0};
+}
+
 }  // namespace lowering
 
 namespace {
@@ -216,19 +226,6 @@ void add_attention(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, cons
   }
 }
 
-// Bytes an RMSNorm moves relative to one fused kernel: PyTorch's eager composite (fp32 up-cast,
-// square, mean, rsqrt, two multiplies, down-cast) against Liger's fused kernel on A100-SXM4-80GB,
-// bf16, M = 2048, H = 4096: 1080 / 120 GB/s forward, 508 / 68 GB/s backward of the same minimal
-// bytes (shared/reference/microbench.md §3b, Liger benchmark CSV). LayerNorm's eager kernel is
-// one fused native kernel (the same table: within 1.1-1.5x of Liger), so it stays at 1.
-struct NormTraffic {
-  double forward = 1.0, backward = 1.0;
-};
-NormTraffic norm_traffic(const ModelSpec& m, const ParallelPlan& p) {
-  if (p.norm != NormKernel::kEager || m.norm != NormKind::kRmsNorm) return {};
-  return {1080.0 / 120.0, 508.0 / 68.0};
-}
-
 // Bias gradients: a column sum of each biased linear's output gradient, one more read of it
 // (Megatron-LM's grad_output.sum(0); the CUDA runtime's bias_grad kernels).
 void add_bias_grads(LayerWork& w, const ModelSpec& m, const Shapes& s) {
@@ -310,80 +307,6 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
     w.recompute = selective_op_recompute(m, w.forward, s);
   }
   return w;
-}
-
-// The first stage's embedding lookup (+ positions, dropout) and its gradient scatter.
-void add_embedding_ops(StageWork& w, const ParallelPlan& p, const Shapes& s) {
-  const double full_act = static_cast<double>(s.tokens) * static_cast<double>(s.h) * s.e;
-  // Vocabulary-parallel embeddings all-reduce their output.
-  w.embedding_forward.push_back(memory("embedding", 3 * full_act));
-  if (p.tp > 1) {
-    w.embedding_forward.push_back(collective(p.sequence_parallel ? "embedding_reducescatter" : "embedding_allreduce",
-                                         p.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
-                                         GroupKind::kTp, full_act));
-  }
-  // With SP the backward of the embedding's reduce-scatter all-gathers the token rows: every
-  // vocabulary shard scatters every token's gradient.
-  if (p.tp > 1 && p.sequence_parallel) {
-    w.embedding_backward.push_back(collective("embedding_allgather_bwd", CollectiveKind::kAllGather, GroupKind::kTp, full_act));
-  }
-  if (p.lora_rank <= 0) w.embedding_backward.push_back(memory("embedding_bwd", 3 * full_act));  // LoRA: frozen
-}
-
-// The final norm, LM head and loss, forward and backward.
-void add_head_ops(StageWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s) {
-  const double act = s.sp_tokens * static_cast<double>(s.h) * s.e;
-  const double full_act = static_cast<double>(s.tokens) * static_cast<double>(s.h) * s.e;
-  const double logits = static_cast<double>(s.tokens) * static_cast<double>(m.vocab / p.tp) * 4.0;  // fp32
-  w.head_forward.push_back(memory("final_norm", 2 * act * norm_traffic(m, p).forward));
-  if (p.sequence_parallel) w.head_forward.push_back(collective("head_allgather", CollectiveKind::kAllGather, GroupKind::kTp, full_act));
-  w.head_forward.push_back(gemm("lm_head", s.tokens, m.vocab / p.tp, s.h));
-  w.head_forward.push_back(memory("cross_entropy", 3 * logits));
-  if (p.tp > 1) {
-    // Megatron-LM's vocabulary-parallel cross-entropy all-reduces, per token, the row max, the
-    // target logit and the sum of exponentials (three fp32 all-reduces).
-    const double per_token = static_cast<double>(s.tokens) * 4.0;
-    for (int i = 0; i < 3; ++i) {
-      w.head_forward.push_back(collective("head_loss_allreduce", CollectiveKind::kAllReduce, GroupKind::kTp, per_token));
-    }
-  }
-  w.head_backward.push_back(memory("cross_entropy_bwd", 2 * logits));
-  w.head_backward.push_back(gemm("lm_head_dgrad", s.tokens, s.h, m.vocab / p.tp));
-  if (p.lora_rank <= 0) w.head_backward.push_back(gemm("lm_head_wgrad", s.h, m.vocab / p.tp, s.tokens));  // LoRA: frozen
-  if (p.tp > 1) {
-    w.head_backward.push_back(collective(p.sequence_parallel ? "head_reducescatter" : "head_allreduce",
-                                          p.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
-                                          GroupKind::kTp, full_act));
-  }
-  w.head_backward.push_back(memory("final_norm_bwd", 3 * act * norm_traffic(m, p).backward));
-}
-
-// One multi-token-prediction depth beside its transformer layer (counted in the last chunk's
-// layers): the shifted tokens' embedding, enorm and hnorm, the 2h concatenation through eh_proj
-// (column-parallel 2h -> h: its input gathered with SP, its output gathered back), then its own
-// final norm, the shared LM head and a second loss (Megatron-Core multi_token_prediction.py).
-void add_mtp_ops(StageWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s) {
-  const double act = s.sp_tokens * static_cast<double>(s.h) * s.e;
-  const double full_act = static_cast<double>(s.tokens) * static_cast<double>(s.h) * s.e;
-  w.head_forward.push_back(memory("mtp_embedding", 3 * full_act));
-  w.head_forward.push_back(memory("mtp_norms", 2 * 2 * act * norm_traffic(m, p).forward));
-  w.head_forward.push_back(memory("mtp_concat", 4 * act));
-  if (p.sequence_parallel && p.tp > 1) {
-    w.head_forward.push_back(collective("mtp_allgather", CollectiveKind::kAllGather, GroupKind::kTp, 2 * full_act));
-  }
-  w.head_forward.push_back(gemm("mtp_eh_proj", s.tokens, s.h / p.tp, 2 * s.h));
-  if (p.tp > 1) w.head_forward.push_back(collective("mtp_eh_proj_gather", CollectiveKind::kAllGather, GroupKind::kTp, full_act));
-  w.head_backward.push_back(gemm("mtp_eh_proj_dgrad", s.tokens, 2 * s.h, s.h / p.tp));
-  if (p.lora_rank <= 0) w.head_backward.push_back(gemm("mtp_eh_proj_wgrad", 2 * s.h, s.h / p.tp, s.tokens));
-  if (p.tp > 1) {
-    w.head_backward.push_back(collective(p.sequence_parallel ? "mtp_reducescatter" : "mtp_allreduce",
-                                         p.sequence_parallel ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce,
-                                         GroupKind::kTp, 2 * full_act));
-  }
-  w.head_backward.push_back(memory("mtp_norms_bwd", 2 * 3 * act * norm_traffic(m, p).backward));
-  w.head_backward.push_back(memory("mtp_concat_bwd", 4 * act));
-  if (p.lora_rank <= 0) w.head_backward.push_back(memory("mtp_embedding_bwd", 3 * full_act));
-  add_head_ops(w, m, p, s);
 }
 
 }  // namespace

@@ -78,6 +78,21 @@ void add_mla_projections(LayerWork& w, const ModelSpec& m, const ParallelPlan& p
 // (A, B, the add) beside each of qkv, proj, fc1 and fc2 (plan/lora_lowering.cpp).
 void add_lora(LayerWork& w, int64_t rank, double e);
 
+// Bytes an RMSNorm kernel moves relative to one fused kernel (PyTorch's eager composite with
+// ParallelPlan::norm eager; plan/lowering.cpp gives the measurement); 1 for fused kernels.
+struct NormTraffic {
+  double forward = 1.0, backward = 1.0;
+};
+NormTraffic norm_traffic(const ModelSpec& m, const ParallelPlan& p);
+
+// Beside a pipeline stage's layers (plan/stage_end_lowering.cpp): the embedding on the first
+// stage; the final norm, LM head and loss on the last, and before them each multi-token-prediction
+// depth's lookup, norms, projection and second head (its transformer layer is one of the last
+// chunk's layers).
+void add_embedding_ops(StageWork& w, const ParallelPlan& p, const Shapes& s);
+void add_head_ops(StageWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s);
+void add_mtp_ops(StageWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s);
+
 // The op names of an FFN's two linears (string literals: ops keep the pointer).
 struct FfnNames {
   const char *up, *up_dgrad, *up_wgrad, *down, *down_dgrad, *down_wgrad;

@@ -105,7 +105,7 @@ TEST_CASE("the last virtual stage runs the MTP depth's layer, eh_proj and a seco
   CHECK(eh_proj->n == 7168);
   CHECK(eh_proj->k == 2 * 7168);
   int heads = 0;
-  for (const Op& op : last.head_forward) heads += op.name == "lm_head";
+  for (const Op& op : last.head_forward) heads += std::string(op.name) == "lm_head";
   CHECK(heads == 2);
   CHECK(find_op(without.stages.back().head_forward, "mtp_eh_proj") == nullptr);
   // Memory: the last stage holds the MTP layer, eh_proj and the norms, and the word embedding the
