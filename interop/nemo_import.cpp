@@ -91,6 +91,7 @@ const std::vector<ShapeKey>& shape_keys() {
       {"model.num_moe_experts", "moe.experts", [](const ModelSpec& m) { return m.moe ? m.moe->experts : int64_t{0}; }},
       {"model.moe_router_topk", "moe.top_k", [](const ModelSpec& m) { return m.moe ? m.moe->top_k : int64_t{0}; }},
       {"model.moe_ffn_hidden_size", "moe.expert_ffn_hidden", [](const ModelSpec& m) { return m.moe ? m.moe->expert_ffn_hidden : int64_t{0}; }},
+      {"model.mtp_num_layers", "mtp_layers (--mtp-layers sets it)", [](const ModelSpec& m) { return m.mtp_layers; }},
   };
   return keys;
 }
@@ -112,7 +113,7 @@ bool handled_model_key(const std::string& key) {
                                                    "moe_shared_expert_intermediate_size", "hidden_dropout", "attention_dropout",
                                                    "transformer_impl", "share_embeddings_and_output_weights",
                                                    "untie_embeddings_and_output_weights", "bias", "add_bias_linear", "normalization",
-                                                   "position_embedding_type"};
+                                                   "position_embedding_type", "pipeline_model_parallel_layout"};
   return std::find(handled.begin(), handled.end(), key) != handled.end();
 }
 
@@ -177,6 +178,33 @@ void read_table(Reader& r) {
       r.emit(kf.flag, key, " " + value);
     }
   }
+}
+
+// model.pipeline_model_parallel_layout: Megatron-Core's string ("Et*4|(t*4|)*14tmL"), or the list of
+// stages Megatron-Bridge's recipes write ([[embedding, decoder, ...], ..., [decoder, mtp, loss]]),
+// passed on as --pipeline-model-parallel-layout (interop/megatron_import.cpp reads it).
+void read_layout(Reader& r) {
+  const char* const key = "model.pipeline_model_parallel_layout";
+  const YAML::Node n = r.at(key);
+  if (!n || n.IsNull()) return;
+  std::string text;
+  if (n.IsScalar()) {
+    text = n.Scalar();
+  } else if (n.IsSequence()) {
+    for (const YAML::Node& stage : n) {
+      if (!text.empty()) text += "|";
+      if (!stage.IsSequence()) throw InputError(r.file + ": " + key + ": each stage must be a list of layer kinds", "e.g. [[embedding, decoder], [decoder, loss]]");
+      for (const YAML::Node& item : stage) {
+        const std::string kind = item.IsScalar() ? item.Scalar() : "";
+        const char symbol = kind == "embedding" ? 'E' : kind == "decoder" ? 't' : kind == "mtp" ? 'm' : kind == "loss" ? 'L' : '?';
+        if (symbol == '?') {
+          throw InputError(r.file + ": " + key + ": \"" + kind + "\" is not a layer kind", "the kinds are embedding, decoder, mtp and loss");
+        }
+        text += symbol;
+      }
+    }
+  }
+  r.emit("--pipeline-model-parallel-layout", key, " '" + text + "'");
 }
 
 // Precision and FP8: trainer.precision (NeMo 1: bf16, bf16-mixed, 16, 16-mixed, 32), Megatron-
@@ -323,6 +351,7 @@ ImportedJob import_nemo(const std::string& yaml_text, const std::string& file, c
   try {
     check_shape(r, model);
     read_table(r);
+    read_layout(r);
     read_precision(r);
     read_model_kinds(r, bridge);
     read_world(r);

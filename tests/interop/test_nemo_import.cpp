@@ -161,3 +161,28 @@ mixed_precision: bf16_mixed
   CHECK(job.plan.fp8_recipe == Fp8Recipe::kDelayed);
   CHECK(std::any_of(job.notes.begin(), job.notes.end(), [](const std::string& n) { return n.find("switch it off") != std::string::npos; }));
 }
+
+TEST_CASE("a Megatron-Bridge DeepSeek-V3 config: its pipeline layout as a list or a string, its MTP depth checked") {
+  const ModelSpec m = resolve_model("deepseek-v3");
+  const std::string stages = "[[embedding, decoder, decoder, decoder, decoder], " + [] {
+    std::string middle;
+    for (int i = 0; i < 14; ++i) middle += "[decoder, decoder, decoder, decoder], ";
+    return middle;
+  }() + "[decoder, mtp, loss]]";
+  const std::string yaml = "model:\n  pipeline_model_parallel_size: 16\n  expert_model_parallel_size: 8\n  num_layers: 61\n"
+                           "  mtp_num_layers: 1\n  pipeline_model_parallel_layout: " + stages + "\n"
+                           "train:\n  global_batch_size: 2048\n  micro_batch_size: 1\n";
+  const ImportedJob job = import_job(ImportFormat::kNemo, yaml, "dsv3.yaml", m, 256);
+  CHECK(job.plan.pipeline_layout == std::vector<int64_t>{4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1});
+  CHECK(job.not_modeled.empty());
+  // The string form, and a depth the model does not have.
+  const std::string as_string = "model:\n  pipeline_model_parallel_size: 16\n  expert_model_parallel_size: 8\n"
+                                "  pipeline_model_parallel_layout: Et*4|(t*4|)*14tmL\ntrain:\n  global_batch_size: 2048\n";
+  CHECK(import_job(ImportFormat::kNemo, as_string, "dsv3.yaml", m, 256).plan.pipeline_layout.back() == 1);
+  CHECK_THROWS_WITH(import_job(ImportFormat::kNemo, yaml + "", "dsv3.yaml", [&] {
+                      ModelSpec plain = m;
+                      plain.mtp_layers = 0;
+                      return plain;
+                    }(), 256),
+                    Catch::Contains("model.mtp_num_layers 1 is not model \"deepseek-v3\"'s mtp_layers"));
+}
