@@ -46,7 +46,7 @@ const char* datasheet_validated_error() {
   // weights, CPU activation offloading; session 22: the
   // Megatron-Bridge recipes' MoE settings by layout, Transformer Engine's host time per op and per
   // expert GEMM, CUDA graphs): mean |error| of iteration time; memory on the runs that report it.
-  return "datasheet model validated on 332 published training runs: mean |iteration-time error| 7.1% (6.9% on the "
+  return "datasheet model validated on 332 published training runs: mean |iteration-time error| 7.0% (6.8% on the "
          "half the constants were not fitted on, 7.7% leave-one-group-out), memory 3.9% (68 runs); worst on MoE "
          "with expert parallelism (GPT-OSS); on Blackwell 109 Megatron-Bridge runs (BF16 to NVFP4), 14.4%: dense "
          "Llama 10.0%, MoE 18.0%; no AMD run is published (MI300X / MI325X / MI355X rest on datasheets and "
