@@ -452,3 +452,21 @@ TEST_CASE("Blackwell (Megatron-Bridge on B200 and GB200): every precision predic
   CHECK(within_ten >= 28);  // measured 28 of 30 (the 70B MXFP8 -> NVFP4 pairs of 26.02 and 26.02.01 miss: +11%, +16%)
   CHECK(sum / static_cast<double>(pairs.size()) <= 0.056);  // measured 4.6%
 }
+
+TEST_CASE("DeepSeek-V3 rows take the MTP depth their FLOP count states and Megatron-Bridge's layout") {
+  const auto bw = load_published_runs(std::string(TRAINSIM_TEST_DATA) + "/validation/blackwell-runs.json");
+  int with_mtp = 0, without = 0;
+  for (const PublishedRun& run : bw) {
+    if (run.model.name != "DeepSeek-V3-671B") continue;
+    INFO(run.id);
+    // The two 25.11 "(w/o MTP)" rows count 249.1 and 249.6 G FLOPs per token, the rest 259.6-260.6 G.
+    const bool stated_without = run.id.find("no-mtp") != std::string::npos;
+    CHECK(run.model.mtp_layers == (stated_without ? 0 : 1));
+    (stated_without ? without : with_mtp) += 1;
+    const int64_t stages = run.plan.pp * run.plan.vpp;
+    if (stages == 16) CHECK(run.plan.pipeline_layout == std::vector<int64_t>{4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1});
+    if (stages == 32) CHECK(run.plan.pipeline_layout.back() == 0);
+  }
+  CHECK(without == 2);
+  CHECK(with_mtp == 16);  // and the archive's H100 row (260.6 G): 17 with MTP in the two files
+}
