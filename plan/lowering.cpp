@@ -361,13 +361,9 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p, const M
     StageWork w;
     w.stage = stage;
     for (int64_t c = 0; c < p.vpp; ++c) {
-      const int64_t vs = virtual_stage_at(v_placement(p.schedule), p.pp, stage, c);
-      // The multi-token-prediction depths' layers run after the last virtual stage's own.
-      w.chunk_layers.push_back(stage_layers[static_cast<size_t>(vs)] + (vs == p.pp * p.vpp - 1 ? m.mtp_layers : 0));
+      w.chunk_layers.push_back(layers_run_by(stage_layers, m, p, virtual_stage_at(v_placement(p.schedule), p.pp, stage, c)));
       w.chunk_recomputed_layers.push_back(chunk_recompute_span(p, w.chunk_layers.back()).recomputed_layers);
-      const LayerRange range = layers_of_chunk(m, p, stage, c);
-      const int64_t dense = m.moe ? m.moe->dense_layers : 0;
-      w.chunk_dense_layers.push_back(std::max<int64_t>(0, std::min(range.last, dense) - range.first));
+      w.chunk_dense_layers.push_back(dense_layers_of_chunk(m, p, stage, c));
     }
     w.layers = rank_memory.stages[static_cast<size_t>(stage)].layers;
     // What trains: its gradients are reduced, its optimizer states updated (LoRA: the adapters).

@@ -293,6 +293,11 @@ struct LayerRange {
 // virtual_stage_at(stage, chunk) of pp x vpp, the earlier virtual stages taking the remainder (as Megatron-LM's
 // interleaved schedule places them). With vpp 1 it is the stage's whole share.
 LayerRange layers_of_chunk(const ModelSpec& model, const ParallelPlan& plan, int64_t stage, int64_t chunk);
+// Of that chunk's layers, the MoE model's dense first ones (MoeSpec::dense_layers: the first of the model).
+int64_t dense_layers_of_chunk(const ModelSpec& model, const ParallelPlan& plan, int64_t stage, int64_t chunk);
+// Transformer layers virtual stage `vs` runs: its share, and on the last the multi-token-prediction
+// depths' layers (ModelSpec::mtp_layers). `layers` is virtual_stage_layers(model, plan).
+int64_t layers_run_by(const std::vector<int64_t>& layers, const ModelSpec& model, const ParallelPlan& plan, int64_t vs);
 
 const char* to_string(Schedule schedule);
 const char* to_string(Precision precision);

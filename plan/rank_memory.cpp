@@ -139,6 +139,23 @@ ActivationLayout activation_layout(const ParallelPlan& plan) {
   return act;
 }
 
+// The multi-token-prediction depths beside their layers, on the last stage: per depth eh_proj (2h x
+// h, column-parallel) and three norms, and the word embedding the depths look the shifted tokens up
+// in (Megatron-Core builds it on the MTP stage; a tied model, or a stage that is also the first,
+// holds it already) added to `s`; returned, the activations each micro-batch keeps: the enorm and
+// hnorm inputs, eh_proj's 2h-wide input (4 hidden-wide tensors), and the second head's own (its
+// final-norm input, LM-head input, logits).
+double add_mtp_depths(const ModelSpec& model, const ParallelPlan& plan, const ActivationLayout& act, const ParamCounts& params,
+                      bool apart_from_embedding, StageMemory& s) {
+  if (model.mtp_layers <= 0) return 0.0;
+  s.params += model.mtp_layers * (2 * model.hidden * model.hidden / plan.tp + 3 * params.final_norm);
+  if (apart_from_embedding && !model.tied_embeddings) s.params += params.token_embedding / plan.tp;
+  const double sp_split = plan.sequence_parallel ? static_cast<double>(plan.tp) : 1.0;
+  const double hidden_bytes = act.bytes_per_value * static_cast<double>(plan.micro_batch) *
+                              static_cast<double>(model.seq_len / plan.cp) * static_cast<double>(model.hidden) / sp_split;
+  return static_cast<double>(model.mtp_layers) * (4.0 * hidden_bytes + activation_bytes_output(model, act));
+}
+
 }  // namespace
 
 RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan, const MemoryTarget& target) {
@@ -161,7 +178,6 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
   // An MoE model's dense first layers: the same attention, a dense FFN split over TP, no router.
   const int64_t dense_replicated = params.dense_layer.norms + params.dense_layer.attention_replicated + (model.linear_bias ? 2 * model.hidden : 0);
   const int64_t dense_on_rank = (params.dense_layer.total() - dense_replicated) / plan.tp + dense_replicated;
-  const int64_t dense_layers = model.moe ? model.moe->dense_layers : 0;
 
   const ActivationLayout act = activation_layout(plan);
   RankMemory result;
@@ -173,17 +189,12 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
     s.stage = stage;
     RecomputeSpan span;  // stage_recompute_span, from the layers split once
     for (int64_t c = 0; c < plan.vpp; ++c) {
-      const int64_t vs = virtual_stage_at(v_shape, plan.pp, stage, c);
-      // The last virtual stage also runs the multi-token-prediction depths' layers.
-      const int64_t chunk_layers = stage_layers[static_cast<size_t>(vs)] + (vs == plan.pp * plan.vpp - 1 ? model.mtp_layers : 0);
+      const int64_t chunk_layers = layers_run_by(stage_layers, model, plan, virtual_stage_at(v_shape, plan.pp, stage, c));
       s.layers += chunk_layers;
       span += chunk_recompute_span(plan, chunk_layers);
     }
     int64_t dense = 0;  // of the stage's layers, the model's dense first ones
-    for (int64_t c = 0; c < plan.vpp && dense_layers > 0; ++c) {
-      const LayerRange range = layers_of_chunk(model, plan, stage, c);
-      dense += std::max<int64_t>(0, std::min(range.last, dense_layers) - range.first);
-    }
+    for (int64_t c = 0; c < plan.vpp; ++c) dense += dense_layers_of_chunk(model, plan, stage, c);
     s.params = (s.layers - dense) * layer_on_rank + dense * dense_on_rank;
     s.expert_params = (s.layers - dense) * layer_experts;
     s.layer_params = s.params;
@@ -209,19 +220,7 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
       else if (head_stage != 0) s.params += embedding_on_rank;  // with the V, the first rank holds both
       const double head_in_flight = plan.schedule == Schedule::kGpipe ? s.in_flight_micro_batches : 1.0;
       activations += activation_bytes_output(model, act) * head_in_flight;
-      if (model.mtp_layers > 0) {
-        // Each depth: eh_proj (2h x h, column-parallel) and three norms; the word embedding it
-        // looks the shifted tokens up in (Megatron-Core builds it on the MTP stage; tied models
-        // hold it already). Stored per depth: the enorm and hnorm inputs, eh_proj's 2h-wide input,
-        // and the head's own output activations (its final-norm input, LM-head input, logits).
-        const int64_t depth_params = 2 * model.hidden * model.hidden / plan.tp + 3 * (params.final_norm);
-        s.params += model.mtp_layers * depth_params;
-        if (head_stage != 0 && !model.tied_embeddings) s.params += embedding_on_rank;
-        const double sp_split = plan.sequence_parallel ? static_cast<double>(plan.tp) : 1.0;
-        const double hidden_bytes = act.bytes_per_value * static_cast<double>(plan.micro_batch) *
-                                    static_cast<double>(model.seq_len / plan.cp) * static_cast<double>(model.hidden) / sp_split;
-        activations += static_cast<double>(model.mtp_layers) * (4.0 * hidden_bytes + activation_bytes_output(model, act)) * head_in_flight;
-      }
+      activations += add_mtp_depths(model, plan, act, params, head_stage != 0, s) * head_in_flight;
     }
     // Beside the stored activations, one micro-batch's working memory at a time: a layer (uniform
     // N: a group) being recomputed for its backward, or (last stage) the loss being computed.

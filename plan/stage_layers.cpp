@@ -55,6 +55,17 @@ LayerRange layers_of_chunk(const ModelSpec& m, const ParallelPlan& p, int64_t st
   return r;
 }
 
+int64_t dense_layers_of_chunk(const ModelSpec& m, const ParallelPlan& p, int64_t stage, int64_t chunk) {
+  const int64_t dense = m.moe ? m.moe->dense_layers : 0;
+  if (dense <= 0) return 0;
+  const LayerRange range = layers_of_chunk(m, p, stage, chunk);
+  return std::max<int64_t>(0, std::min(range.last, dense) - range.first);
+}
+
+int64_t layers_run_by(const std::vector<int64_t>& layers, const ModelSpec& m, const ParallelPlan& p, int64_t vs) {
+  return layers[static_cast<size_t>(vs)] + (vs == p.pp * p.vpp - 1 ? m.mtp_layers : 0);
+}
+
 std::string describe_stage_layers(const ModelSpec& m, const ParallelPlan& p) {
   std::vector<std::pair<int64_t, int64_t>> runs;  // (layers, stages in a row)
   for (int64_t stage = 0; stage < p.pp; ++stage) {

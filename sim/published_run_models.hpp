@@ -44,7 +44,8 @@ const RecipePlan* recipe_plan(const std::string& model, const std::string& frame
 // and why. The record's own FLOP count settles it where it states model TFLOP/s and tokens/s: their
 // ratio is the publisher's FLOPs per token, which Megatron counts with the MTP depths and causal
 // attention halved; the depth count (0 or the model's) whose count it is within 2% of is the
-// run's. Otherwise Megatron-family recipes keep the model's depths (Megatron-Bridge's DeepSeek-V3
+// run's (half the gap between the two: one DeepSeek-V3 depth is 4% of its count; the published
+// rows sit within 0.5% of one). Otherwise Megatron-family recipes keep the model's depths (Megatron-Bridge's DeepSeek-V3
 // recipes: mtp_num_layers 1) and other frameworks none. nullopt: the model has none.
 struct MtpChoice {
   int64_t depths = 0;
