@@ -6,12 +6,19 @@
 
 #include "reports/json_output.hpp"
 #include "reports/text_table.hpp"
+#include "sim/validation_pairs.hpp"
 
 namespace trainsim {
 
 namespace {
 
-std::string signed_percent(double x) { return (x >= 0 ? "+" : "") + format_percent(x); }
+// Appended rather than concatenated: GCC 12 warns (-Wrestrict, a false positive) on a literal +
+// string inlined into the table code.
+std::string signed_percent(double x) {
+  std::string out = x >= 0 ? "+" : "";
+  out.append(format_percent(x));
+  return out;
+}
 
 // Reasons that differ only in their numbers share a line ("cp (N) ..."): digits become N.
 std::string reason_class(const std::string& reason) {
@@ -80,6 +87,37 @@ std::string summary_table(const ValidationResult& v) {
   s.add_rule();
   for (const ErrorSummary* g : {&v.fit_half, &v.held_out_half, &v.all}) add_summary_row(s, *g);
   return s.render();
+}
+
+std::string ratio(double x) {
+  std::string out = "x";
+  out.append(format_fixed(x, 3));
+  return out;
+}
+
+const char* pair_title(PairKind kind) {
+  return kind == PairKind::kGpu ? "same plan, two GPU types" : "same plan, two precisions";
+}
+
+// Pairs of one kind: each pair (with the per-run table) and the summary line.
+std::string pairs_table(const ValidationResult& v, bool list_pairs) {
+  TextTable s({{"pairs (predicted ratio / measured ratio - 1)", TextTable::Align::kLeft}, {"pairs"}, {"mean |error|"}, {"max |error|"},
+               {"within 10%"}});
+  std::string listed;
+  for (const PairKind kind : {PairKind::kGpu, PairKind::kPrecision}) {
+    const std::vector<RunPair> pairs = same_plan_pairs(v, kind);
+    const PairSummary sum = summarize_pairs(pairs);
+    s.add_row({pair_title(kind), std::to_string(sum.count), sum.count > 0 ? format_percent(sum.mean_abs_error) : "-",
+               sum.count > 0 ? format_percent(sum.max_abs_error) : "-", std::to_string(sum.within_ten_percent)});
+    if (!list_pairs || pairs.empty()) continue;
+    TextTable t({{std::string(pair_title(kind)) + ": from", TextTable::Align::kLeft}, {"to", TextTable::Align::kLeft},
+                 {"measured"}, {"predicted"}, {"error"}});
+    for (const RunPair& p : pairs) {
+      t.add_row({p.from->run->id, p.to->run->id, ratio(p.measured_ratio), ratio(p.predicted_ratio), signed_percent(p.error())});
+    }
+    listed += t.render() + "\n";
+  }
+  return listed + s.render();
 }
 
 // The group's error with the constants the build ships (the first summary's), beside its refits.
@@ -177,7 +215,12 @@ std::string render_validation(const ValidationReport& report) {
   const std::string unsupported = unsupported_list(v);
   if (!unsupported.empty()) out += unsupported + "\n";
   out += summary_table(v);
-  if (report.cross_validation != nullptr) out += "\n" + cross_validation_table(*report.cross_validation, v);
+  out += "\n";
+  out += pairs_table(v, report.list_runs);
+  if (report.cross_validation != nullptr) {
+    out += "\n";
+    out += cross_validation_table(*report.cross_validation, v);
+  }
   return out + "\nconstants: " + constants_json(report.constants).dump() + "\n";
 }
 
@@ -198,6 +241,19 @@ nlohmann::ordered_json validation_json(const ValidationReport& report) {
   summary["held_out_half"] = summary_json(v.held_out_half);
   summary["groups"] = groups;
   doc["summary"] = summary;
+  nlohmann::ordered_json pairs;
+  for (const PairKind kind : {PairKind::kGpu, PairKind::kPrecision}) {
+    const std::vector<RunPair> found = same_plan_pairs(v, kind);
+    const PairSummary sum = summarize_pairs(found);
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const RunPair& p : found) {
+      list.push_back({{"from", p.from->run->id}, {"to", p.to->run->id}, {"measured_ratio", p.measured_ratio},
+                      {"predicted_ratio", p.predicted_ratio}, {"error", p.error()}});
+    }
+    pairs[to_string(kind)] = {{"count", sum.count}, {"mean_abs_error", sum.mean_abs_error}, {"max_abs_error", sum.max_abs_error},
+                              {"within_ten_percent", sum.within_ten_percent}, {"pairs", list}};
+  }
+  doc["pairs"] = pairs;
   if (report.cross_validation != nullptr) {
     nlohmann::ordered_json cv = nlohmann::ordered_json::array();
     for (const CrossValidatedGroup& c : *report.cross_validation) {

@@ -60,17 +60,31 @@ constexpr double kMxfp8OverFp8 = 6.812 / 7.161;
 // but that rate is not what the NVFP4 linears of a training run see (docs/cost-model.md).
 constexpr double kNvfp4OverFp8 = 6.812 / 3.764;
 // Causal attention, head dim 128, sequence 4096, BF16, forward + backward (backward FLOPs 2.5 x the
-// forward's in both CSVs' conventions, so fwd+bwd TFLOP/s = 3.5 / (1/fwd + 2.5/bwd)):
-// cuDNN SDPA called directly, B200-SXM (NVIDIA/cudnn-frontend@0b1577c benchmark/
-// sdpa_benchmark_training, Llama-3.1-405B GQA shape, batch 1): fwd 1141.14, bwd 832.907 TFLOP/s;
-// cuDNN SDPA, Llama-3.1 GQA (64 q / 8 kv heads, batch 2; NVIDIA/cudnn-frontend@3929da2 results
-// llama3.1/gb200 and gb300): GB200 fwd 1408, bwd 1148; GB300 fwd 1703, bwd 1248 TFLOP/s.
+// forward's in both CSVs' conventions, so fwd+bwd TFLOP/s = 3.5 / (1/fwd + 2.5/bwd)), every part at
+// one cuDNN release, 9.19 -- the release of the Hopper figure above -- so that two GPUs differ by
+// their hardware and not by the library each happened to be timed with: on the GB300 the same
+// benchmark and shape (bf16 rows of sdpa_fp8_benchmark_results_NVIDIA_GB300.csv, 128 / 8 heads,
+// batch 1) gave fwd 1445.205, bwd 941.941 with cuDNN 9.13.1 (cudnn-frontend@0b1577c) and fwd 1680,
+// bwd 1110 with cuDNN 9.17.0 (@d48a60e): +16% and +18% from the library alone.
+// GB200 and GB300: cuDNN 9.19.1 (cudnn-frontend 1.19.0), Llama-3.1 GQA (64 q / 8 kv heads, batch 1,
+// top-left causal; NVIDIA/cudnn-frontend@afa9f7c benchmark/sdpa_benchmark_training/results/
+// gb200_919_only_cudnn/llama3.1_20260226_174648.csv and gb300_919_only_cudnn/llama3.1_20260226_185510.csv,
+// the same week and script as the h200_919_only_cudnn rows that agree with the H200 measured here):
+// GB200 fwd 1335, bwd 1132; GB300 fwd 1672, bwd 1195 TFLOP/s.
+// B200: no cuDNN 9.19 record exists. Its one record is cuDNN 9.13.1 called directly
+// (NVIDIA/cudnn-frontend@0b1577c benchmark/sdpa_benchmark_training/artifacts/
+// sdpa_fp8_benchmark_results_NVIDIA_B200.csv, bf16 rows, Llama-3.1-405B GQA 128 / 8 heads, batch 1):
+// fwd 1141.14, bwd 832.907. It is carried to 9.19 and the 64-head shape by what the same move did
+// on the GB300, measured with both (its 9.13.1 row in the same CSV family, ..._NVIDIA_GB300.csv at
+// 0b1577c: fwd 1445.205, bwd 941.941; its 9.19.1 row above): fwd x 1672 / 1445.205, bwd x 1195 /
+// 941.941. The result, 1,121 fwd+bwd, is 0.947 of the GB200's 1,183, as the two parts' MAMF BF16 is
+// 0.958 (1745.0 / 1822.0): the same die, each at one release.
 // FlashAttention-2 (flash_attn 2.7.4.post1, the PyTorch-SDPA frameworks' kernel) on B200-SXM, same
 // CSV as the B200 cuDNN rows: fwd 342.99, bwd 273.484 (it has no Blackwell kernels).
 constexpr double fwd_bwd_tflops(double fwd, double bwd) { return 3.5 / (1.0 / fwd + 2.5 / bwd); }
-constexpr double kB200Attention = fwd_bwd_tflops(1141.14, 832.907) / 2250.0;
-constexpr double kGB200Attention = fwd_bwd_tflops(1408.0, 1148.0) / 2500.0;
-constexpr double kGB300Attention = fwd_bwd_tflops(1703.0, 1248.0) / 2500.0;
+constexpr double kB200Attention = fwd_bwd_tflops(1141.14 * 1672.0 / 1445.205, 832.907 * 1195.0 / 941.941) / 2250.0;
+constexpr double kGB200Attention = fwd_bwd_tflops(1335.0, 1132.0) / 2500.0;
+constexpr double kGB300Attention = fwd_bwd_tflops(1672.0, 1195.0) / 2500.0;
 constexpr double kB200Flash2Attention = fwd_bwd_tflops(342.99, 273.484) / 2250.0;
 
 // AMD Instinct (shared/reference/microbench-moe-blackwell-amd.json, "gemm" records), each over the

@@ -56,19 +56,35 @@ TEST_CASE("Blackwell reference ratios are the MAMF and cuDNN records over each G
   const GpuSpec& b200 = find_gpu("b200-sxm-180gb");
   CHECK(reference_efficiency(b200, Precision::kBf16).gemm_ratio == Approx(1745.0 / 2250 / kA100Mamf));
   CHECK(reference_efficiency(b200, Precision::kFp8).gemm_ratio == Approx(3432.5 / 4500 / kA100Mamf));
+  // cuDNN 9.13.1's B200 record carried to 9.19 by the GB300's own move between the two releases.
   CHECK(reference_efficiency(b200, Precision::kBf16).attention_ratio ==
-        Approx(fwd_bwd(1141.14, 832.907) / 2250 / kA100Attention));
+        Approx(fwd_bwd(1141.14 * 1672 / 1445.205, 832.907 * 1195 / 941.941) / 2250 / kA100Attention));
   CHECK(reference_efficiency(b200, Precision::kBf16, true).attention_ratio ==
         Approx(fwd_bwd(342.99, 273.484) / 2250 / kA100Attention));
   const GpuSpec& gb200 = find_gpu("gb200-nvl72");
   CHECK(reference_efficiency(gb200, Precision::kBf16).gemm_ratio == Approx(1822.0 / 2500 / kA100Mamf));
   CHECK(reference_efficiency(gb200, Precision::kFp8).gemm_ratio == Approx(3615.6 / 5000 / kA100Mamf));
-  CHECK(reference_efficiency(gb200, Precision::kBf16).attention_ratio == Approx(fwd_bwd(1408, 1148) / 2500 / kA100Attention));
+  CHECK(reference_efficiency(gb200, Precision::kBf16).attention_ratio == Approx(fwd_bwd(1335, 1132) / 2500 / kA100Attention));
   CHECK(reference_efficiency(find_gpu("b300-sxm-288gb"), Precision::kFp8).gemm_ratio == Approx(3353.3 / 4500 / kA100Mamf));
   CHECK(reference_efficiency(find_gpu("gb300-nvl72"), Precision::kBf16).attention_ratio ==
-        Approx(fwd_bwd(1703, 1248) / 2500 / kA100Attention));
+        Approx(fwd_bwd(1672, 1195) / 2500 / kA100Attention));
   CHECK(reference_efficiency(b200, Precision::kBf16).attention_curve == AttentionCurve::kBlackwellCudnn);
   CHECK(reference_efficiency(b200, Precision::kBf16, true).attention_curve == AttentionCurve::kBlackwellFlash2);
+}
+
+TEST_CASE("the B200 and the GB200 differ in attention by their hardware, not by the cuDNN each was timed with") {
+  // The same die: at one cuDNN release their attention rates stand as their MAMF does (1745 / 1822
+  // = 0.958). With each part's newest record (B200 cuDNN 9.13.1, GB200 9.22.0) it was 0.745.
+  const GpuSpec& b200 = find_gpu("b200-sxm-180gb");
+  const GpuSpec& gb200 = find_gpu("gb200-nvl72");
+  const auto tflops = [](const GpuSpec& g, bool attention) {
+    const ReferenceEfficiency r = reference_efficiency(g, Precision::kBf16);
+    return (attention ? r.attention_ratio : r.gemm_ratio) * g.peak_bf16_flops_per_s;
+  };
+  const double attention = tflops(b200, true) / tflops(gb200, true);
+  const double gemm = tflops(b200, false) / tflops(gb200, false);
+  CHECK(gemm == Approx(1745.0 / 1822.0));
+  CHECK(attention == Approx(gemm).epsilon(0.02));  // 0.947 against 0.958
 }
 
 TEST_CASE("a Blackwell prediction names the figures that are datasheet extrapolations") {
