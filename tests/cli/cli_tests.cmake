@@ -97,6 +97,12 @@ cli_test("validate predicts every published run" RC 0 MATCH "all runs  *332  *0"
 cli_test("validate lists the runs it cannot simulate with their reason and goes on" RC 0
   MATCH "unsupported runs, by reason" "GPU mi300x is not in the catalog" "all runs  *0  *1"
   ARGS validate --runs ${CMAKE_CURRENT_SOURCE_DIR}/data/validation/unsupported-only.json --summary --tolerance 0.2)
+cli_test("validate prints the same plan on two GPU types and in two precisions beside the groups" RC 0
+  MATCH "same plan, two GPU types  *41 " "same plan, two precisions  *11 " "mbridge-25.09-llama3-8b-fp8-b200-8gpu  *mbridge-25.09-llama3-8b-fp8-gb200-8gpu"
+  ARGS validate --runs ${CMAKE_CURRENT_SOURCE_DIR}/data/validation/blackwell-runs.json --tolerance 10)
+cli_test("validate --format json gives the pairs with both ratios" RC 0
+  MATCH "\"pairs\": {" "\"gpu\": {" "\"precision\": {" "\"measured_ratio\"" "\"predicted_ratio\"" "\"within_ten_percent\""
+  ARGS validate --runs ${CMAKE_CURRENT_SOURCE_DIR}/data/validation/blackwell-runs.json --format json --tolerance 10)
 cli_test("validate predicts MXFP8 and NVFP4 runs on Blackwell" RC 0 MATCH "all runs  *3  *0"
   ARGS validate --runs ${CMAKE_CURRENT_SOURCE_DIR}/data/validation/block-scaled-precisions.json --summary --tolerance 10)
 cli_test("bad: NVFP4 on an H100 names the precisions it has" RC 2
