@@ -91,6 +91,8 @@ DatasheetCostModel::DatasheetCostModel(const Hardware& hardware, Precision preci
   const Precision attention_precision = quantized ? Precision::kBf16 : precision;
   attention_flops_per_s_ = hardware.gpu.peak_flops_per_s(attention_precision) * c_.attention_peak_fraction * reference.attention_ratio;
   attention_curve_ = reference.attention_curve;
+  attention_forward_ = reference.attention_forward;
+  attention_backward_ = reference.attention_backward;
   reference_ = reference.source;
 }
 
@@ -144,7 +146,10 @@ double DatasheetCostModel::attention_s(const Op& op) const {
   // sequence that long (clamped to the measured curves, 512 tokens and up).
   double seq = static_cast<double>(op.attention_seq) / static_cast<double>(std::max<int64_t>(1, op.attention_cp));
   if (op.attention_window > 0) seq = std::min(seq, static_cast<double>(op.attention_window));
-  return op.flops() / (attention_flops_per_s_ * attention_shape_factor(attention_curve_, op.attention_head_dim, seq)) + c_.kernel_overhead_s;
+  // Forward and backward kernels at their own rates; the curve (fwd+bwd) moves both alike.
+  const double pass = op.backward ? attention_backward_ : attention_forward_;
+  return op.flops() / (attention_flops_per_s_ * pass * attention_shape_factor(attention_curve_, op.attention_head_dim, seq)) +
+         c_.kernel_overhead_s;
 }
 
 double DatasheetCostModel::memory_bound_s(double bytes) const {

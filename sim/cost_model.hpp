@@ -133,6 +133,8 @@ class DatasheetCostModel final : public CostModel {
   double gemm_flops_per_s_;       // peak x gemm_peak_fraction x the GPU's reference GEMM ratio
   double gemm_16bit_flops_per_s_;  // the same at the bf16 peak and reference ratio
   double attention_flops_per_s_;  // 16-bit peak x attention_peak_fraction x reference attention ratio
+  // Each pass's rate over the pair's (ReferenceEfficiency::attention_forward, attention_backward).
+  double attention_forward_ = 1.0, attention_backward_ = 1.0;
   AttentionCurve attention_curve_ = AttentionCurve::kNone;  // x attention_shape_factor at each op's shape
   std::string reference_;
   double bytes_per_value_;

@@ -82,6 +82,21 @@ constexpr double kNvfp4OverFp8 = 6.812 / 3.764;
 // FlashAttention-2 (flash_attn 2.7.4.post1, the PyTorch-SDPA frameworks' kernel) on B200-SXM, same
 // CSV as the B200 cuDNN rows: fwd 342.99, bwd 273.484 (it has no Blackwell kernels).
 constexpr double fwd_bwd_tflops(double fwd, double bwd) { return 3.5 / (1.0 / fwd + 2.5 / bwd); }
+
+// A record's forward and backward rates over its fwd+bwd rate (ReferenceEfficiency::attention_forward).
+struct AttentionPasses {
+  double forward = 1.0, backward = 1.0;
+};
+constexpr AttentionPasses passes(double fwd, double bwd) { return {fwd / fwd_bwd_tflops(fwd, bwd), bwd / fwd_bwd_tflops(fwd, bwd)}; }
+constexpr AttentionPasses kUnsplit{};
+// Hopper: the H200 measurements above (cuDNN fwd 538, bwd 494; FlashAttention-2 through SDPA fwd
+// 295, bwd 262). Blackwell: the records above at cuDNN 9.19 and FlashAttention-2's B200 row.
+constexpr AttentionPasses kHopperPasses = passes(538.0, 494.0);
+constexpr AttentionPasses kHopperFlash2Passes = passes(295.0, 262.0);
+constexpr AttentionPasses kB200Passes = passes(1141.14 * 1672.0 / 1445.205, 832.907 * 1195.0 / 941.941);
+constexpr AttentionPasses kGB200Passes = passes(1335.0, 1132.0);
+constexpr AttentionPasses kGB300Passes = passes(1672.0, 1195.0);
+constexpr AttentionPasses kBlackwellFlash2Passes = passes(342.99, 273.484);
 constexpr double kB200Attention = fwd_bwd_tflops(1141.14 * 1672.0 / 1445.205, 832.907 * 1195.0 / 941.941) / 2250.0;
 constexpr double kGB200Attention = fwd_bwd_tflops(1335.0, 1132.0) / 2500.0;
 constexpr double kGB300Attention = fwd_bwd_tflops(1672.0, 1195.0) / 2500.0;
@@ -118,6 +133,7 @@ struct ReferenceRecords {
   double attention;              // the framework's fused attention (cuDNN on Hopper, FlashAttention-2 on the A100) / peak
   double attention_flash2;       // FlashAttention-2 (PyTorch SDPA) / peak
   AttentionCurve curve, curve_flash2;
+  AttentionPasses passes, passes_flash2;  // each pass's rate over the pair's
   const char* attention_label;   // how `attention` was obtained, for the output
   // The figures of this set that are another GPU's ratio applied to this GPU's datasheet peaks
   // (datasheet extrapolations), named in the output; "" when every figure was measured on it.
@@ -128,41 +144,47 @@ constexpr const char* kCudnnH200 = "cuDNN fused attention (measured on the H200)
 constexpr const char* kCudnnMeasured = "cuDNN fused attention";
 
 constexpr ReferenceRecords kA100{"A100", true, kA100Mamf, 0.0, false, kA100Attention, kA100Attention,
-                                 AttentionCurve::kA100Flash2, AttentionCurve::kA100Flash2, "", ""};
+                                 AttentionCurve::kA100Flash2, AttentionCurve::kA100Flash2, kUnsplit, kUnsplit, "", ""};
 constexpr ReferenceRecords kH100{"H100", false, kH100MamfBf16, kH100MamfFp8, false, kHopperAttention, kHopperFlash2Attention,
-                                 AttentionCurve::kHopperCudnn, AttentionCurve::kHopperFlash2, kCudnnH200, ""};
+                                 AttentionCurve::kHopperCudnn, AttentionCurve::kHopperFlash2, kHopperPasses, kHopperFlash2Passes,
+                                 kCudnnH200, ""};
 // H200 BF16 GEMMs: the H100's record (the same GH100 die and clocks).
 constexpr ReferenceRecords kH200{"H200", false, kH100MamfBf16, kH200MamfFp8, false, kHopperAttention, kHopperFlash2Attention,
-                                 AttentionCurve::kHopperCudnn, AttentionCurve::kHopperFlash2, kCudnnH200, ""};
+                                 AttentionCurve::kHopperCudnn, AttentionCurve::kHopperFlash2, kHopperPasses, kHopperFlash2Passes,
+                                 kCudnnH200, ""};
 // Blackwell: the attention curves (how the rate moves with sequence) are the B200's for every part.
 constexpr ReferenceRecords kB200{"B200", false, kB200MamfBf16, kB200MamfFp8, true, kB200Attention, kB200Flash2Attention,
-                                 AttentionCurve::kBlackwellCudnn, AttentionCurve::kBlackwellFlash2, kCudnnMeasured, ""};
+                                 AttentionCurve::kBlackwellCudnn, AttentionCurve::kBlackwellFlash2, kB200Passes,
+                                 kBlackwellFlash2Passes, kCudnnMeasured, ""};
 constexpr ReferenceRecords kGB200{"GB200", false, kGB200MamfBf16, kGB200MamfFp8, true, kGB200Attention, kB200Flash2Attention,
-                                  AttentionCurve::kBlackwellCudnn, AttentionCurve::kBlackwellFlash2, kCudnnMeasured,
+                                  AttentionCurve::kBlackwellCudnn, AttentionCurve::kBlackwellFlash2, kGB200Passes,
+                                  kBlackwellFlash2Passes, kCudnnMeasured,
                                   "FlashAttention-2 is the B200's ratio (no GB200 fwd+bwd record)"};
 constexpr ReferenceRecords kB300{"B300", false, kB200MamfBf16, kB300MamfFp8, true, kGB300Attention, kB200Flash2Attention,
-                                 AttentionCurve::kBlackwellCudnn, AttentionCurve::kBlackwellFlash2, kCudnnMeasured,
+                                 AttentionCurve::kBlackwellCudnn, AttentionCurve::kBlackwellFlash2, kGB300Passes,
+                                 kBlackwellFlash2Passes, kCudnnMeasured,
                                  "no B300 BF16 MAMF or attention record: BF16 MAMF is the B200's ratio, cuDNN attention "
                                  "the GB300's, FlashAttention-2 the B200's"};
 constexpr ReferenceRecords kGB300{"GB300", false, kGB200MamfBf16, kGB200MamfFp8, true, kGB300Attention, kB200Flash2Attention,
-                                  AttentionCurve::kBlackwellCudnn, AttentionCurve::kBlackwellFlash2, kCudnnMeasured,
+                                  AttentionCurve::kBlackwellCudnn, AttentionCurve::kBlackwellFlash2, kGB300Passes,
+                                 kBlackwellFlash2Passes, kCudnnMeasured,
                                   "no GB300 MAMF record: BF16 and FP8 MAMF are the GB200's ratios, FlashAttention-2 the "
                                   "B200's"};
 
 constexpr const char* kAmdAttention = "fused attention at the H100's attention / GEMM ratio";
 constexpr ReferenceRecords kMI300X{"MI300X", false, kMI300XMamfBf16, kMI300XMamfFp8, false,
                                    kMI300XMamfBf16 * kAttentionOverMamfH100, kMI300XMamfBf16 * kAttentionOverMamfH100,
-                                   AttentionCurve::kHopperCudnn, AttentionCurve::kHopperCudnn, kAmdAttention,
+                                   AttentionCurve::kHopperCudnn, AttentionCurve::kHopperCudnn, kUnsplit, kUnsplit, kAmdAttention,
                                    "FP8 is AMD's hipBLASLt MAF at the BF16 MAMF / MAF ratio; attention has no AMD record "
                                    "(the H100's attention / GEMM ratio and curve)"};
 constexpr ReferenceRecords kMI325X{"MI325X", false, kMI325XMamfBf16, kMI325XMamfFp8, false,
                                    kMI325XMamfBf16 * kAttentionOverMamfH100, kMI325XMamfBf16 * kAttentionOverMamfH100,
-                                   AttentionCurve::kHopperCudnn, AttentionCurve::kHopperCudnn, kAmdAttention,
+                                   AttentionCurve::kHopperCudnn, AttentionCurve::kHopperCudnn, kUnsplit, kUnsplit, kAmdAttention,
                                    "FP8 is AMD's hipBLASLt MAF at the BF16 MAMF / MAF ratio; attention has no AMD record "
                                    "(the H100's attention / GEMM ratio and curve)"};
 constexpr ReferenceRecords kMI355X{"MI355X", false, kMI355XMamfBf16, kMI355XMamfFp8, false,
                                    kMI355XMamfBf16 * kAttentionOverMamfH100, kMI355XMamfBf16 * kAttentionOverMamfH100,
-                                   AttentionCurve::kHopperCudnn, AttentionCurve::kHopperCudnn, kAmdAttention,
+                                   AttentionCurve::kHopperCudnn, AttentionCurve::kHopperCudnn, kUnsplit, kUnsplit, kAmdAttention,
                                    "FP8 is one hipBLASLt shape (8192^3); attention has no AMD record (the H100's "
                                    "attention / GEMM ratio and curve)"};
 
@@ -204,6 +226,9 @@ ReferenceEfficiency reference_efficiency(const GpuSpec& gpu, Precision precision
   if (fp4) r.gemm_ratio = records->mamf_fp8 * kNvfp4OverFp8 * gpu.peak_fp8_flops_per_s / gpu.peak_fp4_flops_per_s / kA100.mamf_16bit;
   r.attention_ratio = (flash2_attention ? records->attention_flash2 : records->attention) / kA100.attention;
   r.attention_curve = flash2_attention ? records->curve_flash2 : records->curve;
+  const AttentionPasses& split = flash2_attention ? records->passes_flash2 : records->passes;
+  r.attention_forward = split.forward;
+  r.attention_backward = split.backward;
   const std::string gemm = fp4                                   ? "MAMF FP8 x 1.81 (NVFP4 kernels, B300)"
                            : fp8 && precision == Precision::kMxfp8 ? "MAMF FP8 x 0.951 (MXFP8 kernels, B300)"
                            : fp8                                  ? "MAMF FP8"

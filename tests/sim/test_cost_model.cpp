@@ -7,6 +7,7 @@
 #include "common/units.hpp"
 #include "model/model_catalog.hpp"
 #include "sim/cost_model.hpp"
+#include "sim/reference_efficiency.hpp"
 #include "sim/step_cost.hpp"
 #include "sim/simulator.hpp"
 
@@ -296,4 +297,39 @@ TEST_CASE("context parallelism's K,V all-gather (Llama 3) and Ulysses' all-to-al
   p.cp = 16;  // 8 KV heads do not split 16 ways
   p.global_batch = 1;
   CHECK_THAT(validate_plan(p, m, "test").items()[0], Catch::Contains("a2a (Ulysses)"));
+}
+
+TEST_CASE("attention's forward and backward kernels run at their own measured rates, the pair's time kept") {
+  // The H100 takes the H200's cuDNN measurement: forward 538, backward 494, together 506 TFLOP/s.
+  const ReferenceEfficiency r = reference_efficiency(find_gpu("h100-sxm-80gb"), Precision::kBf16);
+  const double pair = 3.5 / (1.0 / 538 + 2.5 / 494);
+  CHECK(r.attention_forward == Approx(538 / pair));
+  CHECK(r.attention_backward == Approx(494 / pair));
+  // Every GPU's split keeps the time of a forward and its backward (2.5x the FLOPs) at the pair's rate.
+  for (const char* gpu : {"a100-sxm-80gb", "h100-sxm-80gb", "h200-sxm-141gb", "b200-sxm-180gb", "gb200-nvl72", "b300-sxm-288gb",
+                          "gb300-nvl72", "mi300x-oam-192gb"}) {
+    for (const bool flash2 : {false, true}) {
+      INFO(gpu << (flash2 ? " FlashAttention-2" : " cuDNN"));
+      const ReferenceEfficiency e = reference_efficiency(find_gpu(gpu), Precision::kBf16, flash2);
+      CHECK(1.0 / e.attention_forward + 2.5 / e.attention_backward == Approx(3.5));
+      CHECK(e.attention_forward >= e.attention_backward);  // no record has a backward faster than its forward
+    }
+  }
+  // The cost model: one causal 4k attention op, forward and backward, priced at those rates.
+  EfficiencyConstants c = no_latency();
+  const DatasheetCostModel cost(h100_cluster(8), Precision::kBf16, c);
+  const GroupScope one{1, 1, 1};
+  Op forward;
+  forward.kind = OpKind::kAttention;
+  forward.attention_batch_heads = 32;
+  forward.attention_seq = 4096;
+  forward.attention_head_dim = 128;
+  Op backward = forward;
+  backward.backward = true;
+  const double rate = [&] {
+    const double t = cost.op_s(forward, one);
+    return forward.flops() / t;
+  }();
+  CHECK(backward.flops() / cost.op_s(backward, one) == Approx(rate * 494 / 538));
+  CHECK(cost.op_s(forward, one) + cost.op_s(backward, one) == Approx((forward.flops() + backward.flops()) / (rate / (538 / pair))));
 }

@@ -406,7 +406,7 @@ TEST_CASE("Blackwell (Megatron-Bridge on B200 and GB200): every precision predic
   // DeepSeek-V3 row whose EP 64 does not divide its stage's 32 ranks.
   CHECK(v.all.count == 109);
   CHECK(v.all.unsupported == 1);
-  CHECK(v.all.mean_abs_error <= 0.150);  // measured 14.4% (session 24: head dim 64 at cuDNN's measured ratio to 128 on Blackwell, GPT-OSS 43.5 -> 37.9%); 15.1% (session 23: CPU activation offloading on six Llama rows, +14..+20% -> +7..+26%, now fitting; LoRA's frozen weights on the two LoRA rows, -24/-25% -> -11/-12%, and Megatron-Core's per-expert bias loop on the BF16 GPT-OSS rows, +47..+87% -> +30..+72%; the MXFP8 rows run the op fuser, no loop); 17.4% (2026-11-28, session 22: the host side, Transformer Engine's host time per op and per expert GEMM, and the rows' CUDA graphs; Qwen3-30B on B200 at micro-batch 1 +148..+159% -> -4..+1%); 22.0% (2026-11-28; 21.0% before gradients were reduced in bf16 as Megatron-Bridge's recipes do, which speeds up GPT-OSS on B200 most; 22.0% on the 38 BF16/FP8 rows before MXFP8/NVFP4): the MoE rows (GPT-OSS, Qwen3 and DeepSeek-V3 on B200) miss most
+  CHECK(v.all.mean_abs_error <= 0.150);  // measured 14.8% (session 28: every Blackwell part's attention at cuDNN 9.19, the B200's 24% faster, and each attention pass at its own rate: 14.4 -> 14.7 -> 14.8%); 14.4% (session 24: head dim 64 at cuDNN's measured ratio to 128 on Blackwell, GPT-OSS 43.5 -> 37.9%); 15.1% (session 23: CPU activation offloading on six Llama rows, +14..+20% -> +7..+26%, now fitting; LoRA's frozen weights on the two LoRA rows, -24/-25% -> -11/-12%, and Megatron-Core's per-expert bias loop on the BF16 GPT-OSS rows, +47..+87% -> +30..+72%; the MXFP8 rows run the op fuser, no loop); 17.4% (2026-11-28, session 22: the host side, Transformer Engine's host time per op and per expert GEMM, and the rows' CUDA graphs; Qwen3-30B on B200 at micro-batch 1 +148..+159% -> -4..+1%); 22.0% (2026-11-28; 21.0% before gradients were reduced in bf16 as Megatron-Bridge's recipes do, which speeds up GPT-OSS on B200 most; 22.0% on the 38 BF16/FP8 rows before MXFP8/NVFP4): the MoE rows (GPT-OSS, Qwen3 and DeepSeek-V3 on B200) miss most
   // Every row trained: predicted not to fit are only the 25.11 Llama 3 70B FSDP row, which does not
   // state the CPU activation offloading every other release of it states, and two DeepSeek-V3 rows
   // within 6% of the GPU's memory. The two LoRA rows fit since LoRA's frozen weights are modeled
@@ -437,12 +437,13 @@ TEST_CASE("Blackwell (Megatron-Bridge on B200 and GB200): every precision predic
   CHECK(sum / static_cast<double>(pairs.size()) <= 0.056);  // measured 4.6%
   // The same plan on the B200 and the GB200 (any two releases): how much faster the rack's GPU is,
   // predicted against measured. 16.6% (6 of 41 within 10%) while the B200's attention was cuDNN
-  // 9.13.1's and the GB200's 9.22.0's; 13.1% (20 of 41) with both at 9.19 (2026-11-29).
+  // 9.13.1's and the GB200's 9.22.0's; 13.1% (20 of 41) with both at 9.19 (2026-11-29); 13.2% with
+  // each attention pass at its own rate.
   const std::vector<RunPair> gpu = same_plan_pairs(v, PairKind::kGpu);
   const PairSummary g = summarize_pairs(gpu);
   CHECK(g.count == 41);
   CHECK(g.within_ten_percent >= 19);  // measured 20
-  CHECK(g.mean_abs_error <= 0.14);    // measured 13.1%; the misses: Qwen3-30B against the GB200's full-iteration-graph releases (-14..-17%) and its 25.x rows (+16..+18%), GPT-OSS with EP 64 across B200 nodes (+37..+48%), Llama 3.1 405B (+16%)
+  CHECK(g.mean_abs_error <= 0.14);    // measured 13.2%; the misses: Qwen3-30B against the GB200's full-iteration-graph releases (-14..-17%) and its 25.x rows (+16..+18%), GPT-OSS with EP 64 across B200 nodes (+37..+48%), Llama 3.1 405B (+16%)
   for (const RunPair& p : gpu) {
     INFO(p.from->run->id << " -> " << p.to->run->id);
     CHECK(p.from->run->gpu == "b200-sxm-180gb");
