@@ -82,6 +82,10 @@ constexpr double kNvfp4OverFp8 = 6.812 / 3.764;
 // FlashAttention-2 (flash_attn 2.7.4.post1, the PyTorch-SDPA frameworks' kernel) on B200-SXM, same
 // CSV as the B200 cuDNN rows: fwd 342.99, bwd 273.484 (it has no Blackwell kernels).
 constexpr double fwd_bwd_tflops(double fwd, double bwd) { return 3.5 / (1.0 / fwd + 2.5 / bwd); }
+constexpr double kB200CudnnFwd = 1141.14 * 1672.0 / 1445.205, kB200CudnnBwd = 832.907 * 1195.0 / 941.941;
+constexpr double kGB200CudnnFwd = 1335.0, kGB200CudnnBwd = 1132.0;
+constexpr double kGB300CudnnFwd = 1672.0, kGB300CudnnBwd = 1195.0;
+constexpr double kB200Flash2Fwd = 342.99, kB200Flash2Bwd = 273.484;
 
 // A record's forward and backward rates over its fwd+bwd rate (ReferenceEfficiency::attention_forward).
 struct AttentionPasses {
@@ -93,14 +97,14 @@ constexpr AttentionPasses kUnsplit{};
 // 295, bwd 262). Blackwell: the records above at cuDNN 9.19 and FlashAttention-2's B200 row.
 constexpr AttentionPasses kHopperPasses = passes(538.0, 494.0);
 constexpr AttentionPasses kHopperFlash2Passes = passes(295.0, 262.0);
-constexpr AttentionPasses kB200Passes = passes(1141.14 * 1672.0 / 1445.205, 832.907 * 1195.0 / 941.941);
-constexpr AttentionPasses kGB200Passes = passes(1335.0, 1132.0);
-constexpr AttentionPasses kGB300Passes = passes(1672.0, 1195.0);
-constexpr AttentionPasses kBlackwellFlash2Passes = passes(342.99, 273.484);
-constexpr double kB200Attention = fwd_bwd_tflops(1141.14 * 1672.0 / 1445.205, 832.907 * 1195.0 / 941.941) / 2250.0;
-constexpr double kGB200Attention = fwd_bwd_tflops(1335.0, 1132.0) / 2500.0;
-constexpr double kGB300Attention = fwd_bwd_tflops(1672.0, 1195.0) / 2500.0;
-constexpr double kB200Flash2Attention = fwd_bwd_tflops(342.99, 273.484) / 2250.0;
+constexpr AttentionPasses kB200Passes = passes(kB200CudnnFwd, kB200CudnnBwd);
+constexpr AttentionPasses kGB200Passes = passes(kGB200CudnnFwd, kGB200CudnnBwd);
+constexpr AttentionPasses kGB300Passes = passes(kGB300CudnnFwd, kGB300CudnnBwd);
+constexpr AttentionPasses kBlackwellFlash2Passes = passes(kB200Flash2Fwd, kB200Flash2Bwd);
+constexpr double kB200Attention = fwd_bwd_tflops(kB200CudnnFwd, kB200CudnnBwd) / 2250.0;
+constexpr double kGB200Attention = fwd_bwd_tflops(kGB200CudnnFwd, kGB200CudnnBwd) / 2500.0;
+constexpr double kGB300Attention = fwd_bwd_tflops(kGB300CudnnFwd, kGB300CudnnBwd) / 2500.0;
+constexpr double kB200Flash2Attention = fwd_bwd_tflops(kB200Flash2Fwd, kB200Flash2Bwd) / 2250.0;
 
 // AMD Instinct (shared/reference/microbench-moe-blackwell-amd.json, "gemm" records), each over the
 // GPU's AMD datasheet dense peak, the catalog's (MI300X and MI325X BF16 1,307.4, FP8 2,614.9;
@@ -167,7 +171,7 @@ constexpr ReferenceRecords kB300{"B300", false, kB200MamfBf16, kB300MamfFp8, tru
                                  "the GB300's, FlashAttention-2 the B200's"};
 constexpr ReferenceRecords kGB300{"GB300", false, kGB200MamfBf16, kGB200MamfFp8, true, kGB300Attention, kB200Flash2Attention,
                                   AttentionCurve::kBlackwellCudnn, AttentionCurve::kBlackwellFlash2, kGB300Passes,
-                                 kBlackwellFlash2Passes, kCudnnMeasured,
+                                  kBlackwellFlash2Passes, kCudnnMeasured,
                                   "no GB300 MAMF record: BF16 and FP8 MAMF are the GB200's ratios, FlashAttention-2 the "
                                   "B200's"};
 
