@@ -250,7 +250,8 @@ nlohmann::ordered_json validation_json(const ValidationReport& report) {
       list.push_back({{"from", p.from->run->id}, {"to", p.to->run->id}, {"measured_ratio", p.measured_ratio},
                       {"predicted_ratio", p.predicted_ratio}, {"error", p.error()}});
     }
-    pairs[to_string(kind)] = {{"count", sum.count}, {"mean_abs_error", sum.mean_abs_error}, {"max_abs_error", sum.max_abs_error},
+    const auto or_null = [&](double x) { return sum.count > 0 ? nlohmann::ordered_json(x) : nlohmann::ordered_json(); };
+    pairs[to_string(kind)] = {{"count", sum.count}, {"mean_abs_error", or_null(sum.mean_abs_error)}, {"max_abs_error", or_null(sum.max_abs_error)},
                               {"within_ten_percent", sum.within_ten_percent}, {"pairs", list}};
   }
   doc["pairs"] = pairs;
