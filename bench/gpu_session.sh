@@ -9,6 +9,9 @@
 #              CALIBRATE_TIMEOUT_S, default 540) -> profile.json
 #   kernels    bench/gpu_kernels.py through the machine's PyTorch: MoE grouped GEMMs, FP8 GEMMs per
 #              scaling recipe, FlashAttention-2 / cuDNN attention (KERNEL_TABLES) -> kernels.jsonl
+#   sinks      cuDNN attention with and without GPT-OSS's learnable sinks (bench/cudnn_sink_attention.cpp,
+#              built there against cudnn-frontend's headers in FRONTEND_INCLUDE, default .fe/include,
+#              carried) -> sinks.jsonl
 #   sweep      every plan of bench/gpu_validation/runs.txt (RUNS="id ..." picks some) -> runs/ID.json
 # Everything lands in OUT (the device tool's $OUT): session.log, profile.json, kernels.jsonl and results.tar.gz
 # (re-packed after each step, so a call cut short still returns what it did). bench/gpu_report.sh
@@ -90,6 +93,15 @@ stage_kernels() {
   [ -f "$work/kernels.jsonl" ] && cp "$work/kernels.jsonl" "$out/kernels.jsonl"
 }
 
+stage_sinks() {
+  # cuDNN from the machine's Python package (the kit's LD_LIBRARY_PATH stays out), as Transformer
+  # Engine would load it.
+  step sinks-build 180 env LD_LIBRARY_PATH= "$root/bench/cudnn_sink_attention.sh" "${FRONTEND_INCLUDE:-$root/.fe/include}" \
+    "$work/cudnn_sink_attention"
+  [ -x "$work/cudnn_sink_attention" ] && step sinks 120 env LD_LIBRARY_PATH= sh -c "'$work/cudnn_sink_attention' > '$work/sinks.jsonl'"
+  [ -f "$work/sinks.jsonl" ] && cp "$work/sinks.jsonl" "$out/sinks.jsonl"
+}
+
 stage_sweep() {
   local id model flags
   while read -r id model flags; do
@@ -105,8 +117,8 @@ stage_sweep() {
 
 for stage in "$@"; do
   case $stage in
-    check|tests|parity|calibrate|kernels|sweep) time_left "$stage" && say "== $stage" && "stage_$stage" ;;
-    *) echo "unknown stage '$stage' (check, tests, parity, calibrate, kernels, sweep)" >&2; exit 2 ;;
+    check|tests|parity|calibrate|kernels|sinks|sweep) time_left "$stage" && say "== $stage" && "stage_$stage" ;;
+    *) echo "unknown stage '$stage' (check, tests, parity, calibrate, kernels, sinks, sweep)" >&2; exit 2 ;;
   esac
 done
 pack
