@@ -57,6 +57,7 @@ void run_searches(const SearchCommandOptions& o, const ModelSpec& model, SearchO
           };
         }
         for (const std::string& why : zero_bubble_not_searched(model, options.space)) report.skipped.push_back(label + ": " + why);
+        if (const std::string why = uneven_pipelines_not_searched(model, options.space); !why.empty()) report.skipped.push_back(label + ": " + why);
         report.add(hw, precision, search_plans(model, hw, o.hardware.costs(), options));
         if (show_progress && std::chrono::steady_clock::now() - started > std::chrono::seconds(1)) std::fputs("\n", stderr);
       }

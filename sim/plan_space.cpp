@@ -112,9 +112,17 @@ std::vector<RecomputeChoice> recompute_choices(const ModelSpec& m, const PlanSpa
 // the layers + 2 (the first and last chunks one layer short).
 bool zero_bubble_v_splits(const ModelSpec& m, int64_t pp) { return m.layers % (2 * pp) == 0 || (m.layers + 2) % (2 * pp) == 0; }
 
+// Whether `stages` virtual pipeline stages split the layers evenly, or (with uneven_pipeline) the
+// layers + 2, the embedding and the loss counted as a layer each (plan/stage_layers.cpp splits
+// them; export writes Megatron-Core's accounting flags).
+bool pipeline_splits(const ModelSpec& m, const PlanSpaceOptions& o, int64_t stages) {
+  return m.layers % stages == 0 || (o.uneven_pipeline && (m.layers + 2) % stages == 0);
+}
+
 // The pipeline schedules of a plan with pp stages and m micro-batches, each with its model chunks:
 // 1F1B, the Zero Bubble ones asked for (ZB-V with its two chunks where 2pp divides the layers, or
-// the layers + 2), and interleaving over every vpp that divides the layers (m a multiple of pp).
+// the layers + 2), and interleaving over every vpp whose pp x vpp stages split the layers
+// (pipeline_splits; m a multiple of pp).
 std::vector<std::pair<int64_t, Schedule>> schedule_choices(const ModelSpec& m, const PlanSpaceOptions& o, int64_t pp, int64_t micro_batches) {
   std::vector<std::pair<int64_t, Schedule>> out = {{1, Schedule::k1F1B}};
   if (pp == 1) return out;
@@ -124,7 +132,7 @@ std::vector<std::pair<int64_t, Schedule>> schedule_choices(const ModelSpec& m, c
   }
   if (micro_batches % pp != 0) return out;
   for (int64_t v = 2; v <= o.max_vpp; ++v) {
-    if (m.layers % (pp * v) == 0) out.emplace_back(v, Schedule::kInterleaved);
+    if (pipeline_splits(m, o, pp * v)) out.emplace_back(v, Schedule::kInterleaved);
   }
   return out;
 }
@@ -189,7 +197,7 @@ int64_t enumerate_plans(const ModelSpec& m, const PlanSpaceOptions& o,
     if (m.heads % tp != 0 || m.kv_heads % tp != 0 || ffn % tp != 0) continue;
     if (!o.tp_across_nodes && tp > o.gpus_per_node) continue;
     for (int64_t pp : divisors(o.gpus / tp)) {
-      if (m.layers % pp != 0) continue;
+      if (!pipeline_splits(m, o, pp)) continue;
       for (int64_t cp : cp_sizes(m, o, tp, pp)) {
         const int64_t dp = o.gpus / (tp * pp * cp);
         if (o.global_batch % dp != 0) continue;
@@ -228,10 +236,22 @@ int64_t enumerate_plans(const ModelSpec& m, const PlanSpaceOptions& o,
   return count;
 }
 
+std::string uneven_pipelines_not_searched(const ModelSpec& m, const PlanSpaceOptions& o) {
+  if (o.uneven_pipeline) return "";
+  std::string sizes;
+  for (int64_t pp : divisors(o.gpus)) {
+    if (pp > 1 && m.layers % pp != 0 && (m.layers + 2) % pp == 0) sizes += (sizes.empty() ? "" : ", ") + std::to_string(pp);
+  }
+  if (sizes.empty()) return "";
+  return "pp " + sizes + " not searched: " + std::to_string(m.layers) + " layers split over them only with the embedding and the loss "
+         "counted as a layer each (Megatron-Core's --account-for-embedding/loss-in-pipeline-split); --uneven-pipeline searches "
+         "them (slower: deep pipelines to simulate)";
+}
+
 std::vector<std::string> zero_bubble_not_searched(const ModelSpec& m, const PlanSpaceOptions& o) {
   std::vector<int64_t> pipelines;  // the pp > 1 enumerate_plans tries
   for (int64_t pp : divisors(o.gpus)) {
-    if (pp > 1 && m.layers % pp == 0) pipelines.push_back(pp);
+    if (pp > 1 && pipeline_splits(m, o, pp)) pipelines.push_back(pp);
   }
   std::vector<std::string> out;
   const std::string layers = std::to_string(m.layers) + " layers";

@@ -24,6 +24,11 @@ struct PlanSpaceOptions {
   int64_t max_micro_batch = 16;
   int64_t max_vpp = 8;
   bool tp_across_nodes = false;  // allow tp > gpus_per_node
+  // Also pipelines (pp, and pp x vpp) that split the layers only with the embedding and the loss
+  // counted as a layer each (Megatron-Core's --account-for-embedding/loss-in-pipeline-split): Llama
+  // 3.1 405B's 126 layers at PP 8 or 16 (search --uneven-pipeline; off by default: the deep
+  // interleaved pipelines it adds take the simulator ~13 ms each).
+  bool uneven_pipeline = false;
   // Context parallelism: up to max_cp ranks, each keeping at least min_cp_tokens of the sequence
   // (bounds of the search space, not costs: they keep it to the sizes teams run).
   int64_t max_cp = 16;
@@ -74,6 +79,10 @@ struct PlanSpaceOptions {
 // Calls `visit` for every candidate; returns how many there were.
 int64_t enumerate_plans(const ModelSpec& model, const PlanSpaceOptions& options,
                         const std::function<void(const ParallelPlan&)>& visit);
+
+// The pipeline sizes (pp > 1 dividing the GPUs) left out because only the layers + 2 split over
+// them and uneven_pipeline is off, as one line for `search` to print; "" when there are none.
+std::string uneven_pipelines_not_searched(const ModelSpec& model, const PlanSpaceOptions& options);
 
 // The Zero Bubble schedules asked for that no candidate runs, each with the reason (no pipeline
 // size divides the GPUs and the layers; for zb-v, none splits the layers into two chunks per rank),

@@ -108,6 +108,7 @@ SearchOptions search_options_for(const SearchRequest& r) {
   options.space.global_batch = r.global_batch;
   options.space.max_micro_batch = r.max_micro_batch;
   options.space.tp_across_nodes = r.tp_across_nodes;
+  options.space.uneven_pipeline = r.uneven_pipeline;
   options.space.precision = searched_precisions(r).front();
   options.space.attention = parse_attention(r.attention);
   options.space.partial_recompute_method = parse_recompute_method(r.recompute_method);

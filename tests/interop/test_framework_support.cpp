@@ -132,3 +132,22 @@ TEST_CASE("GPT-NeoX and Composer: their families, GPT-NeoX's refusals from its t
   CHECK(q.attention == AttentionKernel::kUnfused);
   CHECK(framework_preset("composer").zero_stage == 3);
 }
+
+TEST_CASE("every uneven pipeline a search proposes exports to Megatron-LM with the embedding and loss accounting") {
+  const ModelSpec m = resolve_model("llama3-405b");
+  PlanSpaceOptions o;
+  o.gpus = 32;
+  o.global_batch = 64;
+  o.max_micro_batch = 1;
+  o.uneven_pipeline = true;
+  int64_t accounted = 0;
+  for (const ParallelPlan& p : list_plans(m, o)) {
+    if (not_runnable(FrameworkFamily::kMegatron, p) != nullptr) continue;
+    INFO(plan_to_json(p).dump());
+    const std::string args = export_plan(&m, p, 8, ExportTarget::kMegatron);
+    const bool uneven = m.layers % (p.pp * p.vpp) != 0;
+    CHECK((args.find("--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split") != std::string::npos) == uneven);
+    accounted += uneven ? 1 : 0;
+  }
+  CHECK(accounted > 100);
+}

@@ -326,3 +326,35 @@ TEST_CASE("the effective objectives rank plans by time or $ over goodput, and ev
     if (i > 0) CHECK(objective_value(r.plans[i], c.options.objective) >= objective_value(r.plans[i - 1], c.options.objective));
   }
 }
+
+TEST_CASE("uneven pipelines (search --uneven-pipeline): those that split the layers only with the embedding and loss counted, searched when asked") {
+  const ModelSpec m = resolve_model("llama3-405b");  // 126 layers: pp 2 divides them, 4, 8 and 16 only the layers + 2
+  PlanSpaceOptions space;
+  space.gpus = 16;
+  space.global_batch = 32;
+  space.max_micro_batch = 1;
+  const auto pipelines = [&] {
+    std::set<std::pair<int64_t, int64_t>> seen;  // pp, vpp
+    enumerate_plans(m, space, [&](const ParallelPlan& p) {
+      CHECK(validate_plan(p, m, "space").empty());
+      seen.insert({p.pp, p.vpp});
+    });
+    return seen;
+  };
+  const auto even = pipelines();
+  for (const auto& [pp, vpp] : even) CHECK(m.layers % (pp * vpp) == 0);
+  CHECK(uneven_pipelines_not_searched(m, space) ==
+        "pp 4, 8, 16 not searched: 126 layers split over them only with the embedding and the loss counted as a layer each "
+        "(Megatron-Core's --account-for-embedding/loss-in-pipeline-split); --uneven-pipeline searches them (slower: deep "
+        "pipelines to simulate)");
+  space.uneven_pipeline = true;
+  const auto uneven = pipelines();
+  CHECK(uneven.count({8, 1}) == 1);
+  CHECK(uneven.count({16, 1}) == 1);
+  CHECK(uneven.count({16, 8}) == 1);  // 128 virtual stages of one layer, the first and last of none
+  CHECK(uneven.count({4, 2}) == 1);
+  for (const auto& [pp, vpp] : uneven) CHECK((m.layers % (pp * vpp) == 0 || (m.layers + 2) % (pp * vpp) == 0));
+  CHECK(uneven.size() > even.size());
+  CHECK(uneven_pipelines_not_searched(m, space).empty());
+  CHECK(uneven_pipelines_not_searched(resolve_model("llama3-70b"), PlanSpaceOptions{}).empty());  // 80 layers: nothing left out
+}
