@@ -6,6 +6,7 @@
 # package (the device image's PyTorch ships one).
 #   bench/cudnn_sink_attention.sh FRONTEND_INCLUDE_DIR [OUT_BINARY]
 set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 frontend=${1:?usage: bench/cudnn_sink_attention.sh FRONTEND_INCLUDE_DIR [OUT_BINARY]}
 out=${2:-build/cudnn_sink_attention}
 cuda=${CUDA_HOME:-/usr/local/cuda}
@@ -17,7 +18,10 @@ if [ ! -f "$cudnn_include/cudnn.h" ]; then
   cudnn_include=$pkg/include cudnn_lib=$pkg/lib
 fi
 [ -d "$cudnn_lib" ] || cudnn_lib=$cuda/lib
+# Python's wheel ships libcudnn.so.9 without the unversioned link.
+cudnn_link=-lcudnn
+[ -e "$cudnn_lib/libcudnn.so" ] || cudnn_link=-l:libcudnn.so.9
 mkdir -p "$(dirname "$out")"
-g++ -O2 -std=c++17 -I"$frontend" -I"$cudnn_include" -I"$cuda/include" bench/cudnn_sink_attention.cpp \
-    -L"$cudnn_lib" -L"$cuda/lib64" -L"$cuda/lib64/stubs" -Wl,-rpath,"$cudnn_lib" -lcudnn -lnvrtc -lcudart -lcuda -o "$out"
+g++ -O2 -std=c++17 -I"$frontend" -I"$cudnn_include" -I"$cuda/include" "$here/cudnn_sink_attention.cpp" \
+    -L"$cudnn_lib" -L"$cuda/lib64" -L"$cuda/lib64/stubs" -Wl,-rpath,"$cudnn_lib" "$cudnn_link" -lnvrtc -lcudart -lcuda -o "$out"
 echo "built $out (cuDNN from $cudnn_lib)"
