@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -57,6 +58,13 @@ std::shared_ptr<fe::graph::Tensor_attributes> input(fe::graph::Graph& g, const c
   return g.tensor(fe::graph::Tensor_attributes().set_name(name).set_uid(uid).set_dim(dim).set_stride(stride));
 }
 
+using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
+std::tuple<TensorPtr, TensorPtr, TensorPtr> qkv(fe::graph::Graph& g, const Case& c) {
+  return {input(g, "Q", kQ, {c.b, c.h_q, c.s, c.d}, sbhd_strides(c.b, c.h_q, c.d)),
+          input(g, "K", kK, {c.b, c.h_kv, c.s, c.d}, sbhd_strides(c.b, c.h_kv, c.d)),
+          input(g, "V", kV, {c.b, c.h_kv, c.s, c.d}, sbhd_strides(c.b, c.h_kv, c.d))};
+}
+
 template <typename Options>
 void mask(Options& o, const Case& c) {
   o.set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT).set_diagonal_band_right_bound(0);
@@ -71,9 +79,7 @@ std::shared_ptr<fe::graph::Graph> new_graph() {
 
 std::shared_ptr<fe::graph::Graph> forward_graph(const Case& c) {
   auto g = new_graph();
-  auto q = input(*g, "Q", kQ, {c.b, c.h_q, c.s, c.d}, sbhd_strides(c.b, c.h_q, c.d));
-  auto k = input(*g, "K", kK, {c.b, c.h_kv, c.s, c.d}, sbhd_strides(c.b, c.h_kv, c.d));
-  auto v = input(*g, "V", kV, {c.b, c.h_kv, c.s, c.d}, sbhd_strides(c.b, c.h_kv, c.d));
+  const auto [q, k, v] = qkv(*g, c);
   auto o = fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(true).set_attn_scale(1.0f / std::sqrt(static_cast<float>(c.d)));
   mask(o, c);
   if (c.sink) {
@@ -87,9 +93,7 @@ std::shared_ptr<fe::graph::Graph> forward_graph(const Case& c) {
 
 std::shared_ptr<fe::graph::Graph> backward_graph(const Case& c) {
   auto g = new_graph();
-  auto q = input(*g, "Q", kQ, {c.b, c.h_q, c.s, c.d}, sbhd_strides(c.b, c.h_q, c.d));
-  auto k = input(*g, "K", kK, {c.b, c.h_kv, c.s, c.d}, sbhd_strides(c.b, c.h_kv, c.d));
-  auto v = input(*g, "V", kV, {c.b, c.h_kv, c.s, c.d}, sbhd_strides(c.b, c.h_kv, c.d));
+  const auto [q, k, v] = qkv(*g, c);
   auto o = input(*g, "O", kO, {c.b, c.h_q, c.s, c.d}, sbhd_strides(c.b, c.h_q, c.d));
   auto d_o = input(*g, "dO", kDo, {c.b, c.h_q, c.s, c.d}, sbhd_strides(c.b, c.h_q, c.d));
   auto stats = g->tensor(fe::graph::Tensor_attributes().set_name("Stats").set_uid(kStats).set_dim({c.b, c.h_q, c.s, 1}).set_stride({c.h_q * c.s, c.s, 1, 1}).set_data_type(fe::DataType_t::FLOAT));

@@ -18,7 +18,8 @@ std::string plan_key(const PublishedRun& run) {
   for (const int64_t n : std::initializer_list<int64_t>{p.dp, p.tp, p.pp, p.cp, p.ep, p.vpp, p.micro_batch, p.global_batch, p.zero_stage,
                                                         static_cast<int64_t>(p.recompute), static_cast<int64_t>(p.sequence_parallel),
                                                         static_cast<int64_t>(p.schedule)}) {
-    key += "|" + std::to_string(n);
+    key += '|';
+    key += std::to_string(n);
   }
   return key;
 }
@@ -51,11 +52,15 @@ std::string side_of(const PublishedRun& run, PairKind kind) {
 const char* to_string(PairKind kind) { return kind == PairKind::kGpu ? "gpu" : "precision"; }
 
 std::vector<RunPair> same_plan_pairs(const ValidationResult& v, PairKind kind) {
+  return pairs_by_key(v, kind, kind == PairKind::kGpu ? gpu_pair_key : precision_pair_key);
+}
+
+std::vector<RunPair> pairs_by_key(const ValidationResult& v, PairKind kind, const std::function<std::string(const PublishedRun&)>& key_of) {
   std::vector<std::string> keys;  // first appearance order
   std::map<std::string, std::map<std::string, std::vector<const RunResult*>>> by_key;
   for (const RunResult& r : v.runs) {
     if (!r.predicted || !r.error || r.run->measured_tokens_per_s_per_gpu <= 0) continue;
-    const std::string key = kind == PairKind::kGpu ? gpu_pair_key(*r.run) : precision_pair_key(*r.run);
+    const std::string key = key_of(*r.run);
     if (by_key.find(key) == by_key.end()) keys.push_back(key);
     by_key[key][side_of(*r.run, kind)].push_back(&r);
   }

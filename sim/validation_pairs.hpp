@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,10 @@ struct PairSummary {
 // earlier run; a key with several runs of each side (releases of one recipe) pairs each with each.
 // `from` is the GPU type first by name, or the precision first in Precision's order (BF16 first).
 std::vector<RunPair> same_plan_pairs(const ValidationResult& v, PairKind kind);
+
+// The same with the caller's key: runs of one key pair across the kind's sides (a test pairs the
+// Megatron-Bridge tables' rows by the release their id names).
+std::vector<RunPair> pairs_by_key(const ValidationResult& v, PairKind kind, const std::function<std::string(const PublishedRun&)>& key);
 
 PairSummary summarize_pairs(const std::vector<RunPair>& pairs);
 
