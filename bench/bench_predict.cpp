@@ -72,6 +72,9 @@ int main() {
        false, 3},
       {"Llama-3 70B, 512 GPUs, FSDP8 TP8 PP8 (ZeRO-3), m=64", "llama3-70b", 8, 8, 8, 1, 1, 512, Recompute::kNone, Schedule::k1F1B,
        1, true, 3},
+      // The deep pipelines `search --uneven-pipeline` simulates for 405B's 126 layers (+ embedding and loss).
+      {"Llama-3.1 405B, 512 GPUs, TP4 PP128, m=1024", "llama3-405b", 1, 4, 128, 1, 1, 1024, Recompute::kNone},
+      {"Llama-3.1 405B, 512 GPUs, TP4 PP32 v4 DP4, m=256", "llama3-405b", 4, 4, 32, 4, 1, 1024, Recompute::kNone},
   };
   std::printf("%-52s %10s %12s\n", "plan", "tasks", "median ms");
   for (const Case& c : cases) {

@@ -1,10 +1,13 @@
-// Event loop: a min-heap of (finish time, task id) completions; task ids are insertion order, so
-// equal times resolve first-added first. Dependencies are kept as an edge list and turned into
-// compressed rows once per run (no allocation per task).
+// Runs the graph as a longest-path sweep: a task starts at the later of its stream's previous
+// task's end and its last dependency's end, so its times depend only on those tasks and not on
+// the order they are computed in. Streams are drained one at a time, each as far as its next
+// task's dependencies allow, from a stack of streams whose next task has become ready: each
+// task is touched once, a stream's tasks in a row (they were mostly added in a row, so memory is
+// read in order), and there is no priority queue. `waited_on` is the dependency that ended last,
+// the highest id among equal ends (what an event queue in time order, ties by id, reports).
 #include "sim/event_engine.hpp"
 
 #include <algorithm>
-#include <queue>
 #include <string>
 
 #include "common/errors.hpp"
@@ -31,22 +34,38 @@ void TaskGraph::reserve(size_t tasks, size_t dependencies) {
   edges_.reserve(dependencies);
 }
 
+namespace {
+
+// What the sweep reads and writes per task, in one cache line's share.
+struct Node {
+  double ready_s = 0;       // the latest end of its finished dependencies
+  double duration_s = 0;
+  int32_t waiting = 0;      // unfinished dependencies
+  int32_t stream = 0;
+  int32_t dependents = 0;   // first of its dependents in the compressed rows
+  TaskId waited_on = -1;    // the dependency that ended last (highest id on ties)
+};
+
+}  // namespace
+
 std::vector<TaskTiming> simulate(const TaskGraph& graph) {
   const auto& tasks = graph.tasks_;
   const size_t n = tasks.size();
-  std::vector<TaskTiming> timing(n);
-  std::vector<int32_t> waiting(n, 0);  // unfinished dependencies
-  std::vector<double> ready_at(n, 0.0);
-  // Dependents of each task in compressed rows.
-  std::vector<int32_t> row(n + 1, 0);
-  for (const auto& [dep, task] : graph.edges_) {
-    ++row[static_cast<size_t>(dep) + 1];
-    ++waiting[static_cast<size_t>(task)];
+  std::vector<Node> node(n + 1);
+  for (size_t i = 0; i < n; ++i) {
+    node[i].duration_s = tasks[i].duration_s;
+    node[i].stream = tasks[i].stream;
   }
-  for (size_t i = 0; i < n; ++i) row[i + 1] += row[i];
+  // Dependents of each task in compressed rows: task i's are [node[i].dependents, node[i + 1].dependents).
+  for (const auto& [dep, task] : graph.edges_) {
+    ++node[static_cast<size_t>(dep) + 1].dependents;
+    ++node[static_cast<size_t>(task)].waiting;
+  }
+  for (size_t i = 0; i < n; ++i) node[i + 1].dependents += node[i].dependents;
   std::vector<TaskId> dependents(graph.edges_.size());
   {
-    std::vector<int32_t> fill(row.begin(), row.end() - 1);
+    std::vector<int32_t> fill(n);
+    for (size_t i = 0; i < n; ++i) fill[i] = node[i].dependents;
     for (const auto& [dep, task] : graph.edges_) dependents[static_cast<size_t>(fill[static_cast<size_t>(dep)]++)] = task;
   }
   // Each stream's tasks in insertion order.
@@ -60,43 +79,41 @@ std::vector<TaskTiming> simulate(const TaskGraph& graph) {
     for (size_t i = 0; i < n; ++i) stream_tasks[static_cast<size_t>(fill[static_cast<size_t>(tasks[i].stream)]++)] = static_cast<TaskId>(i);
   }
   std::vector<int32_t> next(stream_row.begin(), stream_row.end() - 1);  // position of each stream's next task
-  std::vector<char> busy(streams, 0);
   std::vector<double> free_at(streams, 0.0);
+  std::vector<TaskTiming> timing(n);
 
-  using Event = std::pair<double, TaskId>;  // completion time, task
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
+  auto head = [&](size_t s) { return next[s] < stream_row[s + 1] ? stream_tasks[static_cast<size_t>(next[s])] : TaskId{-1}; };
+  std::vector<int32_t> runnable;  // streams whose next task has no unfinished dependency
+  runnable.reserve(streams);
+  for (size_t s = 0; s < streams; ++s) {
+    const TaskId h = head(s);
+    if (h >= 0 && node[static_cast<size_t>(h)].waiting == 0) runnable.push_back(static_cast<int32_t>(s));
+  }
   size_t finished = 0;
-
-  auto try_start = [&](size_t stream) {
-    if (busy[stream] || next[stream] >= stream_row[stream + 1]) return;
-    const TaskId id = stream_tasks[static_cast<size_t>(next[stream])];
-    const size_t i = static_cast<size_t>(id);
-    if (waiting[i] > 0) return;
-    TaskTiming& t = timing[i];
-    if (ready_at[i] <= free_at[stream]) t.waited_on = -1;
-    t.start_s = std::max(free_at[stream], ready_at[i]);
-    t.end_s = t.start_s + tasks[i].duration_s;
-    busy[stream] = 1;
-    events.push({t.end_s, id});
-  };
-  for (size_t s = 0; s < streams; ++s) try_start(s);
-  while (!events.empty()) {
-    const auto [time, id] = events.top();
-    events.pop();
-    ++finished;
-    const size_t stream = static_cast<size_t>(tasks[static_cast<size_t>(id)].stream);
-    busy[stream] = 0;
-    free_at[stream] = time;
-    ++next[stream];
-    for (int32_t k = row[static_cast<size_t>(id)]; k < row[static_cast<size_t>(id) + 1]; ++k) {
-      const size_t d = static_cast<size_t>(dependents[static_cast<size_t>(k)]);
-      if (time >= ready_at[d]) {
-        ready_at[d] = time;
-        timing[d].waited_on = id;
+  while (!runnable.empty()) {
+    const size_t s = static_cast<size_t>(runnable.back());
+    runnable.pop_back();
+    for (TaskId id = head(s); id >= 0 && node[static_cast<size_t>(id)].waiting == 0; id = head(s)) {
+      const size_t i = static_cast<size_t>(id);
+      Node& task = node[i];
+      TaskTiming& t = timing[i];
+      t.waited_on = task.ready_s <= free_at[s] ? -1 : task.waited_on;
+      t.start_s = std::max(free_at[s], task.ready_s);
+      t.end_s = t.start_s + task.duration_s;
+      free_at[s] = t.end_s;
+      ++next[s];
+      ++finished;
+      for (int32_t k = task.dependents; k < node[i + 1].dependents; ++k) {
+        const TaskId d = dependents[static_cast<size_t>(k)];
+        Node& after = node[static_cast<size_t>(d)];
+        if (t.end_s > after.ready_s || (t.end_s == after.ready_s && id > after.waited_on)) {
+          after.ready_s = t.end_s;
+          after.waited_on = id;
+        }
+        const size_t ds = static_cast<size_t>(after.stream);
+        if (--after.waiting == 0 && ds != s && head(ds) == d) runnable.push_back(static_cast<int32_t>(ds));
       }
-      if (--waiting[d] == 0) try_start(static_cast<size_t>(tasks[d].stream));
     }
-    try_start(stream);
   }
   TRAINSIM_ASSERT(finished == n, "the task graph deadlocks: " + std::to_string(n - finished) + " tasks never started");
   return timing;
