@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <limits>
+#include <algorithm>
 
 #include <CLI/CLI.hpp>
 
@@ -30,13 +32,38 @@ void draw_progress(const std::string& label, double fraction) {
   std::fflush(stderr);
 }
 
-// Every precision x GPU type x count asked for, each a search_plans run added to `report`; with
-// several precisions a GPU without a tensor-core peak for one is skipped for it, and said so.
+// The objective of the keep_best-th best plan the searches simulated so far found
+// (SearchOptions::rank_ceiling).
+double ranked_ceiling(const std::vector<const SearchResult*>& done, const SearchOptions& options) {
+  std::vector<double> found;
+  for (const SearchResult* r : done) {
+    for (const RankedPlan& plan : r->plans) found.push_back(objective_value(plan, options.objective));
+  }
+  const size_t keep = static_cast<size_t>(std::max<int64_t>(1, options.keep_best));
+  if (found.size() < keep) return std::numeric_limits<double>::infinity();
+  std::nth_element(found.begin(), found.begin() + static_cast<std::ptrdiff_t>(keep - 1), found.end());
+  return found[keep - 1];
+}
+
+// One search of run_searches: a GPU type at a count and a precision.
+struct SearchJob {
+  Hardware hw;
+  Precision precision = Precision::kBf16;
+  SearchOptions options;
+  ScreenedSearch screened;
+};
+
+// Every precision x GPU type x count asked for, each a search added to `report`; with several
+// precisions a GPU without a tensor-core peak for one is skipped for it, and said so. All are
+// screened first, then simulated from the most promising screen down, each knowing the best
+// plans the ones before found (SearchOptions::rank_ceiling), so a search that cannot reach the
+// table simulates only as far as its own best.
 void run_searches(const SearchCommandOptions& o, const ModelSpec& model, SearchOptions options, SearchReport& report) {
   const std::vector<std::string> gpus = o.hardware.gpu_names();
   if (gpus.empty()) throw InputError("missing --gpu or --cluster", "e.g. --gpu h100-sxm-80gb,a100-sxm-80gb");
   const bool show_progress = isatty(STDERR_FILENO) != 0;
   const std::vector<Precision> searched = searched_precisions(o.request);
+  std::vector<SearchJob> jobs;
   for (const Precision precision : searched) {
     options.space.precision = precision;
     for (const std::string& gpu : gpus) {
@@ -58,11 +85,23 @@ void run_searches(const SearchCommandOptions& o, const ModelSpec& model, SearchO
         }
         for (const std::string& why : zero_bubble_not_searched(model, options.space)) report.skipped.push_back(label + ": " + why);
         if (const std::string why = uneven_pipelines_not_searched(model, options.space); !why.empty()) report.skipped.push_back(label + ": " + why);
-        report.add(hw, precision, search_plans(model, hw, o.hardware.costs(), options));
+        jobs.push_back({hw, precision, options, screen_search(model, hw, o.hardware.costs(), options)});
         if (show_progress && std::chrono::steady_clock::now() - started > std::chrono::seconds(1)) std::fputs("\n", stderr);
       }
     }
   }
+  std::vector<size_t> order(jobs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return jobs[a].screened.best_score() < jobs[b].screened.best_score(); });
+  std::vector<SearchResult> results(jobs.size());
+  std::vector<const SearchResult*> done;
+  for (size_t i : order) {
+    SearchJob& job = jobs[i];
+    job.options.rank_ceiling = ranked_ceiling(done, job.options);
+    results[i] = simulate_screened(model, job.hw, o.hardware.costs(), job.options, std::move(job.screened));
+    done.push_back(&results[i]);
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) report.add(jobs[i].hw, jobs[i].precision, std::move(results[i]));
 }
 
 }  // namespace
@@ -84,6 +123,7 @@ Command add_search_command(CLI::App& root) {
             if (job) request.from_format = o->from.from.front();
             request.export_target = o->export_to;
             SearchOptions options = search_options_for(request);
+            options.keep_best = o->top;
             if (is_effective(options.objective) || o->goodput.wanted(request.train_tokens, o->hardware.costs())) {
               options.goodput = o->goodput.resolve(request.train_tokens, o->hardware.costs());
             }

@@ -89,8 +89,12 @@ void SearchCommandOptions::add_to(CLI::App& app) {
   app.add_option("--top", top, "plans to show (default 10)")->transform(whole_number(1, 1000000, "plans"));
   app.add_option("--max-micro-batch", request.max_micro_batch, "largest micro-batch tried (default 16)")
       ->transform(whole_number(1, limits::kMaxBatch, "sequences"));
-  app.add_option("--simulate-best", request.simulate_best, "screened plans re-simulated on the event engine (default 200)")
+  app.add_option("--simulate-best", request.simulate_best,
+                 "at most this many screened plans re-simulated on the event engine, best screened first (default 200); "
+                 "simulation stops once no plan left can enter the --top shown")
       ->transform(whole_number(1, 10000000, "plans"));
+  app.add_flag("--simulate-all", request.simulate_all,
+               "simulate all --simulate-best plans, without stopping once the screen's margin rules the rest out");
   options["precision"] = app.add_option("--precision", request.precision,
                   "training precision, or several to search each (comma-separated, e.g. bf16,fp8,mxfp8,nvfp4; a GPU without one is skipped for it)")
                   ->check(comma_list_check(parse_precision, "a precision", "bf16, fp16, fp32, fp8, mxfp8, nvfp4"));

@@ -223,7 +223,8 @@ nlohmann::ordered_json SearchReport::to_json() const {
                         {"inter_node_gbps_per_gpu", r.hardware.inter_node_gbps_per_gpu}, {"usd_per_gpu_hour", r.hardware.usd_per_gpu_hour},
                         {"precision", to_string(r.precision)}, {"evaluated", r.result.evaluated},
                         {"feasible", r.result.feasible}, {"pruned", pruned}, {"left_out", left_out}, {"simulated", r.result.simulated},
-                        {"screen_plans_per_s", r.result.screen_plans_per_s}, {"elapsed_s", r.result.elapsed_s}});
+                        {"screen_margin", r.result.screen_margin >= 0 ? nlohmann::ordered_json(r.result.screen_margin) : nlohmann::ordered_json()},
+                        {"screen_overestimate", r.result.screen_overestimate}, {"screen_plans_per_s", r.result.screen_plans_per_s}, {"elapsed_s", r.result.elapsed_s}});
     if (r.result.closest_miss && none_fits(r.result)) {
       searches.back()["closest_miss"] = {{"plan", plan_to_json(*r.result.closest_miss)},
                                          {"memory_device_gib", bytes_to_gib(r.result.closest_miss_bytes)}};

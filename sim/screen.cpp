@@ -1,6 +1,8 @@
 // Closed-form iteration time; see screen.hpp and docs/simulator.md.
 #include "sim/screen.hpp"
 
+#include <limits>
+
 #include <algorithm>
 #include <cmath>
 
@@ -67,8 +69,25 @@ double exposed_dp_s(const IterationWork& work, const ParallelPlan& plan, const C
     const CollectiveKind kind = plan.zero_stage == 0 ? CollectiveKind::kAllReduce : CollectiveKind::kReduceScatter;
     const double per_chunk = params / static_cast<double>(v);
     const double buckets = plan.dp_overlap ? std::max(1.0, std::ceil(per_chunk / kDpBucketParams)) : 1.0;
-    const double reduce = static_cast<double>(v) * buckets * dp_s(kind, 1.0 / (static_cast<double>(v) * buckets), work.grad_bytes_per_param);
-    dp_exposed = plan.dp_overlap ? std::max(reduce / buckets, reduce - last_backward * (buckets - 1.0) / buckets) : reduce;
+    const double bucket = dp_s(kind, 1.0 / (static_cast<double>(v) * buckets), work.grad_bytes_per_param);
+    if (plan.dp_overlap) {
+      // One DP stream reduces each chunk's buckets as its last backward produces them (the
+      // simulator splits that backward per bucket). With v interleaved chunks, stage 0 runs chunk
+      // c's last backward c x p backward steps before the iteration's last (the cooldown runs the
+      // last p micro-batches chunk by chunk, v - 1 first), so the earlier chunks' reductions
+      // overlap the later chunks' backwards. Times relative to the end of the last backward; a
+      // chunk's buckets are ready evenly over its last backward, each taking `bucket`.
+      // (Other schedules with two chunks, ZB-V, are taken as if all finished with the last.)
+      const bool interleaved = plan.schedule == Schedule::kInterleaved;
+      double finish = -std::numeric_limits<double>::infinity();
+      for (int64_t c = v - 1; c >= 0; --c) {
+        const double end = interleaved ? -static_cast<double>(c * plan.pp) * last_backward : 0.0, first_ready = end - last_backward * (buckets - 1.0) / buckets;
+        finish = std::max({finish + buckets * bucket, first_ready + buckets * bucket, end + bucket});
+      }
+      dp_exposed = std::max(0.0, finish);
+    } else {
+      dp_exposed = static_cast<double>(v) * buckets * bucket;
+    }
     if (plan.zero_stage >= 1) {
       dp_exposed += dp_s(CollectiveKind::kAllGather, 1.0, work.weight_bytes_per_param);
     }

@@ -15,10 +15,7 @@ namespace trainsim {
 
 namespace {
 
-struct Screened {
-  double score = 0;  // objective estimate (lower is better)
-  size_t index = 0;
-};
+using Screened = ScreenedPlan;
 
 struct ThreadResult {
   std::vector<Screened> feasible;
@@ -149,64 +146,106 @@ std::vector<ThreadResult> screen_all(const ModelSpec& model, const std::vector<P
   return results;
 }
 
-// Event-simulates the chosen candidates on all threads.
-std::vector<RankedPlan> simulate_chosen(const ModelSpec& model, const std::vector<ParallelPlan>& plans,
-                                        const std::vector<Screened>& chosen, const Hardware& hw,
-                                        const CostModelChoice& costs, const SearchOptions& o) {
+// Plans simulated together before the early stop is checked: a fixed number, so where the
+// search stops does not depend on the thread count.
+constexpr size_t kSimulationRound = 8;
+
+// Event-simulates `chosen` (best screened first) on all threads, round by round, until the next
+// candidate cannot enter the best o.keep_best (SearchOptions::screen_margin). Sets the result's
+// plans, simulated count, the screen's largest overestimate seen and the margin the stop used.
+void simulate_chosen(const ModelSpec& model, const std::vector<ParallelPlan>& plans, const std::vector<ScreenedPlan>& chosen,
+                     const Hardware& hw, const CostModelChoice& costs, const SearchOptions& o, SearchResult& result) {
   std::vector<RankedPlan> out(chosen.size());
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t k = next.fetch_add(1); k < chosen.size(); k = next.fetch_add(1)) {
-      const ParallelPlan& p = plans[chosen[k].index];
-      const std::unique_ptr<CostModel> cost = costs.make(hw, p.precision, o.flash2_attention);
-      out[k].prediction = predict_iteration(model, p, hw, *cost);
-      out[k].screen_time_s = screen_plan(model, p, hw, *cost).iteration_time_s;
-      fill_costs(out[k], model, o);
+  std::vector<double> objectives;
+  const size_t keep = static_cast<size_t>(std::max<int64_t>(1, o.keep_best));
+  double overestimate = 0.0;
+  size_t done = 0;
+  while (done < chosen.size()) {
+    const size_t end = std::min(chosen.size(), done + kSimulationRound);
+    std::atomic<size_t> next{done};
+    auto worker = [&] {
+      for (size_t k = next.fetch_add(1); k < end; k = next.fetch_add(1)) {
+        const ParallelPlan& p = plans[chosen[k].index];
+        const std::unique_ptr<CostModel> cost = costs.make(hw, p.precision, o.flash2_attention);
+        out[k].prediction = predict_iteration(model, p, hw, *cost);
+        out[k].screen_time_s = screen_plan(model, p, hw, *cost).iteration_time_s;
+        fill_costs(out[k], model, o);
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < std::min<int>(thread_count(o), static_cast<int>(end - done)); ++t) pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool) t.join();
+    for (size_t k = done; k < end; ++k) {
+      objectives.push_back(objective_value(out[k], o.objective));
+      if (objectives.back() > 0) overestimate = std::max(overestimate, chosen[k].score / objectives.back() - 1.0);
     }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < thread_count(o); ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  return out;
+    done = end;
+    if (o.screen_margin < 0 || done >= chosen.size() || (objectives.size() < keep && !std::isfinite(o.rank_ceiling))) continue;
+    // A plan left matters if it could be this search's best or enter the best `keep` of this
+    // search and the earlier ones ranked with it.
+    double kth = std::numeric_limits<double>::infinity();
+    if (objectives.size() >= keep) {
+      std::vector<double> best = objectives;
+      std::nth_element(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(keep - 1), best.end());
+      kth = best[keep - 1];
+    }
+    const double matters_below = std::max(*std::min_element(objectives.begin(), objectives.end()), std::min(kth, o.rank_ceiling));
+    if (chosen[done].score > matters_below * (1.0 + std::max(o.screen_margin, overestimate))) break;
+  }
+  out.resize(done);
+  result.plans = std::move(out);
+  result.simulated = static_cast<int64_t>(done);
+  result.screen_overestimate = overestimate;
+  result.screen_margin = o.screen_margin < 0 ? -1.0 : std::max(o.screen_margin, overestimate);
 }
 
 }  // namespace
 
-SearchResult search_plans(const ModelSpec& model, const Hardware& hw, const CostModelChoice& costs,
-                          const SearchOptions& o) {
+ScreenedSearch screen_search(const ModelSpec& model, const Hardware& hw, const CostModelChoice& costs, const SearchOptions& o) {
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<ParallelPlan> plans = list_plans(model, o.space);
-  SearchResult out;
-  out.evaluated = static_cast<int64_t>(plans.size());
+  ScreenedSearch s;
+  s.plans = list_plans(model, o.space);
+  SearchResult& out = s.result;
+  out.evaluated = static_cast<int64_t>(s.plans.size());
   std::vector<Screened> feasible;
   Screened closest{std::numeric_limits<double>::infinity(), 0};
-  for (const ThreadResult& r : screen_all(model, plans, hw, costs, o)) {
+  for (const ThreadResult& r : screen_all(model, s.plans, hw, costs, o)) {
     feasible.insert(feasible.end(), r.feasible.begin(), r.feasible.end());
     for (const auto& [reason, count] : r.pruned) out.pruned[reason] += count;
     for (const auto& [reason, count] : r.left_out) out.left_out[reason] += count;
     keep_closest(closest, r.closest_miss);
   }
   if (std::isfinite(closest.score)) {
-    out.closest_miss = plans[closest.index];
+    out.closest_miss = s.plans[closest.index];
     out.closest_miss_bytes = closest.score;
   }
   out.feasible = static_cast<int64_t>(feasible.size());
-  const double screen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  out.screen_plans_per_s = screen_s > 0 ? static_cast<double>(plans.size()) / screen_s : 0.0;
-
   // Ties broken by enumeration order, so the result does not depend on the thread count.
   const size_t keep = std::min(feasible.size(), static_cast<size_t>(std::max<int64_t>(1, o.simulate_best)));
   std::partial_sort(feasible.begin(), feasible.begin() + static_cast<std::ptrdiff_t>(keep), feasible.end(),
                     [](const Screened& a, const Screened& b) { return a.score < b.score || (a.score == b.score && a.index < b.index); });
   feasible.resize(keep);
-  out.plans = simulate_chosen(model, plans, feasible, hw, costs, o);
-  out.simulated = static_cast<int64_t>(keep);
+  s.chosen = std::move(feasible);
+  s.screen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.screen_plans_per_s = s.screen_s > 0 ? static_cast<double>(s.plans.size()) / s.screen_s : 0.0;
+  return s;
+}
+
+SearchResult simulate_screened(const ModelSpec& model, const Hardware& hw, const CostModelChoice& costs, const SearchOptions& o,
+                               ScreenedSearch screened) {
+  const auto start = std::chrono::steady_clock::now();
+  SearchResult out = std::move(screened.result);
+  simulate_chosen(model, screened.plans, screened.chosen, hw, costs, o, out);
   std::stable_sort(out.plans.begin(), out.plans.end(), [&](const RankedPlan& a, const RankedPlan& b) {
     return objective_value(a, o.objective) < objective_value(b, o.objective);
   });
-  out.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.elapsed_s = screened.screen_s + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
+}
+
+SearchResult search_plans(const ModelSpec& model, const Hardware& hw, const CostModelChoice& costs, const SearchOptions& o) {
+  return simulate_screened(model, hw, costs, o, screen_search(model, hw, costs, o));
 }
 
 std::vector<size_t> pareto_front(const std::vector<RankedPlan>& plans) {

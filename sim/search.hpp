@@ -1,11 +1,13 @@
 // Plan search: screen every candidate of the plan space in closed form on all cores, prune what
-// does not fit (counted by reason), simulate the best few hundred on the event engine, and rank
-// them by iteration time or by cost (or by either over goodput: effective time / cost, where
-// failures grow with the cluster). Also the Pareto front over (time, cost, GPUs).
+// does not fit (counted by reason), simulate the best on the event engine (best screened first,
+// until no plan left can enter the best the caller shows), and rank them by iteration time or by
+// cost (or by either over goodput: effective time / cost, where failures grow with the cluster).
+// Also the Pareto front over (time, cost, GPUs).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -22,10 +24,29 @@ namespace trainsim {
 enum class Objective { kTime, kCost, kEffectiveTime, kEffectiveCost };
 const char* to_string(Objective objective);  // time, cost, effective-time, effective-cost
 
+// How far the screen's objective may lie above the simulated one (a plan the screen thinks slower
+// than it is). bench/search_bound.sh measures it over the README's searches: at most 1.4% (Llama
+// 3.1 405B with uneven pipelines on B200), so 5% leaves over three times that. (Before the screen
+// let interleaved chunks' DP reductions overlap the later chunks' backwards it reached 8%, on
+// Llama 3 70B at PP 4 x v5 over 4,096 GPUs, and the early stop then dropped plans 6 and 7 of a
+// top 10: the margin is widened to any larger overestimate a search meets.)
+constexpr double kScreenMargin = 0.05;
+
 struct SearchOptions {
   PlanSpaceOptions space;             // gpus and global batch inside
   Objective objective = Objective::kTime;
-  int64_t simulate_best = 200;        // screened candidates re-simulated on the event engine
+  int64_t simulate_best = 200;        // at most this many screened candidates re-simulated on the event engine
+  // Simulation stops early once no screened plan left can enter the best `keep_best` (the plans
+  // the caller shows): when the next one's screened objective lies above the keep_best-th best
+  // simulated by more than `screen_margin`, or more than the screen overestimated any plan
+  // simulated so far. Plans are simulated in rounds of a fixed size, so the thread count does not
+  // change where it stops. A negative margin simulates all simulate_best.
+  int64_t keep_best = 10;
+  double screen_margin = kScreenMargin;
+  // When this search is ranked together with earlier ones (several GPU types, precisions or
+  // counts): the objective of the keep_best-th best plan they found. Past it a plan can only
+  // matter as this search's own best, so simulation stops once the next plan cannot beat both.
+  double rank_ceiling = std::numeric_limits<double>::infinity();
   int threads = 0;                    // 0: all hardware threads
   bool flash2_attention = false;      // the framework's attention kernel (FrameworkPreset)
   // Training-run what-ifs (0 = not set): tokens to train, deadline and budget for them.
@@ -52,6 +73,12 @@ struct SearchResult {
   // Candidates the framework(s) of PlanSpaceOptions::frameworks cannot run: reason -> count.
   std::map<std::string, int64_t> left_out;
   int64_t simulated = 0;
+  // The margin the early stop used (screen_margin, or wider where a simulated plan showed the
+  // screen overestimating by more); negative when every simulate_best candidate was simulated.
+  double screen_margin = 0;
+  // The most the screen's objective lay above a simulated plan's (screened / simulated - 1, 0 when
+  // it never did).
+  double screen_overestimate = 0;
   double elapsed_s = 0;
   double screen_plans_per_s = 0;
   std::vector<RankedPlan> plans;           // simulated, best first by the objective
@@ -61,8 +88,28 @@ struct SearchResult {
   double closest_miss_bytes = 0;
 };
 
+// screen_search, then simulate_screened.
 SearchResult search_plans(const ModelSpec& model, const Hardware& hardware, const CostModelChoice& costs,
                           const SearchOptions& options);
+
+// A search in two halves, so that searches ranked together can simulate the most promising
+// first (each one's rank_ceiling then rules out more): the screen of every candidate, and the
+// simulation of the best screened.
+struct ScreenedPlan {
+  double score = 0;  // the screen's objective estimate (lower is better)
+  size_t index = 0;  // into ScreenedSearch::plans
+};
+struct ScreenedSearch {
+  std::vector<ParallelPlan> plans;  // every candidate
+  std::vector<ScreenedPlan> chosen;  // the feasible ones, best screened first, at most simulate_best
+  SearchResult result;               // the screen's counts; no plans yet
+  double screen_s = 0;
+  double best_score() const { return chosen.empty() ? std::numeric_limits<double>::infinity() : chosen.front().score; }
+};
+ScreenedSearch screen_search(const ModelSpec& model, const Hardware& hardware, const CostModelChoice& costs,
+                             const SearchOptions& options);
+SearchResult simulate_screened(const ModelSpec& model, const Hardware& hardware, const CostModelChoice& costs,
+                               const SearchOptions& options, ScreenedSearch screened);
 
 // Indices of the plans no other plan beats on iteration time, $ per iteration and GPU count.
 std::vector<size_t> pareto_front(const std::vector<RankedPlan>& plans);

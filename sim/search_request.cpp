@@ -101,6 +101,7 @@ SearchOptions search_options_for(const SearchRequest& r) {
       {"effective-time", Objective::kEffectiveTime}, {"effective-cost", Objective::kEffectiveCost}};
   options.objective = objectives.at(r.objective);
   options.simulate_best = r.simulate_best;
+  if (r.simulate_all) options.screen_margin = -1.0;
   options.threads = r.threads;
   options.train_tokens = r.train_tokens;
   options.deadline_days = r.deadline_days;

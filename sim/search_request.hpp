@@ -22,6 +22,7 @@ struct SearchRequest {
   int64_t gpus = 0, max_gpus = 0;  // one GPU count, or every power of two up to max_gpus
   int64_t global_batch = 0, max_micro_batch = 16, simulate_best = 200;
   int threads = 0;
+  bool simulate_all = false;  // --simulate-all: no early stop (SearchOptions::screen_margin < 0)
   std::string objective = "time";  // time, cost, effective-time, effective-cost
   std::string precision = "bf16", attention = "flash", framework, recompute_method = "uniform";
   std::string cp_comm = "p2p", moe_dispatcher = "alltoall", recompute_modules, zero_bubble;

@@ -277,6 +277,57 @@ TEST_CASE("the search result does not depend on the number of threads") {
   }
 }
 
+namespace {
+// The top `keep` of two results: the same plans, in the same order, at the same times.
+void check_same_best(const SearchResult& a, const SearchResult& b, size_t keep) {
+  REQUIRE(a.plans.size() >= keep);
+  REQUIRE(b.plans.size() >= keep);
+  for (size_t i = 0; i < keep; ++i) {
+    INFO("rank " << i + 1);
+    CHECK(plan_to_json(a.plans[i].prediction.plan) == plan_to_json(b.plans[i].prediction.plan));
+    CHECK(a.plans[i].prediction.iteration_time_s == b.plans[i].prediction.iteration_time_s);
+  }
+}
+}  // namespace
+
+TEST_CASE("simulation stops once no plan left can enter the best shown, and finds the same best as simulating all") {
+  for (const Objective objective : {Objective::kTime, Objective::kCost}) {
+    Case c;
+    c.options.objective = objective;
+    c.options.keep_best = 5;
+    c.options.screen_margin = -1;  // every one of the best 200 screened
+    const SearchResult all = search_plans(c.model, c.hw, CostModelChoice{}, c.options);
+    CHECK(all.simulated == 200);
+    CHECK(all.screen_margin < 0);
+    c.options.screen_margin = kScreenMargin;
+    const SearchResult bounded = search_plans(c.model, c.hw, CostModelChoice{}, c.options);
+    CHECK(bounded.simulated < all.simulated);
+    CHECK(bounded.simulated % 8 == 0);  // whole rounds
+    CHECK(bounded.screen_margin >= kScreenMargin);
+    CHECK(bounded.screen_margin >= bounded.screen_overestimate);
+    check_same_best(all, bounded, 5);
+    // The screen's largest overestimate among the plans simulated: what the margin must cover.
+    double most = 0;
+    for (const RankedPlan& r : all.plans) most = std::max(most, r.screen_time_s / r.prediction.iteration_time_s - 1.0);
+    CHECK(all.screen_overestimate == Approx(most).margin(1e-12));
+    CHECK(all.screen_overestimate < kScreenMargin);
+  }
+}
+
+TEST_CASE("a search ranked after one with better plans simulates only as far as its own best") {
+  Case c;
+  c.options.keep_best = 5;
+  const SearchResult alone = search_plans(c.model, c.hw, CostModelChoice{}, c.options);
+  c.options.rank_ceiling = alone.plans.front().prediction.iteration_time_s * 0.5;  // earlier searches' 5th best beats all of these
+  const SearchResult after = search_plans(c.model, c.hw, CostModelChoice{}, c.options);
+  CHECK(after.simulated < alone.simulated);
+  check_same_best(alone, after, 1);
+  // A ceiling no plan reaches changes nothing.
+  c.options.rank_ceiling = alone.plans.back().prediction.iteration_time_s * 10;
+  const SearchResult loose = search_plans(c.model, c.hw, CostModelChoice{}, c.options);
+  CHECK(loose.simulated == alone.simulated);
+}
+
 TEST_CASE("a deadline and a budget for a token count prune the plans that miss them") {
   Case c;
   c.options.train_tokens = 1e10;
