@@ -17,7 +17,7 @@ trap 'rm -rf "$out"' EXIT
 four="--gpu h100-sxm-80gb,h200-sxm-141gb,b200-sxm-180gb,gb200-nvl72 --price h100-sxm-80gb=2.50,h200-sxm-141gb=3.80,b200-sxm-180gb=5.00,gb200-nvl72=6.00"
 searches=(
   "llama3-405b-4gpus|--model llama3-405b $four --gpus 512 --global-batch 1024 --precision fp8,mxfp8,nvfp4 --objective cost"
-  "llama3-405b-4gpus-uneven|--model llama3-405b $four --gpus 512 --global-batch 1024 --precision fp8,mxfp8,nvfp4 --objective cost --uneven-pipeline"
+  "llama3-405b-4gpus-even|--model llama3-405b $four --gpus 512 --global-batch 1024 --precision fp8,mxfp8,nvfp4 --objective cost --no-uneven-pipeline"
   "deepseek-v3-4gpus|--model deepseek-v3 $four --gpus 256 --global-batch 4096 --precision fp8,mxfp8 --objective cost"
   "llama3-8b-h100-h200|--model llama3-8b --gpu h100-sxm-80gb,h200-sxm-141gb --gpus 128 --global-batch 512 --train-tokens 2e12 --deadline-days 30 --objective cost --price h100-sxm-80gb=2.50,h200-sxm-141gb=3.80"
   "mixtral-8x7b-64|--model mixtral-8x7b --seq-len 4096 --cluster dgx-h100 --gpus 64 --global-batch 512 --framework megatron-core --top 4"
@@ -25,7 +25,8 @@ searches=(
   "llama3-70b-4096-goodput|--model llama3-70b --cluster dgx-h100 --gpus 4096 --global-batch 2048 --train-tokens 15e12 --objective effective-time --top 3"
   "llama3-70b-max-gpus|--model llama3-70b --gpu h100-sxm-80gb,h200-sxm-141gb --max-gpus 512 --global-batch 512 --train-tokens 1e12 --deadline-days 30 --objective cost"
   "gpt3-175b-512-a100|--model gpt3-175b --gpu a100-sxm-80gb --gpus 512 --global-batch 1536 --max-micro-batch 64"
-  "qwen3-235b-256-uneven|--model qwen3-235b-a22b --cluster dgx-h100 --gpus 256 --global-batch 2048 --precision fp8 --uneven-pipeline"
+  "qwen3-235b-256|--model qwen3-235b-a22b --cluster dgx-h100 --gpus 256 --global-batch 2048 --precision fp8"
+  "llama3-405b-512-h100|--model llama3-405b --gpu h100-sxm-80gb --gpus 512 --global-batch 1024 --precision fp8 --top 20"
 )
 
 echo "search early stop: $bin ($("$bin" --version)), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -107,9 +107,9 @@ void SearchCommandOptions::add_to(CLI::App& app) {
   options["compiled"] = app.add_flag("--compiled", request.compiled, "with --framework torchtitan: the run uses torch.compile (fused RMSNorm; the loss compiled too)");
   add_space_options(app, *this);
   app.add_flag("--tp-across-nodes", request.tp_across_nodes, "also try tensor parallelism wider than a node");
-  app.add_flag("--uneven-pipeline", request.uneven_pipeline,
+  app.add_flag("--uneven-pipeline,!--no-uneven-pipeline", request.uneven_pipeline,
                "also try pipelines that split the layers only with the embedding and loss counted as layers (Llama 3.1 405B at pp 8 or 16; "
-               "Megatron-Core's --account-for-embedding/loss-in-pipeline-split; slower)");
+               "Megatron-Core's --account-for-embedding/loss-in-pipeline-split; the default: --no-uneven-pipeline leaves them out)");
   app.add_option("--train-tokens", request.train_tokens, "tokens to train: report days and $ for the whole run")
       ->check(real_number(0, 1e18, "tokens"));
   app.add_option("--deadline-days", request.deadline_days, "drop plans that take longer (needs --train-tokens)")

@@ -244,8 +244,8 @@ std::string uneven_pipelines_not_searched(const ModelSpec& m, const PlanSpaceOpt
   }
   if (sizes.empty()) return "";
   return "pp " + sizes + " not searched: " + std::to_string(m.layers) + " layers split over them only with the embedding and the loss "
-         "counted as a layer each (Megatron-Core's --account-for-embedding/loss-in-pipeline-split); --uneven-pipeline searches "
-         "them (slower: deep pipelines to simulate)";
+         "counted as a layer each (Megatron-Core's --account-for-embedding/loss-in-pipeline-split), left out by "
+         "--no-uneven-pipeline";
 }
 
 std::vector<std::string> zero_bubble_not_searched(const ModelSpec& m, const PlanSpaceOptions& o) {

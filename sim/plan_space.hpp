@@ -26,9 +26,9 @@ struct PlanSpaceOptions {
   bool tp_across_nodes = false;  // allow tp > gpus_per_node
   // Also pipelines (pp, and pp x vpp) that split the layers only with the embedding and the loss
   // counted as a layer each (Megatron-Core's --account-for-embedding/loss-in-pipeline-split): Llama
-  // 3.1 405B's 126 layers at PP 8 or 16 (search --uneven-pipeline; off by default: the deep
-  // interleaved pipelines it adds take the simulator ~13 ms each).
-  bool uneven_pipeline = false;
+  // 3.1 405B's 126 layers at PP 8 or 16, as NVIDIA's recipes run it (search --no-uneven-pipeline
+  // leaves them out: the deep pipelines they add cost the simulator up to ~60 ms each).
+  bool uneven_pipeline = true;
   // Context parallelism: up to max_cp ranks, each keeping at least min_cp_tokens of the sequence
   // (bounds of the search space, not costs: they keep it to the sizes teams run).
   int64_t max_cp = 16;

@@ -1,9 +1,8 @@
 // Closed-form iteration time; see screen.hpp and docs/simulator.md.
 #include "sim/screen.hpp"
 
-#include <limits>
-
 #include <algorithm>
+#include <limits>
 #include <cmath>
 
 #include "plan/lowering.hpp"
@@ -135,15 +134,24 @@ ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, con
   const double sharded = optimizer_params(work.stages[0].params, work.stages[0].expert_params, plan.zero_stage, dp);
   const double optimizer = cost.optimizer_s(sharded) + weight_cast_s(cost, work, work.stages[0]);
 
-  ScreenEstimate out;
+  ScreenEstimate out = screen_fit(work.memory, plan, hw);
   out.iteration_time_s = pipeline + dp_exposed + optimizer;
-  out.memory_peak_stage = work.memory.peak_stage;
-  out.memory_peak_bytes = work.memory.peak().memory.total_bytes();
+  return out;
+}
+
+ScreenEstimate screen_fit(const RankMemory& memory, const ParallelPlan& plan, const Hardware& hw) {
+  ScreenEstimate out;
+  out.memory_peak_stage = memory.peak_stage;
+  out.memory_peak_bytes = memory.peak().memory.total_bytes();
   // As the simulator judges it: the tensors beside the context, workspace and NCCL buffers (the
   // allocator's reserve takes only the room left, so it never decides).
-  out.device_used_bytes = device_memory(work.memory.peak().memory, plan, hw, 0.0).device_used_bytes;
+  out.device_used_bytes = device_memory(memory.peak().memory, plan, hw, 0.0).device_used_bytes;
   out.fits = out.device_used_bytes <= hw.gpu.memory_bytes;
   return out;
+}
+
+ScreenEstimate screen_fit(const ModelSpec& model, const ParallelPlan& plan, const Hardware& hw) {
+  return screen_fit(estimate_rank_memory(model, plan, memory_target(hw)), plan, hw);
 }
 
 }  // namespace trainsim

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "model/model_spec.hpp"
+#include "plan/rank_memory.hpp"
 #include "plan/parallel_plan.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/hardware_catalog.hpp"
@@ -23,5 +24,11 @@ struct ScreenEstimate {
 // The plan must be valid for the model and match hardware.gpus.
 ScreenEstimate screen_plan(const ModelSpec& model, const ParallelPlan& plan, const Hardware& hardware,
                            const CostModel& cost);
+
+// Only whether the plan fits, as screen_plan judges it (no iteration time): from the rank memory
+// alone, without lowering and pricing the ops, so a search prunes what does not fit (most of a
+// large model's candidates) at a fraction of a screen.
+ScreenEstimate screen_fit(const ModelSpec& model, const ParallelPlan& plan, const Hardware& hardware);
+ScreenEstimate screen_fit(const RankMemory& memory, const ParallelPlan& plan, const Hardware& hardware);
 
 }  // namespace trainsim

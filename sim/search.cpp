@@ -83,13 +83,13 @@ Verdict screen_one(const ModelSpec& model, const ParallelPlan& p, const Hardware
   if (!o.space.frameworks.empty()) {
     if (const char* why = not_runnable(o.space.frameworks, p)) return {0, nullptr, 0, why};
   }
-  ScreenEstimate e;
+  ScreenEstimate e = screen_fit(model, p, hw);
+  if (!e.fits) return {0, "do not fit in memory", e.device_used_bytes};
   try {
     e = screen_plan(model, p, hw, cost);
   } catch (const InputError&) {
     return {0, "outside the profile's measurements"};
   }
-  if (!e.fits) return {0, "do not fit in memory", e.device_used_bytes};
   // Goodput stretches wall time and $ alike (effective = ideal / goodput).
   const double goodput = o.goodput ? goodput_of_plan(model, p, hw, e.iteration_time_s, *o.goodput).goodput : 1.0;
   const bool time = o.objective == Objective::kTime || o.objective == Objective::kEffectiveTime;

@@ -28,7 +28,7 @@ struct SearchRequest {
   std::string cp_comm = "p2p", moe_dispatcher = "alltoall", recompute_modules, zero_bubble;
   std::string cuda_graphs;  // --cuda-graphs: scopes every candidate's CUDA graphs capture ("" / none: none)
   int64_t recompute_layers = 1;
-  bool compiled = false, tp_comm_overlap = false, ep_comm_overlap = false, tp_across_nodes = false, uneven_pipeline = false;
+  bool compiled = false, tp_comm_overlap = false, ep_comm_overlap = false, tp_across_nodes = false, uneven_pipeline = true;
   int64_t lora_rank = 0;     // --lora-rank: every candidate fine-tunes LoRA adapters of this rank
   bool te_op_fuser = false;  // --te-op-fuser: every candidate's experts through Transformer Engine's op fuser
   double train_tokens = 0, deadline_days = 0, budget_usd = 0;

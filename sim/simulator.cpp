@@ -176,6 +176,14 @@ Prediction predict_iteration(const ModelSpec& model, const ParallelPlan& plan, c
   b.last_task.assign(static_cast<size_t>(plan.pp), -1);
   b.prefetch_point = b.last_task;
   b.step_costs = step_costs;
+  {
+    // Each step is a compute task and mostly a transfer, with about three dependencies: reserved
+    // up front, the graph of a deep pipeline is not copied as it grows.
+    size_t steps = 0;
+    for (const auto& stage : schedule.steps) steps += stage.size();
+    b.graph.reserve(2 * steps + 64, 3 * steps + 64);
+    b.parts.reserve(2 * steps + 64);
+  }
   b.weight_grad_costs = weight_grads;
   if (options.keep_trace) {
     std::vector<int32_t> layers_before;  // virtual stages are in model order

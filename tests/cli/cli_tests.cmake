@@ -97,10 +97,13 @@ cli_test("validate predicts every published run" RC 0 MATCH "all runs  *332  *0"
 cli_test("validate lists the runs it cannot simulate with their reason and goes on" RC 0
   MATCH "unsupported runs, by reason" "GPU mi300x is not in the catalog" "all runs  *0  *1"
   ARGS validate --runs ${CMAKE_CURRENT_SOURCE_DIR}/data/validation/unsupported-only.json --summary --tolerance 0.2)
-cli_test("search names the pipelines it leaves out, and --uneven-pipeline searches them (Llama 3.1 405B at pp 16)" RC 0
-  MATCH "pp 4, 8, 16, 32, 64, 128 not searched: 126 layers split over them only with the embedding and the loss" "--uneven-pipeline searches them"
+cli_test("search --no-uneven-pipeline names the pipelines it leaves out (Llama 3.1 405B at pp 4 to 128)" RC 0
+  MATCH "pp 4, 8, 16, 32, 64, 128 not searched: 126 layers split over them only with the embedding and the loss" "left out by --no-uneven-pipeline"
+  ARGS search --model llama3-405b --cluster dgx-h100 --gpus 256 --global-batch 128 --no-uneven-pipeline)
+cli_test("search proposes Llama 3.1 405B at pp 16 with the embedding and loss counted as layers, by default and with --uneven-pipeline" RC 0
+  MATCH "Answer \\(objective time\\): dp1 tp8 pp16 cp2 v8"
   ARGS search --model llama3-405b --cluster dgx-h100 --gpus 256 --global-batch 128)
-cli_test("search --uneven-pipeline proposes Llama 3.1 405B at pp 16 with the embedding and loss counted as layers" RC 0
+cli_test("search --uneven-pipeline (the default) still parses" RC 0
   MATCH "Answer \\(objective time\\): dp1 tp8 pp16 cp2 v8"
   ARGS search --model llama3-405b --cluster dgx-h100 --gpus 256 --global-batch 128 --uneven-pipeline)
 cli_test("validate prints the same plan on two GPU types and in two precisions beside the groups" RC 0

@@ -378,9 +378,11 @@ TEST_CASE("the effective objectives rank plans by time or $ over goodput, and ev
   }
 }
 
-TEST_CASE("uneven pipelines (search --uneven-pipeline): those that split the layers only with the embedding and loss counted, searched when asked") {
+TEST_CASE("uneven pipelines: those that split the layers only with the embedding and loss counted, searched unless --no-uneven-pipeline") {
   const ModelSpec m = resolve_model("llama3-405b");  // 126 layers: pp 2 divides them, 4, 8 and 16 only the layers + 2
   PlanSpaceOptions space;
+  CHECK(space.uneven_pipeline);  // the default
+  space.uneven_pipeline = false;
   space.gpus = 16;
   space.global_batch = 32;
   space.max_micro_batch = 1;
@@ -396,8 +398,7 @@ TEST_CASE("uneven pipelines (search --uneven-pipeline): those that split the lay
   for (const auto& [pp, vpp] : even) CHECK(m.layers % (pp * vpp) == 0);
   CHECK(uneven_pipelines_not_searched(m, space) ==
         "pp 4, 8, 16 not searched: 126 layers split over them only with the embedding and the loss counted as a layer each "
-        "(Megatron-Core's --account-for-embedding/loss-in-pipeline-split); --uneven-pipeline searches them (slower: deep "
-        "pipelines to simulate)");
+        "(Megatron-Core's --account-for-embedding/loss-in-pipeline-split), left out by --no-uneven-pipeline");
   space.uneven_pipeline = true;
   const auto uneven = pipelines();
   CHECK(uneven.count({8, 1}) == 1);
