@@ -70,7 +70,7 @@ double median_ms(const Case& c, int repeats, size_t* tasks, double* engine_ms) {
 }  // namespace
 
 int main() {
-  keep_freed_memory_in_process();  // as predict, search and validate run (common/host_allocator.hpp)
+  keep_freed_memory_in_process();  // as search and validate run (common/host_allocator.hpp)
   const Case cases[] = {
       {"GPT-3 175B, 1024 GPUs, TP8 PP8, m=96", "gpt3-175b", 16, 8, 8, 1, 1, 1536, Recompute::kNone},
       {"GPT-3 175B, 64 GPUs, TP8 PP8 v3, m=64", "gpt3-175b", 1, 8, 8, 3, 1, 64, Recompute::kSelective},
