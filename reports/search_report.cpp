@@ -171,7 +171,9 @@ std::string SearchReport::render() const {
       }
       out += ", " + format_count(left) + " left out (" + why + ")";
     }
-    out += "; " + std::to_string(s.simulated) + " simulated; " + format_fixed(s.elapsed_s, 2) + " s\n";
+    out += "; " + std::to_string(s.simulated) + " simulated" +
+           (s.stopped_early ? " (the rest screened over " + format_fixed(100 * s.screen_margin, 0) + "% behind the plans shown)" : "") +
+           "; " + format_fixed(s.elapsed_s, 2) + " s\n";
     if (s.closest_miss && none_fits(s)) {
       out += "  " + r.hardware.gpu.name + " x " + std::to_string(r.hardware.gpus) + ": the closest to fitting, " + plan_cells(*s.closest_miss) +
              ", needs " + format_fixed(bytes_to_gib(s.closest_miss_bytes), 1) + " GiB per GPU (tensors, CUDA context, NCCL) of " +
@@ -224,7 +226,8 @@ nlohmann::ordered_json SearchReport::to_json() const {
                         {"precision", to_string(r.precision)}, {"evaluated", r.result.evaluated},
                         {"feasible", r.result.feasible}, {"pruned", pruned}, {"left_out", left_out}, {"simulated", r.result.simulated},
                         {"screen_margin", r.result.screen_margin >= 0 ? nlohmann::ordered_json(r.result.screen_margin) : nlohmann::ordered_json()},
-                        {"screen_overestimate", r.result.screen_overestimate}, {"screen_plans_per_s", r.result.screen_plans_per_s}, {"elapsed_s", r.result.elapsed_s}});
+                        {"screen_overestimate", r.result.screen_overestimate}, {"stopped_early", r.result.stopped_early},
+                        {"screen_plans_per_s", r.result.screen_plans_per_s}, {"elapsed_s", r.result.elapsed_s}});
     if (r.result.closest_miss && none_fits(r.result)) {
       searches.back()["closest_miss"] = {{"plan", plan_to_json(*r.result.closest_miss)},
                                          {"memory_device_gib", bytes_to_gib(r.result.closest_miss_bytes)}};

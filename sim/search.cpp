@@ -191,7 +191,10 @@ void simulate_chosen(const ModelSpec& model, const std::vector<ParallelPlan>& pl
       kth = best[keep - 1];
     }
     const double matters_below = std::max(*std::min_element(objectives.begin(), objectives.end()), std::min(kth, o.rank_ceiling));
-    if (chosen[done].score > matters_below * (1.0 + std::max(o.screen_margin, overestimate))) break;
+    if (chosen[done].score > matters_below * (1.0 + std::max(o.screen_margin, overestimate))) {
+      result.stopped_early = true;
+      break;
+    }
   }
   out.resize(done);
   result.plans = std::move(out);

@@ -79,6 +79,8 @@ struct SearchResult {
   // The most the screen's objective lay above a simulated plan's (screened / simulated - 1, 0 when
   // it never did).
   double screen_overestimate = 0;
+  // Whether simulation stopped before the last chosen candidate (the rest screened beyond the margin).
+  bool stopped_early = false;
   double elapsed_s = 0;
   double screen_plans_per_s = 0;
   std::vector<RankedPlan> plans;           // simulated, best first by the objective

@@ -97,6 +97,12 @@ cli_test("validate predicts every published run" RC 0 MATCH "all runs  *332  *0"
 cli_test("validate lists the runs it cannot simulate with their reason and goes on" RC 0
   MATCH "unsupported runs, by reason" "GPU mi300x is not in the catalog" "all runs  *0  *1"
   ARGS validate --runs ${CMAKE_CURRENT_SOURCE_DIR}/data/validation/unsupported-only.json --summary --tolerance 0.2)
+cli_test("search stops simulating once the rest screen over 5% behind the plans shown, and says so" RC 0
+  MATCH "[0-9]+ simulated \\(the rest screened over 5% behind the plans shown\\)"
+  ARGS search --model llama3-70b --cluster dgx-h100 --gpus 256 --global-batch 512)
+cli_test("search --simulate-all simulates every one of --simulate-best" RC 0
+  MATCH "feasible, [0-9,]+ do not fit in memory; 50 simulated; "
+  ARGS search --model llama3-70b --cluster dgx-h100 --gpus 256 --global-batch 512 --simulate-all --simulate-best 50)
 cli_test("search --no-uneven-pipeline names the pipelines it leaves out (Llama 3.1 405B at pp 4 to 128)" RC 0
   MATCH "pp 4, 8, 16, 32, 64, 128 not searched: 126 layers split over them only with the embedding and the loss" "left out by --no-uneven-pipeline"
   ARGS search --model llama3-405b --cluster dgx-h100 --gpus 256 --global-batch 128 --no-uneven-pipeline)
