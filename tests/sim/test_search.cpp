@@ -302,6 +302,8 @@ TEST_CASE("simulation stops once no plan left can enter the best shown, and find
     c.options.screen_margin = kScreenMargin;
     const SearchResult bounded = search_plans(c.model, c.hw, CostModelChoice{}, c.options);
     CHECK(bounded.simulated < all.simulated);
+    CHECK(bounded.stopped_early);
+    CHECK_FALSE(all.stopped_early);
     CHECK(bounded.simulated % 8 == 0);  // whole rounds
     CHECK(bounded.screen_margin >= kScreenMargin);
     CHECK(bounded.screen_margin >= bounded.screen_overestimate);
