@@ -229,9 +229,18 @@ ScreenedSearch screen_search(const ModelSpec& model, const Hardware& hw, const C
   std::partial_sort(feasible.begin(), feasible.begin() + static_cast<std::ptrdiff_t>(keep), feasible.end(),
                     [](const Screened& a, const Screened& b) { return a.score < b.score || (a.score == b.score && a.index < b.index); });
   feasible.resize(keep);
+  // Only the chosen candidates are kept: searches ranked together are all screened before any is
+  // simulated, and a space can hold 10^5 plans per search.
+  std::vector<ParallelPlan> chosen_plans;
+  chosen_plans.reserve(keep);
+  for (Screened& f : feasible) {
+    chosen_plans.push_back(s.plans[f.index]);
+    f.index = chosen_plans.size() - 1;
+  }
+  s.plans = std::move(chosen_plans);
   s.chosen = std::move(feasible);
   s.screen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  out.screen_plans_per_s = s.screen_s > 0 ? static_cast<double>(s.plans.size()) / s.screen_s : 0.0;
+  out.screen_plans_per_s = s.screen_s > 0 ? static_cast<double>(out.evaluated) / s.screen_s : 0.0;
   return s;
 }
 

@@ -99,10 +99,10 @@ SearchResult search_plans(const ModelSpec& model, const Hardware& hardware, cons
 // simulation of the best screened.
 struct ScreenedPlan {
   double score = 0;  // the screen's objective estimate (lower is better)
-  size_t index = 0;  // into ScreenedSearch::plans
+  size_t index = 0;  // into the candidates screened; once chosen, into ScreenedSearch::plans
 };
 struct ScreenedSearch {
-  std::vector<ParallelPlan> plans;  // every candidate
+  std::vector<ParallelPlan> plans;   // the chosen candidates (ScreenedPlan::index points here)
   std::vector<ScreenedPlan> chosen;  // the feasible ones, best screened first, at most simulate_best
   SearchResult result;               // the screen's counts; no plans yet
   double screen_s = 0;
