@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
-#include <limits>
 #include <algorithm>
 
 #include <CLI/CLI.hpp>
@@ -31,19 +30,6 @@ void draw_progress(const std::string& label, double fraction) {
   std::fprintf(stderr, "\r%s [%s%s] %3d%%", label.c_str(), std::string(static_cast<size_t>(filled), '#').c_str(),
                std::string(static_cast<size_t>(width - filled), ' ').c_str(), static_cast<int>(fraction * 100));
   std::fflush(stderr);
-}
-
-// The objective of the keep_best-th best plan the searches simulated so far found
-// (SearchOptions::rank_ceiling).
-double ranked_ceiling(const std::vector<const SearchResult*>& done, const SearchOptions& options) {
-  std::vector<double> found;
-  for (const SearchResult* r : done) {
-    for (const RankedPlan& plan : r->plans) found.push_back(objective_value(plan, options.objective));
-  }
-  const size_t keep = static_cast<size_t>(std::max<int64_t>(1, options.keep_best));
-  if (found.size() < keep) return std::numeric_limits<double>::infinity();
-  std::nth_element(found.begin(), found.begin() + static_cast<std::ptrdiff_t>(keep - 1), found.end());
-  return found[keep - 1];
 }
 
 // One search of run_searches: a GPU type at a count and a precision.
@@ -98,7 +84,7 @@ void run_searches(const SearchCommandOptions& o, const ModelSpec& model, SearchO
   std::vector<const SearchResult*> done;
   for (size_t i : order) {
     SearchJob& job = jobs[i];
-    job.options.rank_ceiling = ranked_ceiling(done, job.options);
+    job.options.rank_ceiling = rank_ceiling_after(done, job.options);
     results[i] = simulate_screened(model, job.hw, o.hardware.costs(), job.options, std::move(job.screened));
     done.push_back(&results[i]);
   }

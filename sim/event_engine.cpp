@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "common/errors.hpp"
 
@@ -46,38 +47,51 @@ struct Node {
   TaskId waited_on = -1;    // the dependency that ended last (highest id on ties)
 };
 
+// The graph as the sweep reads it: per task its Node (dependents in compressed rows: task i's
+// are dependents[node[i].dependents .. node[i + 1].dependents)), and each stream's tasks in
+// insertion order (stream s's are stream_tasks[stream_row[s] .. stream_row[s + 1])).
+struct SweepGraph {
+  std::vector<Node> node;
+  std::vector<TaskId> dependents;
+  std::vector<int32_t> stream_row;
+  std::vector<TaskId> stream_tasks;
+};
+
+SweepGraph index_graph(const std::vector<Task>& tasks, const std::vector<std::pair<TaskId, TaskId>>& edges, size_t streams) {
+  const size_t n = tasks.size();
+  SweepGraph g;
+  g.node.resize(n + 1);
+  for (size_t i = 0; i < n; ++i) {
+    g.node[i].duration_s = tasks[i].duration_s;
+    g.node[i].stream = tasks[i].stream;
+  }
+  for (const auto& [dep, task] : edges) {
+    ++g.node[static_cast<size_t>(dep) + 1].dependents;
+    ++g.node[static_cast<size_t>(task)].waiting;
+  }
+  for (size_t i = 0; i < n; ++i) g.node[i + 1].dependents += g.node[i].dependents;
+  g.dependents.resize(edges.size());
+  std::vector<int32_t> fill(n);
+  for (size_t i = 0; i < n; ++i) fill[i] = g.node[i].dependents;
+  for (const auto& [dep, task] : edges) g.dependents[static_cast<size_t>(fill[static_cast<size_t>(dep)]++)] = task;
+  g.stream_row.assign(streams + 1, 0);
+  for (const Task& t : tasks) ++g.stream_row[static_cast<size_t>(t.stream) + 1];
+  for (size_t s = 0; s < streams; ++s) g.stream_row[s + 1] += g.stream_row[s];
+  g.stream_tasks.resize(n);
+  fill.assign(g.stream_row.begin(), g.stream_row.end() - 1);
+  for (size_t i = 0; i < n; ++i) g.stream_tasks[static_cast<size_t>(fill[static_cast<size_t>(tasks[i].stream)]++)] = static_cast<TaskId>(i);
+  return g;
+}
+
 }  // namespace
 
 std::vector<TaskTiming> simulate(const TaskGraph& graph) {
-  const auto& tasks = graph.tasks_;
-  const size_t n = tasks.size();
-  std::vector<Node> node(n + 1);
-  for (size_t i = 0; i < n; ++i) {
-    node[i].duration_s = tasks[i].duration_s;
-    node[i].stream = tasks[i].stream;
-  }
-  // Dependents of each task in compressed rows: task i's are [node[i].dependents, node[i + 1].dependents).
-  for (const auto& [dep, task] : graph.edges_) {
-    ++node[static_cast<size_t>(dep) + 1].dependents;
-    ++node[static_cast<size_t>(task)].waiting;
-  }
-  for (size_t i = 0; i < n; ++i) node[i + 1].dependents += node[i].dependents;
-  std::vector<TaskId> dependents(graph.edges_.size());
-  {
-    std::vector<int32_t> fill(n);
-    for (size_t i = 0; i < n; ++i) fill[i] = node[i].dependents;
-    for (const auto& [dep, task] : graph.edges_) dependents[static_cast<size_t>(fill[static_cast<size_t>(dep)]++)] = task;
-  }
-  // Each stream's tasks in insertion order.
-  const size_t streams = static_cast<size_t>(graph.stream_count_);
-  std::vector<int32_t> stream_row(streams + 1, 0);
-  for (const Task& t : tasks) ++stream_row[static_cast<size_t>(t.stream) + 1];
-  for (size_t s = 0; s < streams; ++s) stream_row[s + 1] += stream_row[s];
-  std::vector<TaskId> stream_tasks(n);
-  {
-    std::vector<int32_t> fill(stream_row.begin(), stream_row.end() - 1);
-    for (size_t i = 0; i < n; ++i) stream_tasks[static_cast<size_t>(fill[static_cast<size_t>(tasks[i].stream)]++)] = static_cast<TaskId>(i);
-  }
+  const size_t n = graph.tasks_.size(), streams = static_cast<size_t>(graph.stream_count_);
+  SweepGraph g = index_graph(graph.tasks_, graph.edges_, streams);
+  std::vector<Node>& node = g.node;
+  const std::vector<TaskId>& dependents = g.dependents;
+  const std::vector<int32_t>& stream_row = g.stream_row;
+  const std::vector<TaskId>& stream_tasks = g.stream_tasks;
   std::vector<int32_t> next(stream_row.begin(), stream_row.end() - 1);  // position of each stream's next task
   std::vector<double> free_at(streams, 0.0);
   std::vector<TaskTiming> timing(n);

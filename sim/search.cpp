@@ -146,6 +146,15 @@ std::vector<ThreadResult> screen_all(const ModelSpec& model, const std::vector<P
   return results;
 }
 
+// The keep-th smallest of `values` (infinity when there are fewer).
+double kth_smallest(std::vector<double> values, size_t keep) {
+  if (keep == 0 || values.size() < keep) return std::numeric_limits<double>::infinity();
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(keep - 1), values.end());
+  return values[keep - 1];
+}
+
+size_t kept(const SearchOptions& o) { return static_cast<size_t>(std::max<int64_t>(1, o.keep_best)); }
+
 // Plans simulated together before the early stop is checked: a fixed number, so where the
 // search stops does not depend on the thread count.
 constexpr size_t kSimulationRound = 8;
@@ -157,7 +166,7 @@ void simulate_chosen(const ModelSpec& model, const std::vector<ParallelPlan>& pl
                      const Hardware& hw, const CostModelChoice& costs, const SearchOptions& o, SearchResult& result) {
   std::vector<RankedPlan> out(chosen.size());
   std::vector<double> objectives;
-  const size_t keep = static_cast<size_t>(std::max<int64_t>(1, o.keep_best));
+  const size_t keep = kept(o);
   double overestimate = 0.0;
   size_t done = 0;
   while (done < chosen.size()) {
@@ -184,13 +193,8 @@ void simulate_chosen(const ModelSpec& model, const std::vector<ParallelPlan>& pl
     if (o.screen_margin < 0 || done >= chosen.size() || (objectives.size() < keep && !std::isfinite(o.rank_ceiling))) continue;
     // A plan left matters if it could be this search's best or enter the best `keep` of this
     // search and the earlier ones ranked with it.
-    double kth = std::numeric_limits<double>::infinity();
-    if (objectives.size() >= keep) {
-      std::vector<double> best = objectives;
-      std::nth_element(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(keep - 1), best.end());
-      kth = best[keep - 1];
-    }
-    const double matters_below = std::max(*std::min_element(objectives.begin(), objectives.end()), std::min(kth, o.rank_ceiling));
+    const double matters_below =
+        std::max(*std::min_element(objectives.begin(), objectives.end()), std::min(kth_smallest(objectives, keep), o.rank_ceiling));
     if (chosen[done].score > matters_below * (1.0 + std::max(o.screen_margin, overestimate))) {
       result.stopped_early = true;
       break;
@@ -254,6 +258,14 @@ SearchResult simulate_screened(const ModelSpec& model, const Hardware& hw, const
   });
   out.elapsed_s = screened.screen_s + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
+}
+
+double rank_ceiling_after(const std::vector<const SearchResult*>& done, const SearchOptions& o) {
+  std::vector<double> found;
+  for (const SearchResult* r : done) {
+    for (const RankedPlan& plan : r->plans) found.push_back(objective_value(plan, o.objective));
+  }
+  return kth_smallest(std::move(found), kept(o));
 }
 
 SearchResult search_plans(const ModelSpec& model, const Hardware& hw, const CostModelChoice& costs, const SearchOptions& o) {

@@ -112,6 +112,9 @@ ScreenedSearch screen_search(const ModelSpec& model, const Hardware& hardware, c
                              const SearchOptions& options);
 SearchResult simulate_screened(const ModelSpec& model, const Hardware& hardware, const CostModelChoice& costs,
                                const SearchOptions& options, ScreenedSearch screened);
+// SearchOptions::rank_ceiling for a search ranked after `done`: the objective of their
+// options.keep_best-th best plan (infinity when they found fewer).
+double rank_ceiling_after(const std::vector<const SearchResult*>& done, const SearchOptions& options);
 
 // Indices of the plans no other plan beats on iteration time, $ per iteration and GPU count.
 std::vector<size_t> pareto_front(const std::vector<RankedPlan>& plans);
