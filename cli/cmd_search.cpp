@@ -43,8 +43,9 @@ struct SearchJob {
 // Every precision x GPU type x count asked for, each a search added to `report`; with several
 // precisions a GPU without a tensor-core peak for one is skipped for it, and said so. All are
 // screened first, then simulated from the most promising screen down, each knowing the best
-// plans the ones before found (SearchOptions::rank_ceiling), so a search that cannot reach the
-// table simulates only as far as its own best.
+// plans the ones before found (SearchOptions::rank_ceiling) and the best of its GPU type
+// (SearchOptions::gpu_type_best), so a search that cannot reach the table simulates only as far
+// as its own best, and none at all when another precision or count of its GPU type beat it.
 void run_searches(const SearchCommandOptions& o, const ModelSpec& model, SearchOptions options, SearchReport& report) {
   const std::vector<std::string> gpus = o.hardware.gpu_names();
   if (gpus.empty()) throw InputError("missing --gpu or --cluster", "e.g. --gpu h100-sxm-80gb,a100-sxm-80gb");
@@ -85,6 +86,11 @@ void run_searches(const SearchCommandOptions& o, const ModelSpec& model, SearchO
   for (size_t i : order) {
     SearchJob& job = jobs[i];
     job.options.rank_ceiling = rank_ceiling_after(done, job.options);
+    job.options.gpu_type_best = gpu_type_best_after(done, job.hw.gpu.name, job.options);
+    // The screen's largest overestimate any earlier search met widens this one's margin too.
+    for (const SearchResult* r : done) {
+      if (job.options.screen_margin >= 0) job.options.screen_margin = std::max(job.options.screen_margin, r->screen_overestimate);
+    }
     results[i] = simulate_screened(model, job.hw, o.hardware.costs(), job.options, std::move(job.screened));
     done.push_back(&results[i]);
   }

@@ -171,8 +171,10 @@ std::string SearchReport::render() const {
       }
       out += ", " + format_count(left) + " left out (" + why + ")";
     }
-    out += "; " + std::to_string(s.simulated) + " simulated" +
-           (s.stopped_early ? " (the rest screened over " + format_fixed(100 * s.screen_margin, 0) + "% behind the plans shown)" : "") +
+    const std::string margin = format_fixed(100 * s.screen_margin, 0) + "% behind the plans shown";
+    out += "; " + (s.simulated == 0 && s.stopped_early ? "none simulated (every plan screened over " + margin + ")"
+                                                       : std::to_string(s.simulated) + " simulated" +
+                                                             (s.stopped_early ? " (the rest screened over " + margin + ")" : "")) +
            "; " + format_fixed(s.elapsed_s, 2) + " s\n";
     if (s.closest_miss && none_fits(s)) {
       out += "  " + r.hardware.gpu.name + " x " + std::to_string(r.hardware.gpus) + ": the closest to fitting, " + plan_cells(*s.closest_miss) +
@@ -190,7 +192,7 @@ std::string SearchReport::render() const {
            std::string(limits ? ", or a later --deadline-days / a larger --budget-usd" : "") + ".\n";
   } else {
     out += "\nBest plans (simulated on the event engine)\n" + plans_table(best, train_tokens > 0);
-    out += "\nPareto front: iteration time vs $ per iteration vs GPUs\n" + plans_table(pareto, train_tokens > 0);
+    out += "\nPareto front of the plans simulated: iteration time vs $ per iteration vs GPUs\n" + plans_table(pareto, train_tokens > 0);
     out += "\nThe best plan in detail\n" + render_prediction_table(best.front().prediction);
   }
   return out + (imported ? imported_text(*this) : "");

@@ -155,12 +155,21 @@ double kth_smallest(std::vector<double> values, size_t keep) {
 
 size_t kept(const SearchOptions& o) { return static_cast<size_t>(std::max<int64_t>(1, o.keep_best)); }
 
+// The objective below which a plan not yet simulated can still matter: as the best of its GPU
+// type (this search's best so far, or an earlier search's of the same type), or among the best
+// `keep` of this search and the earlier ones ranked with it. Infinity while either is unknown.
+double matters_below(const std::vector<double>& objectives, size_t keep, const SearchOptions& o) {
+  const double own = objectives.empty() ? std::numeric_limits<double>::infinity() : *std::min_element(objectives.begin(), objectives.end());
+  return std::max(std::min(own, o.gpu_type_best), std::min(kth_smallest(objectives, keep), o.rank_ceiling));
+}
+
 // Plans simulated together before the early stop is checked: a fixed number, so where the
 // search stops does not depend on the thread count.
 constexpr size_t kSimulationRound = 8;
 
 // Event-simulates `chosen` (best screened first) on all threads, round by round, until the next
-// candidate cannot enter the best o.keep_best (SearchOptions::screen_margin). Sets the result's
+// candidate can neither enter the best o.keep_best nor be its GPU type's best (matters_below,
+// SearchOptions::screen_margin): possibly none, for a search ranked after better ones. Sets the result's
 // plans, simulated count, the screen's largest overestimate seen and the margin the stop used.
 void simulate_chosen(const ModelSpec& model, const std::vector<ParallelPlan>& plans, const std::vector<ScreenedPlan>& chosen,
                      const Hardware& hw, const CostModelChoice& costs, const SearchOptions& o, SearchResult& result) {
@@ -170,6 +179,10 @@ void simulate_chosen(const ModelSpec& model, const std::vector<ParallelPlan>& pl
   double overestimate = 0.0;
   size_t done = 0;
   while (done < chosen.size()) {
+    if (o.screen_margin >= 0 && chosen[done].score > matters_below(objectives, keep, o) * (1.0 + std::max(o.screen_margin, overestimate))) {
+      result.stopped_early = true;
+      break;
+    }
     const size_t end = std::min(chosen.size(), done + kSimulationRound);
     std::atomic<size_t> next{done};
     auto worker = [&] {
@@ -190,15 +203,6 @@ void simulate_chosen(const ModelSpec& model, const std::vector<ParallelPlan>& pl
       if (objectives.back() > 0) overestimate = std::max(overestimate, chosen[k].score / objectives.back() - 1.0);
     }
     done = end;
-    if (o.screen_margin < 0 || done >= chosen.size() || (objectives.size() < keep && !std::isfinite(o.rank_ceiling))) continue;
-    // A plan left matters if it could be this search's best or enter the best `keep` of this
-    // search and the earlier ones ranked with it.
-    const double matters_below =
-        std::max(*std::min_element(objectives.begin(), objectives.end()), std::min(kth_smallest(objectives, keep), o.rank_ceiling));
-    if (chosen[done].score > matters_below * (1.0 + std::max(o.screen_margin, overestimate))) {
-      result.stopped_early = true;
-      break;
-    }
   }
   out.resize(done);
   result.plans = std::move(out);
@@ -266,6 +270,16 @@ double rank_ceiling_after(const std::vector<const SearchResult*>& done, const Se
     for (const RankedPlan& plan : r->plans) found.push_back(objective_value(plan, o.objective));
   }
   return kth_smallest(std::move(found), kept(o));
+}
+
+double gpu_type_best_after(const std::vector<const SearchResult*>& done, const std::string& gpu, const SearchOptions& o) {
+  double best = std::numeric_limits<double>::infinity();
+  for (const SearchResult* r : done) {
+    for (const RankedPlan& plan : r->plans) {
+      if (plan.prediction.hardware.gpu.name == gpu) best = std::min(best, objective_value(plan, o.objective));
+    }
+  }
+  return best;
 }
 
 SearchResult search_plans(const ModelSpec& model, const Hardware& hw, const CostModelChoice& costs, const SearchOptions& o) {

@@ -47,6 +47,10 @@ struct SearchOptions {
   // counts): the objective of the keep_best-th best plan they found. Past it a plan can only
   // matter as this search's own best, so simulation stops once the next plan cannot beat both.
   double rank_ceiling = std::numeric_limits<double>::infinity();
+  // The best objective earlier searches found for this search's GPU type (another precision or
+  // GPU count of it). A plan then matters as the GPU type's best only if it can beat that, so a
+  // search whose best screened plan cannot may simulate none (it still must for the table).
+  double gpu_type_best = std::numeric_limits<double>::infinity();
   int threads = 0;                    // 0: all hardware threads
   bool flash2_attention = false;      // the framework's attention kernel (FrameworkPreset)
   // Training-run what-ifs (0 = not set): tokens to train, deadline and budget for them.
@@ -115,6 +119,8 @@ SearchResult simulate_screened(const ModelSpec& model, const Hardware& hardware,
 // SearchOptions::rank_ceiling for a search ranked after `done`: the objective of their
 // options.keep_best-th best plan (infinity when they found fewer).
 double rank_ceiling_after(const std::vector<const SearchResult*>& done, const SearchOptions& options);
+// SearchOptions::gpu_type_best from `done`'s plans on `gpu` (infinity when none).
+double gpu_type_best_after(const std::vector<const SearchResult*>& done, const std::string& gpu, const SearchOptions& options);
 
 // Indices of the plans no other plan beats on iteration time, $ per iteration and GPU count.
 std::vector<size_t> pareto_front(const std::vector<RankedPlan>& plans);

@@ -2,6 +2,7 @@
 // result does not depend on the thread count, and deadlines / budgets prune.
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <map>
 #include <set>
 
@@ -328,6 +329,32 @@ TEST_CASE("a search ranked after one with better plans simulates only as far as 
   c.options.rank_ceiling = alone.plans.back().prediction.iteration_time_s * 10;
   const SearchResult loose = search_plans(c.model, c.hw, CostModelChoice{}, c.options);
   CHECK(loose.simulated == alone.simulated);
+}
+
+TEST_CASE("a search whose GPU type has a better plan already, ranked after a full table, simulates none") {
+  Case c;
+  c.options.keep_best = 5;
+  const SearchResult alone = search_plans(c.model, c.hw, CostModelChoice{}, c.options);
+  REQUIRE(!alone.plans.empty());
+  const double best = objective_value(alone.plans.front(), c.options.objective);
+  c.options.rank_ceiling = best * 0.5;  // the table is full of better plans
+  c.options.gpu_type_best = best * 0.5;  // and another precision of this GPU beat every plan here
+  const SearchResult beaten = search_plans(c.model, c.hw, CostModelChoice{}, c.options);
+  CHECK(beaten.simulated == 0);
+  CHECK(beaten.plans.empty());
+  CHECK(beaten.stopped_early);
+  CHECK(beaten.feasible == alone.feasible);  // screened all the same
+  // A GPU-type best this search can beat: it simulates until its own best is certain, as alone.
+  c.options.gpu_type_best = best * 1.5;
+  const SearchResult beats = search_plans(c.model, c.hw, CostModelChoice{}, c.options);
+  CHECK(beats.simulated > 0);
+  CHECK(beats.simulated < alone.simulated);
+  check_same_best(alone, beats, 1);
+  // Without a full table the GPU type's best does not stop it.
+  c.options.rank_ceiling = std::numeric_limits<double>::infinity();
+  c.options.gpu_type_best = best * 0.5;
+  const SearchResult table_open = search_plans(c.model, c.hw, CostModelChoice{}, c.options);
+  CHECK(table_open.simulated == alone.simulated);
 }
 
 TEST_CASE("a deadline and a budget for a token count prune the plans that miss them") {
