@@ -104,7 +104,7 @@ void drop_recomputed_modules(const ModelSpec& m, const ActivationLayout& l, cons
     split -= (routed + shared) * sb * x.ffn_pass + sb * x.expert_inputs;
     return;
   }
-  if (recomputes(l, kRecomputeMoeAct)) split -= routed * sb * x.lin * f;
+  if (recomputes(l, kRecomputeMoeAct)) split -= routed * sb * (x.lin * f + (l.eager_glu_clamp ? 2.0 * f * x.e : 0.0));
   if (recomputes(l, kRecomputeSharedExperts)) split -= shared * sb * x.ffn_pass;
 }
 }  // namespace
@@ -139,6 +139,7 @@ double activation_bytes_per_layer(const ModelSpec& m, const ActivationLayout& l)
     replicated += sb * (e * d(a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim) + x.lin * d(a.q_lora_rank + a.kv_lora_rank));
   }
   if (m.moe) split += sb * x.expert_inputs;
+  if (m.moe && l.eager_glu_clamp) split += d(m.moe->top_k) * l.expert_load * sb * 2.0 * d(m.moe->expert_ffn_hidden) * x.e;
 
   // Attention core: unfused keeps the softmax output (+ dropout mask and output) over a*s^2;
   // selective recompute drops exactly these. Flash keeps one fp32 log-sum-exp per row and head.

@@ -32,6 +32,10 @@ struct ActivationLayout {
   // 0: the linears keep their 16-bit input (bf16 training, torchao's Float8Linear).
   double quantized_input_bytes = 0;
   bool delayed_scaling = false;
+  // MoE with a clamped GLU run by Megatron-Core's experts (plan/moe_lowering.cpp, the eager clamp):
+  // the clamped copy of fc1's output (2f per routed copy), which the activation keeps, beside fc1's
+  // output, which the clamp's backward keeps. Recomputing moe_act keeps neither.
+  bool eager_glu_clamp = false;
 };
 
 // One transformer layer, one micro-batch, one TP rank.

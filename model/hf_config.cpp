@@ -132,9 +132,9 @@ void read_deepseek(JsonObjectReader& r, ModelSpec& m) {
 }
 
 // GPT-OSS (transformers' GptOssConfig): every layer's FFN is num_local_experts experts of
-// intermediate_size (its SwiGLU is clamped, swiglu_limit: the same GEMMs), top num_experts_per_tok
-// (experts_per_token in OpenAI's own config); attention sinks (one learned logit per head) are
-// not modeled.
+// intermediate_size, its GLU clamped at swiglu_limit (GptOssConfig's default 7.0; glu_clamp), top
+// num_experts_per_tok (experts_per_token in OpenAI's own config); attention sinks (one learned
+// logit per head) are not modeled.
 void read_gpt_oss_moe(JsonObjectReader& r, ModelSpec& m) {
   MoeSpec moe;
   moe.experts = r.required_int("num_local_experts", 1);
@@ -144,6 +144,7 @@ void read_gpt_oss_moe(JsonObjectReader& r, ModelSpec& m) {
   moe.top_k = top_k.value_or(per_token.value_or(1));
   moe.expert_ffn_hidden = m.ffn_hidden;
   m.moe = moe;
+  m.glu_clamp = r.optional_number("swiglu_limit", 0.0).value_or(7.0);
 }
 
 // Sliding-window attention. GPT-OSS and newer configs list each layer's kind in layer_types

@@ -87,6 +87,7 @@ ModelSpec read_model(JsonObjectReader& r) {
   } else if (r.optional_int("sliding_window_layers", 0)) {
     r.add_problem("sliding_window_layers", "is given without sliding_window (the window's length in tokens)");
   }
+  m.glu_clamp = r.optional_number("glu_clamp", 0.0).value_or(0.0);
   m.mtp_layers = r.optional_int("mtp_layers", 0).value_or(0);
   m.params_b_stated = r.optional_number("params_b", 0.0);
   m.source = r.optional_string("source").value_or("");
@@ -137,6 +138,7 @@ nlohmann::ordered_json model_to_json(const ModelSpec& m) {
     j["sliding_window"] = m.sliding_window;
     j["sliding_window_layers"] = m.sliding_window_layers;
   }
+  if (m.glu_clamp > 0) j["glu_clamp"] = m.glu_clamp;
   if (m.mtp_layers > 0) j["mtp_layers"] = m.mtp_layers;
   if (m.params_b_stated) j["params_b"] = *m.params_b_stated;
   if (!m.source.empty()) j["source"] = m.source;

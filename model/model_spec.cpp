@@ -1,6 +1,7 @@
 // Validation of ModelSpec and names of its enums.
 #include "model/model_spec.hpp"
 
+#include <cmath>
 #include <cstdio>
 
 #include "common/limits.hpp"
@@ -85,6 +86,12 @@ ProblemList validate_model(const ModelSpec& m, const std::string& where) {
       p.add(where + ": /sliding_window_layers: sliding_window_layers (" + std::to_string(m.sliding_window_layers) +
             ") must be from 0 to layers (" + std::to_string(m.layers) + ")");
     }
+  }
+  if (m.glu_clamp < 0 || !std::isfinite(m.glu_clamp)) {
+    p.add(where + ": /glu_clamp: glu_clamp (" + std::to_string(m.glu_clamp) + ") must be a finite number >= 0 (the GLU's clamp limit; 0: none)");
+  }
+  if (m.glu_clamp > 0 && m.ffn_kind != FfnKind::kSwiglu) {
+    p.add(where + ": /glu_clamp: a clamped GLU needs a gated FFN (ffn_kind \"swiglu\"), not \"" + std::string(to_string(m.ffn_kind)) + "\"");
   }
   if (!p.empty()) return p;  // the relations below need sizes in range
   require_countable(p, where, m);

@@ -68,6 +68,11 @@ struct ModelSpec {
   // prefix (Mistral: every layer; Gemma 2, GPT-OSS: every other layer). 0: no window.
   int64_t sliding_window = 0;
   int64_t sliding_window_layers = 0;
+  // A clamped GLU (GPT-OSS: swiglu_limit 7, Megatron-Core activation_func_clamp_value): the gate
+  // half clamped to at most this, the linear half to [-this, this], before the activation. The
+  // same math as an unclamped GLU; what it costs depends on the framework's kernels (the experts'
+  // eager clamp in Megatron-Core, plan/moe_lowering.cpp). 0: none.
+  double glu_clamp = 0;
   // Multi-token prediction (DeepSeek-V3 num_nextn_predict_layers; Megatron-Core --mtp-num-layers):
   // after the last layer, each MTP depth k normalizes the hidden state and the embedding of the
   // tokens k ahead (hnorm, enorm), projects their concatenation 2h -> h (eh_proj), runs one more

@@ -110,6 +110,33 @@ void add_expert_bias_loop(LayerWork& w, double elements, double e, int64_t local
   w.backward.push_back(backward);
 }
 
+// GPT-OSS's clamped GLU in Megatron-Core's experts (TEGroupedMLP with bias_activation_fusion:
+// megatron/core/fusions/fused_bias_geglu.py weighted_bias_quick_geglu_impl, the same from the
+// GPT-OSS commit 2e29a5e1 of 2025-09-09 to 2026-08): before the compiled activation, an eager
+// torch.clamp writes each half of fc1's output to a new tensor and torch.cat joins the two, each
+// read and written once: 8 bytes per byte of the activation's output (`inner`, one half). The
+// backward through autograd: ClampBackward on each half (the gate's `self <= limit` read and a
+// bool mask written, torch.where reading mask and gradient and writing it: 4; the linear half,
+// bounded both ways, two comparisons and logical_and_ first: 7), and chunk's backward joining the
+// two halves' gradients with torch.cat (4): 15. Issued as 5 more aten calls (chunk, two clamps,
+// cat, the linear offset's torch.tensor on the device) and 4 autograd nodes. The activation's own
+// ops carry it, so recomputing moe_act re-runs it too. Not with Transformer Engine's op fuser
+// (its ScaledClampedQGeGLU clamps inside the fused kernel) or another stack's experts.
+void add_glu_clamp(LayerWork& w, size_t forward_act, size_t backward_from, double inner) {
+  Op& forward = w.forward[forward_act];
+  forward.name = "swiglu_clamped";
+  forward.bytes += 8.0 * inner;
+  forward.eager_ops += 5;
+  for (size_t i = backward_from; i < w.backward.size(); ++i) {
+    if (w.backward[i].name != "swiglu_bwd") continue;
+    w.backward[i].name = "swiglu_clamped_bwd";
+    w.backward[i].bytes += 15.0 * inner;
+    w.backward[i].eager_ops += 4;
+    w.backward[i].backward = true;
+    return;
+  }
+}
+
 }  // namespace
 
 void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s, LayerMarks& marks) {
@@ -151,7 +178,12 @@ void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const 
   const int64_t per_expert = std::max<int64_t>(1, std::llround(rank_copies / static_cast<double>(local_experts)));
   marks.routed_act = w.forward.size() + 1;  // after fc1
   const size_t experts_forward = w.forward.size(), experts_backward = w.backward.size();
-  add_ffn_core(w, m, s, kFfnNames, per_expert, moe.expert_ffn_hidden / (like_dense ? s.t : t.etp), local_experts, p.bias_gelu_fusion);
+  const int64_t expert_width = moe.expert_ffn_hidden / (like_dense ? s.t : t.etp);
+  add_ffn_core(w, m, s, kFfnNames, per_expert, expert_width, local_experts, p.bias_gelu_fusion);
+  if (eager_glu_clamp(m, p)) {
+    add_glu_clamp(w, marks.routed_act, experts_backward,
+                  static_cast<double>(per_expert) * static_cast<double>(local_experts) * static_cast<double>(expert_width) * s.e);
+  }
   // Transformer Engine's GroupedLinear issues one cuBLAS GEMM per local expert (multi-stream
   // cuBLAS, transformer_engine/common/gemm/cublaslt_gemm.cu nvte_multi_stream_cublas_gemm).
   if (p.host_stack == HostStack::kTransformerEngine && local_experts > 1) {

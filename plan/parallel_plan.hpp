@@ -260,6 +260,11 @@ struct ParallelPlan {
 // BF16/FP16/FP32 training, torchao's Float8Linear (torchao_float8, the rowwise recipe).
 double quantized_input_bytes(const ParallelPlan& plan);
 
+// Whether an MoE model's clamped GLU (ModelSpec::glu_clamp) runs as Megatron-Core's experts run
+// it, an eager clamp and torch.cat before the compiled activation (plan/moe_lowering.cpp): Megatron's
+// modules (HostStack::kTransformerEngine) without Transformer Engine's op fuser.
+bool eager_glu_clamp(const ModelSpec& model, const ParallelPlan& plan);
+
 // Whose rules a plan must follow: the frameworks trainsim predicts (Megatron-LM, DeepSpeed,
 // torchtitan), or trainsim's own CPU runtime, whose kernels are its own: it runs context
 // parallelism with its unfused ring attention, where Megatron-Core runs only a fused (flash) one.

@@ -36,6 +36,10 @@ double quantized_input_bytes(const ParallelPlan& p) {
   }
 }
 
+bool eager_glu_clamp(const ModelSpec& m, const ParallelPlan& p) {
+  return m.moe && m.glu_clamp > 0 && m.ffn_kind == FfnKind::kSwiglu && p.host_stack == HostStack::kTransformerEngine && !p.te_op_fuser;
+}
+
 const char* to_string(Fp8Recipe r) {
   switch (r) {
     case Fp8Recipe::kRowwise: return "rowwise";

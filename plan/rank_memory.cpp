@@ -179,7 +179,8 @@ RankMemory estimate_rank_memory(const ModelSpec& model, const ParallelPlan& plan
   const int64_t dense_replicated = params.dense_layer.norms + params.dense_layer.attention_replicated + (model.linear_bias ? 2 * model.hidden : 0);
   const int64_t dense_on_rank = (params.dense_layer.total() - dense_replicated) / plan.tp + dense_replicated;
 
-  const ActivationLayout act = activation_layout(plan);
+  ActivationLayout act = activation_layout(plan);
+  act.eager_glu_clamp = eager_glu_clamp(model, plan);
   RankMemory result;
   const bool v_shape = v_placement(plan.schedule);
   const int64_t head_stage = place_of_virtual_stage(v_shape, plan.pp, plan.pp * plan.vpp - 1).stage;

@@ -110,12 +110,14 @@ void apply_format_defaults(const json& j, ParallelPlan& plan, StatedKnobs& state
     plan.zero_stage = 1;
     fill("zero_stage", "1");
   }
-  // A recipe's recompute_modules option states selective recomputation of those modules.
+  // A recipe's recompute_modules option states selective recomputation of those modules (also
+  // where the plan states "selective" and the option says which modules).
   if (const auto v = option_value(j, "recompute_modules");
-      v && is_modeled_setting("recompute_modules:" + *v) && !stated.has("recompute_modules") && !stated.has("recompute")) {
+      v && is_modeled_setting("recompute_modules:" + *v) && !stated.has("recompute_modules") &&
+      (!stated.has("recompute") || plan.recompute == Recompute::kSelective)) {
     plan.recompute = Recompute::kSelective;
     plan.recompute_modules = parse_recompute_modules(comma_list(*v));
-    stated.keys.push_back("recompute");
+    if (!stated.has("recompute")) stated.keys.push_back("recompute");
     stated.keys.push_back("recompute_modules");
   }
   if (!stated.has("recompute")) {

@@ -2,6 +2,7 @@
 // per token, the grouped expert GEMMs, and an MoE layer's memory per rank by hand.
 #include <catch2/catch.hpp>
 
+#include "common/op_category.hpp"
 #include "model/model_catalog.hpp"
 #include "model/param_count.hpp"
 #include "plan/lowering.hpp"
@@ -105,6 +106,66 @@ TEST_CASE("biased experts: Megatron-Core's per-expert bias loop moves fp32 sums 
   for (const Op& op : lower_iteration(m, p).layer.forward) CHECK(std::string(op.name) != "expert_bias_add");
   const ModelSpec qwen = resolve_model("qwen3-30b-a3b");  // no biases: no loop
   for (const Op& op : lower_iteration(qwen, qwen_plan()).layer.forward) CHECK(std::string(op.name) != "expert_bias_add");
+}
+
+TEST_CASE("a clamped GLU: Megatron-Core's eager clamp and torch.cat around the experts' activation, recomputed with moe_act") {
+  const ModelSpec m = resolve_model("gpt-oss-120b");  // swiglu_limit 7, expert width 2880, top 4
+  REQUIRE(m.glu_clamp == 7.0);
+  ParallelPlan p;
+  p.dp = 8;
+  p.ep = 8;
+  p.global_batch = 8;
+  REQUIRE(eager_glu_clamp(m, p));
+  const LayerWork w = lower_iteration(m, p).layer;
+  const double inner = 4096.0 * 4 * 2880 * 2;  // the activation's output: this rank's copies x the expert width, bf16
+  // The compiled activation (read both halves, write one: 3) plus the clamps and the cat (8).
+  const Op& forward = find_op(w.forward, "swiglu_clamped");
+  CHECK(forward.bytes == Approx(11 * inner));
+  CHECK(forward.eager_ops == 5);
+  // Its backward (5) plus ClampBackward on each half (4 and 7) and chunk's backward (4).
+  const Op& backward = find_op(w.backward, "swiglu_clamped_bwd");
+  CHECK(backward.bytes == Approx(20 * inner));
+  CHECK(backward.eager_ops == 4);
+  CHECK(backward.backward);
+  CHECK(op_category_of(forward.name) == OpCategory::kActivation);
+  CHECK(op_category_of(backward.name) == OpCategory::kActivation);
+  // Recomputing moe_act runs the clamp again with the activation.
+  p.recompute = Recompute::kSelective;
+  p.recompute_modules = kRecomputeMoeAct;
+  const LayerWork rerun = lower_iteration(m, p).layer;
+  REQUIRE(rerun.recompute.size() == 1);
+  CHECK(std::string(rerun.recompute[0].name) == "swiglu_clamped");
+  CHECK(rerun.recompute[0].bytes == Approx(11 * inner));
+  // Transformer Engine's op fuser clamps inside its fused kernel; another stack's experts are not
+  // Megatron-Core's: the activation as an unclamped one.
+  for (auto change : {+[](ParallelPlan& q) { q.te_op_fuser = true; }, +[](ParallelPlan& q) { q.host_stack = HostStack::kPytorch; }}) {
+    ParallelPlan q = p;
+    change(q);
+    CHECK_FALSE(eager_glu_clamp(m, q));
+    CHECK(find_op(lower_iteration(m, q).layer.forward, "swiglu").bytes == Approx(3 * inner));
+  }
+  ModelSpec unclamped = m;
+  unclamped.glu_clamp = 0;
+  CHECK_FALSE(eager_glu_clamp(unclamped, p));
+  CHECK(find_op(lower_iteration(unclamped, p).layer.backward, "swiglu_bwd").bytes == Approx(5 * inner));
+}
+
+TEST_CASE("a clamped GLU's eager clamp keeps its clamped copy of fc1's output for the backward, unless moe_act is recomputed") {
+  const ModelSpec m = resolve_model("gpt-oss-120b");
+  ParallelPlan p;
+  p.dp = 8;
+  p.ep = 8;
+  p.global_batch = 8;
+  ModelSpec unclamped = m;
+  unclamped.glu_clamp = 0;
+  const double extra = estimate_rank_memory(m, p).stages[0].memory.activations_bytes -
+                       estimate_rank_memory(unclamped, p).stages[0].memory.activations_bytes;
+  // 36 layers, one micro-batch in flight: 4096 tokens x 4 copies x 2 x 2880 values in bf16 each.
+  CHECK(extra == Approx(36 * 4096.0 * 4 * 2 * 2880 * 2));
+  p.recompute = Recompute::kSelective;
+  p.recompute_modules = kRecomputeMoeAct;
+  CHECK(estimate_rank_memory(m, p).stages[0].memory.activations_bytes ==
+        Approx(estimate_rank_memory(unclamped, p).stages[0].memory.activations_bytes));
 }
 
 TEST_CASE("router imbalance: the busiest EP rank runs and receives imbalance x the mean copies, capped by the capacity factor") {

@@ -85,6 +85,8 @@ TEST_CASE("GPT-OSS's Hugging Face config reads as the catalog entry: head_dim 64
   CHECK(hf.linear_bias);
   CHECK(hf.sliding_window == 128);
   CHECK(hf.sliding_window_layers == 18);
+  CHECK(hf.glu_clamp == 7.0);  // swiglu_limit
+  CHECK(hf.glu_clamp == catalog.glu_clamp);
   CHECK(count_params(hf).total == count_params(catalog).total);
   CHECK(count_params(catalog).total == Approx(116.83e9).epsilon(1e-3));  // the model card's 116.83B
 }
@@ -110,6 +112,25 @@ TEST_CASE("model JSON: sliding_window round-trips, its layer count needs a windo
   m.sliding_window_layers = 25;
   REQUIRE(!validate_model(m, "m.json").empty());
   CHECK_THAT(validate_model(m, "m.json").items()[0], Catch::Contains("must be from 0 to layers (24)"));
+}
+
+TEST_CASE("model JSON: glu_clamp round-trips; negative or on an ungated FFN is refused with its key") {
+  ModelSpec m = resolve_model("gpt-oss-20b");
+  const nlohmann::json j = model_to_json(m);
+  CHECK(j.at("glu_clamp") == 7.0);
+  ProblemList problems;
+  JsonObjectReader r(j, "m.json", "", problems);
+  CHECK(read_model(r).glu_clamp == 7.0);
+  CHECK(problems.empty());
+  CHECK_FALSE(model_to_json(resolve_model("llama3-8b")).contains("glu_clamp"));  // none: left out
+
+  m.glu_clamp = -1;
+  REQUIRE(!validate_model(m, "m.json").empty());
+  CHECK_THAT(validate_model(m, "m.json").items()[0], Catch::Contains("/glu_clamp") && Catch::Contains(">= 0"));
+  m.glu_clamp = 7;
+  m.ffn_kind = FfnKind::kGelu;
+  REQUIRE(!validate_model(m, "m.json").empty());
+  CHECK_THAT(validate_model(m, "m.json").items()[0], Catch::Contains("/glu_clamp") && Catch::Contains("gated FFN"));
 }
 
 TEST_CASE("context parallelism's p2p ring refuses a windowed model, all_gather takes it") {

@@ -347,6 +347,21 @@ TEST_CASE("an MoE run's recipe settings stated as options: dispatcher, expert TP
   CHECK(r.options_not_modeled == std::vector<std::string>{"moe_token_dispatcher:nccl"});
 }
 
+TEST_CASE("a run stating selective recomputation takes its recompute_modules option's modules; a full one keeps full") {
+  const std::string moe = R"(, "moe": {"experts": 8, "top_k": 2, "expert_ffn_hidden": 1024, "shared_experts": null})";
+  const auto run = [&](const char* file, const char* recompute) {
+    const std::string plan = std::string(R"("dp": 8, "tp": 1, "pp": 1, "cp": 1, "ep": 8, "vpp": null, "micro_batch": 1, "global_batch": 64,
+                                "zero_stage": null, "recompute": )") + recompute + R"(, "sequence_parallel": null, "schedule": null)";
+    return load_published_runs(write_runs(file, "\"megatron-bridge\"", "h100-sxm-80gb", plan, R"("tokens_per_s_per_gpu": 1000)",
+                                          R"("recompute_modules:layernorm,moe_act")", "a table", moe)).at(0);
+  };
+  const PublishedRun selective = run("pr_selective_modules.json", R"("selective")");
+  CHECK(selective.plan.recompute == Recompute::kSelective);
+  CHECK(selective.plan.recompute_modules == (kRecomputeLayernorm | kRecomputeMoeAct));  // not the default core_attn
+  const PublishedRun full = run("pr_full_modules.json", R"("full")");
+  CHECK(full.plan.recompute == Recompute::kFull);
+}
+
 TEST_CASE("a run's TP overlap option at TP 1 is a note, not a refusal (its framework switches it off)") {
   const auto runs = load_published_runs(write_runs("pr_tp1_overlap.json", "\"megatron-bridge\"", "h100-sxm-80gb",
       R"("dp": 8, "tp": 1, "pp": 1, "cp": 1, "ep": 1, "vpp": null, "micro_batch": 1, "global_batch": 64,

@@ -33,10 +33,12 @@ TEST_CASE("Blackwell (Megatron-Bridge on B200 and GB200): every precision predic
   // DeepSeek-V3 row whose EP 64 does not divide its stage's 32 ranks.
   CHECK(v.all.count == 109);
   CHECK(v.all.unsupported == 1);
-  CHECK(v.all.mean_abs_error <= 0.150);  // measured 14.8% (session 28: every Blackwell part's attention at cuDNN 9.19, the B200's 24% faster, and each attention pass at its own rate: 14.4 -> 14.7 -> 14.8%); 14.4% (session 24: head dim 64 at cuDNN's measured ratio to 128 on Blackwell, GPT-OSS 43.5 -> 37.9%); 15.1% (session 23: CPU activation offloading on six Llama rows, +14..+20% -> +7..+26%, now fitting; LoRA's frozen weights on the two LoRA rows, -24/-25% -> -11/-12%, and Megatron-Core's per-expert bias loop on the BF16 GPT-OSS rows, +47..+87% -> +30..+72%; the MXFP8 rows run the op fuser, no loop); 17.4% (2026-11-28, session 22: the host side, Transformer Engine's host time per op and per expert GEMM, and the rows' CUDA graphs; Qwen3-30B on B200 at micro-batch 1 +148..+159% -> -4..+1%); 22.0% (2026-11-28; 21.0% before gradients were reduced in bf16 as Megatron-Bridge's recipes do, which speeds up GPT-OSS on B200 most; 22.0% on the 38 BF16/FP8 rows before MXFP8/NVFP4): the MoE rows (GPT-OSS, Qwen3 and DeepSeek-V3 on B200) miss most
+  CHECK(v.all.mean_abs_error <= 0.140);  // measured 13.7% (session 30: Megatron-Core's eager clamp around GPT-OSS's experts' GLU, GPT-OSS BF16 +20..+47% -> +17..+30%, and a stated "selective" taking its recompute_modules option); 14.8% (session 28: every Blackwell part's attention at cuDNN 9.19, the B200's 24% faster, and each attention pass at its own rate: 14.4 -> 14.7 -> 14.8%); 14.4% (session 24: head dim 64 at cuDNN's measured ratio to 128 on Blackwell, GPT-OSS 43.5 -> 37.9%); 15.1% (session 23: CPU activation offloading on six Llama rows, +14..+20% -> +7..+26%, now fitting; LoRA's frozen weights on the two LoRA rows, -24/-25% -> -11/-12%, and Megatron-Core's per-expert bias loop on the BF16 GPT-OSS rows, +47..+87% -> +30..+72%; the MXFP8 rows run the op fuser, no loop); 17.4% (2026-11-28, session 22: the host side, Transformer Engine's host time per op and per expert GEMM, and the rows' CUDA graphs; Qwen3-30B on B200 at micro-batch 1 +148..+159% -> -4..+1%); 22.0% (2026-11-28; 21.0% before gradients were reduced in bf16 as Megatron-Bridge's recipes do, which speeds up GPT-OSS on B200 most; 22.0% on the 38 BF16/FP8 rows before MXFP8/NVFP4): the MoE rows (GPT-OSS, Qwen3 and DeepSeek-V3 on B200) miss most
   // Every row trained: predicted not to fit are only the 25.11 Llama 3 70B FSDP row, which does not
-  // state the CPU activation offloading every other release of it states, and two DeepSeek-V3 rows
-  // within 6% of the GPU's memory. The two LoRA rows fit since LoRA's frozen weights are modeled
+  // state the CPU activation offloading every other release of it states, a DeepSeek-V3 row within
+  // 6% of the GPU's memory, and the 25.11 GPT-OSS B200 row, which states no recomputation (its
+  // release's recipe recomputes moe_act, v0.2.0 GPT_OSS_120B_B200_BF16_BASE_CONFIG, but at EP 64:
+  // the row's EP 8 is not its layout), so keeps the eager clamp's copy of every fc1 output (196 GiB). The two LoRA rows fit since LoRA's frozen weights are modeled
   // (270 and 243 GiB before), the six offloading rows since CPU offloading is (312 -> 172 GiB for
   // 40 of 80 layers). Before the quantized saved inputs, FP8 weight copies and bf16 gradients, 47
   // rows were over.
@@ -44,7 +46,8 @@ TEST_CASE("Blackwell (Megatron-Bridge on B200 and GB200): every precision predic
   for (const RunResult& r : v.runs) {
     if (!r.predicted || r.predicted_fits) continue;
     INFO(r.run->id);
-    CHECK((r.run->id.find("deepseek-v3") != std::string::npos || r.run->id == "mbridge-25.11-llama3-70b-fp8-gb200-64gpu"));
+    CHECK((r.run->id.find("deepseek-v3") != std::string::npos || r.run->id == "mbridge-25.11-llama3-70b-fp8-gb200-64gpu" ||
+           r.run->id == "mbridge-25.11-gpt-oss-120b-bf16-b200-64gpu"));
     ++not_fitting;
   }
   CHECK(not_fitting <= 3);
