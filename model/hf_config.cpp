@@ -4,9 +4,11 @@
 #include "model/hf_config.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -167,6 +169,26 @@ void read_sliding_window(const nlohmann::json& doc, JsonObjectReader& r, const s
   m.sliding_window_layers = std::min(windowed, m.layers);
 }
 
+// YaRN (rope_scaling with rope_type "yarn"): cos and sin scaled by its attention factor, as stated
+// (attention_factor), else the ratio of mscale's to mscale_all_dim's, else 0.1 ln(factor) + 1
+// (transformers' _compute_yarn_parameters; Megatron-Core's _yarn_get_concentration_factor, which
+// takes the last when either mscale is unset, as Megatron-Bridge's GPT-OSS provider leaves them).
+// Multi-head latent attention applies its own fused YaRN RoPE: not read for it.
+void read_yarn(const nlohmann::json& doc, ModelSpec& m) {
+  if (m.mla || !doc.contains("rope_scaling") || !doc["rope_scaling"].is_object()) return;
+  const nlohmann::json& y = doc["rope_scaling"];
+  const auto number = [&](const char* key) { return y.contains(key) && y[key].is_number() ? std::optional<double>(y[key].get<double>()) : std::nullopt; };
+  const std::string type = y.contains("rope_type") && y["rope_type"].is_string() ? y["rope_type"].get<std::string>()
+                           : y.contains("type") && y["type"].is_string()        ? y["type"].get<std::string>()
+                                                                                  : "";
+  const std::optional<double> factor = number("factor");
+  if (type != "yarn" || !factor || *factor <= 1.0) return;
+  const auto mscale = [&](double scale) { return 0.1 * scale * std::log(*factor) + 1.0; };
+  if (const auto stated = number("attention_factor")) m.rope_attention_factor = *stated;
+  else if (number("mscale") && number("mscale_all_dim")) m.rope_attention_factor = mscale(*number("mscale")) / mscale(*number("mscale_all_dim"));
+  else m.rope_attention_factor = mscale(1.0);
+}
+
 // Qwen2-MoE / Qwen3-MoE (transformers' Qwen2MoeConfig, Qwen3MoeConfig): every layer sparse
 // (decoder_sparse_step 1, no mlp_only_layers); Qwen2-MoE's shared expert, of
 // shared_expert_intermediate_size, counts as that many expert widths.
@@ -268,6 +290,7 @@ ModelSpec read_hf_config(const nlohmann::json& doc, const std::string& path) {
     read_llama_family(reader, type, m);
   }
   read_sliding_window(doc, reader, type, m);
+  if (type != "gpt2" && type != "gpt_neox") read_yarn(doc, m);
   if (m.head_dim == 0 && m.heads > 0) {
     if (m.hidden % m.heads != 0) {
       reader.add_problem("num_attention_heads", "hidden size (" + std::to_string(m.hidden) +

@@ -66,6 +66,7 @@ ModelSpec read_model(JsonObjectReader& r) {
     m.position = *v == "learned" ? PositionKind::kLearned : *v == "rope" ? PositionKind::kRope : PositionKind::kAlibi;
   }
   m.rope_theta = r.optional_number("rope_theta", 1.0).value_or(m.rope_theta);
+  m.rope_attention_factor = r.optional_number("rope_attention_factor", 0.0).value_or(1.0);
   m.max_positions = r.optional_int("max_positions", 1).value_or(m.seq_len);
   m.tied_embeddings = r.optional_bool("tied_embeddings").value_or(m.tied_embeddings);
   m.linear_bias = r.optional_bool("linear_bias").value_or(m.linear_bias);
@@ -121,6 +122,7 @@ nlohmann::ordered_json model_to_json(const ModelSpec& m) {
   j["norm"] = to_string(m.norm);
   j["position"] = to_string(m.position);
   if (m.position == PositionKind::kRope) j["rope_theta"] = m.rope_theta;
+  if (m.rope_attention_factor != 1.0) j["rope_attention_factor"] = m.rope_attention_factor;
   j["tied_embeddings"] = m.tied_embeddings;
   j["linear_bias"] = m.linear_bias;
   j["qkv_bias"] = m.qkv_bias;

@@ -87,6 +87,13 @@ ProblemList validate_model(const ModelSpec& m, const std::string& where) {
             ") must be from 0 to layers (" + std::to_string(m.layers) + ")");
     }
   }
+  if (!(m.rope_attention_factor > 0) || !std::isfinite(m.rope_attention_factor)) {
+    p.add(where + ": /rope_attention_factor: rope_attention_factor (" + std::to_string(m.rope_attention_factor) +
+          ") must be a finite number > 0 (YaRN's factor on cos and sin; 1: none)");
+  }
+  if (m.rope_attention_factor != 1.0 && m.position != PositionKind::kRope) {
+    p.add(where + ": /rope_attention_factor: a YaRN attention factor needs position \"rope\", not \"" + std::string(to_string(m.position)) + "\"");
+  }
   if (m.glu_clamp < 0 || !std::isfinite(m.glu_clamp)) {
     p.add(where + ": /glu_clamp: glu_clamp (" + std::to_string(m.glu_clamp) + ") must be a finite number >= 0 (the GLU's clamp limit; 0: none)");
   }

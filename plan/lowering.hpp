@@ -45,6 +45,10 @@ struct Op {
   // per-expert bias add): aten calls in a forward op, autograd nodes in a backward one (`backward`);
   // priced on the host per op (sim/step_cost.cpp), 0: none beyond the op itself.
   int32_t eager_ops = 0;
+  // The host waits for the device to finish everything before it issues this op (a synchronous
+  // copy between host and device in the framework's code): the device then idles while the host
+  // issues what follows, until the host is ahead again (sim/step_cost.cpp).
+  bool host_sync = false;
   // kMemoryBound: bytes read + written
   double bytes = 0;
   // kCollective

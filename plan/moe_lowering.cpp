@@ -119,14 +119,17 @@ void add_expert_bias_loop(LayerWork& w, double elements, double e, int64_t local
 // bool mask written, torch.where reading mask and gradient and writing it: 4; the linear half,
 // bounded both ways, two comparisons and logical_and_ first: 7), and chunk's backward joining the
 // two halves' gradients with torch.cat (4): 15. Issued as 5 more aten calls (chunk, two clamps,
-// cat, the linear offset's torch.tensor on the device) and 4 autograd nodes. The activation's own
-// ops carry it, so recomputing moe_act re-runs it too. Not with Transformer Engine's op fuser
+// cat, the linear offset's torch.tensor on the device) and 4 autograd nodes; that tensor is a
+// synchronous copy from the host (PyTorch's blocking copy_ synchronizes the stream), so the host
+// waits for the device there (Op::host_sync). The activation's own ops carry it, so recomputing
+// moe_act re-runs it too. Not with Transformer Engine's op fuser
 // (its ScaledClampedQGeGLU clamps inside the fused kernel) or another stack's experts.
 void add_glu_clamp(LayerWork& w, size_t forward_act, size_t backward_from, double inner) {
   Op& forward = w.forward[forward_act];
   forward.name = "swiglu_clamped";
   forward.bytes += 8.0 * inner;
   forward.eager_ops += 5;
+  forward.host_sync = true;  // torch.tensor(linear_offset, device=...): a synchronous copy to the device
   for (size_t i = backward_from; i < w.backward.size(); ++i) {
     if (w.backward[i].name != "swiglu_bwd") continue;
     w.backward[i].name = "swiglu_clamped_bwd";

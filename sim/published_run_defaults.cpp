@@ -64,8 +64,8 @@ void fill_model(json& model, Filler& fill, std::string& unsupported) {
     }
   }
   fill(model, "model.", "vocab", 50257);
-  // The format has no head_dim, no sliding window, no clamped GLU, no multi-head latent attention
-  // and no dense first layers of an MoE model: a model the catalog knows by the same name (or by a name of
+  // The format has no head_dim, no sliding window, no clamped GLU, no YaRN factor, no multi-head
+  // latent attention and no dense first layers of an MoE model: a model the catalog knows by the same name (or by a name of
   // kArchitectureNames), with the same layers, hidden width and heads, takes the catalog's (its
   // Hugging Face config's); else hidden / heads, full attention, Q, K and V projections, every
   // layer MoE.
@@ -82,6 +82,9 @@ void fill_model(json& model, Filler& fill, std::string& unsupported) {
     fill(model, "model.", "sliding_window_layers", known->sliding_window_layers);
   }
   if (known->glu_clamp > 0 && !model.contains("glu_clamp")) fill(model, "model.", "glu_clamp", known->glu_clamp);
+  if (known->rope_attention_factor != 1.0 && !model.contains("rope_attention_factor")) {
+    fill(model, "model.", "rope_attention_factor", known->rope_attention_factor);
+  }
   fill_known_architecture(model, fill, *known);
 }
 

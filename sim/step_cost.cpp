@@ -125,12 +125,45 @@ StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const Laye
   return price_ops(ops, cost, scopes, host_cost(cost, HostStack::kPytorch, 0));
 }
 
+namespace {
+// The device's time against the host's issue over an op list. Until the first host
+// synchronisation the two are compared in total (the list repeats, and the host's lead carries
+// from one repetition to the next); from a synchronisation on, the host waits for the device to
+// drain, so each op starts when both the host has issued it and the device has finished the one
+// before.
+class HostTimeline {
+ public:
+  void add(double device_s, double host_s, bool sync) {
+    device_total_ += device_s;
+    if (sync) {
+      if (!synced_) end_ = std::max(device_before_, host_before_);
+      synced_ = true;
+      host_ = end_;
+    }
+    if (!synced_) {
+      device_before_ += device_s;
+      host_before_ += host_s;
+      return;
+    }
+    host_ += host_s;
+    end_ = std::max(host_, end_) + device_s;
+  }
+  double idle_s() const { return std::max(0.0, (synced_ ? end_ : std::max(device_before_, host_before_)) - device_total_); }
+
+ private:
+  bool synced_ = false;
+  double device_before_ = 0, host_before_ = 0, device_total_ = 0;
+  double host_ = 0, end_ = 0;
+};
+}  // namespace
+
 StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const LayerScopes& scopes, const HostCost& host) {
   StepCost c;
   // The host issues every op in turn; when issuing takes longer than the device runs them (small
   // ops), the device idles for the difference. The op list repeats (layers, micro-batches), so
-  // over it the device's time is the longer of the two. A run of captured ops is one graph launch.
-  double host_s = 0;
+  // over it the device's time is the longer of the two, up to a host synchronisation (Op::host_sync;
+  // HostTimeline above). A run of captured ops is one graph launch.
+  HostTimeline timeline;
   bool in_graph = false;
   for (const Op& op : ops) {
     double t = cost.op_s(op, scopes.of(op.group));
@@ -139,16 +172,18 @@ StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const Laye
       t = overlapped_collective_s(op, t, cost.op_s(hidden_by, scopes.of(hidden_by.group)), cost.sm_count());
     }
     (op.kind == OpKind::kCollective ? c.tp_s : c.compute_s) += t;
+    double h = 0;
     if (host.graphs == 0) {
-      host_s += issued_host_s(op, host);
-      continue;
+      h = issued_host_s(op, host);
+    } else {
+      const bool graph = captured(op, host.graphs);
+      if (graph && !in_graph) h += host.per_op_s;
+      in_graph = graph;
+      if (!graph) h += issued_host_s(op, host);
     }
-    const bool graph = captured(op, host.graphs);
-    if (graph && !in_graph) host_s += host.per_op_s;
-    in_graph = graph;
-    if (!graph) host_s += issued_host_s(op, host);
+    timeline.add(t, h, op.host_sync && !(host.graphs != 0 && captured(op, host.graphs)));
   }
-  c.host_idle_s = std::max(0.0, host_s - c.total());
+  c.host_idle_s = timeline.idle_s();
   return c;
 }
 

@@ -122,6 +122,7 @@ TEST_CASE("a clamped GLU: Megatron-Core's eager clamp and torch.cat around the e
   const Op& forward = find_op(w.forward, "swiglu_clamped");
   CHECK(forward.bytes == Approx(11 * inner));
   CHECK(forward.eager_ops == 5);
+  CHECK(forward.host_sync);  // the linear offset's torch.tensor on the device: a blocking copy
   // Its backward (5) plus ClampBackward on each half (4 and 7) and chunk's backward (4).
   const Op& backward = find_op(w.backward, "swiglu_clamped_bwd");
   CHECK(backward.bytes == Approx(20 * inner));

@@ -3,9 +3,14 @@
 // proportion, the FLOP count, the Hugging Face reader, the model JSON keys and the refusals.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "common/errors.hpp"
+#include "common/op_category.hpp"
 #include "common/json_reader.hpp"
 #include "model/flops.hpp"
 #include "model/model_catalog.hpp"
@@ -86,6 +91,8 @@ TEST_CASE("GPT-OSS's Hugging Face config reads as the catalog entry: head_dim 64
   CHECK(hf.sliding_window == 128);
   CHECK(hf.sliding_window_layers == 18);
   CHECK(hf.glu_clamp == 7.0);  // swiglu_limit
+  CHECK(hf.rope_attention_factor == Approx(0.1 * std::log(32.0) + 1.0));  // YaRN of factor 32, no mscale stated
+  CHECK(catalog.rope_attention_factor == Approx(hf.rope_attention_factor));
   CHECK(hf.glu_clamp == catalog.glu_clamp);
   CHECK(count_params(hf).total == count_params(catalog).total);
   CHECK(count_params(catalog).total == Approx(116.83e9).epsilon(1e-3));  // the model card's 116.83B
@@ -131,6 +138,73 @@ TEST_CASE("model JSON: glu_clamp round-trips; negative or on an ungated FFN is r
   m.ffn_kind = FfnKind::kGelu;
   REQUIRE(!validate_model(m, "m.json").empty());
   CHECK_THAT(validate_model(m, "m.json").items()[0], Catch::Contains("/glu_clamp") && Catch::Contains("gated FFN"));
+}
+
+TEST_CASE("YaRN's attention factor: Megatron-Core's unfused RoPE on Q and K, 10 bytes per byte forward, 17 backward") {
+  const ModelSpec m = resolve_model("gpt-oss-120b");
+  ParallelPlan p = oss_plan();
+  const double rotated = 4096.0 * (64 * 64 + 8 * 64) * 2;  // Q and K of one micro-batch, bf16
+  const LayerWork w = lower_iteration(m, p).layer;
+  bool forward = false, backward = false;
+  for (const Op& op : w.forward) {
+    CHECK(std::string(op.name) != "rotary");
+    if (std::string(op.name) != "rotary_unfused") continue;
+    forward = true;
+    CHECK(op.bytes == Approx(10 * rotated));
+    CHECK(op.eager_ops == 30);
+    CHECK(op_category_of(op.name) == OpCategory::kRotary);
+  }
+  for (const Op& op : w.backward) {
+    if (std::string(op.name) != "rotary_unfused_bwd") continue;
+    backward = true;
+    CHECK(op.bytes == Approx(17 * rotated));
+    CHECK(op.eager_ops == 18);
+    CHECK(op.backward);
+  }
+  CHECK((forward && backward));
+  // Plain RoPE (factor 1), or another stack's RoPE: the fused kernel's read and write.
+  ModelSpec plain = m;
+  plain.rope_attention_factor = 1.0;
+  ParallelPlan torch_stack = p;
+  torch_stack.host_stack = HostStack::kPytorch;
+  for (const auto& [model, plan] : {std::pair{plain, p}, std::pair{m, torch_stack}}) {
+    bool fused = false;
+    for (const Op& op : lower_iteration(model, plan).layer.forward) {
+      if (std::string(op.name) == "rotary") fused = op.bytes == Approx(2 * rotated);
+    }
+    CHECK(fused);
+  }
+}
+
+TEST_CASE("YaRN's attention factor from a Hugging Face rope_scaling: stated, mscale's ratio, or 0.1 ln(factor) + 1") {
+  nlohmann::json doc = nlohmann::json::parse(std::ifstream(std::string(TRAINSIM_TEST_DATA) + "/hf/gpt-oss-120b/config.json"));
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "trainsim_yarn_hf";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "config.json").string();
+  const auto read = [&](const nlohmann::json& d) {
+    std::ofstream(path) << d.dump();
+    return resolve_model(path).rope_attention_factor;
+  };
+  CHECK(read(doc) == Approx(0.1 * std::log(32.0) + 1.0));
+  doc["rope_scaling"]["attention_factor"] = 1.25;
+  CHECK(read(doc) == Approx(1.25));
+  doc["rope_scaling"].erase("attention_factor");
+  doc["rope_scaling"]["mscale"] = 1.0;
+  doc["rope_scaling"]["mscale_all_dim"] = 1.0;  // DeepSeek's pair: a ratio of 1
+  CHECK(read(doc) == Approx(1.0));
+  doc["rope_scaling"] = nullptr;
+  CHECK(read(doc) == 1.0);
+  // model JSON: round-trips; not positive, or without RoPE, is refused naming the key.
+  const ModelSpec m = resolve_model("gpt-oss-20b");
+  CHECK(model_to_json(m).at("rope_attention_factor") == Approx(m.rope_attention_factor));
+  ModelSpec bad = m;
+  bad.rope_attention_factor = 0;
+  REQUIRE(!validate_model(bad, "m.json").empty());
+  CHECK_THAT(validate_model(bad, "m.json").items()[0], Catch::Contains("/rope_attention_factor") && Catch::Contains("> 0"));
+  bad = resolve_model("gpt3-1.3b");  // learned positions
+  bad.rope_attention_factor = 1.2;
+  REQUIRE(!validate_model(bad, "m.json").empty());
+  CHECK_THAT(validate_model(bad, "m.json").items()[0], Catch::Contains("needs position \"rope\""));
 }
 
 TEST_CASE("context parallelism's p2p ring refuses a windowed model, all_gather takes it") {

@@ -128,6 +128,35 @@ TEST_CASE("the device idles while the host issues ops that run faster than they 
   CHECK(price_ops(std::vector<Op>(100, tiny), no_host, tp).host_idle_s == 0.0);
 }
 
+TEST_CASE("after a host synchronisation the device waits for the host to issue again: no lead carries past it") {
+  const Hardware hw = a100_cluster();
+  EfficiencyConstants c = no_latency();
+  c.host_dispatch_s = 10e-6;
+  const DatasheetCostModel cost(hw, Precision::kBf16, c);
+  const GroupScope tp{1, 1, 1};
+  Op tiny;
+  tiny.kind = OpKind::kMemoryBound;
+  tiny.bytes = 1e3;  // ~1 ns
+  Op big = tiny;
+  big.bytes = 1e9;   // ~1 ms: the host issues it long before it ends
+  const double big_s = price_ops({big}, cost, tp).compute_s, tiny_s = price_ops({tiny}, cost, tp).compute_s;
+  // Device-bound, no sync: the host's 10 us per op hide behind the device's work.
+  std::vector<Op> ops = {big, tiny, big, tiny};
+  CHECK(price_ops(ops, cost, tp).host_idle_s == 0.0);
+  // A sync before the second big op: the host waits for the device to drain, then issues that op
+  // (10 us) while the device idles; the tiny op after it is issued while the big one runs.
+  ops[2].host_sync = true;
+  const StepCost synced = price_ops(ops, cost, tp);
+  CHECK(synced.host_idle_s == Approx(10e-6));
+  CHECK(synced.total() == Approx(2 * big_s + 2 * tiny_s + 10e-6));
+  // Host-bound before the sync: the device's wait there is counted as before, then the sync's.
+  std::vector<Op> host_bound(50, tiny);
+  host_bound.push_back(big);
+  host_bound.back().host_sync = true;
+  const StepCost hb = price_ops(host_bound, cost, tp);
+  CHECK(hb.host_idle_s == Approx(50 * 10e-6 - 50 * tiny_s + 10e-6));
+}
+
 TEST_CASE("Transformer Engine's stack issues each op at the trace's host cost and each expert GEMM apart, a CUDA graph issues none") {
   const Hardware hw = a100_cluster();
   const DatasheetCostModel cost(hw, Precision::kBf16, default_efficiency_constants());
