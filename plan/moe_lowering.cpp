@@ -171,6 +171,7 @@ void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const 
   // The all-gather dispatcher permutes out of (and unpermutes into) the gathered tokens.
   const double outside = allgather ? t.token_bytes * static_cast<double>(p.ep * t.etp) : t.token_bytes;
   w.forward.push_back(memory("moe_permute", 2 * t.copy_bytes));
+  const size_t after_permute = w.forward.size();
   if (allgather) add_allgather_exchange(w, p, t, moe.experts, tokens, s.e, true);
   else add_alltoall_exchange(w, p, t, true);
   // After the dispatch a balanced rank holds as many copies as it sent (the busiest `load` times
@@ -183,6 +184,13 @@ void add_moe_ffn(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const 
   const size_t experts_forward = w.forward.size(), experts_backward = w.backward.size();
   const int64_t expert_width = moe.expert_ffn_hidden / (like_dense ? s.t : t.etp);
   add_ffn_core(w, m, s, kFfnNames, per_expert, expert_width, local_experts, p.bias_gelu_fusion);
+  // The dispatcher needs the token counts on the host before it exchanges the copies (the
+  // all-to-all's split sizes, Megatron-Core token_dispatcher.py: cuda_sync_point
+  // "before_ep_alltoall", or "before_finish" without EP and TP; the all-gather dispatcher's
+  // tokens_per_expert.cpu(); DeepEP's and HybridEP's dispatch wait on the host for the received
+  // counts): a host synchronisation at the exchange, or at the experts' first GEMM without one.
+  // Inside a CUDA graph of the whole iteration there is none (sim/step_cost.cpp).
+  w.forward[after_permute].host_sync = true;
   if (eager_glu_clamp(m, p)) {
     add_glu_clamp(w, marks.routed_act, experts_backward,
                   static_cast<double>(per_expert) * static_cast<double>(local_experts) * static_cast<double>(expert_width) * s.e);

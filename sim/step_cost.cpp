@@ -126,34 +126,41 @@ StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const Laye
 }
 
 namespace {
-// The device's time against the host's issue over an op list. Until the first host
-// synchronisation the two are compared in total (the list repeats, and the host's lead carries
-// from one repetition to the next); from a synchronisation on, the host waits for the device to
-// drain, so each op starts when both the host has issued it and the device has finished the one
-// before.
+// The device's time against the host's issue over an op list that repeats (layers, micro-batches).
+// Without a host synchronisation the two are compared in total: the host's lead carries from one
+// repetition to the next, so the device idles only for what issuing takes beyond running. With
+// one, the state at the synchronisation repeats (the host waits there until the device has drained):
+// from it, round the list back to it, each op starts when the host has issued it and the device
+// has finished the op before, and the host waits again at every synchronisation.
 class HostTimeline {
  public:
   void add(double device_s, double host_s, bool sync) {
+    ops_.push_back({device_s, host_s, sync});
     device_total_ += device_s;
-    if (sync) {
-      if (!synced_) end_ = std::max(device_before_, host_before_);
-      synced_ = true;
-      host_ = end_;
-    }
-    if (!synced_) {
-      device_before_ += device_s;
-      host_before_ += host_s;
-      return;
-    }
-    host_ += host_s;
-    end_ = std::max(host_, end_) + device_s;
+    host_total_ += host_s;
+    if (sync && first_sync_ < 0) first_sync_ = static_cast<int64_t>(ops_.size()) - 1;
   }
-  double idle_s() const { return std::max(0.0, (synced_ ? end_ : std::max(device_before_, host_before_)) - device_total_); }
+  double idle_s() const {
+    if (first_sync_ < 0) return std::max(0.0, host_total_ - device_total_);
+    double host = 0, end = 0;
+    const size_t n = ops_.size();
+    for (size_t k = 0; k < n; ++k) {
+      const Step& op = ops_[(static_cast<size_t>(first_sync_) + k) % n];
+      if (op.sync) host = std::max(host, end);
+      host += op.host_s;
+      end = std::max(host, end) + op.device_s;
+    }
+    return std::max(0.0, std::max(host, end) - device_total_);
+  }
 
  private:
-  bool synced_ = false;
-  double device_before_ = 0, host_before_ = 0, device_total_ = 0;
-  double host_ = 0, end_ = 0;
+  struct Step {
+    double device_s, host_s;
+    bool sync;
+  };
+  std::vector<Step> ops_;
+  double device_total_ = 0, host_total_ = 0;
+  int64_t first_sync_ = -1;
 };
 }  // namespace
 

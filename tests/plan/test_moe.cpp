@@ -151,6 +151,31 @@ TEST_CASE("a clamped GLU: Megatron-Core's eager clamp and torch.cat around the e
   CHECK(find_op(lower_iteration(unclamped, p).layer.backward, "swiglu_bwd").bytes == Approx(5 * inner));
 }
 
+TEST_CASE("the dispatcher takes the token counts to the host before it exchanges the copies: a host synchronisation there") {
+  for (const MoeDispatcher d : {MoeDispatcher::kAllToAll, MoeDispatcher::kFlex, MoeDispatcher::kAllGather}) {
+    ParallelPlan p = qwen_plan();
+    p.moe_dispatcher = d;
+    const std::vector<Op> forward = lower_iteration(resolve_model("qwen3-30b-a3b"), p).layer.forward;
+    int syncs = 0;
+    for (size_t i = 0; i < forward.size(); ++i) {
+      if (!forward[i].host_sync) continue;
+      ++syncs;
+      REQUIRE(i > 0);
+      CHECK(std::string(forward[i - 1].name) == "moe_permute");
+      CHECK(std::string(forward[i].name) == "moe_dispatch");
+    }
+    CHECK(syncs == 1);
+    for (const Op& op : lower_iteration(resolve_model("qwen3-30b-a3b"), p).layer.backward) CHECK_FALSE(op.host_sync);
+  }
+  // Without EP the experts' first GEMM waits for the counts.
+  ParallelPlan single;
+  single.global_batch = 1;
+  const std::vector<Op> forward = lower_iteration(resolve_model("qwen3-30b-a3b"), single).layer.forward;
+  for (size_t i = 0; i + 1 < forward.size(); ++i) {
+    if (std::string(forward[i].name) == "moe_permute") CHECK(forward[i + 1].host_sync);
+  }
+}
+
 TEST_CASE("a clamped GLU's eager clamp keeps its clamped copy of fc1's output for the backward, unless moe_act is recomputed") {
   const ModelSpec m = resolve_model("gpt-oss-120b");
   ParallelPlan p;

@@ -149,12 +149,15 @@ TEST_CASE("after a host synchronisation the device waits for the host to issue a
   const StepCost synced = price_ops(ops, cost, tp);
   CHECK(synced.host_idle_s == Approx(10e-6));
   CHECK(synced.total() == Approx(2 * big_s + 2 * tiny_s + 10e-6));
-  // Host-bound before the sync: the device's wait there is counted as before, then the sync's.
+  // Fifty small ops between syncs: the host issues them (500 us) while the big op runs (1 ms), so
+  // in the repeating list only the sync's 10 us show. Without the big op they are host-bound.
   std::vector<Op> host_bound(50, tiny);
   host_bound.push_back(big);
   host_bound.back().host_sync = true;
-  const StepCost hb = price_ops(host_bound, cost, tp);
-  CHECK(hb.host_idle_s == Approx(50 * 10e-6 - 50 * tiny_s + 10e-6));
+  CHECK(price_ops(host_bound, cost, tp).host_idle_s == Approx(10e-6));
+  host_bound.back() = tiny;
+  host_bound.back().host_sync = true;
+  CHECK(price_ops(host_bound, cost, tp).host_idle_s == Approx(51 * 10e-6 - 51 * tiny_s));
 }
 
 TEST_CASE("Transformer Engine's stack issues each op at the trace's host cost and each expert GEMM apart, a CUDA graph issues none") {
