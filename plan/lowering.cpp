@@ -372,6 +372,7 @@ IterationWork lower_iteration(const ModelSpec& m, const ParallelPlan& p, const M
   }
   work.host_stack = p.host_stack;
   work.cuda_graphs = p.cuda_graphs;
+  work.step_host_sync = p.pp > 1 && p.vpp <= 1 && !is_zero_bubble(p.schedule) && p.host_stack == HostStack::kTransformerEngine;
   work.v_placement = v_placement(p.schedule);
   if (p.ep_comm_overlap) {
     const int64_t chunks = p.vpp;

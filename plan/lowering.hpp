@@ -134,6 +134,12 @@ struct IterationWork {
   // Who issues the ops and what CUDA graphs capture (the plan's host_stack and cuda_graphs).
   HostStack host_stack = HostStack::kPytorch;
   CudaGraphs cuda_graphs = 0;
+  // Megatron's pipeline without interleaving exchanges activations with batch_isend_irecv and then
+  // torch.cuda.synchronize() (megatron/core/pipeline_parallel/p2p_communication.py, batch_p2p_comm
+  // and batch_p2p_sync, both on by default there and set so by Megatron-Bridge's CommOverlapConfig
+  // for pp > 1 without virtual stages): every pipeline step starts with the host waiting for the
+  // device (sim/step_cost.cpp). Interleaved schedules overlap their exchanges and do not.
+  bool step_host_sync = false;
   // CPU activation offloading (ParallelPlan::cpu_offload_layers; pp 1): the layers offloaded, and
   // the seconds one layer's activations take over the host link each way (set by the simulator
   // from the GPU's host link; each copy overlaps the next layer's forward or backward).

@@ -126,6 +126,12 @@ StepCost price_ops(const std::vector<Op>& ops, const CostModel& cost, const Laye
 }
 
 namespace {
+// `ops` with the host synchronising before its first op.
+std::vector<Op> synced_first(std::vector<Op> ops) {
+  if (!ops.empty()) ops.front().host_sync = true;
+  return ops;
+}
+
 // The device's time against the host's issue over an op list that repeats (layers, micro-batches).
 // Without a host synchronisation the two are compared in total: the host's lead carries from one
 // repetition to the next, so the device idles only for what issuing takes beyond running. With
@@ -134,6 +140,8 @@ namespace {
 // has finished the op before, and the host waits again at every synchronisation.
 class HostTimeline {
  public:
+  // The steps go to a buffer each thread reuses: a search prices ops for every plan it screens.
+  HostTimeline() : ops_(buffer()) { ops_.clear(); }
   void add(double device_s, double host_s, bool sync) {
     ops_.push_back({device_s, host_s, sync});
     device_total_ += device_s;
@@ -158,7 +166,11 @@ class HostTimeline {
     double device_s, host_s;
     bool sync;
   };
-  std::vector<Step> ops_;
+  static std::vector<Step>& buffer() {
+    thread_local std::vector<Step> steps;
+    return steps;
+  }
+  std::vector<Step>& ops_;
   double device_total_ = 0, host_total_ = 0;
   int64_t first_sync_ = -1;
 };
@@ -284,6 +296,17 @@ std::vector<StepCost> price_steps(const IterationWork& work, int64_t chunks, con
   StepCost layer_backward_alone = price_ops(work.layer.backward, cost, scopes, host);
   StepCost layer_backward = layer_backward_alone;  // with the layer's recomputation before it
   layer_backward += price_ops(work.layer.recompute, cost, scopes, host);
+  // A pipeline step that starts with a host synchronisation (IterationWork::step_host_sync): its
+  // first layer's ops are issued without the host's lead, what that adds over a layer in the run.
+  StepCost step_forward_sync, step_backward_sync;
+  if (work.step_host_sync && !work.layer.forward.empty()) {
+    step_forward_sync.host_idle_s = price_ops(synced_first(work.layer.forward), cost, scopes, host).host_idle_s - layer_forward.host_idle_s;
+    const bool recompute_first = !work.layer.recompute.empty();
+    const StepCost first = recompute_first ? price_ops(synced_first(work.layer.recompute), cost, scopes, host)
+                                           : price_ops(synced_first(work.layer.backward), cost, scopes, host);
+    const StepCost alone = recompute_first ? price_ops(work.layer.recompute, cost, scopes, host) : layer_backward_alone;
+    step_backward_sync.host_idle_s = first.host_idle_s - alone.host_idle_s;
+  }
   if (work.ep_overlap_paired_share > 0) hide_moe_exchange(work, cost, scopes, layer_forward, layer_backward, layer_backward_alone);
   // An MoE model's dense first layers: their own ops, nothing to exchange (so nothing to hide).
   const bool dense_apart = !work.dense_layer.forward.empty();
@@ -315,6 +338,8 @@ std::vector<StepCost> price_steps(const IterationWork& work, int64_t chunks, con
     if (layers > 0) {
       forward += chunk_forward;
       backward += chunk_backward;
+      forward += step_forward_sync;
+      backward += step_backward_sync;
     }
     if (work.offloaded_layers > 0) {
       // Each offloaded layer's copy to the host runs beside the next layer's forward, its copy back

@@ -160,6 +160,46 @@ TEST_CASE("after a host synchronisation the device waits for the host to issue a
   CHECK(price_ops(host_bound, cost, tp).host_idle_s == Approx(51 * 10e-6 - 51 * tiny_s));
 }
 
+TEST_CASE("Megatron's pipeline without interleaving synchronises the host at every step: its first layer's issue shows") {
+  const Hardware hw = a100_cluster();
+  EfficiencyConstants c = no_latency();
+  c.host_dispatch_s = 10e-6;
+  const DatasheetCostModel cost(hw, Precision::kBf16, c);
+  const LayerScopes scopes{GroupScope{1, 1, 1}};
+  Op big;
+  big.kind = OpKind::kMemoryBound;
+  big.bytes = 1e9;  // ~1 ms, issued in 10 us: device-bound
+  IterationWork w;
+  w.layer.forward = std::vector<Op>(4, big);
+  w.layer.backward = std::vector<Op>(6, big);
+  StageWork stage;
+  stage.layers = 3;
+  stage.chunk_layers = {3};
+  stage.chunk_recomputed_layers = {0};
+  w.stages.push_back(stage);
+  const std::vector<StepCost> free_running = price_steps(w, 1, cost, scopes);
+  CHECK(free_running[0].host_idle_s == 0.0);
+  CHECK(free_running[1].host_idle_s == 0.0);
+  w.step_host_sync = true;
+  const std::vector<StepCost> synced = price_steps(w, 1, cost, scopes);
+  CHECK(synced[0].host_idle_s == Approx(10e-6));  // once per step, not per layer
+  CHECK(synced[1].host_idle_s == Approx(10e-6));
+  // Set by the lowering for Megatron's 1F1B only: not interleaved, not another stack's.
+  const ModelSpec m = resolve_model("llama3-8b");
+  ParallelPlan p;
+  p.pp = 2;
+  p.global_batch = 8;
+  p.host_stack = HostStack::kTransformerEngine;
+  CHECK(lower_iteration(m, p).step_host_sync);
+  p.vpp = 2;
+  p.schedule = Schedule::kInterleaved;
+  CHECK_FALSE(lower_iteration(m, p).step_host_sync);
+  p.vpp = 1;
+  p.schedule = Schedule::k1F1B;
+  p.host_stack = HostStack::kPytorch;
+  CHECK_FALSE(lower_iteration(m, p).step_host_sync);
+}
+
 TEST_CASE("Transformer Engine's stack issues each op at the trace's host cost and each expert GEMM apart, a CUDA graph issues none") {
   const Hardware hw = a100_cluster();
   const DatasheetCostModel cost(hw, Precision::kBf16, default_efficiency_constants());
