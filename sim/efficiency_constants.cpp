@@ -41,16 +41,17 @@ const EfficiencyConstants& default_efficiency_constants() {
 
 const char* datasheet_validated_error() {
   // `trainsim validate --summary` (published-runs files of shared/validation) and `--cross-validate`,
-  // 2026-11-29 (session 28: every Blackwell part's attention at cuDNN 9.19, each pass at its own rate; session 27: DeepSeek-V3's
+  // 2026-11-29 (session 30: GPT-OSS as Megatron-Core runs it, the host's synchronisations;
+  // session 28: every Blackwell part's attention at cuDNN 9.19, each pass at its own rate; session 27: DeepSeek-V3's
   // MTP depth and recipe layout; session 26: NVIDIA's cuDNN
   // sequence curve on Hopper; session 23: Megatron-Core's per-expert bias loop, LoRA's frozen
   // weights, CPU activation offloading; session 22: the
   // Megatron-Bridge recipes' MoE settings by layout, Transformer Engine's host time per op and per
   // expert GEMM, CUDA graphs): mean |error| of iteration time; memory on the runs that report it.
-  return "datasheet model validated on 332 published training runs: mean |iteration-time error| 7.0% (6.8% on the "
-         "half the constants were not fitted on, 7.7% leave-one-group-out), memory 3.9% (68 runs); worst on MoE "
-         "with expert parallelism (GPT-OSS); on Blackwell 109 Megatron-Bridge runs (BF16 to NVFP4), 14.8%: dense "
-         "Llama 10.0%, MoE 18.7%; the same plan on B200 and GB200, the speed ratio within 13.2% (41 pairs); no AMD run is published (MI300X / MI325X / MI355X rest on datasheets and "
+  return "datasheet model validated on 332 published training runs: mean |iteration-time error| 6.7% (6.3% on the "
+         "half the constants were not fitted on, 7.4% leave-one-group-out), memory 3.9% (68 runs); worst on MoE "
+         "with expert parallelism (GPT-OSS); on Blackwell 109 Megatron-Bridge runs (BF16 to NVFP4), 12.2%: dense "
+         "Llama 10.0%, MoE 14.0%; the same plan on B200 and GB200, the speed ratio within 11.3% (41 pairs); no AMD run is published (MI300X / MI325X / MI355X rest on datasheets and "
          "microbenchmarks alone) (docs/validation.md)";
 }
 

@@ -70,7 +70,7 @@ TEST_CASE("Blackwell (Megatron-Bridge on B200 and GB200): every precision predic
   const PairSummary g = summarize_pairs(gpu);
   CHECK(g.count == 41);
   CHECK(g.within_ten_percent >= 19);  // measured 20
-  CHECK(g.mean_abs_error <= 0.14);    // measured 13.2%; the misses: Qwen3-30B against the GB200's full-iteration-graph releases (-14..-17%) and its 25.x rows (+16..+18%), GPT-OSS with EP 64 across B200 nodes (+37..+48%), Llama 3.1 405B (+16%)
+  CHECK(g.mean_abs_error <= 0.125);   // measured 11.3% (session 30, GPT-OSS as Megatron-Core runs it); 13.2%; the misses: Qwen3-30B against the GB200's full-iteration-graph releases (-14..-17%) and its 25.x rows (+16..+18%), GPT-OSS with EP 64 across B200 nodes (+37..+48%), Llama 3.1 405B (+16%)
   for (const RunPair& p : gpu) {
     INFO(p.from->run->id << " -> " << p.to->run->id);
     CHECK(p.from->run->gpu == "b200-sxm-180gb");
