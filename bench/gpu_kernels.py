@@ -9,7 +9,9 @@ and cuDNN SDPA backends; causal; head dims 64, 128 and MLA's 192/128), forward a
 One JSON object per line goes to --out as each case finishes, so a run cut short keeps what it did.
 Timing: CUDA events around each call after warm-up, median of the samples, inputs random (never
 zeros). A case PyTorch cannot run here is recorded with its error, not skipped silently.
-Usage (on the GPU machine): python3 bench/gpu_kernels.py --out kernels.jsonl [--tables gemm:60,grouped:50,attention:40]
+Usage (on the GPU machine): python3 bench/gpu_kernels.py --out kernels.jsonl [--tables gemm:60,grouped:50,attention:40,gptoss:30]
+The gptoss table times GPT-OSS's eager code around its kernels as Megatron-Core runs it (the clamped
+GLU, YaRN's unfused RoPE, the blocking offset tensor) against what docs/cost-model.md prices.
 """
 import argparse
 import json
@@ -253,6 +255,113 @@ def grouped_cases(rec):
                 return
 
 
+# ---------------------------------------------------------------- GPT-OSS's eager code around its kernels
+# What docs/cost-model.md prices from Megatron-Core's code ("Clamped GLU", "YaRN RoPE", "Host
+# synchronisations"), timed as that code runs it, at the H100 recipe's shapes (micro-batch 1, 4096
+# tokens, EP 8: 16,384 routed copies of width 2880; Q 64 x 64 and K 8 x 64 per token). Each case
+# gives its time and the bytes a plain device copy moves in that time per byte of the tensor the
+# model prices against (`copy_equivalent`): the model's 8 / 15 (the clamp and cat, forward /
+# backward, per byte of the activation's output) and 10 / 17 (unfused RoPE per byte of Q and K).
+def _copy_bytes_per_s(n_bytes):
+    x = torch.empty(n_bytes // 2, device=DEV, dtype=BF16)
+    y = torch.empty_like(x)
+    ms, _, _ = median_ms(lambda: y.copy_(x))
+    return 2.0 * n_bytes / (ms / 1e3)  # read + write
+
+
+def _quick_geglu(y, weights, offset):  # megatron/core/fusions/fused_bias_geglu.py weighted_quick_geglu
+    y1, y2 = torch.chunk(y, 2, -1)
+    return ((y1 * torch.sigmoid(1.702 * y1)) * (y2 + offset) * weights).to(y.dtype)
+
+
+def gptoss_cases(rec):
+    rows, width, limit = 4096 * 4, 2880, 7.0
+    inner = rows * width * 2  # the activation's output, bf16
+    bw = _copy_bytes_per_s(inner)
+    try:
+        act = torch.compile(_quick_geglu)
+        compiled = True
+    except Exception:  # no inductor here: eager, and said so
+        act, compiled = _quick_geglu, False
+
+    def clamped(x, w):  # weighted_bias_quick_geglu_impl with clamp_value (bias None)
+        x_glu, x_linear = x.chunk(2, -1)
+        x = torch.cat((x_glu.clamp(min=None, max=limit), x_linear.clamp(min=-limit, max=limit)), -1)
+        offset = torch.tensor(1.0, dtype=x.dtype, device=x.device)  # a blocking copy to the device
+        return act(x, w, offset)
+
+    def plain(x, w):
+        return act(x, w, 1.0)
+
+    def glu_case():
+        x = rnd(rows, 2 * width, scale=4.0).requires_grad_(True)
+        w = torch.rand(rows, 1, device=DEV, dtype=torch.float32)
+        g = rnd(rows, width)
+        out = {"compiled": compiled, "copy_gb_per_s": bw / 1e9}
+        for name, fn in (("plain", plain), ("clamped", clamped)):
+            fn(x, w)  # compile outside the timing
+            ms_f, _, _ = median_ms(lambda: fn(x, w))
+
+            def fwd_bwd():
+                x.grad = None
+                fn(x, w).backward(g)
+            ms_fb, _, _ = median_ms(fwd_bwd)
+            out[name + "_fwd_ms"], out[name + "_bwd_ms"] = ms_f, ms_fb - ms_f
+        for part in ("fwd", "bwd"):
+            extra_s = (out["clamped_" + part + "_ms"] - out["plain_" + part + "_ms"]) / 1e3
+            out["copy_equivalent_" + part] = extra_s * bw / inner  # model: 8 forward, 15 backward
+        return out
+
+    rec.case("gptoss", {"case": "clamped_glu", "rows": rows, "width": width}, glu_case)
+
+    def rope_case():  # megatron/core/models/common/embeddings/rope_utils.py _apply_rotary_pos_emb_bshd
+        s, mscale = 4096, 0.1 * math.log(32.0) + 1.0
+        freqs = torch.rand(s, 1, 1, 64, device=DEV, dtype=torch.float32)
+
+        def rotate_half(t):
+            t1, t2 = torch.chunk(t, 2, dim=-1)
+            return torch.cat((-t2, t1), dim=-1)
+
+        def rope(t):
+            rot = freqs.shape[-1]
+            t, t_pass = t[..., :rot], t[..., rot:]
+            cos_ = (torch.cos(freqs) * mscale).to(t.dtype)
+            sin_ = (torch.sin(freqs) * mscale).to(t.dtype)
+            t = (t * cos_) + (rotate_half(t) * sin_)
+            return torch.cat((t, t_pass), dim=-1)
+
+        q = rnd(s, 1, 64, 64).requires_grad_(True)
+        k = rnd(s, 1, 8, 64).requires_grad_(True)
+        gq, gk = rnd(s, 1, 64, 64), rnd(s, 1, 8, 64)
+        qk_bytes = (q.numel() + k.numel()) * 2
+        ms_f, _, _ = median_ms(lambda: (rope(q), rope(k)))
+
+        def fwd_bwd():
+            q.grad = k.grad = None
+            torch.autograd.backward([rope(q), rope(k)], [gq, gk])
+        ms_fb, _, _ = median_ms(fwd_bwd)
+        bw_qk = _copy_bytes_per_s(qk_bytes)
+        return {"fwd_ms": ms_f, "bwd_ms": ms_fb - ms_f, "copy_gb_per_s": bw_qk / 1e9,
+                "copy_equivalent_fwd": ms_f / 1e3 * bw_qk / qk_bytes,  # model: 10
+                "copy_equivalent_bwd": (ms_fb - ms_f) / 1e3 * bw_qk / qk_bytes}  # model: 17
+
+    rec.case("gptoss", {"case": "yarn_rope_unfused", "tokens": 4096, "q_heads": 64, "kv_heads": 8, "head_dim": 64}, rope_case)
+
+    def sync_case():  # does torch.tensor(x, device=cuda) wait for the queued work?
+        a = rnd(8192, 8192)
+        torch.cuda.synchronize()
+        busy_ms, _, _ = median_ms(lambda: a @ a)
+        for _ in range(20):
+            a @ a
+        t0 = time.perf_counter()
+        torch.tensor(1.0, dtype=BF16, device=DEV)
+        host_ms = (time.perf_counter() - t0) * 1e3
+        torch.cuda.synchronize()
+        return {"queued_ms": 20 * busy_ms, "host_ms": host_ms, "waits_for_device": host_ms > 5 * busy_ms}
+
+    rec.case("gptoss", {"case": "offset_tensor_sync"}, sync_case)
+
+
 # ---------------------------------------------------------------- attention
 def attention_cases(rec):
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -295,7 +404,7 @@ def attention_cases(rec):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
-    parser.add_argument("--tables", default="gemm:60,grouped:50,attention:40",
+    parser.add_argument("--tables", default="gemm:60,grouped:50,attention:40,gptoss:30",
                         help="tables to run with each one's time budget in seconds")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -308,7 +417,7 @@ def main():
                                "memory_gib": props.total_memory / 2**30, "torch": torch.__version__,
                                "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
                                "capability": list(torch.cuda.get_device_capability(0))}) + "\n")
-    tables = {"gemm": gemm_cases, "grouped": grouped_cases, "attention": attention_cases}
+    tables = {"gemm": gemm_cases, "grouped": grouped_cases, "attention": attention_cases, "gptoss": gptoss_cases}
     for item in args.tables.split(","):
         name, budget = item.split(":")
         rec.begin(float(budget))

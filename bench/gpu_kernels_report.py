@@ -75,6 +75,25 @@ def main():
         print(f"| {r['backend']} | {r['batch']} x {r['heads']} | {r['seq']} | {r['head_dim']} / {r['v_head_dim']} | "
               f"{r['fwd_tflops']:.0f} | {r['bwd_tflops']:.0f} | {both:.0f} |")
 
+    gptoss = [r for r in rows if r["table"] == "gptoss"]
+    if gptoss:
+        print("\n## GPT-OSS's eager code around its kernels, as Megatron-Core runs it (docs/cost-model.md)\n")
+        print("Bytes a device copy moves in the measured time, per byte of the tensor the model prices against, "
+              "beside the model's figure.\n")
+        print("| case | forward | model | backward | model | notes |")
+        print("|---|---|---|---|---|---|")
+        model = {"clamped_glu": (8, 15), "yarn_rope_unfused": (10, 17)}
+        for r in gptoss:
+            if "error" in r:
+                print(f"| {r['case']} | not run: {r['error'][:60]} | | | | |")
+            elif r["case"] in model:
+                f, b = model[r["case"]]
+                note = f"copy {r['copy_gb_per_s']:.0f} GB/s" + ("" if r.get("compiled", True) else "; activation not compiled")
+                print(f"| {r['case']} | {r['copy_equivalent_fwd']:.1f} | {f} | {r['copy_equivalent_bwd']:.1f} | {b} | {note} |")
+            else:
+                print(f"| {r['case']} | host {r['host_ms']:.2f} ms with {r['queued_ms']:.1f} ms queued | waits: "
+                      f"{'yes' if r['waits_for_device'] else 'no'} (model: yes) | | | |")
+
 
 if __name__ == "__main__":
     main()
