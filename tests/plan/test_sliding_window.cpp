@@ -121,7 +121,7 @@ TEST_CASE("model JSON: sliding_window round-trips, its layer count needs a windo
   CHECK_THAT(validate_model(m, "m.json").items()[0], Catch::Contains("must be from 0 to layers (24)"));
 }
 
-TEST_CASE("model JSON: glu_clamp round-trips; negative or on an ungated FFN is refused with its key") {
+TEST_CASE("model JSON: glu_clamp round-trips, and a negative one or one on an ungated FFN is refused with its key") {
   ModelSpec m = resolve_model("gpt-oss-20b");
   const nlohmann::json j = model_to_json(m);
   CHECK(j.at("glu_clamp") == 7.0);

@@ -347,7 +347,7 @@ TEST_CASE("an MoE run's recipe settings stated as options: dispatcher, expert TP
   CHECK(r.options_not_modeled == std::vector<std::string>{"moe_token_dispatcher:nccl"});
 }
 
-TEST_CASE("a run stating selective recomputation takes its recompute_modules option's modules; a full one keeps full") {
+TEST_CASE("a run stating selective recomputation takes its recompute_modules option's modules, a full one keeps full") {
   const std::string moe = R"(, "moe": {"experts": 8, "top_k": 2, "expert_ffn_hidden": 1024, "shared_experts": null})";
   const auto run = [&](const char* file, const char* recompute) {
     const std::string plan = std::string(R"("dp": 8, "tp": 1, "pp": 1, "cp": 1, "ep": 8, "vpp": null, "micro_batch": 1, "global_batch": 64,
