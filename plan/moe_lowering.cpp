@@ -15,6 +15,7 @@
 // at the all-to-alls, so its grouped GEMMs and the copies it receives set the pace.
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include "plan/lowering_ops.hpp"
 
@@ -131,7 +132,7 @@ void add_glu_clamp(LayerWork& w, size_t forward_act, size_t backward_from, doubl
   forward.eager_ops += 5;
   forward.host_sync = true;  // torch.tensor(linear_offset, device=...): a synchronous copy to the device
   for (size_t i = backward_from; i < w.backward.size(); ++i) {
-    if (w.backward[i].name != "swiglu_bwd") continue;
+    if (std::string_view(w.backward[i].name) != "swiglu_bwd") continue;
     w.backward[i].name = "swiglu_clamped_bwd";
     w.backward[i].bytes += 15.0 * inner;
     w.backward[i].eager_ops += 4;
