@@ -174,7 +174,7 @@ void read_sliding_window(const nlohmann::json& doc, JsonObjectReader& r, const s
 // (transformers' _compute_yarn_parameters; Megatron-Core's _yarn_get_concentration_factor, which
 // takes the last when either mscale is unset, as Megatron-Bridge's GPT-OSS provider leaves them).
 // Multi-head latent attention applies its own fused YaRN RoPE: not read for it.
-void read_yarn(const nlohmann::json& doc, ModelSpec& m) {
+void read_yarn(const nlohmann::json& doc, JsonObjectReader& r, ModelSpec& m) {
   if (m.mla || !doc.contains("rope_scaling") || !doc["rope_scaling"].is_object()) return;
   const nlohmann::json& y = doc["rope_scaling"];
   const auto number = [&](const char* key) { return y.contains(key) && y[key].is_number() ? std::optional<double>(y[key].get<double>()) : std::nullopt; };
@@ -182,7 +182,12 @@ void read_yarn(const nlohmann::json& doc, ModelSpec& m) {
                            : y.contains("type") && y["type"].is_string()        ? y["type"].get<std::string>()
                                                                                   : "";
   const std::optional<double> factor = number("factor");
-  if (type != "yarn" || !factor || *factor <= 1.0) return;
+  if (type != "yarn") return;
+  if (!factor || !std::isfinite(*factor) || *factor < 1.0) {
+    r.add_problem("rope_scaling", "a \"yarn\" rope_scaling needs a number factor >= 1 (how far the context is stretched; GPT-OSS: 32)");
+    return;
+  }
+  if (*factor == 1.0) return;
   const auto mscale = [&](double scale) { return 0.1 * scale * std::log(*factor) + 1.0; };
   if (const auto stated = number("attention_factor")) m.rope_attention_factor = *stated;
   else if (number("mscale") && number("mscale_all_dim")) m.rope_attention_factor = mscale(*number("mscale")) / mscale(*number("mscale_all_dim"));
@@ -290,7 +295,7 @@ ModelSpec read_hf_config(const nlohmann::json& doc, const std::string& path) {
     read_llama_family(reader, type, m);
   }
   read_sliding_window(doc, reader, type, m);
-  if (type != "gpt2" && type != "gpt_neox") read_yarn(doc, m);
+  if (type != "gpt2" && type != "gpt_neox") read_yarn(doc, reader, m);
   if (m.head_dim == 0 && m.heads > 0) {
     if (m.hidden % m.heads != 0) {
       reader.add_problem("num_attention_heads", "hidden size (" + std::to_string(m.hidden) +

@@ -68,31 +68,6 @@ void add_ffn_core(LayerWork& w, const ModelSpec& m, const Shapes& s, const FfnNa
   add_linear(w, n.down, n.down_dgrad, n.down_wgrad, tokens, s.h, width, groups);
 }
 
-// YaRN with an attention factor under Megatron-Core: Transformer Engine's fused RoPE takes no
-// factor, so apply_rotary_pos_emb falls back to _apply_rotary_pos_emb_bshd (megatron/core/models/
-// common/embeddings/rope_utils.py, "mscale=... is not supported by TE's fused RoPE. Using unfused
-// implementation", in every Megatron-LM that Megatron-Bridge v0.2.0-v0.6.0 pins) on Q and K, eager:
-// t * cos (2), rotate_half's negation of one half (1) and torch.cat (2), that times sin (2), the
-// sum (3) and the final torch.cat with the empty pass-through part (2): 10 bytes per byte of Q and
-// K, where a fused kernel moves 2. Backward through autograd: the two products' gradients (2 + 2),
-// the negation's (1), chunk's torch.cat of the halves (2), the two paths' gradients summed (3), the
-// two slices' backwards (zeros and a copy, 3; zeros for the empty one, 1) and their sum (3): 17.
-// Per tensor 15 aten calls (two slices, cos and sin with the factor and cast, the 7 above) and 9
-// autograd nodes.
-bool unfused_yarn_rope(const ModelSpec& m, const ParallelPlan& p) {
-  return m.rope_attention_factor != 1.0 && !m.mla && p.host_stack == HostStack::kTransformerEngine;
-}
-
-void add_unfused_rope(LayerWork& w, double rotated) {
-  Op forward = memory("rotary_unfused", 10 * rotated);
-  Op backward = memory("rotary_unfused_bwd", 17 * rotated);
-  forward.eager_ops = 2 * 15;
-  backward.eager_ops = 2 * 9;
-  backward.backward = true;
-  w.forward.push_back(forward);
-  w.backward.push_back(backward);
-}
-
 // Marks the ops from `from` on that no block has claimed as `scope`'s (Op::graph_scope).
 void tag_graph_scope(std::vector<Op>& ops, size_t from, uint32_t scope) {
   for (size_t i = from; i < ops.size(); ++i) {
@@ -280,17 +255,7 @@ LayerWork lower_layer(const ModelSpec& m, const ParallelPlan& p, const Shapes& s
     add_tp_boundary(w, s, sp, true);
     add_linear(w, "qkv", "qkv_dgrad", "qkv_wgrad", s.tokens, (s.q + 2 * s.kv) / s.t, s.h);
   }
-  if (m.position == PositionKind::kRope && !m.mla) {
-    // Rotary embedding of Q and K (Megatron-LM's apply_rotary_pos_emb): read and write both; the
-    // backward rotates their gradients back.
-    const double rotated = static_cast<double>(s.tokens) * static_cast<double>((s.q + s.kv) / s.t) * s.e;
-    if (unfused_yarn_rope(m, p)) {
-      add_unfused_rope(w, rotated);
-    } else {
-      w.forward.push_back(memory("rotary", 2 * rotated));
-      w.backward.push_back(memory("rotary_bwd", 2 * rotated));
-    }
-  }
+  if (m.position == PositionKind::kRope && !m.mla) add_rope(w, m, p, s);
   add_attention(w, m, p, s);
   add_linear(w, "proj", "proj_dgrad", "proj_wgrad", s.tokens, s.h, s.q / s.t);
   add_tp_boundary(w, s, sp, false);

@@ -107,11 +107,11 @@ inline constexpr FfnNames kSharedFfnNames{"shared_fc1", "shared_fc1_dgrad", "sha
 void add_ffn_core(LayerWork& w, const ModelSpec& m, const Shapes& s, const FfnNames& names, int64_t tokens, int64_t width,
                   int64_t groups, bool bias_gelu_fusion);
 
-// Whether Q and K's RoPE runs as Megatron-Core's unfused PyTorch code (a YaRN attention factor,
-// ModelSpec::rope_attention_factor, which Transformer Engine's fused kernel does not take), and its
-// ops: 10 bytes moved per byte of Q and K forward, 17 backward, with the eager calls issuing them.
-bool unfused_yarn_rope(const ModelSpec& m, const ParallelPlan& p);
-void add_unfused_rope(LayerWork& w, double rotated);
+// Q and K's RoPE (plan/rope_lowering.cpp): the fused kernel's read and write, or, with a YaRN
+// attention factor (ModelSpec::rope_attention_factor, which Transformer Engine's fused kernel does
+// not take), Megatron-Core's unfused PyTorch code: 10 bytes per byte of Q and K forward, 17
+// backward, with the eager calls issuing them.
+void add_rope(LayerWork& w, const ModelSpec& m, const ParallelPlan& p, const Shapes& s);
 
 // Where a layer's parts sit in its forward op list, for selective recomputation by module.
 // Marks the ops from `from` on that no block has claimed as `scope`'s (Op::graph_scope,

@@ -192,6 +192,8 @@ TEST_CASE("YaRN's attention factor from a Hugging Face rope_scaling: stated, msc
   doc["rope_scaling"]["mscale"] = 1.0;
   doc["rope_scaling"]["mscale_all_dim"] = 1.0;  // DeepSeek's pair: a ratio of 1
   CHECK(read(doc) == Approx(1.0));
+  doc["rope_scaling"]["factor"] = "32";  // not a number: refused, naming the key
+  CHECK_THROWS_WITH(read(doc), Catch::Contains("rope_scaling") && Catch::Contains("factor"));
   doc["rope_scaling"] = nullptr;
   CHECK(read(doc) == 1.0);
   // model JSON: round-trips; not positive, or without RoPE, is refused naming the key.

@@ -39,6 +39,21 @@ EfficiencyConstants no_latency() {
   c.collective_step_inter_s = 0;
   return c;
 }
+
+// The host-time tests' constants: no fixed costs, 10 us to issue an op.
+EfficiencyConstants issuing_10us() {
+  EfficiencyConstants c = no_latency();
+  c.host_dispatch_s = 10e-6;
+  return c;
+}
+
+// A memory-bound op of `bytes`.
+Op memory_op(double bytes) {
+  Op op;
+  op.kind = OpKind::kMemoryBound;
+  op.bytes = bytes;
+  return op;
+}
 }  // namespace
 
 TEST_CASE("a ring all-reduce inside a node: NCCL's fastest protocol, Simple for large buffers") {
@@ -129,16 +144,10 @@ TEST_CASE("the device idles while the host issues ops that run faster than they 
 }
 
 TEST_CASE("after a host synchronisation the device waits for the host to issue again: no lead carries past it") {
-  const Hardware hw = a100_cluster();
-  EfficiencyConstants c = no_latency();
-  c.host_dispatch_s = 10e-6;
-  const DatasheetCostModel cost(hw, Precision::kBf16, c);
+  const DatasheetCostModel cost(a100_cluster(), Precision::kBf16, issuing_10us());
   const GroupScope tp{1, 1, 1};
-  Op tiny;
-  tiny.kind = OpKind::kMemoryBound;
-  tiny.bytes = 1e3;  // ~1 ns
-  Op big = tiny;
-  big.bytes = 1e9;   // ~1 ms: the host issues it long before it ends
+  const Op tiny = memory_op(1e3);  // ~1 ns
+  const Op big = memory_op(1e9);   // ~1 ms: the host issues it long before it ends
   const double big_s = price_ops({big}, cost, tp).compute_s, tiny_s = price_ops({tiny}, cost, tp).compute_s;
   // Device-bound, no sync: the host's 10 us per op hide behind the device's work.
   std::vector<Op> ops = {big, tiny, big, tiny};
@@ -161,14 +170,9 @@ TEST_CASE("after a host synchronisation the device waits for the host to issue a
 }
 
 TEST_CASE("Megatron's pipeline without interleaving synchronises the host at every step: its first layer's issue shows") {
-  const Hardware hw = a100_cluster();
-  EfficiencyConstants c = no_latency();
-  c.host_dispatch_s = 10e-6;
-  const DatasheetCostModel cost(hw, Precision::kBf16, c);
+  const DatasheetCostModel cost(a100_cluster(), Precision::kBf16, issuing_10us());
   const LayerScopes scopes{GroupScope{1, 1, 1}};
-  Op big;
-  big.kind = OpKind::kMemoryBound;
-  big.bytes = 1e9;  // ~1 ms, issued in 10 us: device-bound
+  const Op big = memory_op(1e9);  // ~1 ms, issued in 10 us: device-bound
   IterationWork w;
   w.layer.forward = std::vector<Op>(4, big);
   w.layer.backward = std::vector<Op>(6, big);
