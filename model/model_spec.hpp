@@ -58,7 +58,7 @@ struct ModelSpec {
   double rope_theta = 10000.0;  // RoPE base (Llama 2: 10^4, Llama 3: 5 x 10^5); the runtime's numerics only
   // YaRN's attention (concentration) factor, multiplying RoPE's cos and sin: 0.1 ln(factor) + 1
   // unless the config states it (GPT-OSS's factor 32: 1.3466). Not 1: Megatron-Core applies RoPE
-  // unfused (plan/lowering.cpp). 1: plain RoPE, or a YaRN without it.
+  // unfused (plan/rope_lowering.cpp). 1: plain RoPE, or a YaRN without it.
   double rope_attention_factor = 1.0;
   bool tied_embeddings = true;  // LM head shares the token embedding matrix
   bool linear_bias = true;      // every linear layer has a bias (GPT-2/3, Megatron GPT)
